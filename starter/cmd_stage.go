@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sweepflow/sweepflow/staging"
+)
+
+func init() {
+	register(command{name: "stage", summary: "copy a checkpoint to a node-local dir, verified by size+sha256 manifest", run: runStage})
+}
+
+// exitChecksumMismatch tells a parent process (an activity running this via
+// srun) that retrying is pointless: the source does not match its manifest.
+const exitChecksumMismatch = 3
+
+// stageEvent is one line of --json output. A parent parses these from stdout;
+// the last "progress" line is what it passes back via --resume on a retry.
+type stageEvent struct {
+	Event    string            `json:"event"` // progress | report | error
+	Progress *staging.Progress `json:"progress,omitempty"`
+	Report   *staging.Report   `json:"report,omitempty"`
+	Elapsed  float64           `json:"elapsed_s,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	// ChecksumMismatch marks an error that must not be retried.
+	ChecksumMismatch bool `json:"checksum_mismatch,omitempty"`
+}
+
+func runStage(args []string) error {
+	fs := flag.NewFlagSet("stage", flag.ContinueOnError)
+	src := fs.String("src", "", "checkpoint directory on the shared filesystem (required)")
+	dst := fs.String("dst", "", "node-local destination directory (required)")
+	asJSON := fs.Bool("json", false, "print JSON lines (progress, then report or error) to stdout")
+	verify := fs.Bool("verify", false, "re-hash every existing destination file, even ones --resume lists")
+	parallel := fs.Int("parallel", 4, "files copied at once")
+	resume := fs.String("resume", "", "JSON file holding a previous attempt's progress (a progress line's \"progress\" object)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	case *src == "" || *dst == "":
+		return &exitError{code: 2, msg: "--src and --dst are required"}
+	case *parallel < 1:
+		return &exitError{code: 2, msg: fmt.Sprintf("--parallel %d: must be at least 1", *parallel)}
+	}
+	opts := staging.Options{Src: *src, Dst: *dst, Parallel: *parallel, VerifyExisting: *verify}
+	if *resume != "" {
+		p, err := readResume(*resume)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		opts.Resume = p
+	}
+
+	// SIGTERM is how srun/scancel stop us: cancel so no temp file survives.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	return stageMain(ctx, opts, *asJSON, os.Stdout, os.Stderr, start)
+}
+
+func stageMain(ctx context.Context, opts staging.Options, asJSON bool, stdout, stderr io.Writer, start time.Time) error {
+	enc := json.NewEncoder(stdout)
+	if asJSON {
+		opts.OnProgress = func(p staging.Progress) { _ = enc.Encode(stageEvent{Event: "progress", Progress: &p}) }
+	} else {
+		opts.OnProgress = func(p staging.Progress) {
+			fmt.Fprintf(stderr, "staged %d/%d files, %s copied\n", len(p.Done), p.TotalFiles, humanBytes(p.BytesCopied+p.InFlightBytes))
+		}
+	}
+	rep, err := staging.Stage(ctx, opts)
+	elapsed := time.Since(start)
+	if err != nil {
+		mismatch := errors.Is(err, staging.ErrChecksumMismatch)
+		code := 1
+		if mismatch {
+			code = exitChecksumMismatch
+		}
+		if asJSON {
+			_ = enc.Encode(stageEvent{Event: "error", Error: err.Error(), ChecksumMismatch: mismatch, Elapsed: elapsed.Seconds()})
+		}
+		return &exitError{code: code, msg: err.Error()}
+	}
+	if asJSON {
+		return enc.Encode(stageEvent{Event: "report", Report: rep, Elapsed: elapsed.Seconds()})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILES COPIED\tFILES SKIPPED\tCOPIED\tSKIPPED\tELAPSED\tTHROUGHPUT\tMANIFEST SHA256")
+	rate := "-"
+	if s := elapsed.Seconds(); s > 0 && rep.BytesCopied > 0 {
+		rate = humanBytes(int64(float64(rep.BytesCopied)/s)) + "/s"
+	}
+	fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", rep.FilesCopied, rep.FilesSkipped,
+		humanBytes(rep.BytesCopied), humanBytes(rep.BytesSkipped), elapsed.Round(time.Millisecond), rate, rep.ManifestSHA256)
+	return tw.Flush()
+}
+
+func readResume(path string) (*staging.Progress, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: %v", err)
+	}
+	var p staging.Progress
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("--resume %s: not a progress object: %v", path, err)
+	}
+	return &p, nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
