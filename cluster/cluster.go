@@ -1,0 +1,92 @@
+// Package cluster defines the backend interface through which sweepflow
+// holds nodes, stages checkpoints, starts inference servers and releases them.
+// Implementations: cluster/local (child processes on the worker's host) and
+// cluster/slurm.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// AllocRequest asks for nodes for one sweep point.
+type AllocRequest struct {
+	SweepID   string
+	PointID   string
+	Nodes     int
+	TimeLimit time.Duration
+	// Status is called with a human line while the request waits (e.g. the
+	// Slurm pending reason); the activity heartbeats it.
+	Status func(string)
+}
+
+// Allocation is a set of nodes held for one point.
+type Allocation struct {
+	JobID   string
+	Nodes   []string
+	WorkDir string
+}
+
+// StageProgress reports checkpoint staging across nodes.
+type StageProgress struct {
+	Node        string
+	Done        []string
+	BytesCopied int64
+}
+
+// StageReport is the outcome of checkpoint staging across nodes.
+type StageReport struct {
+	Nodes        int
+	FilesCopied  int
+	FilesSkipped int
+	BytesCopied  int64
+	BytesSkipped int64
+	Manifest     string
+}
+
+// ServeSpec describes the server to start on an allocation.
+type ServeSpec struct {
+	Model       string
+	Deployment  string // simulator deployment shorthand, e.g. "2P1D DEP16/DEP32"
+	RowJSON     []byte // the InferenceX matrix row
+	RecipePath  string
+	GPUsPerNode int
+	// Env is added to the serving processes' environment (e.g. synthetic
+	// acceptance for perf runs only).
+	Env map[string]string
+}
+
+// Server is a started inference server.
+type Server struct {
+	URL    string
+	Handle string
+}
+
+// Backend is one kind of cluster. Every method is idempotent: activities are
+// retried, and a retry after a crash must not double-allocate or double-start.
+type Backend interface {
+	Name() string
+	Allocate(ctx context.Context, req AllocRequest) (Allocation, error)
+	StageCheckpoint(ctx context.Context, alloc Allocation, model string, resume map[string][]string, progress func(StageProgress)) (StageReport, error)
+	BringUp(ctx context.Context, alloc Allocation, spec ServeSpec) (Server, error)
+	// Health returns nil when the server answers; phase is a human marker
+	// from the server log (loading weights, capturing graphs, ready).
+	Health(ctx context.Context, alloc Allocation, srv Server) (phase string, err error)
+	// Check reports whether the allocation is still alive (job state).
+	Check(ctx context.Context, alloc Allocation) error
+	Teardown(ctx context.Context, alloc Allocation) error
+}
+
+// Error classes a backend returns; activities map them to Temporal error types.
+var (
+	// ErrBadConfig: no retry can fix it (missing checkpoint, bad command).
+	ErrBadConfig = errors.New("bad configuration")
+	// ErrChecksum: a source file does not match its manifest.
+	ErrChecksum = errors.New("checksum mismatch")
+	// ErrOOM: the job ran out of memory; retrying the same config won't help.
+	ErrOOM = errors.New("out of memory")
+	// ErrAllocationLost: node failure, preemption, external cancel; a fresh
+	// allocation may succeed.
+	ErrAllocationLost = errors.New("allocation lost")
+)

@@ -1,0 +1,140 @@
+package temporalx
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DevServer describes the embedded Temporal dev server: SQLite under a data
+// directory, the UI on localhost, sweepflow's search attributes registered.
+type DevServer struct {
+	Binary  string
+	DataDir string
+	IP      string
+	Port    int
+	UIPort  int
+	// SearchAttributes maps name to type (Keyword, Int, ...).
+	SearchAttributes map[string]string
+}
+
+// Args is the `temporal server start-dev` command line.
+func (d DevServer) Args() []string {
+	args := []string{"server", "start-dev",
+		"--ip", d.IP, "--port", strconv.Itoa(d.Port), "--ui-port", strconv.Itoa(d.UIPort),
+		"--db-filename", filepath.Join(d.DataDir, "temporal.db"),
+		"--log-level", "warn",
+	}
+	names := make([]string, 0, len(d.SearchAttributes))
+	for n := range d.SearchAttributes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		args = append(args, "--search-attribute", n+"="+d.SearchAttributes[n])
+	}
+	return args
+}
+
+func (d DevServer) pidFile() string { return filepath.Join(d.DataDir, "temporal.pid") }
+
+// Address is the frontend's host:port.
+func (d DevServer) Address() string { return net.JoinHostPort(d.IP, strconv.Itoa(d.Port)) }
+
+// UIURL is the Web UI's base URL.
+func (d DevServer) UIURL() string { return "http://" + net.JoinHostPort(d.IP, strconv.Itoa(d.UIPort)) }
+
+// Running returns the pid of a dev server this data directory started.
+func (d DevServer) Running() (int, bool) {
+	b, err := os.ReadFile(d.pidFile())
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	return pid, true
+}
+
+// Start launches the server in the background (its own session, so it
+// outlives the command) and waits until the frontend and UI accept
+// connections. It is a no-op when this data directory's server already runs.
+func (d DevServer) Start(ctx context.Context) (pid int, started bool, err error) {
+	if pid, ok := d.Running(); ok {
+		return pid, false, nil
+	}
+	if err := os.MkdirAll(d.DataDir, 0o755); err != nil {
+		return 0, false, err
+	}
+	if c, err := net.DialTimeout("tcp", d.Address(), 300*time.Millisecond); err == nil {
+		c.Close()
+		return 0, false, fmt.Errorf("port %d is already in use by another process (not a sweepflow dev server for %s); choose --port or stop it", d.Port, d.DataDir)
+	}
+	logf, err := os.OpenFile(filepath.Join(d.DataDir, "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, false, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(d.Binary, d.Args()...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, false, fmt.Errorf("starting %s: %w", d.Binary, err)
+	}
+	pid = cmd.Process.Pid
+	if err := os.WriteFile(d.pidFile(), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return pid, true, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, addr := range []string{d.Address(), net.JoinHostPort(d.IP, strconv.Itoa(d.UIPort))} {
+		for {
+			c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case err := <-exited:
+				return pid, true, fmt.Errorf("temporal dev server exited during start (%v); see %s", err, filepath.Join(d.DataDir, "temporal.log"))
+			case <-ctx.Done():
+				return pid, true, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return pid, true, fmt.Errorf("temporal dev server not reachable at %s after 60 s; see %s", addr, filepath.Join(d.DataDir, "temporal.log"))
+			}
+		}
+	}
+	return pid, true, nil
+}
+
+// Stop ends the server this data directory started, by pid.
+func (d DevServer) Stop() error {
+	pid, ok := d.Running()
+	if !ok {
+		_ = os.Remove(d.pidFile())
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return os.Remove(d.pidFile())
+}
