@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEvalGSM8KScoreCLI(t *testing.T) {
+	t.Parallel()
+	in := `{"doc_id": 0, "response": "16 - 3 - 4 = 9, 9 * 2 = $18.\n#### 18", "gold": "Janet sells 9 eggs.\n#### 18"}
+{"doc_id": 1, "response": "#### 2\nactually\n#### 3", "gold": "#### 3"}
+{"doc_id": 2, "response": "The total is 1,000 dollars.", "gold": "#### 1,000"}
+`
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(in), 0o644))
+	cases := []struct {
+		mode       string
+		strict     float64
+		doc1Strict string
+	}{
+		{"lm-eval", 1.0 / 3, "2"},
+		{"inferencex", 2.0 / 3, "3"},
+	}
+	for _, tc := range cases {
+		var out bytes.Buffer
+		require.NoError(t, evalGSM8KScore([]string{"--mode", tc.mode, "--samples", p}, nil, &out))
+		var got struct {
+			Summary map[string]float64 `json:"summary"`
+			Samples []map[string]any   `json:"samples"`
+		}
+		require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+		assert.Len(t, got.Summary, 3, "summary has exactly em_strict, em_flexible, n_eff")
+		assert.InDelta(t, tc.strict, got.Summary["em_strict"], 1e-12)
+		assert.InDelta(t, 1.0, got.Summary["em_flexible"], 1e-12)
+		assert.Equal(t, 3.0, got.Summary["n_eff"])
+		require.Len(t, got.Samples, 3)
+		assert.Equal(t, map[string]any{"doc_id": 1.0, "strict_extracted": tc.doc1Strict, "flexible_extracted": "3",
+			"strict_match": tc.mode == "inferencex", "flexible_match": true}, got.Samples[1])
+	}
+	// stdin works too
+	var out bytes.Buffer
+	require.NoError(t, evalGSM8KScore([]string{"--mode", "lm-eval", "--samples", "-"}, strings.NewReader(in), &out))
+	assert.Contains(t, out.String(), `"n_eff":3`)
+}
+
+func TestEvalGSM8KCLIUsageErrors(t *testing.T) {
+	t.Parallel()
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"doc_id": 0, "gold": "1"}`), 0o644))
+	cases := []struct {
+		name string
+		run  func() error
+		code int
+		want string
+	}{
+		{"score no mode", func() error { return evalGSM8KScore([]string{"--samples", bad}, nil, &bytes.Buffer{}) }, 2, "--mode and --samples are required"},
+		{"score bad mode", func() error { return evalGSM8KScore([]string{"--mode", "x", "--samples", bad}, nil, &bytes.Buffer{}) }, 2, "unknown mode"},
+		{"score bad line", func() error {
+			return evalGSM8KScore([]string{"--mode", "lm-eval", "--samples", bad}, nil, &bytes.Buffer{})
+		}, 0, "bad.jsonl:1: field response: missing"},
+		{"eval missing flags", func() error { return evalGSM8K([]string{"--model", "m"}, &bytes.Buffer{}, &bytes.Buffer{}) }, 2, "--base-url, --model and --mode are required"},
+		{"eval bad mode", func() error {
+			return evalGSM8K([]string{"--base-url", "http://x", "--model", "m", "--mode", "chat"}, &bytes.Buffer{}, &bytes.Buffer{})
+		}, 2, "unknown mode"},
+		{"eval bad concurrency", func() error {
+			return evalGSM8K([]string{"--base-url", "http://x", "--model", "m", "--mode", "cot", "--concurrency", "0"}, &bytes.Buffer{}, &bytes.Buffer{})
+		}, 2, "--concurrency >= 1"},
+		{"eval bad identity", func() error {
+			return evalGSM8K([]string{"--identity", "novalue"}, &bytes.Buffer{}, &bytes.Buffer{})
+		}, 2, "want key=value"},
+		{"eval bad thresholds", func() error {
+			return evalGSM8K([]string{"--base-url", "http://x", "--model", "m", "--mode", "cot", "--thresholds", bad}, &bytes.Buffer{}, &bytes.Buffer{})
+		}, 0, "bad.jsonl"},
+	}
+	for _, tc := range cases {
+		err := tc.run()
+		require.Error(t, err, tc.name)
+		assert.Contains(t, err.Error(), tc.want, tc.name)
+		var ee *exitError
+		if tc.code != 0 {
+			require.True(t, errors.As(err, &ee), tc.name)
+			assert.Equal(t, tc.code, ee.code, tc.name)
+		} else {
+			assert.False(t, errors.As(err, &ee), tc.name)
+		}
+	}
+}
+
+func TestParseScalar(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, int64(64), parseScalar("64"))
+	assert.Equal(t, 0.5, parseScalar("0.5"))
+	assert.Equal(t, true, parseScalar("true"))
+	assert.Equal(t, "gb200", parseScalar("gb200"))
+	assert.Equal(t, "True", parseScalar("True"))
+}
