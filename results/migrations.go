@@ -1,0 +1,152 @@
+package results
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migration is one schema step. Versions are dense and never edited once
+// released: a change is a new migration.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// Times are unix nanoseconds (UTC) so "newest" is a plain integer compare;
+// JSON payloads are TEXT so the file stays readable with the sqlite3 shell.
+var migrations = []migration{
+	{version: 1, name: "ledger", stmts: []string{
+		`CREATE TABLE sweeps (
+			id          TEXT PRIMARY KEY,
+			name        TEXT NOT NULL DEFAULT '',
+			config_json TEXT NOT NULL DEFAULT '',
+			status      TEXT NOT NULL DEFAULT '',
+			started_at  INTEGER,
+			finished_at INTEGER,
+			reuse_from  TEXT NOT NULL DEFAULT '',
+			nightly     INTEGER NOT NULL DEFAULT 0
+		)`,
+		`CREATE TABLE points (
+			sweep_id     TEXT NOT NULL,
+			point_id     TEXT NOT NULL,
+			fingerprint  TEXT NOT NULL DEFAULT '',
+			config_key   TEXT NOT NULL DEFAULT '',
+			exp_name     TEXT NOT NULL DEFAULT '',
+			topology     TEXT NOT NULL DEFAULT '',
+			conc         INTEGER NOT NULL DEFAULT 0,
+			status       TEXT NOT NULL DEFAULT '',
+			failed_stage TEXT NOT NULL DEFAULT '',
+			error        TEXT NOT NULL DEFAULT '',
+			updated_at   INTEGER NOT NULL,
+			PRIMARY KEY (sweep_id, point_id)
+		)`,
+		`CREATE INDEX points_fingerprint ON points (fingerprint)`,
+		`CREATE TABLE stage_outputs (
+			id            INTEGER PRIMARY KEY AUTOINCREMENT,
+			sweep_id      TEXT NOT NULL,
+			point_id      TEXT NOT NULL,
+			fingerprint   TEXT NOT NULL,
+			stage         TEXT NOT NULL,
+			attempt       INTEGER NOT NULL DEFAULT 0,
+			output_json   TEXT NOT NULL DEFAULT '',
+			artifact_uris TEXT NOT NULL DEFAULT '[]',
+			simulated     INTEGER NOT NULL DEFAULT 0,
+			created_at    INTEGER NOT NULL,
+			UNIQUE (sweep_id, fingerprint, stage)
+		)`,
+		`CREATE INDEX stage_outputs_lookup ON stage_outputs (fingerprint, stage, created_at)`,
+		`CREATE TABLE perf_results (
+			sweep_id             TEXT NOT NULL,
+			point_id             TEXT NOT NULL,
+			fingerprint          TEXT NOT NULL,
+			config_key           TEXT NOT NULL DEFAULT '',
+			exp_name             TEXT NOT NULL DEFAULT '',
+			conc                 INTEGER NOT NULL DEFAULT 0,
+			output_tput_per_gpu  REAL NOT NULL DEFAULT 0,
+			tput_per_gpu         REAL NOT NULL DEFAULT 0,
+			input_tput_per_gpu   REAL NOT NULL DEFAULT 0,
+			interactivity        REAL NOT NULL DEFAULT 0,
+			ttft_p90_ms          REAL NOT NULL DEFAULT 0,
+			tpot_median_ms       REAL NOT NULL DEFAULT 0,
+			e2el_median_ms       REAL NOT NULL DEFAULT 0,
+			simulated            INTEGER NOT NULL DEFAULT 0,
+			json                 TEXT NOT NULL DEFAULT '',
+			updated_at           INTEGER NOT NULL,
+			PRIMARY KEY (sweep_id, fingerprint, conc)
+		)`,
+		`CREATE TABLE eval_results (
+			sweep_id     TEXT NOT NULL,
+			point_id     TEXT NOT NULL,
+			fingerprint  TEXT NOT NULL,
+			em_strict    REAL NOT NULL DEFAULT 0,
+			em_flexible  REAL NOT NULL DEFAULT 0,
+			n_eff        INTEGER NOT NULL DEFAULT 0,
+			passed       INTEGER NOT NULL DEFAULT 0,
+			floor        REAL NOT NULL DEFAULT 0,
+			simulated    INTEGER NOT NULL DEFAULT 0,
+			json         TEXT NOT NULL DEFAULT '',
+			updated_at   INTEGER NOT NULL,
+			PRIMARY KEY (sweep_id, fingerprint)
+		)`,
+	}},
+}
+
+// migrate applies pending migrations, each in its own write transaction that
+// re-checks the version inside the lock, so two processes opening the same
+// fresh file at once apply each step exactly once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("results: create schema_migrations: %w", err)
+	}
+	var newest int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("results: read schema version: %w", err)
+	}
+	if last := migrations[len(migrations)-1].version; newest > last {
+		return fmt.Errorf("results: database schema version %d is newer than this build knows (%d); upgrade sweepflow", newest, last)
+	}
+	for _, m := range migrations {
+		if m.version <= newest {
+			continue
+		}
+		if err := applyMigration(ctx, db, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("results: migration %d (%s): %w", m.version, m.name, err)
+	}
+	defer tx.Rollback()
+	var done int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+		return fmt.Errorf("results: migration %d (%s): %w", m.version, m.name, err)
+	}
+	if done > 0 {
+		return nil // another process got there first
+	}
+	for i, stmt := range m.stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("results: migration %d (%s) statement %d: %w", m.version, m.name, i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("results: migration %d (%s): %w", m.version, m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("results: migration %d (%s): commit: %w", m.version, m.name, err)
+	}
+	return nil
+}

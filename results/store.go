@@ -1,0 +1,520 @@
+// Package results is the results store: the ledger of sweeps, points and
+// durable stage outputs that reruns and nightly comparisons read, plus typed
+// perf and eval tables for reports and exports. SQLite (pure Go, no cgo) is
+// the default; PostgreSQL is planned behind the same API.
+//
+// Writes are idempotent so a retried activity never duplicates a row: stage
+// outputs keep the first row written for (sweep, fingerprint, stage), perf and
+// eval rows are upserted by their keys.
+package results
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is a handle on one results database; it is safe for concurrent use,
+// and several Stores (or processes) may share one SQLite file.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// busyTimeoutMs is how long a writer waits for another writer's lock: worker
+// activities write concurrently and each write is a few milliseconds.
+const busyTimeoutMs = 15000
+
+// Open opens (creating and migrating if needed) the store a DSN names:
+// "sqlite:///abs/path.db", "sqlite://rel/path.db" or a plain file path select
+// SQLite; "postgres://..." is recognised but not built in yet.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	path, err := sqlitePath(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("results: store %s: %w", path, err)
+		}
+	}
+	// WAL lets readers run beside the one writer; _txlock=immediate takes the
+	// write lock at BEGIN, so a transaction never fails upgrading a read lock
+	// (SQLITE_BUSY_SNAPSHOT) when another writer committed first.
+	q := fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate", busyTimeoutMs)
+	db, err := sql.Open("sqlite", path+q)
+	if err != nil {
+		return nil, fmt.Errorf("results: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("results: open %s: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w (store %s)", err, path)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+func sqlitePath(dsn string) (string, error) {
+	switch {
+	case strings.TrimSpace(dsn) == "":
+		return "", errors.New("results: no store configured: want a SQLite file path, sqlite:///path/results.db or postgres://...")
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return "", fmt.Errorf("results: store %q: PostgreSQL is not built in yet; use a SQLite path or sqlite:///path/results.db", redact(dsn))
+	case strings.HasPrefix(dsn, "sqlite://"):
+		dsn = strings.TrimPrefix(dsn, "sqlite://")
+	case strings.Contains(dsn, "://"):
+		return "", fmt.Errorf("results: store %q: unsupported scheme (want sqlite:// or postgres://)", redact(dsn))
+	}
+	switch {
+	case dsn == "":
+		return "", errors.New("results: sqlite:// store URL has no path")
+	case dsn == ":memory:" || strings.HasPrefix(dsn, "file::memory:"):
+		return "", errors.New("results: in-memory SQLite is not supported: the ledger must outlive the process")
+	case strings.ContainsAny(dsn, "?#"):
+		return "", fmt.Errorf("results: store path %q must not contain '?' or '#'", dsn)
+	}
+	return dsn, nil
+}
+
+// redact drops a password from a URL before it goes into an error message.
+func redact(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	cred := dsn[scheme+3 : at]
+	if i := strings.Index(cred, ":"); i >= 0 {
+		return dsn[:scheme+3] + cred[:i] + ":***" + dsn[at:]
+	}
+	return dsn
+}
+
+// Close releases the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the SQLite file the store uses.
+func (s *Store) Path() string { return s.path }
+
+// Sweep is one sweep run.
+type Sweep struct {
+	ID, Name, ConfigJSON, Status string
+	StartedAt, FinishedAt        time.Time
+	ReuseFrom                    string
+	Nightly                      bool
+}
+
+// UpsertSweep creates or updates a sweep. Updates are partial so callers can
+// report progress without re-sending everything: empty strings and zero
+// times keep the stored value, and Nightly, once set, stays set.
+func (s *Store) UpsertSweep(ctx context.Context, sw Sweep) error {
+	if sw.ID == "" {
+		return errors.New("results: sweep: id is empty")
+	}
+	if sw.ConfigJSON != "" && !json.Valid([]byte(sw.ConfigJSON)) {
+		return fmt.Errorf("results: sweep %s: config_json is not valid JSON", sw.ID)
+	}
+	return s.write(ctx, "upsert sweep "+sw.ID, `INSERT INTO sweeps (id, name, config_json, status, started_at, finished_at, reuse_from, nightly)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			name        = CASE WHEN excluded.name <> '' THEN excluded.name ELSE sweeps.name END,
+			config_json = CASE WHEN excluded.config_json <> '' THEN excluded.config_json ELSE sweeps.config_json END,
+			status      = CASE WHEN excluded.status <> '' THEN excluded.status ELSE sweeps.status END,
+			started_at  = COALESCE(excluded.started_at, sweeps.started_at),
+			finished_at = COALESCE(excluded.finished_at, sweeps.finished_at),
+			reuse_from  = CASE WHEN excluded.reuse_from <> '' THEN excluded.reuse_from ELSE sweeps.reuse_from END,
+			nightly     = MAX(sweeps.nightly, excluded.nightly)`,
+		sw.ID, sw.Name, sw.ConfigJSON, sw.Status, nullTime(sw.StartedAt), nullTime(sw.FinishedAt), sw.ReuseFrom, sw.Nightly)
+}
+
+// GetSweep returns one sweep; found is false if there is none with that ID.
+func (s *Store) GetSweep(ctx context.Context, id string) (sw Sweep, found bool, err error) {
+	rows, err := s.querySweeps(ctx, `WHERE id = ?`, id)
+	if err != nil || len(rows) == 0 {
+		return Sweep{}, false, err
+	}
+	return rows[0], true, nil
+}
+
+// Sweeps lists all sweeps, oldest start first.
+func (s *Store) Sweeps(ctx context.Context) ([]Sweep, error) {
+	return s.querySweeps(ctx, `ORDER BY started_at, id`)
+}
+
+func (s *Store) querySweeps(ctx context.Context, where string, args ...any) ([]Sweep, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, config_json, status, started_at, finished_at, reuse_from, nightly FROM sweeps `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("results: sweeps: %w", err)
+	}
+	defer rows.Close()
+	var out []Sweep
+	for rows.Next() {
+		var sw Sweep
+		var started, finished sql.NullInt64
+		if err := rows.Scan(&sw.ID, &sw.Name, &sw.ConfigJSON, &sw.Status, &started, &finished, &sw.ReuseFrom, &sw.Nightly); err != nil {
+			return nil, fmt.Errorf("results: sweeps: %w", err)
+		}
+		sw.StartedAt, sw.FinishedAt = fromNull(started), fromNull(finished)
+		out = append(out, sw)
+	}
+	return out, rows.Err()
+}
+
+// Point is the latest known state of one sweep point.
+type Point struct {
+	SweepID, PointID, Fingerprint, ConfigKey, ExpName, Topology string
+	Conc                                                        int
+	Status, FailedStage, Error                                  string
+	UpdatedAt                                                   time.Time
+}
+
+// UpsertPoint records a point's state. Status, FailedStage and Error are
+// replaced (so a retried point can clear its error); descriptive fields keep
+// their stored value when empty. A write whose UpdatedAt is older than the
+// stored one is ignored, so a late retry of an old activity cannot roll a
+// point's state back. UpdatedAt defaults to now.
+func (s *Store) UpsertPoint(ctx context.Context, p Point) error {
+	if p.SweepID == "" || p.PointID == "" {
+		return fmt.Errorf("results: point %q of sweep %q: sweep id and point id are required", p.PointID, p.SweepID)
+	}
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = time.Now()
+	}
+	return s.write(ctx, "upsert point "+p.PointID+" of sweep "+p.SweepID, `INSERT INTO points (sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sweep_id, point_id) DO UPDATE SET
+			fingerprint  = CASE WHEN excluded.fingerprint <> '' THEN excluded.fingerprint ELSE points.fingerprint END,
+			config_key   = CASE WHEN excluded.config_key <> '' THEN excluded.config_key ELSE points.config_key END,
+			exp_name     = CASE WHEN excluded.exp_name <> '' THEN excluded.exp_name ELSE points.exp_name END,
+			topology     = CASE WHEN excluded.topology <> '' THEN excluded.topology ELSE points.topology END,
+			conc         = CASE WHEN excluded.conc <> 0 THEN excluded.conc ELSE points.conc END,
+			status       = CASE WHEN excluded.status <> '' THEN excluded.status ELSE points.status END,
+			failed_stage = excluded.failed_stage,
+			error        = excluded.error,
+			updated_at   = excluded.updated_at
+		WHERE excluded.updated_at >= points.updated_at`,
+		p.SweepID, p.PointID, p.Fingerprint, p.ConfigKey, p.ExpName, p.Topology, p.Conc, p.Status, p.FailedStage, p.Error, p.UpdatedAt.UnixNano())
+}
+
+// Points lists a sweep's points by point ID.
+func (s *Store) Points(ctx context.Context, sweepID string) ([]Point, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at
+		FROM points WHERE sweep_id = ? ORDER BY point_id`, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("results: points of %s: %w", sweepID, err)
+	}
+	defer rows.Close()
+	var out []Point
+	for rows.Next() {
+		var p Point
+		var updated int64
+		if err := rows.Scan(&p.SweepID, &p.PointID, &p.Fingerprint, &p.ConfigKey, &p.ExpName, &p.Topology, &p.Conc, &p.Status, &p.FailedStage, &p.Error, &updated); err != nil {
+			return nil, fmt.Errorf("results: points of %s: %w", sweepID, err)
+		}
+		p.UpdatedAt = time.Unix(0, updated)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// StageOutput is the durable result of one stage of one point: what a rerun
+// reuses instead of running the stage again. Fingerprint must identify the
+// point; where several points share a row fingerprint (multi-concurrency
+// rows), fold the concurrency into it. Record only successful outputs.
+type StageOutput struct {
+	SweepID, PointID, Fingerprint, Stage string
+	Attempt                              int
+	OutputJSON                           []byte
+	ArtifactURIs                         []string
+	Simulated                            bool
+	CreatedAt                            time.Time
+}
+
+// PutStageOutput records a stage output once per (sweep, fingerprint, stage):
+// a repeat (e.g. a retried activity) returns inserted=false and leaves the
+// first row untouched. CreatedAt defaults to now.
+func (s *Store) PutStageOutput(ctx context.Context, o StageOutput) (inserted bool, err error) {
+	if o.SweepID == "" || o.PointID == "" || o.Fingerprint == "" || o.Stage == "" {
+		return false, fmt.Errorf("results: stage output %q of point %q (sweep %q, fingerprint %q): sweep id, point id, fingerprint and stage are required",
+			o.Stage, o.PointID, o.SweepID, o.Fingerprint)
+	}
+	if len(o.OutputJSON) > 0 && !json.Valid(o.OutputJSON) {
+		return false, fmt.Errorf("results: stage output %s of point %s (sweep %s): output_json is not valid JSON", o.Stage, o.PointID, o.SweepID)
+	}
+	if o.CreatedAt.IsZero() {
+		o.CreatedAt = time.Now()
+	}
+	uris := o.ArtifactURIs
+	if uris == nil {
+		uris = []string{}
+	}
+	urisJSON, err := json.Marshal(uris)
+	if err != nil {
+		return false, err
+	}
+	var n int64
+	err = s.retryBusy(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `INSERT INTO stage_outputs (sweep_id, point_id, fingerprint, stage, attempt, output_json, artifact_uris, simulated, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (sweep_id, fingerprint, stage) DO NOTHING`,
+			o.SweepID, o.PointID, o.Fingerprint, o.Stage, o.Attempt, string(o.OutputJSON), string(urisJSON), o.Simulated, o.CreatedAt.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("results: put stage output %s of point %s (sweep %s): %w", o.Stage, o.PointID, o.SweepID, err)
+	}
+	return n == 1, nil
+}
+
+const stageOutputCols = `sweep_id, point_id, fingerprint, stage, attempt, output_json, artifact_uris, simulated, created_at`
+
+// LookupStageOutput returns the newest output of stage for fingerprint,
+// restricted to fromSweeps when that is not empty.
+func (s *Store) LookupStageOutput(ctx context.Context, fingerprint, stage string, fromSweeps []string) (*StageOutput, bool, error) {
+	q := `SELECT ` + stageOutputCols + ` FROM stage_outputs WHERE fingerprint = ? AND stage = ?`
+	args := []any{fingerprint, stage}
+	if len(fromSweeps) > 0 {
+		q += ` AND sweep_id IN (?` + strings.Repeat(`, ?`, len(fromSweeps)-1) + `)`
+		for _, id := range fromSweeps {
+			args = append(args, id)
+		}
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT 1`
+	outs, err := s.queryStageOutputs(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("results: lookup %s output for %s: %w", stage, fingerprint, err)
+	}
+	if len(outs) == 0 {
+		return nil, false, nil
+	}
+	return &outs[0], true, nil
+}
+
+// StageOutputs lists a sweep's stage outputs in the order they were written.
+func (s *Store) StageOutputs(ctx context.Context, sweepID string) ([]StageOutput, error) {
+	outs, err := s.queryStageOutputs(ctx, `SELECT `+stageOutputCols+` FROM stage_outputs WHERE sweep_id = ? ORDER BY id`, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("results: stage outputs of %s: %w", sweepID, err)
+	}
+	return outs, nil
+}
+
+// CountStageOutputs counts a sweep's outputs of one stage ("" counts all).
+func (s *Store) CountStageOutputs(ctx context.Context, sweepID, stage string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM stage_outputs WHERE sweep_id = ? AND (? = '' OR stage = ?)`, sweepID, stage, stage).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("results: count %s outputs of %s: %w", stage, sweepID, err)
+	}
+	return n, nil
+}
+
+func (s *Store) queryStageOutputs(ctx context.Context, q string, args ...any) ([]StageOutput, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StageOutput
+	for rows.Next() {
+		var o StageOutput
+		var output, uris string
+		var created int64
+		if err := rows.Scan(&o.SweepID, &o.PointID, &o.Fingerprint, &o.Stage, &o.Attempt, &output, &uris, &o.Simulated, &created); err != nil {
+			return nil, err
+		}
+		if output != "" {
+			o.OutputJSON = []byte(output)
+		}
+		if err := json.Unmarshal([]byte(uris), &o.ArtifactURIs); err != nil {
+			return nil, fmt.Errorf("artifact_uris of %s/%s: %w", o.SweepID, o.Stage, err)
+		}
+		o.CreatedAt = time.Unix(0, created)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// PerfResult is a point's perf aggregate: the headline figures as columns
+// (for queries and comparisons), the full aggregate JSON alongside.
+type PerfResult struct {
+	SweepID, PointID, Fingerprint, ConfigKey, ExpName string
+	Conc                                              int
+	OutputTputPerGPU, TputPerGPU, InputTputPerGPU     float64
+	Interactivity                                     float64 // tok/s/user
+	TTFTp90Ms, TPOTMedianMs, E2ELMedianMs             float64
+	Simulated                                         bool
+	JSON                                              []byte
+}
+
+// PutPerf upserts a perf result keyed by (sweep, fingerprint, conc). The last
+// write wins: an operator retry of the perf stage replaces its figures.
+func (s *Store) PutPerf(ctx context.Context, r PerfResult) error {
+	if r.SweepID == "" || r.PointID == "" || r.Fingerprint == "" {
+		return fmt.Errorf("results: perf result of point %q (sweep %q): sweep id, point id and fingerprint are required", r.PointID, r.SweepID)
+	}
+	if len(r.JSON) > 0 && !json.Valid(r.JSON) {
+		return fmt.Errorf("results: perf result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
+	}
+	return s.write(ctx, "put perf result of point "+r.PointID+" (sweep "+r.SweepID+")", `INSERT INTO perf_results (sweep_id, point_id, fingerprint, config_key, exp_name, conc,
+			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms, simulated, json, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sweep_id, fingerprint, conc) DO UPDATE SET
+			point_id = excluded.point_id, config_key = excluded.config_key, exp_name = excluded.exp_name,
+			output_tput_per_gpu = excluded.output_tput_per_gpu, tput_per_gpu = excluded.tput_per_gpu,
+			input_tput_per_gpu = excluded.input_tput_per_gpu, interactivity = excluded.interactivity,
+			ttft_p90_ms = excluded.ttft_p90_ms, tpot_median_ms = excluded.tpot_median_ms, e2el_median_ms = excluded.e2el_median_ms,
+			simulated = excluded.simulated, json = excluded.json, updated_at = excluded.updated_at`,
+		r.SweepID, r.PointID, r.Fingerprint, r.ConfigKey, r.ExpName, r.Conc,
+		r.OutputTputPerGPU, r.TputPerGPU, r.InputTputPerGPU, r.Interactivity, r.TTFTp90Ms, r.TPOTMedianMs, r.E2ELMedianMs,
+		r.Simulated, string(r.JSON), time.Now().UnixNano())
+}
+
+// Perf lists a sweep's perf results by config key, concurrency and point.
+func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, conc,
+			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms, simulated, json
+		FROM perf_results WHERE sweep_id = ? ORDER BY config_key, conc, point_id`, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("results: perf of %s: %w", sweepID, err)
+	}
+	defer rows.Close()
+	var out []PerfResult
+	for rows.Next() {
+		var r PerfResult
+		var blob string
+		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Fingerprint, &r.ConfigKey, &r.ExpName, &r.Conc,
+			&r.OutputTputPerGPU, &r.TputPerGPU, &r.InputTputPerGPU, &r.Interactivity, &r.TTFTp90Ms, &r.TPOTMedianMs, &r.E2ELMedianMs,
+			&r.Simulated, &blob); err != nil {
+			return nil, fmt.Errorf("results: perf of %s: %w", sweepID, err)
+		}
+		if blob != "" {
+			r.JSON = []byte(blob)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// EvalResult is a point's GSM8K outcome.
+type EvalResult struct {
+	SweepID, PointID, Fingerprint string
+	EMStrict, EMFlexible          float64
+	NEff                          int
+	Passed                        bool
+	Floor                         float64
+	Simulated                     bool
+	JSON                          []byte
+}
+
+// PutEval upserts an eval result keyed by (sweep, fingerprint); the last
+// write wins, so a passing retry replaces a below-floor result.
+func (s *Store) PutEval(ctx context.Context, r EvalResult) error {
+	if r.SweepID == "" || r.PointID == "" || r.Fingerprint == "" {
+		return fmt.Errorf("results: eval result of point %q (sweep %q): sweep id, point id and fingerprint are required", r.PointID, r.SweepID)
+	}
+	if len(r.JSON) > 0 && !json.Valid(r.JSON) {
+		return fmt.Errorf("results: eval result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
+	}
+	return s.write(ctx, "put eval result of point "+r.PointID+" (sweep "+r.SweepID+")", `INSERT INTO eval_results (sweep_id, point_id, fingerprint, em_strict, em_flexible, n_eff, passed, floor, simulated, json, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sweep_id, fingerprint) DO UPDATE SET
+			point_id = excluded.point_id, em_strict = excluded.em_strict, em_flexible = excluded.em_flexible,
+			n_eff = excluded.n_eff, passed = excluded.passed, floor = excluded.floor,
+			simulated = excluded.simulated, json = excluded.json, updated_at = excluded.updated_at`,
+		r.SweepID, r.PointID, r.Fingerprint, r.EMStrict, r.EMFlexible, r.NEff, r.Passed, r.Floor, r.Simulated, string(r.JSON), time.Now().UnixNano())
+}
+
+// Evals lists a sweep's eval results by point.
+func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sweep_id, point_id, fingerprint, em_strict, em_flexible, n_eff, passed, floor, simulated, json
+		FROM eval_results WHERE sweep_id = ? ORDER BY point_id, fingerprint`, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("results: evals of %s: %w", sweepID, err)
+	}
+	defer rows.Close()
+	var out []EvalResult
+	for rows.Next() {
+		var r EvalResult
+		var blob string
+		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Fingerprint, &r.EMStrict, &r.EMFlexible, &r.NEff, &r.Passed, &r.Floor, &r.Simulated, &blob); err != nil {
+			return nil, fmt.Errorf("results: evals of %s: %w", sweepID, err)
+		}
+		if blob != "" {
+			r.JSON = []byte(blob)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// write runs one statement, retrying if SQLite reports the database busy
+// after busy_timeout (a long writer in another process).
+func (s *Store) write(ctx context.Context, what, q string, args ...any) error {
+	err := s.retryBusy(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, q, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("results: %s: %w", what, err)
+	}
+	return nil
+}
+
+func (s *Store) retryBusy(ctx context.Context, f func() error) error {
+	delay := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || !isBusy(err) || attempt == 5 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// isBusy matches SQLITE_BUSY / SQLITE_LOCKED and their extended codes.
+func isBusy(err error) bool {
+	var coder interface{ Code() int }
+	if errors.As(err, &coder) {
+		switch coder.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+	}
+	return false
+}
+
+func nullTime(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+func fromNull(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, v.Int64)
+}

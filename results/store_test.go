@@ -1,0 +1,517 @@
+package results
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state", "results.db")
+	s, err := Open(context.Background(), path)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func TestOpenDSN(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		dsn      string
+		wantErr  string
+		wantPath string
+	}{
+		{name: "empty", dsn: "", wantErr: "no store configured"},
+		{name: "postgres", dsn: "postgres://user:secret@db:5432/sweepflow", wantErr: "PostgreSQL is not built in yet"},
+		{name: "postgres hides password", dsn: "postgresql://user:secret@db/x", wantErr: "user:***@db"},
+		{name: "unknown scheme", dsn: "mysql://db/x", wantErr: "unsupported scheme"},
+		{name: "memory", dsn: ":memory:", wantErr: "in-memory SQLite is not supported"},
+		{name: "bare sqlite scheme", dsn: "sqlite://", wantErr: "has no path"},
+		{name: "query in path", dsn: filepath.Join(dir, "x.db?mode=ro"), wantErr: "must not contain"},
+		{name: "sqlite url", dsn: "sqlite://" + filepath.Join(dir, "a", "r.db"), wantPath: filepath.Join(dir, "a", "r.db")},
+		{name: "plain path", dsn: filepath.Join(dir, "b.db"), wantPath: filepath.Join(dir, "b.db")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(context.Background(), tc.dsn)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				assert.NotContains(t, err.Error(), "secret")
+				return
+			}
+			require.NoError(t, err)
+			defer s.Close()
+			assert.Equal(t, tc.wantPath, s.Path())
+			assert.FileExists(t, tc.wantPath)
+		})
+	}
+}
+
+func TestMigrationsIdempotentOnReopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, path := openTemp(t)
+	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "sw1", Name: "seed", Status: "running"}))
+	require.NoError(t, s.Close())
+
+	for range 3 {
+		s2, err := Open(ctx, "sqlite://"+path)
+		require.NoError(t, err)
+		var n, maxV int
+		require.NoError(t, s2.db.QueryRowContext(ctx, `SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &maxV))
+		assert.Equal(t, len(migrations), n)
+		assert.Equal(t, migrations[len(migrations)-1].version, maxV)
+		sw, found, err := s2.GetSweep(ctx, "sw1")
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, "seed", sw.Name)
+		var mode string
+		require.NoError(t, s2.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode))
+		assert.Equal(t, "wal", mode)
+		require.NoError(t, s2.Close())
+	}
+}
+
+func TestConcurrentOpensOfFreshFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "fresh.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(context.Background(), path)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	s, err := Open(context.Background(), path)
+	require.NoError(t, err)
+	defer s.Close()
+	var n int
+	require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n))
+	assert.Equal(t, len(migrations), n)
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, path := openTemp(t)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = Open(ctx, path)
+	require.ErrorContains(t, err, "schema version 999 is newer")
+}
+
+func TestUpsertSweepPartialUpdates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	start := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
+	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "n1", Name: "nightly", ConfigJSON: `{"a":1}`, Status: "running", StartedAt: start, ReuseFrom: "n0", Nightly: true}))
+	// Finishing only sends what changed.
+	end := start.Add(3 * time.Hour)
+	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "n1", Status: "completed", FinishedAt: end}))
+
+	sw, found, err := s.GetSweep(ctx, "n1")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "nightly", sw.Name)
+	assert.Equal(t, `{"a":1}`, sw.ConfigJSON)
+	assert.Equal(t, "completed", sw.Status)
+	assert.True(t, sw.StartedAt.Equal(start))
+	assert.True(t, sw.FinishedAt.Equal(end))
+	assert.Equal(t, "n0", sw.ReuseFrom)
+	assert.True(t, sw.Nightly)
+
+	_, found, err = s.GetSweep(ctx, "nope")
+	require.NoError(t, err)
+	assert.False(t, found)
+
+	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "a0", StartedAt: start.Add(-time.Hour)}))
+	all, err := s.Sweeps(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	assert.Equal(t, "a0", all[0].ID)
+}
+
+func TestUpsertPoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	base := Point{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang", ExpName: "exp1", Topology: "2P1D-DEP16", Conc: 64}
+
+	steps := []struct {
+		name string
+		p    Point
+		want Point
+	}{
+		{name: "created", p: with(base, "running", "", "", t0), want: with(base, "running", "", "", t0)},
+		{name: "failed at eval", p: with(Point{SweepID: "sw", PointID: "p1"}, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute)),
+			want: with(base, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute))},
+		{name: "stale write ignored", p: with(base, "running", "", "", t0.Add(30*time.Second)),
+			want: with(base, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute))},
+		{name: "retry clears error", p: with(Point{SweepID: "sw", PointID: "p1"}, "completed", "", "", t0.Add(2*time.Minute)),
+			want: with(base, "completed", "", "", t0.Add(2*time.Minute))},
+	}
+	for _, st := range steps {
+		require.NoError(t, s.UpsertPoint(ctx, st.p), st.name)
+		pts, err := s.Points(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, pts, 1, st.name)
+		got := pts[0]
+		assert.True(t, got.UpdatedAt.Equal(st.want.UpdatedAt), st.name)
+		got.UpdatedAt = st.want.UpdatedAt
+		assert.Equal(t, st.want, got, st.name)
+	}
+	require.ErrorContains(t, s.UpsertPoint(ctx, Point{SweepID: "sw"}), "point id are required")
+}
+
+func with(p Point, status, stage, msg string, at time.Time) Point {
+	p.Status, p.FailedStage, p.Error, p.UpdatedAt = status, stage, msg, at
+	return p
+}
+
+func TestPutStageOutputIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	first := StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "perf", Attempt: 1,
+		OutputJSON: []byte(`{"output_tput_per_gpu":100}`), ArtifactURIs: []string{"file:///a/sha256/ab/x/records.jsonl"}, Simulated: true}
+	ins, err := s.PutStageOutput(ctx, first)
+	require.NoError(t, err)
+	assert.True(t, ins)
+
+	again := first
+	again.Attempt = 2
+	again.OutputJSON = []byte(`{"output_tput_per_gpu":999}`)
+	ins, err = s.PutStageOutput(ctx, again)
+	require.NoError(t, err)
+	assert.False(t, ins)
+
+	outs, err := s.StageOutputs(ctx, "sw")
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	assert.Equal(t, 1, outs[0].Attempt)
+	assert.JSONEq(t, `{"output_tput_per_gpu":100}`, string(outs[0].OutputJSON))
+	assert.Equal(t, first.ArtifactURIs, outs[0].ArtifactURIs)
+	assert.True(t, outs[0].Simulated)
+	assert.False(t, outs[0].CreatedAt.IsZero())
+
+	// Another stage of the same point is a separate row.
+	ins, err = s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "gsm8k-eval"})
+	require.NoError(t, err)
+	assert.True(t, ins)
+	for stage, want := range map[string]int{"perf": 1, "gsm8k-eval": 1, "": 2, "warmup": 0} {
+		n, err := s.CountStageOutputs(ctx, "sw", stage)
+		require.NoError(t, err)
+		assert.Equal(t, want, n, "stage %q", stage)
+	}
+	outs, err = s.StageOutputs(ctx, "sw")
+	require.NoError(t, err)
+	require.Len(t, outs, 2)
+	assert.Equal(t, []string{}, outs[1].ArtifactURIs)
+	assert.Nil(t, outs[1].OutputJSON)
+}
+
+func TestPutStageOutputBadInput(t *testing.T) {
+	t.Parallel()
+	s, _ := openTemp(t)
+	tests := []struct {
+		name string
+		o    StageOutput
+		want string
+	}{
+		{name: "no fingerprint", o: StageOutput{SweepID: "sw", PointID: "p", Stage: "perf"}, want: "fingerprint and stage are required"},
+		{name: "no stage", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f"}, want: "are required"},
+		{name: "bad json", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f", Stage: "perf", OutputJSON: []byte("{")}, want: "output_json is not valid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.PutStageOutput(context.Background(), tc.o)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestLookupStageOutputNewest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	put := func(sweep, fp, stage string, at time.Time) {
+		_, err := s.PutStageOutput(ctx, StageOutput{SweepID: sweep, PointID: "p-" + sweep, Fingerprint: fp, Stage: stage,
+			OutputJSON: []byte(fmt.Sprintf(`{"sweep":%q}`, sweep)), CreatedAt: at})
+		require.NoError(t, err)
+	}
+	put("old", "fp", "perf", t0)
+	put("new", "fp", "perf", t0.Add(24*time.Hour))
+	put("mid", "fp", "perf", t0.Add(12*time.Hour))
+	put("newest-other-fp", "fp2", "perf", t0.Add(48*time.Hour))
+	put("newest-other-stage", "fp", "gsm8k-eval", t0.Add(48*time.Hour))
+
+	tests := []struct {
+		name      string
+		fp, stage string
+		from      []string
+		wantSweep string // "" = not found
+	}{
+		{name: "any sweep: newest", fp: "fp", stage: "perf", wantSweep: "new"},
+		{name: "restricted to one", fp: "fp", stage: "perf", from: []string{"old"}, wantSweep: "old"},
+		{name: "restricted: newest among them", fp: "fp", stage: "perf", from: []string{"old", "mid"}, wantSweep: "mid"},
+		{name: "restricted to unknown sweep", fp: "fp", stage: "perf", from: []string{"nope"}},
+		{name: "other stage", fp: "fp", stage: "gsm8k-eval", wantSweep: "newest-other-stage"},
+		{name: "unknown fingerprint", fp: "fp3", stage: "perf"},
+		{name: "stage never run", fp: "fp", stage: "result-upload"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, found, err := s.LookupStageOutput(ctx, tc.fp, tc.stage, tc.from)
+			require.NoError(t, err)
+			if tc.wantSweep == "" {
+				assert.False(t, found)
+				assert.Nil(t, o)
+				return
+			}
+			require.True(t, found)
+			assert.Equal(t, tc.wantSweep, o.SweepID)
+			assert.JSONEq(t, fmt.Sprintf(`{"sweep":%q}`, tc.wantSweep), string(o.OutputJSON))
+		})
+	}
+}
+
+func TestPerfAndEvalUpserts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	p := PerfResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "ck", ExpName: "e1", Conc: 32,
+		OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900, TPOTMedianMs: 22, E2ELMedianMs: 30000,
+		Simulated: true, JSON: []byte(`{"conc":32}`)}
+	require.NoError(t, s.PutPerf(ctx, p))
+	require.NoError(t, s.PutPerf(ctx, p))
+	p2 := p
+	p2.Conc, p2.PointID, p2.OutputTputPerGPU = 64, "p2", 1500
+	require.NoError(t, s.PutPerf(ctx, p2))
+	p.OutputTputPerGPU = 1100 // operator retry of the perf stage
+	require.NoError(t, s.PutPerf(ctx, p))
+
+	perf, err := s.Perf(ctx, "sw")
+	require.NoError(t, err)
+	require.Len(t, perf, 2)
+	assert.Equal(t, p, perf[0])
+	assert.Equal(t, p2, perf[1])
+
+	e := EvalResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", EMStrict: 0.80, EMFlexible: 0.81, NEff: 1319, Passed: false, Floor: 0.9, JSON: []byte(`{}`)}
+	require.NoError(t, s.PutEval(ctx, e))
+	e.EMStrict, e.EMFlexible, e.Passed = 0.95, 0.96, true
+	require.NoError(t, s.PutEval(ctx, e))
+	evals, err := s.Evals(ctx, "sw")
+	require.NoError(t, err)
+	require.Len(t, evals, 1)
+	assert.Equal(t, e, evals[0])
+
+	empty, err := s.Perf(ctx, "other")
+	require.NoError(t, err)
+	assert.Empty(t, empty)
+
+	require.ErrorContains(t, s.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: "p"}), "fingerprint are required")
+	require.ErrorContains(t, s.PutEval(ctx, EvalResult{SweepID: "sw", PointID: "p", Fingerprint: "f", JSON: []byte("nope")}), "not valid JSON")
+}
+
+// TestConcurrentWriters has workers on two Store handles (as two worker
+// processes would) racing to write overlapping keys: every unique key must
+// end up exactly once, and exactly one writer must see inserted=true.
+func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a, err := Open(ctx, path)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(ctx, path)
+	require.NoError(t, err)
+	defer b.Close()
+
+	const (
+		writers = 8
+		points  = 25
+	)
+	stages := []string{"checkpoint-staging", "perf", "gsm8k-eval"}
+	var (
+		mu       sync.Mutex
+		inserted = map[string]int{}
+		wg       sync.WaitGroup
+		errs     = make(chan error, writers)
+	)
+	for w := range writers {
+		store := a
+		if w%2 == 1 {
+			store = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range points {
+				// Start at different offsets so writers collide on keys.
+				pi := (i + w*3) % points
+				fp := fmt.Sprintf("fp%02d", pi)
+				pid := fmt.Sprintf("p%02d", pi)
+				for _, st := range stages {
+					ins, err := store.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: pid, Fingerprint: fp, Stage: st, Attempt: w,
+						OutputJSON: []byte(fmt.Sprintf(`{"writer":%d}`, w))})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if ins {
+						mu.Lock()
+						inserted[fp+"/"+st]++
+						mu.Unlock()
+					}
+				}
+				if err := store.UpsertPoint(ctx, Point{SweepID: "sw", PointID: pid, Fingerprint: fp, Status: "completed"}); err != nil {
+					errs <- err
+					return
+				}
+				if err := store.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: pid, Fingerprint: fp, Conc: 8, OutputTputPerGPU: float64(w)}); err != nil {
+					errs <- err
+					return
+				}
+				if err := store.PutEval(ctx, EvalResult{SweepID: "sw", PointID: pid, Fingerprint: fp, EMStrict: 0.9}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	assert.Len(t, inserted, points*len(stages))
+	for k, n := range inserted {
+		assert.Equal(t, 1, n, "key %s inserted %d times", k, n)
+	}
+	n, err := a.CountStageOutputs(ctx, "sw", "")
+	require.NoError(t, err)
+	assert.Equal(t, points*len(stages), n)
+	pts, err := b.Points(ctx, "sw")
+	require.NoError(t, err)
+	assert.Len(t, pts, points)
+	perf, err := a.Perf(ctx, "sw")
+	require.NoError(t, err)
+	assert.Len(t, perf, points)
+	evals, err := b.Evals(ctx, "sw")
+	require.NoError(t, err)
+	assert.Len(t, evals, points)
+}
+
+// BenchmarkPutStageOutput measures ledger write latency (WAL, synchronous=NORMAL).
+func BenchmarkPutStageOutput(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	require.NoError(b, err)
+	defer s.Close()
+	out := []byte(`{"output_tput_per_gpu":1234.5,"ttft_p90_ms":812.0}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p", Fingerprint: fmt.Sprint(i), Stage: "perf", OutputJSON: out})
+		require.NoError(b, err)
+	}
+}
+
+// TestConcurrentProcesses repeats the overlap race across real processes (the
+// test binary re-executed), since SQLite's POSIX locks behave differently
+// between processes than between handles in one process.
+func TestConcurrentProcesses(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "procs.db")
+	const procs, points = 3, 150
+	cmds := make([]*exec.Cmd, procs)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^TestHelperWriterProcess$")
+		cmds[i].Env = append(os.Environ(), "RESULTS_HELPER_DB="+path, fmt.Sprintf("RESULTS_HELPER_ID=%d", i), fmt.Sprintf("RESULTS_HELPER_POINTS=%d", points))
+	}
+	outs := make([][]byte, procs)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i], errs[i] = c.CombinedOutput() }()
+	}
+	wg.Wait()
+	insertedTotal := 0
+	for i := range cmds {
+		require.NoError(t, errs[i], "helper %d: %s", i, outs[i])
+		var n int
+		_, err := fmt.Sscanf(lastLine(string(outs[i])), "inserted=%d", &n)
+		require.NoError(t, err, "helper %d output: %s", i, outs[i])
+		insertedTotal += n
+	}
+	assert.Equal(t, points, insertedTotal, "each key inserted by exactly one process")
+	s, err := Open(context.Background(), path)
+	require.NoError(t, err)
+	defer s.Close()
+	n, err := s.CountStageOutputs(context.Background(), "sw", "perf")
+	require.NoError(t, err)
+	assert.Equal(t, points, n)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "inserted=") {
+			return lines[i]
+		}
+	}
+	return ""
+}
+
+// TestHelperWriterProcess is the child side of TestConcurrentProcesses.
+func TestHelperWriterProcess(t *testing.T) {
+	path := os.Getenv("RESULTS_HELPER_DB")
+	if path == "" {
+		t.Skip("helper process for TestConcurrentProcesses")
+	}
+	var id, points int
+	fmt.Sscan(os.Getenv("RESULTS_HELPER_ID"), &id)
+	fmt.Sscan(os.Getenv("RESULTS_HELPER_POINTS"), &points)
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	inserted := 0
+	for i := range points {
+		pi := (i + id*7) % points
+		ins, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: fmt.Sprint(pi), Fingerprint: fmt.Sprintf("fp%d", pi), Stage: "perf", Attempt: id})
+		require.NoError(t, err)
+		if ins {
+			inserted++
+		}
+		require.NoError(t, s.UpsertPoint(ctx, Point{SweepID: "sw", PointID: fmt.Sprint(pi), Status: "completed"}))
+	}
+	fmt.Printf("inserted=%d\n", inserted)
+}
