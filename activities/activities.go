@@ -1,0 +1,200 @@
+// Package activities holds the Temporal activities of a sweep point. Each is a
+// thin adapter: it heartbeats, classifies errors for the retry policy, and
+// calls the plain packages (cluster backends, loadgen, gsm8k, results,
+// artifacts) that do the work and are tested on their own.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+// EvalConfig sets how the GSM8K stage runs.
+type EvalConfig struct {
+	TestPath     string // GSM8K test split (path or URL)
+	TrainPath    string // train split, for few-shot exemplars
+	CacheDir     string
+	Mode         gsm8k.Mode
+	Limit        int // 0 = all 1319 questions
+	Concurrency  int // 0 = the point's concurrency, as InferenceX does
+	Thresholds   *gsm8k.Thresholds
+	DefaultFloor float64
+}
+
+// PerfConfig sets how the perf and warmup stages drive the server.
+type PerfConfig struct {
+	// Duration caps an agentic perf run (InferenceX: 3600 s); demos shorten it.
+	Duration time.Duration
+	// TimeScale scales trace delays (1 = real time).
+	TimeScale float64
+	// SessionsPerConc is how many trace sessions exist per unit of
+	// concurrency, so sessions keep arriving for the whole run.
+	SessionsPerConc int
+	TurnsPerSession int
+	Seed            int64
+}
+
+// Activities carries the dependencies of every stage.
+type Activities struct {
+	Backend     cluster.Backend
+	Store       *results.Store
+	Artifacts   artifacts.Store
+	GSM8K       EvalConfig
+	Load        PerfConfig
+	GPUsPerNode int
+	// StateDir keeps small per-point files (fault counters).
+	StateDir       string
+	HealthInterval time.Duration
+	Logger         *zap.Logger
+}
+
+func (a *Activities) log(ctx context.Context) *zap.Logger {
+	l := a.Logger
+	if l == nil {
+		l = zap.NewNop()
+	}
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		l = l.With(zap.String("activity", info.ActivityType.Name), zap.Int32("attempt", info.Attempt),
+			zap.String("workflow", info.WorkflowExecution.ID))
+	}
+	return l
+}
+
+// classify turns backend and package errors into Temporal application errors
+// whose type the retry policy understands.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	switch {
+	case errors.Is(err, cluster.ErrBadConfig):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadConfig, err)
+	case errors.Is(err, cluster.ErrChecksum):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrChecksumMismatch, err)
+	case errors.Is(err, cluster.ErrOOM):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrOutOfMemory, err)
+	case errors.Is(err, cluster.ErrAllocationLost):
+		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err)
+	}
+	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err)
+}
+
+// heartbeater records the latest details every interval until stopped, so
+// long stages prove liveness and see cancellation.
+type heartbeater struct {
+	mu      sync.Mutex
+	details any
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func startHeartbeat(ctx context.Context, every time.Duration, initial any) *heartbeater {
+	h := &heartbeater{details: initial, stop: make(chan struct{}), done: make(chan struct{})}
+	if !activity.IsActivity(ctx) {
+		close(h.done)
+		return h
+	}
+	if every <= 0 {
+		every = heartbeatEvery(ctx)
+	}
+	go func() {
+		defer close(h.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			h.mu.Lock()
+			d := h.details
+			h.mu.Unlock()
+			activity.RecordHeartbeat(ctx, d)
+			select {
+			case <-h.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heartbeater) set(d any) {
+	h.mu.Lock()
+	h.details = d
+	h.mu.Unlock()
+}
+
+func (h *heartbeater) Stop() {
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	<-h.done
+}
+
+// heartbeatEvery picks a beat well inside the stage's heartbeat timeout.
+func heartbeatEvery(ctx context.Context) time.Duration {
+	if activity.IsActivity(ctx) {
+		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+			return max(hb/4, 100*time.Millisecond)
+		}
+	}
+	return 10 * time.Second
+}
+
+// injectFault fails a stage on purpose for the first f.Times attempts of the
+// point (counted across operator retries in a file under StateDir).
+func (a *Activities) injectFault(p PointSpec, stage string) error {
+	for _, f := range p.Faults {
+		if f.Stage != stage || f.Times <= 0 {
+			continue
+		}
+		dir := filepath.Join(a.StateDir, "faults")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		path := filepath.Join(dir, sanitize(p.SweepID)+"."+sanitize(p.PointID)+"."+stage)
+		n := 0
+		if b, err := os.ReadFile(path); err == nil {
+			n, _ = strconv.Atoi(string(b))
+		}
+		n++
+		if err := os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644); err != nil {
+			return err
+		}
+		if n <= f.Times {
+			return temporal.NewApplicationError(fmt.Sprintf("injected fault in %s (%d of %d)", stage, n, f.Times), "InjectedFault")
+		}
+	}
+	return nil
+}
+
+func sanitize(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if c == '/' || c == ' ' || c == ':' {
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,102 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/gsm8k"
+)
+
+// evalProgress is the eval's heartbeat detail.
+type evalProgress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+// Eval runs GSM8K against the point's server and gates it on the floor for
+// the model prefix. Below the floor is a verdict (Passed=false), not an
+// error; more than 1 % failed requests is a retryable error.
+func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, error) {
+	if err := a.injectFault(in.Point, StageEval); err != nil {
+		return EvalSummary{}, err
+	}
+	if in.Endpoint == nil {
+		return EvalSummary{}, classify(fmt.Errorf("eval without an endpoint"))
+	}
+	p := in.Point
+	conc := a.GSM8K.Concurrency
+	if conc <= 0 {
+		conc = max(p.Conc, 1)
+	}
+	hb := startHeartbeat(ctx, 0, evalProgress{})
+	defer hb.Stop()
+	mode := a.GSM8K.Mode
+	if mode == "" {
+		mode = gsm8k.ModeLMEval
+	}
+	res, err := gsm8k.Run(ctx, gsm8k.Options{
+		BaseURL: in.Endpoint.URL, Model: p.Model, Mode: mode, Limit: a.GSM8K.Limit, Concurrency: conc,
+		TrainPath: a.GSM8K.TrainPath, TestPath: a.GSM8K.TestPath, CacheDir: a.GSM8K.CacheDir,
+		Progress: func(done, total int) { hb.set(evalProgress{done, total}) },
+	})
+	var failed *gsm8k.FailedRequestsError
+	if errors.As(err, &failed) {
+		return EvalSummary{}, classify(err)
+	}
+	if err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	floor := a.GSM8K.DefaultFloor
+	if a.GSM8K.Thresholds != nil {
+		if f, ok := a.GSM8K.Thresholds.Floor(res.Summary.Task, p.ModelPrefix); ok {
+			floor = f
+		}
+	}
+	verdict := gsm8k.Gate(res.Summary, floor)
+
+	dir, err := a.scratch(p, StageEval)
+	if err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	identity := map[string]any{"model_prefix": p.ModelPrefix, "model": p.Model, "conc": p.Conc, "exp_name": p.PointID,
+		"config_key": p.ConfigKey, "topology": p.Topology, "fingerprint": p.Fingerprint, "sweep_id": p.SweepID, "image": p.Image}
+	rec := gsm8k.EvalRecord(res.Summary, identity, res.Simulated, &verdict)
+	resultPath := filepath.Join(dir, "eval_"+sanitize(p.PointID)+".json")
+	data, _ := json.MarshalIndent(rec, "", "  ")
+	if err := os.WriteFile(resultPath, data, 0o644); err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	samplesPath := filepath.Join(dir, "eval_samples_"+sanitize(p.PointID)+".jsonl")
+	f, err := os.Create(samplesPath)
+	if err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	werr := gsm8k.WriteSamplesJSONL(f, res.Samples)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return EvalSummary{}, classify(werr)
+	}
+	out := EvalSummary{EMStrict: res.Summary.EMStrict, EMFlexible: res.Summary.EMFlexible, NEff: res.Summary.NEff,
+		Floor: floor, Passed: verdict.Passed, Reason: verdict.Reason, Simulated: res.Simulated}
+	if out.ResultURI, err = a.putArtifact(ctx, resultPath); err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	if out.SamplesURI, err = a.putArtifact(ctx, samplesPath); err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	// Durable as soon as it exists: a later failure does not cost the eval.
+	if err := a.putStage(ctx, p, StageEval, out, []string{out.ResultURI, out.SamplesURI}, out.Simulated); err != nil {
+		return EvalSummary{}, classify(err)
+	}
+	a.log(ctx).Info("eval done", zap.Float64("em_strict", out.EMStrict), zap.Float64("em_flexible", out.EMFlexible),
+		zap.Bool("passed", out.Passed), zap.Float64("floor", floor))
+	return out, nil
+}

@@ -1,0 +1,143 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/loadgen"
+)
+
+// loadProgress is the heartbeat detail of warmup and perf.
+type loadProgress struct {
+	Phase string `json:"phase"`
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+}
+
+// perfDuration is how long an agentic perf run dispatches: the point's
+// duration (InferenceX: 3600 s) unless the worker caps it.
+func (a *Activities) perfDuration(p PointSpec) time.Duration {
+	d := time.Duration(p.DurationSec) * time.Second
+	if d <= 0 {
+		d = time.Hour
+	}
+	if a.Load.Duration > 0 && a.Load.Duration < d {
+		d = a.Load.Duration
+	}
+	return d
+}
+
+// options builds the load generator's options for a point: agentic rows
+// replay a generated multi-turn trace with conc live sessions; fixed
+// sequence-length rows send random ISL/OSL prompts.
+func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
+	o := loadgen.Options{
+		BaseURL: ep.URL, Model: p.Model, Concurrency: max(p.Conc, 1),
+		Seed: a.Load.Seed, TimeScale: a.Load.TimeScale,
+		PrefillGPUs: p.PrefillGPUs, DecodeGPUs: p.DecodeGPUs, TotalGPUs: p.GPUs,
+	}
+	if p.PrefillGPUs == 0 || p.DecodeGPUs == 0 {
+		o.PrefillGPUs, o.DecodeGPUs = 0, 0
+	}
+	if p.ISL > 0 && p.OSL > 0 {
+		o.ISL, o.OSL, o.RandomRangeRatio, o.IgnoreEOS = p.ISL, p.OSL, 0.8, true
+		return o
+	}
+	per := a.Load.SessionsPerConc
+	if per <= 0 {
+		per = 4
+	}
+	turns := a.Load.TurnsPerSession
+	if turns <= 0 {
+		turns = 6
+	}
+	o.Trace = loadgen.GenerateTrace(a.Load.Seed+int64(p.Conc), per*o.Concurrency, turns, loadgen.TraceShape{})
+	return o
+}
+
+// Warmup sends InferenceX's 2 x conc warmup requests; nothing is recorded.
+func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
+	if err := a.injectFault(in.Point, StageWarmup); err != nil {
+		return err
+	}
+	if in.Endpoint == nil {
+		return classify(fmt.Errorf("warmup without an endpoint"))
+	}
+	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "warmup"})
+	defer hb.Stop()
+	o := a.options(in.Point, *in.Endpoint)
+	o.Trace = nil
+	o.ISL, o.OSL, o.IgnoreEOS = 512, 64, true
+	o.NumPrompts = loadgen.DefaultNumWarmups(o.Concurrency)
+	o.Progress = func(done, total int) { hb.set(loadProgress{"warmup", done, total}) }
+	res, err := loadgen.Run(ctx, o)
+	if err != nil {
+		return classify(err)
+	}
+	if err := res.Gate(); err != nil {
+		return classify(fmt.Errorf("warmup: %w", err))
+	}
+	return nil
+}
+
+// Perf runs the measured load, stores the aggregate and per-request records
+// as artifacts and records the result in the ledger at once, so a later
+// stage failing never costs the perf run.
+func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, error) {
+	if err := a.injectFault(in.Point, StagePerf); err != nil {
+		return PerfSummary{}, err
+	}
+	if in.Endpoint == nil {
+		return PerfSummary{}, classify(fmt.Errorf("perf without an endpoint"))
+	}
+	p := in.Point
+	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "perf"})
+	defer hb.Stop()
+	o := a.options(p, *in.Endpoint)
+	if o.Trace != nil {
+		o.Duration = a.perfDuration(p)
+		o.NumPrompts = len(o.Trace)
+	}
+	o.Progress = func(done, total int) { hb.set(loadProgress{"perf", done, total}) }
+	res, err := loadgen.Run(ctx, o)
+	if err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	if err := res.Gate(); err != nil {
+		return PerfSummary{}, classify(fmt.Errorf("perf: %w", err))
+	}
+	dir, err := a.scratch(p, StagePerf)
+	if err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	aggPath := filepath.Join(dir, sanitize(p.PointID)+"_conc"+fmt.Sprint(p.Conc)+".json")
+	reqPath := filepath.Join(dir, sanitize(p.PointID)+"_requests.jsonl")
+	if err := res.WriteAggregateJSON(aggPath); err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	if err := res.WriteRequestsJSONL(reqPath); err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	ag := res.Aggregate
+	out := PerfSummary{
+		OutputTputPerGPU: ag.OutputTputPerGPU, TputPerGPU: ag.TputPerGPU, InputTputPerGPU: ag.InputTputPerGPU,
+		Interactivity: ag.MedianIntvty, TTFTp90Ms: ag.P90TTFT * 1000, TPOTMedianMs: ag.MedianTPOT * 1000,
+		E2ELMedianMs: ag.MedianE2EL * 1000, Requests: ag.NumRequestsTotal, Failed: ag.Failed, Simulated: ag.Simulated,
+	}
+	if out.AggregateURI, err = a.putArtifact(ctx, aggPath); err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	if out.RequestsURI, err = a.putArtifact(ctx, reqPath); err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated); err != nil {
+		return PerfSummary{}, classify(err)
+	}
+	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU),
+		zap.Float64("interactivity", out.Interactivity), zap.Float64("ttft_p90_ms", out.TTFTp90Ms), zap.Bool("simulated", out.Simulated))
+	return out, nil
+}

@@ -1,0 +1,273 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+func toCluster(a Allocation) cluster.Allocation {
+	return cluster.Allocation{JobID: a.JobID, Nodes: a.Nodes, WorkDir: a.WorkDir}
+}
+
+// Allocate holds the point's nodes. Waiting for nodes is reported in the
+// heartbeat so `starter status` can show the pending reason.
+func (a *Activities) Allocate(ctx context.Context, p PointSpec) (Allocation, error) {
+	if err := a.injectFault(p, StageAllocate); err != nil {
+		return Allocation{}, err
+	}
+	hb := startHeartbeat(ctx, 0, "requesting nodes")
+	defer hb.Stop()
+	al, err := a.Backend.Allocate(ctx, cluster.AllocRequest{
+		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes,
+		Status: func(s string) { hb.set(s) },
+	})
+	if err != nil {
+		return Allocation{}, classify(err)
+	}
+	a.log(ctx).Info("allocated", zap.String("job", al.JobID), zap.Strings("nodes", al.Nodes))
+	return Allocation{JobID: al.JobID, Nodes: al.Nodes, WorkDir: al.WorkDir, Backend: a.Backend.Name()}, nil
+}
+
+// stagingDetails is the heartbeat of checkpoint staging: the files each node
+// has verified, so a retry resumes where the last attempt stopped.
+type stagingDetails struct {
+	Done        map[string][]string `json:"done"`
+	BytesCopied int64               `json:"bytes_copied"`
+}
+
+// StageCheckpoint copies the checkpoint to every node's local disk with a
+// size+sha256 manifest, resuming from the last heartbeat.
+func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (CheckpointOutput, error) {
+	if err := a.injectFault(in.Point, StageCheckpoint); err != nil {
+		return CheckpointOutput{}, err
+	}
+	details := stagingDetails{Done: map[string][]string{}}
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &details); err != nil || details.Done == nil {
+			details = stagingDetails{Done: map[string][]string{}}
+		}
+	}
+	resume := map[string][]string{}
+	for n, d := range details.Done {
+		resume[n] = append([]string(nil), d...)
+	}
+	hb := startHeartbeat(ctx, 0, details)
+	defer hb.Stop()
+	perNode := map[string]int64{}
+	rep, err := a.Backend.StageCheckpoint(ctx, toCluster(in.Alloc), in.Point.Model, resume, func(p cluster.StageProgress) {
+		perNode[p.Node] = p.BytesCopied
+		details.Done[p.Node] = append([]string(nil), p.Done...)
+		var total int64
+		for _, b := range perNode {
+			total += b
+		}
+		details.BytesCopied = total
+		cp := stagingDetails{Done: map[string][]string{}, BytesCopied: total}
+		for n, d := range details.Done {
+			cp.Done[n] = d
+		}
+		hb.set(cp)
+	})
+	if err != nil {
+		return CheckpointOutput{}, classify(err)
+	}
+	a.log(ctx).Info("checkpoint staged", zap.Int("nodes", rep.Nodes), zap.Int64("bytes_copied", rep.BytesCopied), zap.Int64("bytes_skipped", rep.BytesSkipped))
+	return CheckpointOutput{Nodes: rep.Nodes, FilesCopied: rep.FilesCopied, FilesSkipped: rep.FilesSkipped,
+		BytesCopied: rep.BytesCopied, BytesSkipped: rep.BytesSkipped, Manifest: rep.Manifest}, nil
+}
+
+// BringUp starts the server in the given mode and waits until it is healthy,
+// heartbeating the phase it reports. Synthetic acceptance goes into the
+// environment for perf only: evals need real draft verification.
+func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, error) {
+	if err := a.injectFault(in.Point, StageBringUp); err != nil {
+		return Endpoint{}, err
+	}
+	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
+	if in.Mode == "perf" && in.Point.SyntheticAL > 0 {
+		env["SYNTHETIC_ACCEPTANCE"] = "true"
+		env["SYNTHETIC_ACCEPTANCE_LENGTH"] = strconv.FormatFloat(in.Point.SyntheticAL, 'f', -1, 64)
+	}
+	alloc := toCluster(in.Alloc)
+	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
+		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
+		RecipePath: in.Point.RecipePath, GPUsPerNode: a.GPUsPerNode, Env: env,
+	})
+	if err != nil {
+		return Endpoint{}, classify(err)
+	}
+	hb := startHeartbeat(ctx, 0, "starting")
+	defer hb.Stop()
+	interval := a.HealthInterval
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	for {
+		phase, herr := a.Backend.Health(ctx, alloc, srv)
+		hb.set(phase)
+		if herr == nil {
+			break
+		}
+		if errors.Is(herr, cluster.ErrAllocationLost) || errors.Is(herr, cluster.ErrOOM) || errors.Is(herr, cluster.ErrBadConfig) {
+			return Endpoint{}, classify(herr)
+		}
+		select {
+		case <-ctx.Done():
+			return Endpoint{}, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+	a.log(ctx).Info("server healthy", zap.String("url", srv.URL), zap.String("mode", in.Mode))
+	return Endpoint{URL: srv.URL, Mode: in.Mode, JobID: in.Alloc.JobID, Handle: srv.Handle}, nil
+}
+
+// Teardown stops the servers and releases the allocation. Idempotent.
+func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
+	if err := a.Backend.Teardown(ctx, toCluster(in.Alloc)); err != nil {
+		return classify(err)
+	}
+	a.log(ctx).Info("torn down", zap.String("job", in.Alloc.JobID))
+	return nil
+}
+
+// LookupReuse returns the durable outputs the ledger holds for a fingerprint.
+func (a *Activities) LookupReuse(ctx context.Context, req ReuseRequest) (Reused, error) {
+	var out Reused
+	for _, stage := range req.Stages {
+		so, ok, err := a.Store.LookupStageOutput(ctx, req.Fingerprint, stage, req.FromSweeps)
+		if err != nil {
+			return out, classify(err)
+		}
+		if !ok {
+			continue
+		}
+		switch stage {
+		case StagePerf:
+			var s PerfSummary
+			if json.Unmarshal(so.OutputJSON, &s) == nil {
+				out.Perf, out.PerfSweep = &s, so.SweepID
+			}
+		case StageEval:
+			var s EvalSummary
+			if json.Unmarshal(so.OutputJSON, &s) == nil {
+				out.Eval, out.EvalSweep = &s, so.SweepID
+			}
+		}
+	}
+	return out, nil
+}
+
+// putStage records a durable stage output in the ledger, once per
+// (sweep, fingerprint, stage): a retried or crashed attempt cannot duplicate it.
+func (a *Activities) putStage(ctx context.Context, p PointSpec, stage string, out any, uris []string, simulated bool) error {
+	data, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	attempt := 1
+	if activity.IsActivity(ctx) {
+		attempt = int(activity.GetInfo(ctx).Attempt)
+	}
+	_, err = a.Store.PutStageOutput(ctx, results.StageOutput{
+		SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, Stage: stage,
+		Attempt: attempt, OutputJSON: data, ArtifactURIs: uris, Simulated: simulated,
+	})
+	return err
+}
+
+// Upload writes the point's typed result rows (perf aggregate, eval verdict)
+// for this sweep, including outputs reused from earlier sweeps.
+func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
+	if err := a.injectFault(in.Point, StageUpload); err != nil {
+		return err
+	}
+	p := in.Point
+	if in.Perf != nil {
+		data, _ := json.Marshal(in.Perf)
+		if err := a.Store.PutPerf(ctx, results.PerfResult{
+			SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, ConfigKey: p.ConfigKey,
+			ExpName: p.PointID, Conc: p.Conc, OutputTputPerGPU: in.Perf.OutputTputPerGPU, TputPerGPU: in.Perf.TputPerGPU,
+			InputTputPerGPU: in.Perf.InputTputPerGPU, Interactivity: in.Perf.Interactivity, TTFTp90Ms: in.Perf.TTFTp90Ms,
+			TPOTMedianMs: in.Perf.TPOTMedianMs, E2ELMedianMs: in.Perf.E2ELMedianMs, Simulated: in.Perf.Simulated, JSON: data,
+		}); err != nil {
+			return classify(err)
+		}
+		if err := a.putStage(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated); err != nil {
+			return classify(err)
+		}
+	}
+	if in.Eval != nil {
+		data, _ := json.Marshal(in.Eval)
+		if err := a.Store.PutEval(ctx, results.EvalResult{
+			SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, EMStrict: in.Eval.EMStrict,
+			EMFlexible: in.Eval.EMFlexible, NEff: in.Eval.NEff, Passed: in.Eval.Passed, Floor: in.Eval.Floor,
+			Simulated: in.Eval.Simulated, JSON: data,
+		}); err != nil {
+			return classify(err)
+		}
+		if err := a.putStage(ctx, p, StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated); err != nil {
+			return classify(err)
+		}
+	}
+	return nil
+}
+
+// RecordPoint stores the point's final status in the ledger.
+func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
+	p := rec.Point
+	return classify(a.Store.UpsertPoint(ctx, results.Point{
+		SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, ConfigKey: p.ConfigKey,
+		ExpName: p.PointID, Topology: p.Topology, Conc: p.Conc, Status: rec.Status,
+		FailedStage: rec.FailedStage, Error: rec.Error,
+	}))
+}
+
+// RecordSweep stores the sweep row in the ledger.
+func (a *Activities) RecordSweep(ctx context.Context, rec SweepRecord) error {
+	data, _ := json.Marshal(rec)
+	return classify(a.Store.UpsertSweep(ctx, results.Sweep{
+		ID: rec.SweepID, Name: rec.Name, ConfigJSON: string(data), Status: rec.Status,
+		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, ReuseFrom: joinComma(rec.ReuseFrom), Nightly: rec.Nightly,
+	}))
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += v
+	}
+	return out
+}
+
+// putArtifact stores a local file in the artifact store and returns its URI.
+func (a *Activities) putArtifact(ctx context.Context, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return a.Artifacts.Put(ctx, filepath.Base(path), f)
+}
+
+func (a *Activities) scratch(p PointSpec, stage string) (string, error) {
+	dir := filepath.Join(a.StateDir, "scratch", sanitize(p.SweepID), sanitize(p.PointID), stage)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("scratch dir: %w", err)
+	}
+	return dir, nil
+}

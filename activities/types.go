@@ -1,0 +1,175 @@
+package activities
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Stage names. They are the values of the Stage search attribute, the keys of
+// the results ledger and the words operators type (`--force perf`).
+const (
+	StageAllocate   = "allocate"
+	StageCheckpoint = "checkpoint"
+	StageBringUp    = "bringup"
+	StageWarmup     = "warmup"
+	StagePerf       = "perf"
+	StageEval       = "eval"
+	StageUpload     = "upload"
+	StageTeardown   = "teardown"
+)
+
+// DurableStages are the stages whose outputs outlive a run and can be reused
+// by `starter rerun` when the point fingerprint matches.
+var DurableStages = []string{StagePerf, StageEval}
+
+// Error types that no retry can fix. The workflow's retry policies list them
+// as non-retryable, so they go straight to the operator gate.
+const (
+	ErrBadConfig        = "BadConfig"
+	ErrChecksumMismatch = "ChecksumMismatch"
+	ErrOutOfMemory      = "OutOfMemory"
+)
+
+// PointSpec is everything an activity needs to know about one sweep point.
+// It is plain data (no secrets: tokens come from the worker's environment).
+type PointSpec struct {
+	SweepID     string          `json:"sweep_id"`
+	PointID     string          `json:"point_id"` // the exp-name, unique within a sweep
+	ConfigKey   string          `json:"config_key"`
+	Topology    string          `json:"topology"`
+	Conc        int             `json:"conc"`
+	Nodes       int             `json:"nodes"`
+	GPUs        int             `json:"gpus"`
+	PrefillGPUs int             `json:"prefill_gpus"`
+	DecodeGPUs  int             `json:"decode_gpus"`
+	Fingerprint string          `json:"fingerprint"`
+	Eval        bool            `json:"eval"`
+	Model       string          `json:"model"`
+	ModelPrefix string          `json:"model_prefix"`
+	Image       string          `json:"image"`
+	RecipePath  string          `json:"recipe_path"`
+	Row         json.RawMessage `json:"row"`
+	ISL         int             `json:"isl"`
+	OSL         int             `json:"osl"`
+	DurationSec int             `json:"duration_sec"`
+	// SyntheticAL is the golden acceptance length injected into the engine
+	// for the perf stage only (0 means the engine's real acceptance).
+	SyntheticAL float64 `json:"synthetic_al,omitempty"`
+	// Deployment shorthand the simulator understands ("2P1D DEP16/DEP32").
+	Deployment string `json:"deployment"`
+	// Faults injected on purpose (chaos testing, demos of the operator gate).
+	Faults []Fault `json:"faults,omitempty"`
+}
+
+// Fault makes a stage fail on purpose for its first Times attempts.
+type Fault struct {
+	Stage string `json:"stage"`
+	Times int    `json:"times"`
+}
+
+// Allocation is a set of nodes held for one point.
+type Allocation struct {
+	JobID   string   `json:"job_id"`
+	Nodes   []string `json:"nodes"`
+	WorkDir string   `json:"work_dir"`
+	Backend string   `json:"backend"`
+}
+
+// CheckpointOutput summarises checkpoint staging across all nodes.
+type CheckpointOutput struct {
+	Nodes        int    `json:"nodes"`
+	FilesCopied  int    `json:"files_copied"`
+	FilesSkipped int    `json:"files_skipped"`
+	BytesCopied  int64  `json:"bytes_copied"`
+	BytesSkipped int64  `json:"bytes_skipped"`
+	Manifest     string `json:"manifest_sha256"`
+}
+
+// Endpoint is a running inference server.
+type Endpoint struct {
+	URL   string `json:"url"`
+	Mode  string `json:"mode"` // perf | eval: which environment it was started with
+	JobID string `json:"job_id"`
+	// Handle identifies the serving processes for the backend (pid, step id).
+	Handle string `json:"handle"`
+}
+
+// PerfSummary holds the headline figures of a perf run; the full aggregate and
+// per-request records are artifacts referenced by URI.
+type PerfSummary struct {
+	OutputTputPerGPU float64 `json:"output_tput_per_gpu"`
+	TputPerGPU       float64 `json:"tput_per_gpu"`
+	InputTputPerGPU  float64 `json:"input_tput_per_gpu"`
+	Interactivity    float64 `json:"interactivity"`
+	TTFTp90Ms        float64 `json:"ttft_p90_ms"`
+	TPOTMedianMs     float64 `json:"tpot_median_ms"`
+	E2ELMedianMs     float64 `json:"e2el_median_ms"`
+	Requests         int     `json:"requests"`
+	Failed           int     `json:"failed"`
+	Simulated        bool    `json:"simulated"`
+	AggregateURI     string  `json:"aggregate_uri"`
+	RequestsURI      string  `json:"requests_uri"`
+}
+
+// EvalSummary holds the GSM8K verdict of a point.
+type EvalSummary struct {
+	EMStrict   float64 `json:"em_strict"`
+	EMFlexible float64 `json:"em_flexible"`
+	NEff       int     `json:"n_eff"`
+	Floor      float64 `json:"floor"`
+	Passed     bool    `json:"passed"`
+	Reason     string  `json:"reason,omitempty"`
+	Simulated  bool    `json:"simulated"`
+	ResultURI  string  `json:"result_uri"`
+	SamplesURI string  `json:"samples_uri"`
+}
+
+// ReuseRequest asks the ledger which durable stage outputs can be reused.
+type ReuseRequest struct {
+	Fingerprint string   `json:"fingerprint"`
+	Stages      []string `json:"stages"`
+	FromSweeps  []string `json:"from_sweeps"`
+}
+
+// Reused is what the ledger already holds for a point.
+type Reused struct {
+	Perf      *PerfSummary `json:"perf,omitempty"`
+	PerfSweep string       `json:"perf_sweep,omitempty"`
+	Eval      *EvalSummary `json:"eval,omitempty"`
+	EvalSweep string       `json:"eval_sweep,omitempty"`
+}
+
+// StageInput is the common input of the stages that run on an allocation.
+type StageInput struct {
+	Point    PointSpec  `json:"point"`
+	Alloc    Allocation `json:"alloc"`
+	Endpoint *Endpoint  `json:"endpoint,omitempty"`
+	Mode     string     `json:"mode,omitempty"` // bring-up: perf | eval
+}
+
+// UploadInput carries the durable outputs of a point to the results store.
+type UploadInput struct {
+	Point      PointSpec    `json:"point"`
+	Perf       *PerfSummary `json:"perf,omitempty"`
+	Eval       *EvalSummary `json:"eval,omitempty"`
+	ReusedFrom []string     `json:"reused_from,omitempty"`
+}
+
+// PointRecord is the ledger row of a point's final state.
+type PointRecord struct {
+	Point       PointSpec `json:"point"`
+	Status      string    `json:"status"`
+	FailedStage string    `json:"failed_stage,omitempty"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// SweepRecord is the ledger row of a sweep.
+type SweepRecord struct {
+	SweepID    string    `json:"sweep_id"`
+	Name       string    `json:"name"`
+	Status     string    `json:"status"`
+	ReuseFrom  []string  `json:"reuse_from,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitempty"`
+	Nightly    bool      `json:"nightly,omitempty"`
+}

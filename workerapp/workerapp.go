@@ -1,0 +1,83 @@
+// Package workerapp assembles sweepflow's Temporal workers: the control
+// worker that runs sweep and point workflows, and the cluster worker that
+// runs the stage activities against one cluster backend. The worker binary
+// and the integration tests share it.
+package workerapp
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// Options chooses what this process serves.
+type Options struct {
+	ClusterName string
+	// Control serves the workflows; Activities serves the cluster queue.
+	Control    bool
+	Activities *activities.Activities
+	// MaxConcurrentActivities bounds the stages this worker runs at once
+	// (0: the SDK default).
+	MaxConcurrentActivities int
+	Logger                  *zap.Logger
+}
+
+// Workers are the running Temporal workers of this process.
+type Workers struct {
+	ws []worker.Worker
+}
+
+// Start registers everything and starts polling. Stop drains.
+func Start(c client.Client, o Options) (*Workers, error) {
+	w := &Workers{}
+	if o.Control {
+		cw := worker.New(c, temporalx.ControlQueue, worker.Options{
+			WorkerStopTimeout:        10 * time.Second,
+			DeadlockDetectionTimeout: 5 * time.Second,
+		})
+		cw.RegisterWorkflow(workflows.SweepWorkflow)
+		cw.RegisterWorkflow(workflows.PointWorkflow)
+		w.ws = append(w.ws, cw)
+	}
+	if o.Activities != nil {
+		if o.ClusterName == "" {
+			return nil, fmt.Errorf("workerapp: cluster name is required to serve activities")
+		}
+		aw := worker.New(c, temporalx.ClusterQueue(o.ClusterName), worker.Options{
+			MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
+			WorkerStopTimeout:                  30 * time.Second,
+		})
+		aw.RegisterActivity(o.Activities)
+		w.ws = append(w.ws, aw)
+	}
+	if len(w.ws) == 0 {
+		return nil, fmt.Errorf("workerapp: nothing to serve (neither control nor activities)")
+	}
+	for i, x := range w.ws {
+		if err := x.Start(); err != nil {
+			for _, s := range w.ws[:i] {
+				s.Stop()
+			}
+			return nil, err
+		}
+	}
+	if o.Logger != nil {
+		o.Logger.Info("workers started", zap.Bool("control", o.Control), zap.String("cluster_queue", temporalx.ClusterQueue(o.ClusterName)))
+	}
+	return w, nil
+}
+
+// Stop stops every worker, letting running activities finish within the
+// stop timeout.
+func (w *Workers) Stop() {
+	for _, x := range w.ws {
+		x.Stop()
+	}
+}

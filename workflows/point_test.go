@@ -1,0 +1,324 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sweepflow/sweepflow/activities"
+)
+
+// fakeStages is a stateful stand-in for the cluster activities: each stage
+// can be told to fail a number of times, and every call is counted.
+type fakeStages struct {
+	mu       sync.Mutex
+	failures map[string]int // stage -> failures left (-1: always)
+	errType  map[string]string
+	calls    map[string]int
+	order    []string
+	block    map[string]bool // stage blocks until its context ends
+	evalPass bool
+}
+
+func newFake() *fakeStages {
+	return &fakeStages{failures: map[string]int{}, errType: map[string]string{}, calls: map[string]int{}, block: map[string]bool{}, evalPass: true}
+}
+
+func (f *fakeStages) hit(ctx context.Context, stage string) error {
+	f.mu.Lock()
+	f.calls[stage]++
+	f.order = append(f.order, stage)
+	left := f.failures[stage]
+	if left > 0 {
+		f.failures[stage] = left - 1
+	}
+	block := f.block[stage]
+	typ := f.errType[stage]
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if left != 0 {
+		if typ != "" {
+			return temporal.NewNonRetryableApplicationError("planted "+stage+" failure", typ, nil)
+		}
+		return errors.New("planted transient " + stage + " failure")
+	}
+	return nil
+}
+
+func (f *fakeStages) count(stage string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[stage]
+}
+
+func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
+		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, f.hit(ctx, activities.StageAllocate)
+	})
+	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
+		return activities.CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, f.hit(ctx, activities.StageCheckpoint)
+	})
+	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
+		return activities.Endpoint{URL: "http://127.0.0.1:1", Mode: in.Mode}, f.hit(ctx, activities.StageBringUp+":"+in.Mode)
+	})
+	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) error {
+		return f.hit(ctx, activities.StageWarmup)
+	})
+	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true}, f.hit(ctx, activities.StagePerf)
+	})
+	env.OnActivity(a.Eval, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
+		return activities.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, activities.StageEval)
+	})
+	env.OnActivity(a.Upload, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.UploadInput) error {
+		return f.hit(ctx, activities.StageUpload)
+	})
+	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) error {
+		return f.hit(ctx, activities.StageTeardown)
+	})
+	env.OnActivity(a.RecordPoint, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.PointRecord) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls["record:"+rec.Status]++
+		return nil
+	})
+	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
+}
+
+func testPoint(eval bool) activities.PointSpec {
+	return activities.PointSpec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
+		Conc: 768, Nodes: 16, GPUs: 64, Fingerprint: "fp", Eval: eval, SyntheticAL: 3.77}
+}
+
+func pointEnv(t *testing.T, f *fakeStages) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(PointWorkflow)
+	f.register(env)
+	return env
+}
+
+var fastTuning = Tuning{RetryInterval: time.Second, MaxAttempts: 3, OperatorTimeout: time.Hour}
+
+func TestPointWorkflow(t *testing.T) {
+	type decision struct {
+		after  time.Duration
+		action string
+	}
+	tests := []struct {
+		name        string
+		eval        bool
+		setup       func(f *fakeStages)
+		decisions   []decision
+		wantStatus  string
+		wantErr     bool
+		wantCalls   map[string]int
+		wantFailed  string
+		wantOutcome map[string]string // stage -> outcome in the state
+	}{
+		{
+			name: "happy path with eval restarts the server without synthetic acceptance",
+			eval: true, wantStatus: StatusCompleted,
+			wantCalls: map[string]int{activities.StagePerf: 1, activities.StageEval: 1, "bringup:perf": 1, "bringup:eval": 1, activities.StageTeardown: 1, "record:completed": 1},
+		},
+		{
+			name:       "a stage fails once then succeeds on retry",
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 1 },
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StagePerf: 2, activities.StageTeardown: 1},
+		},
+		{
+			name:       "out of retries, operator retries, perf resumes",
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			decisions:  []decision{{time.Minute, ActionRetry}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StagePerf: 4, activities.StageWarmup: 1, activities.StageTeardown: 1},
+		},
+		{
+			name: "out of retries at eval, operator skips it",
+			eval: true, setup: func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusCompleted,
+			wantCalls:   map[string]int{activities.StageEval: 3, activities.StageUpload: 1, activities.StageTeardown: 1},
+			wantOutcome: map[string]string{activities.StageEval: "skipped"},
+		},
+		{
+			name:       "out of retries, operator aborts, teardown runs",
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			decisions:  []decision{{time.Minute, ActionAbort}},
+			wantStatus: StatusAborted, wantErr: true, wantFailed: activities.StagePerf,
+			wantCalls: map[string]int{activities.StagePerf: 3, activities.StageUpload: 0, activities.StageTeardown: 1, "record:aborted": 1},
+		},
+		{
+			name:       "nobody decides: aborted after the operator timeout",
+			setup:      func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
+			wantStatus: StatusAborted, wantErr: true, wantFailed: activities.StageWarmup,
+			wantCalls: map[string]int{activities.StageWarmup: 3, activities.StagePerf: 0, activities.StageTeardown: 1},
+		},
+		{
+			name: "non-retryable checksum mismatch goes straight to the gate",
+			setup: func(f *fakeStages) {
+				f.failures[activities.StageCheckpoint] = 1
+				f.errType[activities.StageCheckpoint] = activities.ErrChecksumMismatch
+			},
+			decisions:  []decision{{time.Minute, ActionRetry}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageCheckpoint: 2, activities.StagePerf: 1},
+		},
+		{
+			name: "eval below floor is a verdict, not an error",
+			eval: true, setup: func(f *fakeStages) { f.evalPass = false },
+			wantStatus: StatusEvalFailed,
+			wantCalls:  map[string]int{activities.StageEval: 1, activities.StageUpload: 1, "record:eval-failed": 1},
+		},
+		{
+			name:       "allocation skipped by the operator ends the point without teardown",
+			setup:      func(f *fakeStages) { f.failures[activities.StageAllocate] = -1 },
+			decisions:  []decision{{time.Minute, ActionSkip}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageCheckpoint: 0, activities.StageTeardown: 0},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			env := pointEnv(t, f)
+			var rejected []string
+			for _, d := range tc.decisions {
+				env.RegisterDelayedCallback(func() {
+					var st PointState
+					v, err := env.QueryWorkflow(QueryState)
+					require.NoError(t, err)
+					require.NoError(t, v.Get(&st))
+					require.Equal(t, StatusAwaitingOperator, st.Status, "point must be parked before the decision")
+					// An unknown action is rejected by the validator.
+					env.UpdateWorkflow(UpdateDecide, "bad", &testsuite.TestUpdateCallback{
+						OnReject: func(err error) { rejected = append(rejected, err.Error()) },
+						OnAccept: func() { t.Error("reboot must be rejected") }, OnComplete: func(any, error) {},
+					}, Decision{Action: "reboot"})
+					env.UpdateWorkflow(UpdateDecide, "ok", &testsuite.TestUpdateCallback{
+						OnReject: func(err error) { t.Errorf("decision rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+					}, Decision{Action: d.action})
+				}, d.after)
+			}
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(tc.eval), TaskQueue: "cluster-test", Tuning: fastTuning})
+			require.True(t, env.IsWorkflowCompleted())
+			var st PointState
+			err := env.GetWorkflowError()
+			if tc.wantErr {
+				require.Error(t, err)
+				var app *temporal.ApplicationError
+				require.ErrorAs(t, err, &app)
+				require.NoError(t, app.Details(&st))
+			} else {
+				require.NoError(t, err)
+				require.NoError(t, env.GetWorkflowResult(&st))
+			}
+			require.Equal(t, tc.wantStatus, st.Status)
+			if tc.wantFailed != "" {
+				require.Equal(t, tc.wantFailed, st.FailedStage)
+			}
+			for stage, n := range tc.wantCalls {
+				require.Equal(t, n, f.count(stage), "calls of %s", stage)
+			}
+			for stage, outcome := range tc.wantOutcome {
+				found := false
+				for _, r := range st.Stages {
+					if r.Stage == stage {
+						found = true
+						require.Equal(t, outcome, r.Outcome)
+					}
+				}
+				require.True(t, found, "stage %s in state", stage)
+			}
+			if len(tc.decisions) > 0 {
+				require.Len(t, rejected, len(tc.decisions))
+				require.Contains(t, rejected[0], `unknown action "reboot"`)
+			}
+		})
+	}
+}
+
+func TestPointDecisionRejectedWhileRunning(t *testing.T) {
+	f := newFake()
+	env := pointEnv(t, f)
+	var rejectedErr error
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, "early", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedErr = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, Decision{Action: ActionRetry})
+	}, 0)
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
+	require.NoError(t, env.GetWorkflowError())
+	require.Error(t, rejectedErr)
+	require.Contains(t, rejectedErr.Error(), "not waiting")
+}
+
+func TestPointCancelDuringPerfTearsDown(t *testing.T) {
+	f := newFake()
+	f.block[activities.StagePerf] = true
+	env := pointEnv(t, f)
+	// Virtual time stands still while an activity runs, so cancel from the
+	// perf activity's start instead of a timer.
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "Perf" {
+			go func() { time.Sleep(50 * time.Millisecond); env.CancelWorkflow() }()
+		}
+	})
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: Tuning{HeartbeatTimeout: time.Minute}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
+	require.Equal(t, 1, f.count(activities.StagePerf))
+	require.Equal(t, 1, f.count(activities.StageTeardown), "teardown must run after cancel")
+	require.Equal(t, 0, f.count(activities.StageEval))
+	require.Equal(t, 1, f.count("record:cancelled"))
+}
+
+func TestPointReusesLedgerOutputs(t *testing.T) {
+	tests := []struct {
+		name      string
+		reused    activities.Reused
+		force     []string
+		wantCalls map[string]int
+	}{
+		{"perf and eval reused: no allocation at all",
+			activities.Reused{Perf: &activities.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old", Eval: &activities.EvalSummary{Passed: true}, EvalSweep: "old"}, nil,
+			map[string]int{activities.StageAllocate: 0, activities.StagePerf: 0, activities.StageEval: 0, activities.StageUpload: 1, activities.StageTeardown: 0}},
+		{"only eval missing: server up in eval mode, no warmup or perf",
+			activities.Reused{Perf: &activities.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old"}, nil,
+			map[string]int{activities.StageAllocate: 1, "bringup:perf": 0, "bringup:eval": 1, activities.StageWarmup: 0, activities.StagePerf: 0, activities.StageEval: 1, activities.StageTeardown: 1}},
+		{"--force perf reruns perf despite the ledger",
+			activities.Reused{Perf: &activities.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old", Eval: &activities.EvalSummary{Passed: true}, EvalSweep: "old"}, []string{activities.StagePerf},
+			map[string]int{"bringup:perf": 1, activities.StagePerf: 1, activities.StageEval: 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			env := pointEnv(t, f)
+			var a *activities.Activities
+			env.OnActivity(a.LookupReuse, mock.Anything, mock.Anything).Return(tc.reused, nil)
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: fastTuning, ReuseFrom: []string{"old"}, Force: tc.force})
+			require.NoError(t, env.GetWorkflowError())
+			for stage, n := range tc.wantCalls {
+				require.Equal(t, n, f.count(stage), "calls of %s", stage)
+			}
+		})
+	}
+}

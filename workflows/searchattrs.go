@@ -1,0 +1,55 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/temporal"
+)
+
+// Custom search attributes. They are registered on the server (the dev server
+// gets them as --search-attribute flags) and let the Web UI list and filter
+// sweeps and points. None is called "Status": that clashes with the UI's
+// execution status column.
+var (
+	SASweepID     = temporal.NewSearchAttributeKeyKeyword("SweepID")
+	SAConfigKey   = temporal.NewSearchAttributeKeyKeyword("ConfigKey")
+	SATopology    = temporal.NewSearchAttributeKeyKeyword("Topology")
+	SAConcurrency = temporal.NewSearchAttributeKeyInt64("Concurrency")
+	SAStage       = temporal.NewSearchAttributeKeyKeyword("Stage")
+	SAPointStatus = temporal.NewSearchAttributeKeyKeyword("PointStatus")
+	SAKind        = temporal.NewSearchAttributeKeyKeyword("SweepflowKind")
+	// RegressionCount is set by nightly sweeps after the baseline comparison.
+	SARegressionCount = temporal.NewSearchAttributeKeyInt64("RegressionCount")
+)
+
+// SearchAttributeTypes lists every custom attribute with its type name as the
+// server's `--search-attribute Name=Type` flag wants it.
+func SearchAttributeTypes() map[string]string {
+	return map[string]string{
+		SASweepID.GetName():         "Keyword",
+		SAConfigKey.GetName():       "Keyword",
+		SATopology.GetName():        "Keyword",
+		SAConcurrency.GetName():     "Int",
+		SAStage.GetName():           "Keyword",
+		SAPointStatus.GetName():     "Keyword",
+		SAKind.GetName():            "Keyword",
+		SARegressionCount.GetName(): "Int",
+	}
+}
+
+// Point statuses, the values of PointStatus.
+const (
+	StatusPending          = "pending"
+	StatusRunning          = "running"
+	StatusAwaitingOperator = "awaiting-operator"
+	StatusCompleted        = "completed"
+	StatusEvalFailed       = "eval-failed"
+	StatusSkipped          = "skipped"
+	StatusAborted          = "aborted"
+	StatusCancelled        = "cancelled"
+	StatusFailed           = "failed"
+)
+
+// Kinds, the values of SweepflowKind, so one query lists sweeps or points.
+const (
+	KindSweep = "sweep"
+	KindPoint = "point"
+)

@@ -1,0 +1,340 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sweepflow/sweepflow/activities"
+)
+
+// QueryProgress is the sweep workflow's progress query.
+const QueryProgress = "progress"
+
+// SweepInput starts (or continues) a sweep.
+type SweepInput struct {
+	SweepID    string                 `json:"sweep_id"` // defaults to the workflow ID (schedules append a timestamp)
+	Name       string                 `json:"name"`
+	Cluster    string                 `json:"cluster"`
+	TaskQueue  string                 `json:"task_queue"` // the cluster's activity queue
+	NodeBudget int                    `json:"node_budget"`
+	Points     []activities.PointSpec `json:"points"`
+	Tuning     Tuning                 `json:"tuning"`
+	ReuseFrom  []string               `json:"reuse_from,omitempty"`
+	Force      []string               `json:"force,omitempty"`
+	Nightly    bool                   `json:"nightly,omitempty"`
+	// SweepFile and ClusterFile let `starter rerun` re-plan from the same
+	// files: fingerprints then decide what is reusable.
+	SweepFile   string `json:"sweep_file,omitempty"`
+	ClusterFile string `json:"cluster_file,omitempty"`
+	// MaxBypass bounds how often smaller points may start ahead of a blocked
+	// larger one, so backfilling never starves a 16-node row.
+	MaxBypass int `json:"max_bypass,omitempty"`
+	// HistoryLimit is the history length at which the sweep drains its
+	// running points and continues as new.
+	HistoryLimit int `json:"history_limit,omitempty"`
+	// PointsPerRun, when set, also drains and continues as new after this
+	// many points started in one run (bounds history for huge sweeps).
+	PointsPerRun int `json:"points_per_run,omitempty"`
+
+	// Carried across continue-as-new.
+	Done      []PointOutcome `json:"done,omitempty"`
+	StartedAt time.Time      `json:"started_at,omitempty"`
+	Runs      int            `json:"runs,omitempty"`
+}
+
+// PointOutcome is a finished point as the sweep saw it.
+type PointOutcome struct {
+	PointID    string      `json:"point_id"`
+	WorkflowID string      `json:"workflow_id"`
+	Status     string      `json:"status"`
+	Error      string      `json:"error,omitempty"`
+	State      *PointState `json:"state,omitempty"`
+}
+
+// PointProgress is one row of the progress query.
+type PointProgress struct {
+	PointID    string `json:"point_id"`
+	WorkflowID string `json:"workflow_id"`
+	ConfigKey  string `json:"config_key"`
+	Topology   string `json:"topology"`
+	Conc       int    `json:"conc"`
+	Nodes      int    `json:"nodes"`
+	Eval       bool   `json:"eval"`
+	// Status is pending/running here, or the final status once done.
+	Status  string        `json:"status"`
+	Outcome *PointOutcome `json:"outcome,omitempty"`
+}
+
+// SweepProgress answers the progress query; the final one is the summary.
+type SweepProgress struct {
+	SweepID     string          `json:"sweep_id"`
+	Name        string          `json:"name"`
+	Cluster     string          `json:"cluster"`
+	NodeBudget  int             `json:"node_budget"`
+	NodesInUse  int             `json:"nodes_in_use"`
+	MaxInUse    int             `json:"max_nodes_in_use"`
+	StartedAt   time.Time       `json:"started_at"`
+	FinishedAt  time.Time       `json:"finished_at,omitempty"`
+	Points      []PointProgress `json:"points"`
+	Counts      map[string]int  `json:"counts"`
+	Runs        int             `json:"runs"`
+	ReuseFrom   []string        `json:"reuse_from,omitempty"`
+	SweepFile   string          `json:"sweep_file,omitempty"`
+	ClusterFile string          `json:"cluster_file,omitempty"`
+}
+
+// PointWorkflowID is the deterministic ID of a point in a sweep.
+func PointWorkflowID(sweepID, pointID string) string { return sweepID + "/" + pointID }
+
+type sweepRun struct {
+	in       SweepInput
+	acts     *activities.Activities
+	queue    []activities.PointSpec
+	running  []activities.PointSpec
+	inUse    int
+	maxInUse int
+	bypassed int
+	done     []PointOutcome
+}
+
+// SweepWorkflow owns a sweep's plan: it starts one PointWorkflow per point
+// while the points in flight fit the cluster's node budget, answers the
+// progress query and ends with a summary of every point.
+func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
+	info := workflow.GetInfo(ctx)
+	if in.SweepID == "" {
+		in.SweepID = info.WorkflowExecution.ID
+	}
+	if in.StartedAt.IsZero() {
+		in.StartedAt = workflow.Now(ctx)
+	}
+	if in.MaxBypass == 0 {
+		in.MaxBypass = 2
+	}
+	if in.HistoryLimit == 0 {
+		in.HistoryLimit = 8000
+	}
+	s := &sweepRun{in: in, done: in.Done}
+	s.queue = slices.Clone(in.Points)
+	for i := range s.queue {
+		s.queue[i].SweepID = in.SweepID
+	}
+	// Largest points first: they are the hardest to place.
+	slices.SortStableFunc(s.queue, func(a, b activities.PointSpec) int { return b.Nodes - a.Nodes })
+
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (SweepProgress, error) {
+		return s.progress(time.Time{}), nil
+	}); err != nil {
+		return nil, err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAKind.ValueSet(KindSweep), SASweepID.ValueSet(in.SweepID),
+		SAPointStatus.ValueSet(StatusRunning))
+	if in.Runs == 0 {
+		s.record(ctx, StatusRunning, time.Time{})
+	}
+
+	// Points that can never fit fail at once instead of blocking the queue.
+	for _, p := range slices.Clone(s.queue) {
+		if p.Nodes > in.NodeBudget || p.Nodes <= 0 {
+			s.removeQueued(p.PointID)
+			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID),
+				Status: StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, in.NodeBudget)})
+		}
+	}
+
+	sel := workflow.NewSelector(ctx)
+	pendingFutures, started := 0, 0
+	draining := false
+	for {
+		if ctx.Err() == nil && !draining {
+			for {
+				i := s.next()
+				if i < 0 {
+					break
+				}
+				s.start(ctx, sel, i)
+				pendingFutures++
+				started++
+				if in.PointsPerRun > 0 && started >= in.PointsPerRun {
+					draining = true
+					break
+				}
+			}
+		}
+		s.publish(ctx)
+		if pendingFutures == 0 {
+			if len(s.queue) == 0 || ctx.Err() != nil {
+				break
+			}
+			if draining {
+				// Every running point finished: hand the rest to a fresh run.
+				in.Points, in.Done, in.Runs = s.queue, s.done, in.Runs+1
+				return nil, workflow.NewContinueAsNewError(ctx, SweepWorkflow, in)
+			}
+		}
+		sel.Select(ctx)
+		pendingFutures--
+		if info := workflow.GetInfo(ctx); !draining && (info.GetCurrentHistoryLength() > in.HistoryLimit || info.GetContinueAsNewSuggested()) {
+			draining = true
+		}
+	}
+
+	status := StatusCompleted
+	for _, d := range s.done {
+		// Eval-failed and skipped are verdicts on a point, not sweep failures.
+		if d.Status != StatusCompleted && d.Status != StatusEvalFailed && d.Status != StatusSkipped {
+			status = StatusFailed
+		}
+	}
+	if ctx.Err() != nil {
+		status = StatusCancelled
+		for _, p := range s.queue {
+			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled})
+		}
+		s.queue = nil
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	end := workflow.Now(dctx)
+	_ = workflow.UpsertTypedSearchAttributes(dctx, SAPointStatus.ValueSet(status))
+	s.record(dctx, status, end)
+	summary := s.progress(end)
+	if ctx.Err() != nil {
+		return &summary, temporal.NewCanceledError(summary)
+	}
+	return &summary, nil
+}
+
+// next picks the queue index of the point to start now, or -1. The head
+// starts when it fits; a later point may bypass a blocked head at most
+// MaxBypass times, after which the sweep waits for the head's nodes.
+func (s *sweepRun) next() int {
+	free := s.in.NodeBudget - s.inUse
+	for i, p := range s.queue {
+		if p.Nodes > free {
+			continue
+		}
+		if i == 0 {
+			s.bypassed = 0
+			return 0
+		}
+		if s.bypassed < s.in.MaxBypass {
+			s.bypassed++
+			return i
+		}
+		return -1
+	}
+	return -1
+}
+
+func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
+	p := s.queue[i]
+	s.queue = slices.Delete(s.queue, i, i+1)
+	s.running = append(s.running, p)
+	s.inUse += p.Nodes
+	s.maxInUse = max(s.maxInUse, s.inUse)
+	wid := PointWorkflowID(s.in.SweepID, p.PointID)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            wid,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation:   true,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("%s %s c%d (%d nodes, %d GPUs)", p.ConfigKey, p.Topology, p.Conc, p.Nodes, p.GPUs),
+		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**fingerprint** `%s`\n\n**recipe** %s\n\n**image** %s",
+			s.in.SweepID, p.PointID, p.Fingerprint, p.RecipePath, p.Image),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SAKind.ValueSet(KindPoint), SASweepID.ValueSet(s.in.SweepID), SAConfigKey.ValueSet(p.ConfigKey),
+			SATopology.ValueSet(p.Topology), SAConcurrency.ValueSet(int64(p.Conc)),
+			SAStage.ValueSet("pending"), SAPointStatus.ValueSet(StatusPending)),
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, PointWorkflow, PointInput{
+		Point: p, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning, ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
+	})
+	sel.AddFuture(fut, func(f workflow.Future) {
+		var st PointState
+		err := f.Get(ctx, &st)
+		out := PointOutcome{PointID: p.PointID, WorkflowID: wid, Status: st.Status}
+		if err == nil {
+			out.State = &st
+		} else {
+			out.Error = rootMessage(err)
+			var app *temporal.ApplicationError
+			var failed PointState
+			if errors.As(err, &app) && app.HasDetails() && app.Details(&failed) == nil {
+				out.State, out.Status = &failed, failed.Status
+			} else if temporal.IsCanceledError(err) || ctx.Err() != nil {
+				out.Status = StatusCancelled
+			} else {
+				out.Status = StatusFailed
+			}
+		}
+		s.done = append(s.done, out)
+		s.inUse -= p.Nodes
+		s.running = slices.DeleteFunc(s.running, func(r activities.PointSpec) bool { return r.PointID == p.PointID })
+	})
+}
+
+func (s *sweepRun) removeQueued(id string) {
+	s.queue = slices.DeleteFunc(s.queue, func(p activities.PointSpec) bool { return p.PointID == id })
+}
+
+func (s *sweepRun) progress(end time.Time) SweepProgress {
+	pr := SweepProgress{SweepID: s.in.SweepID, Name: s.in.Name, Cluster: s.in.Cluster, NodeBudget: s.in.NodeBudget,
+		NodesInUse: s.inUse, MaxInUse: s.maxInUse, StartedAt: s.in.StartedAt, FinishedAt: end,
+		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile}
+	row := func(p activities.PointSpec, status string) PointProgress {
+		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
+			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, Status: status}
+	}
+	// Plan order, so tables read the same from one query to the next.
+	for _, p := range s.in.Points {
+		var r PointProgress
+		switch {
+		case slices.ContainsFunc(s.running, func(x activities.PointSpec) bool { return x.PointID == p.PointID }):
+			r = row(p, StatusRunning)
+		case slices.ContainsFunc(s.queue, func(x activities.PointSpec) bool { return x.PointID == p.PointID }):
+			r = row(p, StatusPending)
+		default:
+			r = row(p, StatusPending)
+			for i := range s.done {
+				if s.done[i].PointID == p.PointID {
+					r.Status, r.Outcome = s.done[i].Status, &s.done[i]
+				}
+			}
+		}
+		pr.Counts[r.Status]++
+		pr.Points = append(pr.Points, r)
+	}
+	// Points finished in earlier runs of a continued-as-new sweep.
+	for i := range s.done {
+		if !slices.ContainsFunc(s.in.Points, func(x activities.PointSpec) bool { return x.PointID == s.done[i].PointID }) {
+			d := &s.done[i]
+			pr.Points = append(pr.Points, PointProgress{PointID: d.PointID, WorkflowID: d.WorkflowID, Status: d.Status, Outcome: d})
+			pr.Counts[d.Status]++
+		}
+	}
+	return pr
+}
+
+func (s *sweepRun) publish(ctx workflow.Context) {
+	pr := s.progress(time.Time{})
+	finished := len(s.done)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, len(pr.Points))))
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: %d of %d points done, %d running, %d pending; %d/%d nodes in use",
+		s.in.SweepID, finished, len(pr.Points), len(s.running), len(s.queue), s.inUse, s.in.NodeBudget))
+}
+
+func (s *sweepRun) record(ctx workflow.Context, status string, end time.Time) {
+	lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, s.in.TaskQueue, s.in.Tuning))
+	rec := activities.SweepRecord{SweepID: s.in.SweepID, Name: s.in.Name, Status: status, ReuseFrom: s.in.ReuseFrom,
+		StartedAt: s.in.StartedAt, FinishedAt: end, Nightly: s.in.Nightly}
+	if err := workflow.ExecuteActivity(lctx, s.acts.RecordSweep, rec).Get(lctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("recording sweep failed", "sweep", s.in.SweepID, "error", err)
+	}
+}
