@@ -1,0 +1,187 @@
+package workerapp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/cluster/local"
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+// Config is the worker's configuration, from flags (and environment
+// defaults). The cluster profile says which backend serves the activities.
+type Config struct {
+	ClusterFile   string
+	Home          string
+	ResultsDSN    string
+	ArtifactsURL  string
+	GSM8KDir      string
+	EvalMode      string
+	EvalLimit     int
+	Thresholds    string
+	StarterBin    string
+	SimTimeScale  float64
+	SimAccuracy   float64
+	PerfDuration  time.Duration
+	Control       bool
+	MaxActivities int
+
+	cluster *config.Cluster
+}
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Bind registers the worker's flags.
+func (c *Config) Bind(fs *flag.FlagSet) {
+	home := env("SWEEPFLOW_HOME", ".sweepflow")
+	fs.StringVar(&c.ClusterFile, "cluster", env("SWEEPFLOW_CLUSTER", "configs/clusters/local-sim.yaml"), "cluster profile this worker serves")
+	fs.StringVar(&c.Home, "home", home, "local state: ledger, artifacts, local nodes, scratch")
+	fs.StringVar(&c.ResultsDSN, "results", env("SWEEPFLOW_RESULTS", ""), "results store DSN (default: SQLite file under --home)")
+	fs.StringVar(&c.ArtifactsURL, "artifacts", env("SWEEPFLOW_ARTIFACTS", ""), "artifact store (default: directory under --home)")
+	fs.StringVar(&c.GSM8KDir, "gsm8k-dir", env("SWEEPFLOW_GSM8K_DIR", ""), "directory with GSM8K train.jsonl and test.jsonl (default: download once from the canonical URL into the cache)")
+	fs.StringVar(&c.EvalMode, "eval-mode", "lm-eval", "GSM8K prompt mode: lm-eval, inferencex or cot")
+	fs.IntVar(&c.EvalLimit, "eval-limit", 0, "score only the first N GSM8K questions (0: all 1319)")
+	fs.StringVar(&c.Thresholds, "thresholds", env("SWEEPFLOW_THRESHOLDS", "configs/thresholds.yaml"), "eval floors in InferenceX thresholds.yaml format")
+	fs.StringVar(&c.StarterBin, "starter-bin", env("SWEEPFLOW_STARTER_BIN", ""), "starter binary the local backend runs as the simulated engine (default: next to this binary, then PATH)")
+	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 0.01, "simulated cluster: time scale of the engine and of perf durations (0.01: a 3600 s run takes 36 s)")
+	fs.Float64Var(&c.SimAccuracy, "sim-accuracy", 0.95, "simulated cluster: probability a GSM8K answer is right")
+	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration, scaled on simulated clusters)")
+	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
+	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
+}
+
+// ClusterName is the loaded profile's name (after Activities).
+func (c *Config) ClusterName() string {
+	if c.cluster == nil {
+		return ""
+	}
+	return c.cluster.Name
+}
+
+// Activities loads the cluster profile and opens the stores the stages use.
+func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.Activities, func(), error) {
+	cl, err := config.LoadCluster(c.ClusterFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.cluster = cl
+	home, err := filepath.Abs(c.Home)
+	if err != nil {
+		return nil, nil, err
+	}
+	dsn := c.ResultsDSN
+	if dsn == "" {
+		dsn = filepath.Join(home, "results.db")
+	}
+	store, err := results.Open(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	art := c.ArtifactsURL
+	if art == "" {
+		art = filepath.Join(home, "artifacts")
+	}
+	arts, err := artifacts.Open(art)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	ev := activities.EvalConfig{Mode: gsm8k.Mode(c.EvalMode), Limit: c.EvalLimit, DefaultFloor: 0}
+	if c.GSM8KDir != "" {
+		ev.TestPath = filepath.Join(c.GSM8KDir, "test.jsonl")
+		ev.TrainPath = filepath.Join(c.GSM8KDir, "train.jsonl")
+	}
+	if c.Thresholds != "" {
+		if ev.Thresholds, err = gsm8k.LoadThresholds(c.Thresholds); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+	}
+	acts := &activities.Activities{
+		Store: store, Artifacts: arts, GSM8K: ev, GPUsPerNode: cl.GPUsPerNode,
+		StateDir: filepath.Join(home, "state"), Logger: log,
+		Load: activities.PerfConfig{Duration: c.PerfDuration, TimeScale: 1, Seed: 1},
+	}
+	switch cl.Backend {
+	case config.BackendLocal:
+		b, err := c.localBackend(cl, home, ev.TestPath)
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		acts.Backend = b
+		// The simulated engine runs on a scaled clock; so do perf durations
+		// and trace think times, or a 3600 s point would take an hour.
+		acts.Load.TimeScale = c.SimTimeScale
+		if acts.Load.Duration == 0 {
+			acts.Load.Duration = time.Duration(3600 * c.SimTimeScale * float64(time.Second))
+		}
+	default:
+		store.Close()
+		return nil, nil, fmt.Errorf("%s: backend %q is not served by this worker yet", config.DisplayPath(c.ClusterFile), cl.Backend)
+	}
+	return acts, func() { store.Close() }, nil
+}
+
+func (c *Config) localBackend(cl *config.Cluster, home, gsm8kTest string) (cluster.Backend, error) {
+	bin, err := c.starterBinary()
+	if err != nil {
+		return nil, err
+	}
+	shared, nodeLocal := cl.SharedRoot, cl.NodeLocalRoot
+	if shared == "" {
+		shared = filepath.Join(home, "shared")
+	}
+	if nodeLocal == "" {
+		nodeLocal = filepath.Join(home, "nodes")
+	}
+	serve := []string{bin, "sim", "serve", "--listen", "{listen}", "--deployment", "{deployment}",
+		"--gpus-per-node", "{gpus_per_node}", "--model", "{model}",
+		"--time-scale", strconv.FormatFloat(c.SimTimeScale, 'f', -1, 64),
+		"--accuracy", strconv.FormatFloat(c.SimAccuracy, 'f', -1, 64)}
+	if gsm8kTest != "" {
+		serve = append(serve, "--gsm8k", gsm8kTest)
+	}
+	return local.New(local.Config{
+		Root: filepath.Join(home, "local-cluster"), Nodes: cl.Nodes, NodePrefix: "gb200-",
+		SharedRoot: shared, NodeLocalRoot: nodeLocal, ServeCommand: serve,
+	})
+}
+
+func (c *Config) starterBinary() (string, error) {
+	if c.StarterBin != "" {
+		return filepath.Abs(c.StarterBin)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "starter"); isExec(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("starter"); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", fmt.Errorf("local backend: cannot find the starter binary (the simulated engine); build it next to the worker or pass --starter-bin")
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
