@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/sim"
 )
 
 func TestEvalGSM8KScoreCLI(t *testing.T) {
@@ -101,4 +104,97 @@ func TestParseScalar(t *testing.T) {
 	assert.Equal(t, true, parseScalar("true"))
 	assert.Equal(t, "gb200", parseScalar("gb200"))
 	assert.Equal(t, "True", parseScalar("True"))
+}
+
+var (
+	evalTestSplit  = filepath.Join("..", "..", "shared", "datasets", "gsm8k", "test.jsonl")
+	evalTrainSplit = filepath.Join("..", "..", "shared", "datasets", "gsm8k", "train.jsonl")
+	evalThresholds = filepath.Join("..", "..", "shared", "inferencex", "thresholds.yaml")
+)
+
+// TestEvalGSM8KCLIAgainstSim drives `starter eval gsm8k` end to end against
+// the simulator over HTTP, then rescores its sample log with
+// `starter eval gsm8k-score` and checks both agree.
+func TestEvalGSM8KCLIAgainstSim(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		accuracy float64
+		mode     string
+		pass     bool
+	}{
+		{"passes dsv4 floor", 0.97, "inferencex", true},
+		{"below dsv4 floor", 0.6, "lm-eval", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := sim.New(sim.Config{GSM8KPath: evalTestSplit, Accuracy: tc.accuracy, Seed: 3, FastMode: true, Model: "sim"})
+			require.NoError(t, err)
+			srv := httptest.NewServer(s.Handler())
+			defer srv.Close()
+			dir := t.TempDir()
+			outJSON, samples := filepath.Join(dir, "eval.json"), filepath.Join(dir, "samples.jsonl")
+			var stdout, stderr bytes.Buffer
+			err = evalGSM8K([]string{
+				"--base-url", srv.URL, "--model", "sim", "--mode", tc.mode, "--limit", "300", "--concurrency", "32",
+				"--test", evalTestSplit, "--train", evalTrainSplit,
+				"--thresholds", evalThresholds, "--model-prefix", "dsv4",
+				"--identity", "hw=gb200", "--identity", "conc=64", "--identity", "is_multinode=true",
+				"--output-json", outJSON, "--samples-jsonl", samples, "--json",
+			}, &stdout, &stderr)
+			if tc.pass {
+				require.NoError(t, err)
+			} else {
+				var ee *exitError
+				require.True(t, errors.As(err, &ee), "got %v", err)
+				assert.Equal(t, 3, ee.code)
+				assert.Contains(t, ee.msg, "eval-failed: em_strict")
+			}
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rec))
+			fileRec, err := os.ReadFile(outJSON)
+			require.NoError(t, err)
+			assert.JSONEq(t, stdout.String(), string(fileRec))
+			assert.Equal(t, "gsm8k", rec["task"])
+			assert.Equal(t, 300.0, rec["n_eff"])
+			assert.Equal(t, "em_strict", rec["score_name"])
+			assert.Equal(t, rec["em_strict"], rec["score"])
+			assert.Equal(t, "dsv4", rec["model_prefix"])
+			assert.Equal(t, "gb200", rec["hw"])
+			assert.Equal(t, 64.0, rec["conc"])
+			assert.Equal(t, true, rec["is_multinode"])
+			assert.Equal(t, true, rec["simulated"])
+			gate := rec["gate"].(map[string]any)
+			assert.Equal(t, tc.pass, gate["passed"])
+			assert.Equal(t, 0.91, gate["floor"])
+			assert.InDelta(t, tc.accuracy, rec["em_strict"].(float64), 0.1)
+
+			var rescored bytes.Buffer
+			require.NoError(t, evalGSM8KScore([]string{"--mode", tc.mode, "--samples", samples}, nil, &rescored))
+			var re struct {
+				Summary map[string]float64 `json:"summary"`
+			}
+			require.NoError(t, json.Unmarshal(rescored.Bytes(), &re))
+			assert.Equal(t, rec["em_strict"], re.Summary["em_strict"])
+			assert.Equal(t, rec["em_flexible"], re.Summary["em_flexible"])
+			assert.Equal(t, 300.0, re.Summary["n_eff"])
+			assert.Empty(t, stderr.String(), "no progress line when stderr is not a terminal")
+		})
+	}
+}
+
+func TestEvalGSM8KCLITable(t *testing.T) {
+	t.Parallel()
+	s, err := sim.New(sim.Config{GSM8KPath: evalTestSplit, Accuracy: 1, Seed: 1, FastMode: true, Model: "sim"})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	var stdout bytes.Buffer
+	require.NoError(t, evalGSM8K([]string{"--base-url", srv.URL + "/v1", "--model", "sim", "--mode", "cot", "--limit", "20",
+		"--test", evalTestSplit, "--floor", "0.5"}, &stdout, &bytes.Buffer{}))
+	out := stdout.String()
+	for _, want := range []string{"gsm8k_cot (cot mode)", "em_strict", "1.0000 ± 0.0000", "n_eff", "20", "simulated", "gate", "PASS"} {
+		assert.Contains(t, out, want)
+	}
 }
