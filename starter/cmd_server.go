@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+func init() {
+	register(command{name: "server start", summary: "start the embedded Temporal dev server (SQLite, Web UI, search attributes)", run: runServerStart})
+	register(command{name: "server stop", summary: "stop the embedded Temporal dev server started by `server start`", run: runServerStop})
+}
+
+// homeDir is where sweepflow keeps its local state: the dev server's
+// database, the results ledger, artifacts and the local cluster's nodes.
+func homeDir() string {
+	if h := os.Getenv("SWEEPFLOW_HOME"); h != "" {
+		return h
+	}
+	return ".sweepflow"
+}
+
+func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
+	dataDir := fs.String("data-dir", filepath.Join(homeDir(), "temporal"), "directory for the dev server's SQLite database and log")
+	port := fs.Int("port", 7233, "frontend gRPC port")
+	uiPort := fs.Int("ui-port", 8233, "Web UI port")
+	return func() (temporalx.DevServer, error) {
+		wd, _ := os.Getwd()
+		bin, err := temporalx.CLIPath(wd)
+		if err != nil {
+			return temporalx.DevServer{}, err
+		}
+		abs, err := filepath.Abs(*dataDir)
+		if err != nil {
+			return temporalx.DevServer{}, err
+		}
+		return temporalx.DevServer{Binary: bin, DataDir: abs, IP: "127.0.0.1", Port: *port, UIPort: *uiPort,
+			SearchAttributes: workflows.SearchAttributeTypes()}, nil
+	}
+}
+
+func runServerStart(args []string) error {
+	fs := flag.NewFlagSet("server start", flag.ContinueOnError)
+	build := devServerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	d, err := build()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	pid, started, err := d.Start(ctx)
+	if err != nil {
+		return err
+	}
+	verb := "already running"
+	if started {
+		verb = "started"
+	}
+	fmt.Printf("Temporal dev server %s (pid %d)\n  address: %s\n  Web UI:  %s\n  data:    %s\n", verb, pid, d.Address(), d.UIURL(), d.DataDir)
+	return nil
+}
+
+func runServerStop(args []string) error {
+	fs := flag.NewFlagSet("server stop", flag.ContinueOnError)
+	build := devServerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	d, err := build()
+	if err != nil {
+		return err
+	}
+	if err := d.Stop(); err != nil {
+		return err
+	}
+	fmt.Println("Temporal dev server stopped")
+	return nil
+}

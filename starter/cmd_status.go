@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+func init() {
+	register(command{name: "status", summary: "show a sweep's points: stage, status, attempt, elapsed, key figures", run: runStatus})
+	register(command{name: "watch", summary: "follow a sweep live until it ends", run: runWatch})
+	register(command{name: "retry", summary: "operator decision: retry the failed stage of a waiting point (or --sweep: all)", run: decideCmd(workflows.ActionRetry)})
+	register(command{name: "skip", summary: "operator decision: skip the failed stage of a waiting point (or --sweep: all)", run: decideCmd(workflows.ActionSkip)})
+	register(command{name: "abort", summary: "operator decision: abort a waiting point with teardown (or --sweep: all)", run: decideCmd(workflows.ActionAbort)})
+}
+
+// pointView is one row of `starter status`.
+type pointView struct {
+	workflows.PointProgress
+	Stage     string                  `json:"stage"`
+	Attempt   int32                   `json:"attempt,omitempty"`
+	Elapsed   float64                 `json:"elapsed_s,omitempty"`
+	Activity  string                  `json:"activity_detail,omitempty"`
+	Perf      *activities.PerfSummary `json:"perf,omitempty"`
+	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
+	LastError string                  `json:"last_error,omitempty"`
+}
+
+type sweepView struct {
+	SweepID    string         `json:"sweep_id"`
+	Name       string         `json:"name"`
+	Cluster    string         `json:"cluster"`
+	Workflow   string         `json:"workflow_status"`
+	NodesInUse int            `json:"nodes_in_use"`
+	NodeBudget int            `json:"node_budget"`
+	Counts     map[string]int `json:"counts"`
+	Points     []pointView    `json:"points"`
+	Elapsed    float64        `json:"elapsed_s"`
+	closed     bool
+}
+
+func querySweep(ctx context.Context, c client.Client, id string) (*workflows.SweepProgress, error) {
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", id, err)
+	}
+	var pr workflows.SweepProgress
+	if err := v.Get(&pr); err != nil {
+		return nil, err
+	}
+	return &pr, nil
+}
+
+func collect(ctx context.Context, c client.Client, id string) (*sweepView, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", id, err)
+	}
+	pr, err := querySweep(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	st := desc.GetWorkflowExecutionInfo().GetStatus()
+	v := &sweepView{SweepID: pr.SweepID, Name: pr.Name, Cluster: pr.Cluster, NodesInUse: pr.NodesInUse,
+		NodeBudget: pr.NodeBudget, Counts: pr.Counts, Workflow: strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")),
+		closed: st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}
+	end := time.Now()
+	if !pr.FinishedAt.IsZero() {
+		end = pr.FinishedAt
+	}
+	v.Elapsed = end.Sub(pr.StartedAt).Seconds()
+	for _, p := range pr.Points {
+		pv := pointView{PointProgress: p, Stage: p.Status}
+		if p.Outcome != nil && p.Outcome.State != nil {
+			s := p.Outcome.State
+			pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
+			if s.FailedStage != "" {
+				pv.Stage = s.FailedStage
+			}
+		} else if p.Outcome != nil {
+			pv.LastError = p.Outcome.Error
+		}
+		if p.Status == workflows.StatusRunning {
+			livePoint(ctx, c, &pv)
+		}
+		v.Points = append(v.Points, pv)
+	}
+	return v, nil
+}
+
+// livePoint fills a running point's row from its state query and its
+// pending activity (attempt, heartbeat detail such as a Slurm pending reason).
+func livePoint(ctx context.Context, c client.Client, pv *pointView) {
+	if q, err := c.QueryWorkflow(ctx, pv.WorkflowID, "", workflows.QueryState); err == nil {
+		var s workflows.PointState
+		if q.Get(&s) == nil {
+			pv.Status, pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Status, s.Stage, s.Perf, s.Eval, s.LastError
+			if n := len(s.Stages); n > 0 {
+				pv.Elapsed = time.Since(s.Stages[n-1].Started).Seconds()
+			}
+		}
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, pv.WorkflowID, "")
+	if err != nil {
+		return
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		pv.Attempt = pa.GetAttempt()
+		if hb := pa.GetHeartbeatDetails(); hb != nil && len(hb.GetPayloads()) > 0 {
+			var s string
+			if converter.GetDefaultDataConverter().FromPayload(hb.GetPayloads()[0], &s) == nil {
+				pv.Activity = s
+			}
+		}
+		if f := pa.GetLastFailure(); f != nil && pv.LastError == "" {
+			pv.LastError = f.GetMessage()
+		}
+	}
+}
+
+func fmtFloat(v float64, prec int) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func printSweep(w io.Writer, v *sweepView) {
+	done := 0
+	for _, p := range v.Points {
+		switch p.Status {
+		case workflows.StatusPending, workflows.StatusRunning, workflows.StatusAwaitingOperator:
+		default:
+			done++
+		}
+	}
+	fmt.Fprintf(w, "sweep %s (%s) on %s: %s, %d/%d points done, %d/%d nodes in use, %s elapsed\n",
+		v.SweepID, v.Name, v.Cluster, v.Workflow, done, len(v.Points), v.NodesInUse, v.NodeBudget, (time.Duration(v.Elapsed) * time.Second).Round(time.Second))
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tGSM8K STRICT/FLEX\t")
+	simulated := false
+	for _, p := range v.Points {
+		att, el := "-", "-"
+		if p.Attempt > 0 {
+			att = fmt.Sprint(p.Attempt)
+		}
+		if p.Elapsed > 0 {
+			el = (time.Duration(p.Elapsed) * time.Second).Round(time.Second).String()
+		}
+		out, inter, ttft := "-", "-", "-"
+		if p.Perf != nil {
+			out, inter, ttft = fmtFloat(p.Perf.OutputTputPerGPU, 1), fmtFloat(p.Perf.Interactivity, 1), fmtFloat(p.Perf.TTFTp90Ms, 0)
+			if p.Perf.Simulated {
+				out += "*"
+				simulated = true
+			}
+		}
+		ev := "-"
+		if p.EvalRes != nil {
+			ev = fmt.Sprintf("%.3f/%.3f", p.EvalRes.EMStrict, p.EvalRes.EMFlexible)
+			if !p.EvalRes.Passed {
+				ev += " FAIL"
+			}
+			if p.EvalRes.Simulated {
+				ev += "*"
+				simulated = true
+			}
+		} else if !p.Eval {
+			ev = "(no eval)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, p.Nodes, p.Stage, p.Status, att, el, out, inter, ttft, ev)
+	}
+	tw.Flush()
+	if simulated {
+		fmt.Fprintln(w, "* simulated: figures come from the sweepflow simulator, not from GPUs")
+	}
+	for _, p := range v.Points {
+		if p.Status == workflows.StatusAwaitingOperator {
+			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n    starter retry|skip|abort %s\n", p.PointID, p.Stage, p.LastError, p.WorkflowID)
+		} else if p.Activity != "" && p.Status == workflows.StatusRunning {
+			fmt.Fprintf(w, "  %s: %s\n", p.PointID, p.Activity)
+		}
+	}
+}
+
+func runStatus(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
+		return &exitError{code: 2, msg: "usage: starter status SWEEP_ID [--json]"}
+	}
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := collect(ctx, c, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	printSweep(os.Stdout, v)
+	return nil
+}
+
+type watchOptions struct {
+	json     bool
+	interval time.Duration
+}
+
+func isTTY(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func progressBar(v *sweepView, width int) string {
+	done := 0
+	for _, p := range v.Points {
+		switch p.Status {
+		case workflows.StatusPending, workflows.StatusRunning, workflows.StatusAwaitingOperator:
+		default:
+			done++
+		}
+	}
+	n := len(v.Points)
+	fill := 0
+	if n > 0 {
+		fill = done * width / n
+	}
+	return fmt.Sprintf("[%s%s] %d/%d", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, n)
+}
+
+// watch follows a sweep until its workflow closes. On a terminal it redraws
+// the table with a progress bar; elsewhere it prints the table when
+// something changed (or JSON lines with --json).
+func watch(c client.Client, id string, o watchOptions) error {
+	tty := isTTY(os.Stdout) && !o.json
+	last := ""
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		v, err := collect(ctx, c, id)
+		cancel()
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		if o.json {
+			data, _ := json.Marshal(v)
+			b.Write(data)
+			b.WriteByte('\n')
+		} else {
+			printSweep(&b, v)
+		}
+		out := b.String()
+		switch {
+		case tty:
+			fmt.Print("\033[H\033[2J" + out + progressBar(v, 40) + "\n")
+		case out != last || v.closed:
+			// Elapsed times change every tick; compare without them.
+			if stripVolatile(out) != stripVolatile(last) || v.closed {
+				fmt.Print(out)
+				if !o.json {
+					fmt.Println(progressBar(v, 40))
+				}
+			}
+		}
+		last = out
+		if v.closed {
+			if v.Workflow != "completed" {
+				return &exitError{code: 1, msg: fmt.Sprintf("sweep %s ended %s", id, v.Workflow)}
+			}
+			return nil
+		}
+		time.Sleep(o.interval)
+	}
+}
+
+func stripVolatile(s string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "sweep ") {
+			if i := strings.LastIndex(line, ", "); i > 0 {
+				line = line[:i]
+			}
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+func runWatch(args []string) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	jsonOut := fs.Bool("json", false, "print a JSON line per change")
+	interval := fs.Duration("interval", 2*time.Second, "refresh interval")
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
+		return &exitError{code: 2, msg: "usage: starter watch SWEEP_ID [--json] [--interval 2s]"}
+	}
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return watch(c, fs.Arg(0), watchOptions{json: *jsonOut, interval: *interval})
+}
+
+// waitingPoints lists the points of a sweep that wait for an operator.
+func waitingPoints(ctx context.Context, c client.Client, sweepID string) ([]string, error) {
+	q := fmt.Sprintf(`SweepID = %q AND SweepflowKind = %q AND PointStatus = %q AND ExecutionStatus = "Running"`,
+		sweepID, workflows.KindPoint, workflows.StatusAwaitingOperator)
+	var ids []string
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.GetExecutions() {
+			ids = append(ids, e.GetExecution().GetWorkflowId())
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			return ids, nil
+		}
+	}
+}
+
+func decideCmd(action string) func([]string) error {
+	return func(args []string) error {
+		fs := flag.NewFlagSet(action, flag.ContinueOnError)
+		sweep := fs.String("sweep", "", "apply to every point of this sweep that waits for an operator")
+		reason := fs.String("reason", "", "why (recorded in the point's state)")
+		if err := fs.Parse(reorder(args)); err != nil || (fs.NArg() == 0) == (*sweep == "") {
+			return &exitError{code: 2, msg: fmt.Sprintf("usage: starter %s POINT_WORKFLOW_ID... | --sweep SWEEP_ID [--reason TEXT]", action)}
+		}
+		c, err := temporalx.Dial(nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		ids := fs.Args()
+		if *sweep != "" {
+			if ids, err = waitingPoints(ctx, c, *sweep); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("no point of sweep %s waits for an operator", *sweep)}
+			}
+		}
+		var errs []error
+		for _, id := range ids {
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
+				Args: []any{workflows.Decision{Action: action, Reason: *reason}},
+			})
+			var msg string
+			if err == nil {
+				err = h.Get(ctx, &msg)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+				continue
+			}
+			fmt.Printf("%s: %s\n", id, msg)
+		}
+		if len(errs) > 0 {
+			return &exitError{code: 1, msg: errors.Join(errs...).Error()}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+func init() {
+	register(command{name: "sweep start", summary: "plan a sweep and start it on Temporal (prints the sweep ID and Web UI link)", run: runSweepStart})
+	register(command{name: "rerun", summary: "start a new run of a sweep that reuses every stage output whose fingerprint matches", run: runRerun})
+	register(command{name: "cancel", summary: "cancel a sweep (running points tear down)", run: runCancel})
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, strings.Split(v, ",")...); return nil }
+
+type startFlags struct {
+	sweepFile, clusterFile, id string
+	reuseFrom, force, faults   multiFlag
+	uiURL                      string
+	fast                       bool
+	wait, jsonOut              bool
+}
+
+func (f *startFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file (config files, keys, cluster profile)")
+	fs.StringVar(&f.clusterFile, "cluster", "", "cluster profile overriding the sweep file's")
+	fs.StringVar(&f.id, "id", "", "sweep ID (default: the sweep name plus a hash of the plan)")
+	fs.Var(&f.reuseFrom, "reuse-from", "reuse durable stage outputs of this earlier sweep when fingerprints match (repeatable)")
+	fs.Var(&f.force, "force", "rerun this stage even when a reusable output exists: perf or eval (repeatable)")
+	fs.Var(&f.faults, "inject-fault", "make POINT:STAGE[:TIMES] fail on purpose (chaos testing, operator-gate demos)")
+	fs.StringVar(&f.uiURL, "ui", envOr("SWEEPFLOW_UI_URL", "http://127.0.0.1:8233"), "Temporal Web UI base URL for links")
+	fs.BoolVar(&f.fast, "fast-retries", false, "short retry intervals and operator timeout (demos and tests)")
+	fs.BoolVar(&f.wait, "wait", false, "watch the sweep until it ends")
+	fs.BoolVar(&f.jsonOut, "json", false, "print JSON")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func fastTuning() workflows.Tuning {
+	return workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second, OperatorTimeout: 2 * time.Hour}
+}
+
+func runSweepStart(args []string) error {
+	fs := flag.NewFlagSet("sweep start", flag.ContinueOnError)
+	var f startFlags
+	f.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	req := sweepRequest{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults}
+	if f.fast {
+		req.Tuning = fastTuning()
+	}
+	if err := checkStages(f.force); err != nil {
+		return err
+	}
+	in, _, err := buildSweep(req)
+	if err != nil {
+		return &exitError{code: 1, msg: oneLine(err)}
+	}
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return startAndReport(c, in, f)
+}
+
+func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := startSweep(ctx, c, in)
+	if err != nil {
+		return err
+	}
+	link := sweepLink(f.uiURL, in.SweepID)
+	if f.jsonOut && !f.wait {
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"sweep_id": in.SweepID, "run_id": run.GetRunID(), "points": len(in.Points), "ui": link})
+	}
+	if !f.jsonOut {
+		fmt.Printf("sweep %s: %d points on cluster %s (%d nodes)\n  run:    %s\n  Web UI: %s\n", in.SweepID, len(in.Points), in.Cluster, in.NodeBudget, run.GetRunID(), link)
+	}
+	if f.wait {
+		return watch(c, in.SweepID, watchOptions{json: f.jsonOut, interval: time.Second})
+	}
+	return nil
+}
+
+// startSweep starts the sweep workflow; a second start of the same ID while
+// it runs attaches to it (USE_EXISTING), and a finished one says so.
+func startSweep(ctx context.Context, c client.Client, in *workflows.SweepInput) (client.WorkflowRun, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                       in.SweepID,
+		TaskQueue:                temporalx.ControlQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		StaticSummary:            fmt.Sprintf("sweep %s: %d points on %s (%d nodes)", in.Name, len(in.Points), in.Cluster, in.NodeBudget),
+		StaticDetails:            sweepDetails(in),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.SAKind.ValueSet(workflows.KindSweep), workflows.SASweepID.ValueSet(in.SweepID),
+			workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
+	}
+	run, err := c.ExecuteWorkflow(ctx, opts, workflows.SweepWorkflow, *in)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &already) {
+		return nil, fmt.Errorf("sweep %s already ran; see `starter status %s`, start a new run with `starter rerun %s`, or pass --id", in.SweepID, in.SweepID, in.SweepID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting sweep %s: %w", in.SweepID, err)
+	}
+	return run, nil
+}
+
+func sweepDetails(in *workflows.SweepInput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**sweep file** %s\n\n| point | topology | conc | nodes |\n|---|---|---|---|\n", in.SweepFile)
+	for _, p := range in.Points {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", p.PointID, p.Topology, p.Conc, p.Nodes)
+	}
+	if len(in.ReuseFrom) > 0 {
+		fmt.Fprintf(&b, "\n**reuses** %s\n", strings.Join(in.ReuseFrom, ", "))
+	}
+	return b.String()
+}
+
+func sweepLink(ui, sweepID string) string {
+	q := url.QueryEscape(fmt.Sprintf(`SweepID="%s"`, sweepID))
+	return strings.TrimRight(ui, "/") + "/namespaces/default/workflows?query=" + q
+}
+
+func checkStages(force []string) error {
+	for _, s := range force {
+		if s != "perf" && s != "eval" {
+			return &exitError{code: 2, msg: fmt.Sprintf("--force %q: only the durable stages perf and eval can be forced", s)}
+		}
+	}
+	return nil
+}
+
+// oneLine keeps the first line of a (possibly multi-error) message.
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func runRerun(args []string) error {
+	fs := flag.NewFlagSet("rerun", flag.ContinueOnError)
+	var f startFlags
+	f.bind(fs)
+	if err := fs.Parse(reorder(args)); err != nil {
+		return &exitError{code: 2}
+	}
+	if fs.NArg() != 1 {
+		return &exitError{code: 2, msg: "usage: starter rerun SWEEP_ID [--force perf|eval] [--id NEW_ID]"}
+	}
+	if err := checkStages(f.force); err != nil {
+		return err
+	}
+	old := fs.Arg(0)
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prev, err := querySweep(ctx, c, old)
+	if err != nil {
+		return err
+	}
+	sweepFile := prev.SweepFile
+	if setFlag(fs, "sweep") {
+		sweepFile = f.sweepFile
+	}
+	clusterFile := prev.ClusterFile
+	if setFlag(fs, "cluster") {
+		clusterFile = f.clusterFile
+	}
+	reuse := append([]string{old}, prev.ReuseFrom...)
+	reuse = append(reuse, f.reuseFrom...)
+	req := sweepRequest{SweepFile: sweepFile, ClusterFile: clusterFile, ID: f.id, ReuseFrom: reuse, Force: f.force, Faults: f.faults}
+	if f.fast {
+		req.Tuning = fastTuning()
+	}
+	in, _, err := buildSweep(req)
+	if err != nil {
+		return &exitError{code: 1, msg: oneLine(err)}
+	}
+	if f.id == "" {
+		in.SweepID, err = nextRerunID(ctx, c, old)
+		if err != nil {
+			return err
+		}
+	}
+	return startAndReport(c, in, f)
+}
+
+// nextRerunID is <base>-rerun<N> with the first N not taken.
+func nextRerunID(ctx context.Context, c client.Client, old string) (string, error) {
+	base := old
+	if i := strings.LastIndex(old, "-rerun"); i > 0 {
+		base = old[:i]
+	}
+	for n := 1; n < 1000; n++ {
+		id := fmt.Sprintf("%s-rerun%d", base, n)
+		_, err := c.DescribeWorkflowExecution(ctx, id, "")
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return id, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("too many reruns of %s", base)
+}
+
+func setFlag(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+// reorder moves positional arguments after the flags so `starter rerun ID
+// --force eval` works like `starter rerun --force eval ID`.
+func reorder(args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !boolFlag(a) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+func boolFlag(a string) bool {
+	switch strings.TrimLeft(a, "-") {
+	case "json", "wait", "fast-retries", "all", "no-color":
+		return true
+	}
+	return false
+}
+
+func runCancel(args []string) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
+		return &exitError{code: 2, msg: "usage: starter cancel SWEEP_ID"}
+	}
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.CancelWorkflow(ctx, fs.Arg(0), ""); err != nil {
+		return fmt.Errorf("cancelling %s: %w", fs.Arg(0), err)
+	}
+	fmt.Printf("cancel requested for %s: running points tear down and the sweep ends\n", fs.Arg(0))
+	return nil
+}
