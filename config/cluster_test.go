@@ -1,0 +1,154 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// repoFile returns a path under the repository's configs/ directory.
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "configs", rel)
+	_, err := os.Stat(p)
+	require.NoError(t, err)
+	return p
+}
+
+func TestSeedFilesLoad(t *testing.T) {
+	s, err := LoadSweep(repoFile(t, "sweeps/dsv4-gb200-agentx.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, "dsv4-gb200-agentx", s.Name)
+	assert.True(t, s.Evals)
+	assert.True(t, filepath.IsAbs(s.ClusterPath))
+	configs, err := filepath.Abs(filepath.Join("..", "configs"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(configs, "dsv4-gb200-agentx.yaml")}, s.ConfigFiles)
+	assert.Equal(t, filepath.Join(configs, "runners.yaml"), s.RunnerConfig)
+	assert.Equal(t, configs, s.RecipesRoot)
+	assert.Len(t, s.ConfigKeys, 2)
+
+	m, err := LoadMaster(s.ConfigFiles...)
+	require.NoError(t, err)
+	require.Equal(t, s.ConfigKeys, m.Keys())
+	r, err := LoadRunners(s.RunnerConfig)
+	require.NoError(t, err)
+	assert.Equal(t, 4, r.Hardware["cluster:gb200-nv"].GPUsPerNode)
+	assert.Equal(t, int64(860160), r.Hardware["cluster:gb200-nv"].AvailableCPUDRAMMiB)
+
+	c, err := LoadCluster(s.ClusterPath)
+	require.NoError(t, err)
+	assert.Equal(t, "gb200-nvl72", c.Name)
+	assert.Equal(t, BackendSlurm, c.Backend)
+	assert.Equal(t, 18, c.Nodes)
+	assert.Equal(t, 4, c.GPUsPerNode)
+	assert.Equal(t, "srtctl", c.Launcher)
+	assert.Equal(t, 6*time.Hour, c.DefaultTimeLimit)
+	assert.Equal(t, "cluster-gb200-nvl72", c.TaskQueue)
+	assert.True(t, c.ServesRunner("cluster:gb200-nv"))
+	assert.False(t, c.ServesRunner("cluster:gb300-nv"))
+	assert.Equal(t, "/mnt/numa1/sweepflow/models/DeepSeek-V4-Pro-0813", c.Models["dsv4-pro-0813-nvme"].Path)
+
+	// Every seed recipe parses and is a GB200 DSpark-6 HiCache recipe with the
+	// 4 h health budget.
+	recipes, err := filepath.Glob(filepath.Join(configs, "recipes", "sglang", "deepseek-v4-0813", "gb200", "agentic", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, recipes, 6)
+	for _, p := range recipes {
+		rel, err := filepath.Rel(configs, p)
+		require.NoError(t, err)
+		rec, err := LoadRecipe(configs, filepath.ToSlash(rel))
+		require.NoError(t, err, p)
+		assert.Equal(t, "gb200", rec.Resources.GPUType, p)
+		assert.Equal(t, 4, rec.Resources.GPUsPerNode, p)
+		assert.Equal(t, 6, rec.Backend.DraftTokens, p)
+		assert.Equal(t, 4*time.Hour, rec.HealthCheck.Timeout(), p)
+		assert.Contains(t, string(rec.Raw), "enable-hierarchical-cache: true", p)
+		assert.Equal(t, "dsv4-pro-0813-nvme", rec.Model.Path, p)
+		assert.NotContains(t, string(rec.Raw), "SGLANG_SIMULATE_ACC", "synthetic acceptance must not be baked into recipes")
+		_, ok := c.Models[rec.Model.Path]
+		assert.True(t, ok, "cluster resolves the recipe's model alias")
+	}
+}
+
+func TestLocalSimCluster(t *testing.T) {
+	t.Setenv("SWEEPFLOW_DATA_DIR", "/data/sf")
+	c, err := LoadCluster(repoFile(t, "clusters/local-sim.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, BackendLocal, c.Backend)
+	assert.Equal(t, "local", c.Launcher)
+	assert.Equal(t, 18, c.Nodes)
+	assert.Equal(t, 4, c.GPUsPerNode)
+	assert.Equal(t, "/data/sf/local-sim/shared", c.SharedRoot)
+	assert.Equal(t, "/data/sf/local-sim/nvme", c.NodeLocalRoot)
+	configs, err := filepath.Abs(filepath.Join("..", "configs"))
+	require.NoError(t, err)
+	assert.Equal(t, configs, c.RecipesRoot)
+
+	t.Setenv("SWEEPFLOW_DATA_DIR", "")
+	c, err = LoadCluster(repoFile(t, "clusters/local-sim.yaml"))
+	require.NoError(t, err)
+	repo := filepath.Dir(configs)
+	assert.Equal(t, filepath.Join(repo, ".sweepflow", "local-sim", "shared"), c.SharedRoot, "default data dir")
+}
+
+const baseCluster = `name: c1
+backend: slurm
+nodes: 18
+gpus-per-node: 4
+partition: batch
+shared-root: /shared
+node-local-root: /nvme
+`
+
+func TestParseClusterErrors(t *testing.T) {
+	cases := []struct{ name, old, new, want string }{
+		{"bad backend", "backend: slurm", "backend: k8s", "c.yaml:2: backend: expected slurm or local"},
+		{"zero nodes", "nodes: 18", "nodes: 0", "c.yaml:3: nodes: must be > 0"},
+		{"unknown field", "nodes: 18\n", "nodes: 18\nracks: 1\n", "c.yaml:4: racks: unknown field"},
+		{"missing partition", "partition: batch\n", "", "partition: required for the slurm backend"},
+		{"bad launcher", "nodes: 18\n", "nodes: 18\nlauncher: local\n", "launcher: expected sbatch or srtctl"},
+		{"unset env", "/shared", "${SF_UNSET_VAR_FOR_TEST}/x", "shared-root: environment variable SF_UNSET_VAR_FOR_TEST is not set"},
+		{"bad time", "nodes: 18\n", "nodes: 18\ndefault-time-limit: forever\n", "default-time-limit: expected a Slurm time limit"},
+		{"missing root", "node-local-root: /nvme\n", "", "node-local-root: required field is missing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Contains(t, baseCluster, tc.old)
+			_, err := ParseCluster("c.yaml", "/x/c.yaml", []byte(strings.Replace(baseCluster, tc.old, tc.new, 1)))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	c, err := ParseCluster("c.yaml", "/x/c.yaml", []byte(baseCluster))
+	require.NoError(t, err)
+	assert.Equal(t, "sbatch", c.Launcher, "default launcher")
+	assert.Equal(t, "cluster-c1", c.TaskQueue, "default task queue")
+}
+
+func TestParseSweepErrors(t *testing.T) {
+	base := "name: s\nconfig-files: [a.yaml]\nrunner-config: r.yaml\nconfig-keys: [k]\ncluster: c.yaml\n"
+	s, err := ParseSweep("s.yaml", "/x/sweeps/s.yaml", []byte(base))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/x/sweeps/a.yaml"}, s.ConfigFiles)
+	assert.Equal(t, "/x/sweeps/c.yaml", s.ClusterPath)
+	assert.Equal(t, "", s.RecipesRoot)
+	assert.True(t, s.Evals)
+
+	cases := []struct{ name, old, new, want string }{
+		{"no keys", "config-keys: [k]", "config-keys: []", "s.yaml:4: config-keys: must not be empty"},
+		{"unknown", "name: s\n", "name: s\nkeys: [x]\n", "s.yaml:2: keys: unknown field"},
+		{"evals not bool", "name: s\n", "name: s\nevals: sometimes\n", "evals: expected true or false"},
+		{"missing cluster", "cluster: c.yaml\n", "", "cluster: required field is missing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSweep("s.yaml", "/x/sweeps/s.yaml", []byte(strings.Replace(base, tc.old, tc.new, 1)))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

@@ -1,0 +1,117 @@
+// Package config loads the files that describe a sweep: InferenceX master
+// configs, the runners file, srt-slurm recipes, cluster profiles and sweep
+// files. Loading is strict: every problem is reported as
+// "FILE:LINE: FIELD: what was expected" and nothing is returned half-valid.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Pos is a location in a config file. File is the path as it should be shown
+// to a human (relative to the working directory when possible).
+type Pos struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+func (p Pos) String() string {
+	if p.Line <= 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Line)
+}
+
+// Error is one problem found in a config file.
+type Error struct {
+	Pos   Pos
+	Field string // dotted path of the offending field; empty for file-level problems
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	if e.Pos.File == "" {
+		if e.Field == "" {
+			return e.Msg
+		}
+		return e.Field + ": " + e.Msg
+	}
+	if e.Field == "" {
+		return e.Pos.String() + ": " + e.Msg
+	}
+	return e.Pos.String() + ": " + e.Field + ": " + e.Msg
+}
+
+// Errors is every problem found while loading. Its Error method renders the
+// first one on a single line and says how many more there are, so a CLI can
+// print exactly one line; callers that want all of them range over the slice.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	switch len(es) {
+	case 0:
+		return "no errors"
+	case 1:
+		return es[0].Error()
+	default:
+		return fmt.Sprintf("%s (and %d more problem%s)", es[0].Error(), len(es)-1, plural(len(es)-1))
+	}
+}
+
+// Err returns es as an error, or nil when it is empty (avoids the typed-nil trap).
+func (es Errors) Err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// errorList collects the problems a loader finds.
+type errorList struct {
+	errs Errors
+}
+
+func (l *errorList) add(pos Pos, field, format string, args ...any) {
+	l.errs = append(l.errs, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// addErr appends err, flattening Errors and keeping *Error as is.
+func (l *errorList) addErr(err error) {
+	switch e := err.(type) {
+	case nil:
+	case Errors:
+		l.errs = append(l.errs, e...)
+	case *Error:
+		l.errs = append(l.errs, e)
+	default:
+		l.errs = append(l.errs, &Error{Msg: err.Error()})
+	}
+}
+
+// DisplayPath shortens an absolute path to one relative to the working
+// directory when it lies below it, so error lines stay readable.
+func DisplayPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return abs
+	}
+	rel, err := filepath.Rel(wd, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return abs
+	}
+	return rel
+}

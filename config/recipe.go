@@ -1,0 +1,678 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Recipe is an srt-slurm recipe named by CONFIG_FILE=. The sections sweepflow
+// interprets are parsed into structs; the whole document is kept verbatim
+// (Raw, Doc) for launchers, which own everything else in it.
+type Recipe struct {
+	Ref      string // as written after CONFIG_FILE=, e.g. recipes/x.yaml:zip_override_a[1]
+	Path     string // root-relative, slash-separated, e.g. recipes/x.yaml
+	Selector string // override selector after ':' ("" for a plain recipe)
+	File     string // absolute path on this machine (never hashed)
+	Display  string // path for messages
+
+	Raw      []byte     // file bytes, verbatim
+	Doc      *yaml.Node // the recipe mapping after the selector was applied
+	Resolved []byte     // Doc serialised; equals Raw for plain recipes
+
+	Name        string
+	Model       RecipeModel
+	Resources   Resources
+	Infra       Infra
+	Frontend    Frontend
+	Benchmark   Benchmark
+	HealthCheck HealthCheck
+	Slurm       Slurm
+	Backend     RecipeBackend
+}
+
+// RecipeModel is the recipe's model section.
+type RecipeModel struct {
+	Path      string // alias (resolved through the cluster's models) or absolute path
+	Container string
+	Precision string
+	StageDir  string
+}
+
+// Resources is srt-slurm's resources section. Zero means "not given".
+type Resources struct {
+	Pos                          Pos
+	GPUType                      string
+	GPUsPerNode                  int
+	PrefillNodes, PrefillWorkers int
+	DecodeNodes, DecodeWorkers   int
+	AggNodes, AggWorkers         int
+	GPUsPerPrefill               int
+	GPUsPerDecode                int
+	GPUsPerAgg                   int
+	Disaggregated                bool
+}
+
+// Infra is srt-slurm's infra section.
+type Infra struct {
+	EtcdNATSDedicatedNode bool
+	NATSMaxPayloadMB      int
+}
+
+// Frontend is the part of srt-slurm's frontend section sweepflow reads.
+type Frontend struct {
+	Type                       string
+	DedicatedNode              bool
+	EnableMultipleFrontends    bool
+	NumAdditionalFrontends     int
+	NginxSessionAffinity       bool
+	NginxSessionAffinityHeader string
+}
+
+// Benchmark is the part of srt-slurm's benchmark section sweepflow reads.
+type Benchmark struct {
+	Type                string
+	Command             string
+	Env                 map[string]string
+	ClientDedicatedNode bool
+	ISL, OSL            int
+	UseChatTemplate     bool
+}
+
+// HealthCheck is srt-slurm's health_check section (defaults 180 x 10 s).
+type HealthCheck struct {
+	MaxAttempts     int
+	IntervalSeconds int
+}
+
+// Timeout is how long the server may take to become healthy.
+func (h HealthCheck) Timeout() time.Duration {
+	return time.Duration(h.MaxAttempts) * time.Duration(h.IntervalSeconds) * time.Second
+}
+
+// Slurm is srt-slurm's slurm section.
+type Slurm struct {
+	TimeLimit string
+	Account   string
+	Partition string
+}
+
+// RecipeBackend summarises the engine settings sweepflow reports.
+type RecipeBackend struct {
+	Type                 string
+	SpeculativeAlgorithm string
+	DraftTokens          int // speculative-num-draft-tokens of the decode (or aggregated) role
+}
+
+var (
+	resourcesFields = []string{"gpu_type", "gpus_per_node", "prefill_nodes", "prefill_workers", "decode_nodes", "decode_workers",
+		"agg_nodes", "agg_workers", "gpus_per_prefill", "gpus_per_decode", "gpus_per_agg", "spread_workers", "het_jobs"}
+	infraFields       = []string{"etcd_nats_dedicated_node", "nats_max_payload_mb"}
+	healthCheckFields = []string{"max_attempts", "interval_seconds"}
+	selectorRe        = regexp.MustCompile(`^zip_override_[\w-]+\[(\d+)\]$`)
+)
+
+// SplitRecipeRef splits a CONFIG_FILE value into its path and selector.
+func SplitRecipeRef(ref string) (p, selector string) {
+	p, selector, _ = strings.Cut(strings.TrimSpace(ref), ":")
+	return p, selector
+}
+
+// LoadRecipe reads the recipe ref (a CONFIG_FILE value) under root.
+func LoadRecipe(root, ref string) (*Recipe, error) {
+	rel, selector := SplitRecipeRef(ref)
+	clean := path.Clean(filepath.ToSlash(rel))
+	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) {
+		return nil, &Error{Msg: fmt.Sprintf("recipe path %q must be relative to the recipes root and stay inside it", rel)}
+	}
+	file, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(clean)))
+	if err != nil {
+		return nil, &Error{Msg: err.Error()}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &Error{Msg: fmt.Sprintf("recipe %s not found under recipes root %s", clean, DisplayPath(root))}
+		}
+		return nil, &Error{Msg: "cannot read recipe: " + cleanIOError(err)}
+	}
+	r, err := ParseRecipe(DisplayPath(file), data, selector)
+	if err != nil {
+		return nil, err
+	}
+	r.Ref, r.Path, r.File = strings.TrimSpace(ref), clean, file
+	return r, nil
+}
+
+// ParseRecipe validates recipe bytes; selector picks an override variant.
+func ParseRecipe(display string, data []byte, selector string) (*Recipe, error) {
+	var errs errorList
+	root, err := parseYAML(display, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: display, errs: &errs}
+	r := &Recipe{Display: display, Raw: data, Selector: selector}
+	doc, err := d.applySelector(root, selector)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, errs.errs.Err()
+	}
+	r.Doc = doc
+	if selector == "" {
+		r.Resolved = data
+	} else if out, mErr := yaml.Marshal(doc); mErr == nil {
+		r.Resolved = out
+	}
+	d.recipe(r, doc)
+	if err := errs.errs.Err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (d *decoder) recipe(r *Recipe, doc *yaml.Node) {
+	m := d.mapping(doc, "", nil)
+	if m == nil {
+		return
+	}
+	r.Name = m.reqStr("name")
+	if !m.has("model") {
+		m.missing("model")
+	} else if mm := d.mapping(m.value["model"], "model", nil); mm != nil {
+		r.Model.Path = mm.reqStr("path")
+		r.Model.Container = mm.reqStr("container")
+		r.Model.Precision, _ = mm.optStr("precision")
+		r.Model.StageDir, _ = mm.optStr("stage_dir")
+	}
+	if !m.has("resources") {
+		m.missing("resources")
+	} else {
+		d.resources(&r.Resources, m.value["resources"])
+	}
+	if n := m.get("infra"); n != nil {
+		if im := d.mapping(n, "infra", infraFields); im != nil {
+			r.Infra.EtcdNATSDedicatedNode, _ = im.optBool("etcd_nats_dedicated_node")
+			v, _ := im.optInt("nats_max_payload_mb")
+			r.Infra.NATSMaxPayloadMB = int(v)
+		}
+	}
+	if n := m.get("frontend"); n != nil {
+		if fm := d.mapping(n, "frontend", nil); fm != nil {
+			r.Frontend.Type, _ = fm.optStr("type")
+			r.Frontend.DedicatedNode, _ = fm.optBool("dedicated_node")
+			r.Frontend.EnableMultipleFrontends, _ = fm.optBool("enable_multiple_frontends")
+			v, _ := fm.optInt("num_additional_frontends")
+			r.Frontend.NumAdditionalFrontends = int(v)
+			r.Frontend.NginxSessionAffinity, _ = fm.optBool("nginx_session_affinity")
+			r.Frontend.NginxSessionAffinityHeader, _ = fm.optStr("nginx_session_affinity_header")
+		}
+	}
+	if n := m.get("benchmark"); n != nil {
+		if bm := d.mapping(n, "benchmark", nil); bm != nil {
+			r.Benchmark.Type, _ = bm.optStr("type")
+			r.Benchmark.Command, _ = bm.optStr("command")
+			r.Benchmark.ClientDedicatedNode, _ = bm.optBool("client_dedicated_node")
+			r.Benchmark.UseChatTemplate, _ = bm.optBool("use_chat_template")
+			isl, _ := bm.optInt("isl")
+			osl, _ := bm.optInt("osl")
+			r.Benchmark.ISL, r.Benchmark.OSL = int(isl), int(osl)
+			if en := bm.get("env"); en != nil {
+				r.Benchmark.Env = d.stringMap(en, "benchmark.env")
+			}
+		}
+	}
+	r.HealthCheck = HealthCheck{MaxAttempts: 180, IntervalSeconds: 10}
+	if n := m.get("health_check"); n != nil {
+		if hm := d.mapping(n, "health_check", healthCheckFields); hm != nil {
+			if v, ok := hm.optInt("max_attempts"); ok {
+				if v <= 0 {
+					d.errorf(hm.value["max_attempts"], hm.field("max_attempts"), "must be > 0, got %d", v)
+				}
+				r.HealthCheck.MaxAttempts = int(v)
+			}
+			if v, ok := hm.optInt("interval_seconds"); ok {
+				if v <= 0 {
+					d.errorf(hm.value["interval_seconds"], hm.field("interval_seconds"), "must be > 0, got %d", v)
+				}
+				r.HealthCheck.IntervalSeconds = int(v)
+			}
+		}
+	}
+	if n := m.get("slurm"); n != nil {
+		if sm := d.mapping(n, "slurm", nil); sm != nil {
+			if tl := sm.get("time_limit"); tl != nil {
+				if v, ok := d.scalar(tl, sm.field("time_limit")); ok {
+					r.Slurm.TimeLimit = fmt.Sprint(v)
+					if _, err := ParseSlurmTime(r.Slurm.TimeLimit); err != nil {
+						d.errorf(tl, sm.field("time_limit"), "%v", err)
+					}
+				}
+			}
+			r.Slurm.Account, _ = sm.optStr("account")
+			r.Slurm.Partition, _ = sm.optStr("partition")
+		}
+	}
+	if n := m.get("backend"); n != nil {
+		if bm := d.mapping(n, "backend", nil); bm != nil {
+			r.Backend.Type, _ = bm.optStr("type")
+			d.speculative(&r.Backend, bm)
+		}
+	}
+}
+
+func (d *decoder) resources(res *Resources, n *yaml.Node) {
+	m := d.mapping(n, "resources", resourcesFields)
+	if m == nil {
+		return
+	}
+	res.Pos = d.pos(m.node)
+	res.GPUType, _ = m.optStr("gpu_type")
+	geti := func(k string) int {
+		v, ok := m.optInt(k)
+		if ok && v < 0 {
+			d.errorf(m.value[k], m.field(k), "must be >= 0, got %d", v)
+			return 0
+		}
+		if v > 1<<20 {
+			d.errorf(m.value[k], m.field(k), "unreasonably large: %d", v)
+			return 0
+		}
+		return int(v)
+	}
+	res.GPUsPerNode = geti("gpus_per_node")
+	res.PrefillNodes, res.PrefillWorkers = geti("prefill_nodes"), geti("prefill_workers")
+	res.DecodeNodes, res.DecodeWorkers = geti("decode_nodes"), geti("decode_workers")
+	res.AggNodes, res.AggWorkers = geti("agg_nodes"), geti("agg_workers")
+	res.GPUsPerPrefill, res.GPUsPerDecode, res.GPUsPerAgg = geti("gpus_per_prefill"), geti("gpus_per_decode"), geti("gpus_per_agg")
+	disagg := m.has("prefill_nodes") || m.has("decode_nodes") || m.has("prefill_workers") || m.has("decode_workers")
+	agg := m.has("agg_nodes") || m.has("agg_workers")
+	switch {
+	case disagg && agg:
+		d.errorf(m.node, "resources", "give either prefill_*/decode_* (disaggregated) or agg_* (aggregated), not both")
+	case !disagg && !agg:
+		d.errorf(m.node, "resources", "give prefill_nodes/decode_nodes (disaggregated) or agg_nodes (aggregated)")
+	case disagg:
+		res.Disaggregated = true
+		for _, k := range []string{"prefill_nodes", "prefill_workers", "decode_workers"} {
+			if !m.has(k) {
+				m.missing(k)
+			}
+		}
+	default:
+		if !m.has("agg_nodes") {
+			m.missing("agg_nodes")
+		}
+	}
+}
+
+// speculative finds the draft token count in the SGLang config of the
+// decode (disaggregated) or aggregated role.
+func (d *decoder) speculative(b *RecipeBackend, bm *mapping) {
+	sc := bm.get("sglang_config")
+	if sc == nil {
+		return
+	}
+	scm := d.mapping(sc, "backend.sglang_config", nil)
+	if scm == nil {
+		return
+	}
+	for _, role := range []string{"decode", "aggregated", "prefill"} {
+		rn := scm.get(role)
+		if rn == nil {
+			continue
+		}
+		rm := d.mapping(rn, scm.field(role), nil)
+		if rm == nil {
+			continue
+		}
+		if alg, ok := rm.optStr("speculative-algorithm"); ok && b.SpeculativeAlgorithm == "" {
+			b.SpeculativeAlgorithm = alg
+		}
+		if v, ok := rm.optInt("speculative-num-draft-tokens"); ok && b.DraftTokens == 0 {
+			b.DraftTokens = int(v)
+		}
+	}
+}
+
+func (d *decoder) stringMap(n *yaml.Node, path string) map[string]string {
+	m := d.mapping(n, path, nil)
+	if m == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, k := range m.keys {
+		v := m.value[k]
+		if v.Kind != yaml.ScalarNode {
+			d.errorf(v, m.field(k), "expected a scalar, got %s", kindName(v))
+			continue
+		}
+		out[k] = v.Value
+	}
+	return out
+}
+
+// Footprint is what one deployment of a recipe occupies.
+type Footprint struct {
+	Nodes          int // allocated nodes, dedicated ones included
+	DedicatedNodes int // etcd/NATS, frontend and client nodes
+	PrefillGPUs    int // GPUs running prefill workers (aggregated: all engine GPUs)
+	DecodeGPUs     int // GPUs running decode workers (0 when aggregated)
+	GPUs           int // engine GPUs = PrefillGPUs + DecodeGPUs
+	GPUsPerPrefill int // per worker (aggregated: per agg worker)
+	GPUsPerDecode  int
+}
+
+// Footprint computes nodes and GPUs as srt-slurm allocates them:
+// worker nodes from resources, plus one node per dedicated role. gpusPerNode
+// is used when the recipe does not say; when both do they must agree.
+func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
+	res := r.Resources
+	gpn := res.GPUsPerNode
+	if gpn == 0 {
+		gpn = gpusPerNode
+	}
+	field := func(k string) string { return "resources." + k }
+	pos := res.Pos
+	if pos.File == "" {
+		pos = Pos{File: r.Display}
+	}
+	fail := func(k, format string, args ...any) (Footprint, error) {
+		return Footprint{}, &Error{Pos: pos, Field: field(k), Msg: fmt.Sprintf(format, args...)}
+	}
+	if gpn <= 0 {
+		return fail("gpus_per_node", "unknown: set it in the recipe or in the runner's hardware entry")
+	}
+	if res.GPUsPerNode != 0 && gpusPerNode != 0 && res.GPUsPerNode != gpusPerNode {
+		return fail("gpus_per_node", "recipe says %d GPUs per node but the runner hardware says %d", res.GPUsPerNode, gpusPerNode)
+	}
+	perWorker := func(role string, nodes, workers, explicit int) (int, error) {
+		if workers <= 0 {
+			_, err := fail(role+"_workers", "must be > 0, got %d", workers)
+			return 0, err
+		}
+		if explicit > 0 {
+			if nodes > 0 && workers*explicit > nodes*gpn {
+				_, err := fail("gpus_per_"+role, "%d workers x %d GPUs do not fit on %d nodes x %d GPUs", workers, explicit, nodes, gpn)
+				return 0, err
+			}
+			return explicit, nil
+		}
+		if nodes <= 0 || (nodes*gpn)%workers != 0 {
+			_, err := fail(role+"_nodes", "%d nodes x %d GPUs cannot be split evenly over %d workers; set gpus_per_%s", nodes, gpn, workers, role)
+			return 0, err
+		}
+		return nodes * gpn / workers, nil
+	}
+	var f Footprint
+	if res.Disaggregated {
+		p, err := perWorker("prefill", res.PrefillNodes, res.PrefillWorkers, res.GPUsPerPrefill)
+		if err != nil {
+			return Footprint{}, err
+		}
+		dw, err := perWorker("decode", res.DecodeNodes, res.DecodeWorkers, res.GPUsPerDecode)
+		if err != nil {
+			return Footprint{}, err
+		}
+		f.GPUsPerPrefill, f.GPUsPerDecode = p, dw
+		f.PrefillGPUs, f.DecodeGPUs = p*res.PrefillWorkers, dw*res.DecodeWorkers
+		f.Nodes = res.PrefillNodes + res.DecodeNodes
+	} else {
+		workers := res.AggWorkers
+		if workers == 0 {
+			workers = 1
+		}
+		a, err := perWorker("agg", res.AggNodes, workers, res.GPUsPerAgg)
+		if err != nil {
+			return Footprint{}, err
+		}
+		f.GPUsPerPrefill = a
+		f.PrefillGPUs = a * workers
+		f.Nodes = res.AggNodes
+	}
+	if f.Nodes <= 0 {
+		return fail("prefill_nodes", "the recipe allocates no nodes")
+	}
+	for _, dedicated := range []bool{r.Infra.EtcdNATSDedicatedNode, r.Frontend.DedicatedNode, r.Benchmark.ClientDedicatedNode} {
+		if dedicated {
+			f.DedicatedNodes++
+		}
+	}
+	f.Nodes += f.DedicatedNodes
+	f.GPUs = f.PrefillGPUs + f.DecodeGPUs
+	return f, nil
+}
+
+// applySelector resolves srt-slurm's override formats: a file with `base:`
+// plus `override_<n>` (deep-merged) and `zip_override_<n>` (list leaves
+// zipped) sections, picked by "override_<n>", "zip_override_<n>[i]" or "base".
+func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, error) {
+	m := d.mapping(root, "", nil)
+	if m == nil {
+		return nil, nil
+	}
+	if !m.has("base") {
+		if selector != "" {
+			return nil, &Error{Pos: d.pos(root), Field: "base", Msg: fmt.Sprintf("selector %q given but the recipe has no base/override sections", selector)}
+		}
+		return m.node, nil
+	}
+	if selector == "" {
+		return nil, &Error{Pos: d.pos(root), Field: "base", Msg: "override-format recipe: CONFIG_FILE must pick a variant with :override_<name>, :zip_override_<name>[i] or :base"}
+	}
+	base := deref(m.value["base"])
+	if base.Kind != yaml.MappingNode {
+		return nil, &Error{Pos: d.pos(base), Field: "base", Msg: "expected a mapping, got " + kindName(base)}
+	}
+	baseName := ""
+	if n := mapGet(base, "name"); n != nil {
+		baseName = n.Value
+	}
+	switch {
+	case selector == "base":
+		return base, nil
+	case selectorRe.MatchString(selector):
+		key, idxStr, _ := strings.Cut(selector, "[")
+		var i int
+		fmt.Sscanf(strings.TrimSuffix(idxStr, "]"), "%d", &i)
+		z := m.get(key)
+		if z == nil {
+			return nil, &Error{Pos: d.pos(root), Field: key, Msg: fmt.Sprintf("zip group not found in recipe (selector %q)", selector)}
+		}
+		z = deref(z)
+		if z.Kind != yaml.MappingNode {
+			return nil, &Error{Pos: d.pos(z), Field: key, Msg: "expected a mapping, got " + kindName(z)}
+		}
+		n, err := zipLength(z)
+		if err != nil {
+			return nil, &Error{Pos: d.pos(z), Field: key, Msg: err.Error()}
+		}
+		if i >= n {
+			return nil, &Error{Pos: d.pos(z), Field: key, Msg: fmt.Sprintf("index [%d] out of range (has %d variants)", i, n)}
+		}
+		merged := mergeNodes(base, zipSlice(z, i))
+		if names := mapGet(z, "name"); names == nil || deref(names).Kind != yaml.SequenceNode {
+			setName(merged, fmt.Sprintf("%s_%s_%d", baseName, strings.TrimPrefix(key, "zip_override_"), i))
+		}
+		return merged, nil
+	case strings.HasPrefix(selector, "override_"):
+		o := m.get(selector)
+		if o == nil {
+			return nil, &Error{Pos: d.pos(root), Field: selector, Msg: "override not found in recipe"}
+		}
+		o = deref(o)
+		if o.Kind != yaml.MappingNode {
+			return nil, &Error{Pos: d.pos(o), Field: selector, Msg: "expected a mapping, got " + kindName(o)}
+		}
+		merged := mergeNodes(base, o)
+		if mapGet(o, "name") == nil {
+			setName(merged, baseName+"_"+strings.TrimPrefix(selector, "override_"))
+		}
+		return merged, nil
+	}
+	return nil, &Error{Pos: d.pos(root), Field: "base", Msg: fmt.Sprintf("unsupported selector %q (expected base, override_<name> or zip_override_<name>[i])", selector)}
+}
+
+func mapGet(m *yaml.Node, key string) *yaml.Node {
+	m = deref(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if deref(m.Content[i]).Value == key {
+			return deref(m.Content[i+1])
+		}
+	}
+	return nil
+}
+
+func setName(m *yaml.Node, name string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "name" {
+			m.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Line: m.Content[i+1].Line}
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "name"}, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name})
+}
+
+// mergeNodes deep-merges override into a copy of base: mappings merge, a null
+// deletes the key, anything else replaces (lists are not appended).
+func mergeNodes(base, override *yaml.Node) *yaml.Node {
+	base, override = deref(base), deref(override)
+	if base == nil || override == nil || base.Kind != yaml.MappingNode || override.Kind != yaml.MappingNode {
+		return override
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: base.Tag, Line: base.Line, Column: base.Column}
+	out.Content = append(out.Content, base.Content...)
+	for i := 0; i+1 < len(override.Content); i += 2 {
+		k, v := deref(override.Content[i]), deref(override.Content[i+1])
+		pos := -1
+		for j := 0; j+1 < len(out.Content); j += 2 {
+			if deref(out.Content[j]).Value == k.Value {
+				pos = j
+				break
+			}
+		}
+		switch {
+		case isNull(v):
+			if pos >= 0 {
+				out.Content = append(out.Content[:pos:pos], out.Content[pos+2:]...)
+			}
+		case pos >= 0:
+			out.Content[pos+1] = mergeNodes(out.Content[pos+1], v)
+		default:
+			out.Content = append(out.Content, k, v)
+		}
+	}
+	return out
+}
+
+func zipLength(z *yaml.Node) (int, error) {
+	var lengths []int
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if depth > 64 {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v := deref(n.Content[i+1])
+			switch v.Kind {
+			case yaml.SequenceNode:
+				lengths = append(lengths, len(v.Content))
+			case yaml.MappingNode:
+				walk(v, depth+1)
+			}
+		}
+	}
+	walk(z, 0)
+	if len(lengths) == 0 {
+		return 0, errors.New("zip_override section contains no list values; nothing to zip")
+	}
+	n := 1
+	for _, l := range lengths {
+		switch {
+		case l == 0:
+			return 0, errors.New("zip_override contains an empty list")
+		case l == 1:
+		case n == 1:
+			n = l
+		case l != n:
+			return 0, fmt.Errorf("incompatible zip lengths %d and %d; lists must have equal length or length 1", n, l)
+		}
+	}
+	return n, nil
+}
+
+// zipSlice replaces every list leaf with its i-th element (length-1 lists
+// broadcast).
+func zipSlice(z *yaml.Node, i int) *yaml.Node {
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: z.Tag, Line: z.Line, Column: z.Column}
+	for j := 0; j+1 < len(z.Content); j += 2 {
+		k, v := z.Content[j], deref(z.Content[j+1])
+		switch v.Kind {
+		case yaml.SequenceNode:
+			if len(v.Content) == 1 {
+				v = v.Content[0]
+			} else if i < len(v.Content) {
+				v = v.Content[i]
+			}
+		case yaml.MappingNode:
+			v = zipSlice(v, i)
+		}
+		out.Content = append(out.Content, k, v)
+	}
+	return out
+}
+
+var slurmTimeRe = regexp.MustCompile(`^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$`)
+
+// ParseSlurmTime parses Slurm time limits ("MM", "MM:SS", "HH:MM:SS",
+// "D-HH", "D-HH:MM", "D-HH:MM:SS") and Go durations ("6h").
+func ParseSlurmTime(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil && strings.ContainsAny(s, "hms") {
+		if d <= 0 {
+			return 0, fmt.Errorf("time limit must be positive, got %q", s)
+		}
+		return d, nil
+	}
+	m := slurmTimeRe.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("expected a Slurm time limit like 6:00:00 or a duration like 6h, got %q", s)
+	}
+	var n [4]int64
+	for i := range n {
+		if m[i+1] != "" {
+			if _, err := fmt.Sscanf(m[i+1], "%d", &n[i]); err != nil || n[i] > 1<<20 {
+				return 0, fmt.Errorf("time limit %q is out of range", s)
+			}
+		}
+	}
+	days, a, b, c := n[0], n[1], n[2], n[3]
+	var d time.Duration
+	switch {
+	case m[1] != "": // D-HH[:MM[:SS]]
+		d = time.Duration(days)*24*time.Hour + time.Duration(a)*time.Hour + time.Duration(b)*time.Minute + time.Duration(c)*time.Second
+	case m[4] != "": // HH:MM:SS
+		d = time.Duration(a)*time.Hour + time.Duration(b)*time.Minute + time.Duration(c)*time.Second
+	case m[3] != "": // MM:SS
+		d = time.Duration(a)*time.Minute + time.Duration(b)*time.Second
+	default: // MM
+		d = time.Duration(a) * time.Minute
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("time limit must be positive, got %q", s)
+	}
+	return d, nil
+}

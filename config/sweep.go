@@ -1,0 +1,112 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Sweep bundles what one sweep runs: master config files, the runners file,
+// the config keys to expand, the cluster profile and the recipes root. Paths
+// in the file are relative to the sweep file; the struct holds them absolute.
+type Sweep struct {
+	Name         string
+	Path         string // absolute path of the sweep file ("" when built from flags)
+	Description  string
+	ConfigFiles  []string
+	RunnerConfig string
+	ConfigKeys   []string
+	ClusterPath  string
+	RecipesRoot  string // "" means: use the cluster profile's recipes root
+	Evals        bool   // run GSM8K evals where InferenceX would (default true)
+}
+
+var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals"}
+
+// LoadSweep reads and validates a sweep file.
+func LoadSweep(path string) (*Sweep, error) {
+	display := DisplayPath(path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Pos: Pos{File: display}, Msg: "cannot read sweep file: " + cleanIOError(err)}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Error{Pos: Pos{File: display}, Msg: err.Error()}
+	}
+	return ParseSweep(display, abs, data)
+}
+
+// ParseSweep validates a sweep file held in memory; abs is its absolute path.
+func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
+	var errs errorList
+	root, err := parseYAML(display, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: display, errs: &errs}
+	m := d.mapping(root, "", sweepFields)
+	if m == nil {
+		return nil, errs.errs.Err()
+	}
+	dir := filepath.Dir(abs)
+	s := &Sweep{Path: abs, Evals: true}
+	s.Name = m.reqStr("name")
+	if s.Name != "" && !nameRe.MatchString(s.Name) {
+		d.errorf(m.value["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", s.Name)
+	}
+	s.Description, _ = m.optStr("description")
+	for _, p := range d.stringList(m, "config-files", true) {
+		s.ConfigFiles = append(s.ConfigFiles, resolvePath(dir, p))
+	}
+	if p := m.reqStr("runner-config"); p != "" {
+		s.RunnerConfig = resolvePath(dir, p)
+	}
+	s.ConfigKeys = d.stringList(m, "config-keys", true)
+	if p := m.reqStr("cluster"); p != "" {
+		s.ClusterPath = resolvePath(dir, p)
+	}
+	if p, ok := m.optStr("recipes-root"); ok && p != "" {
+		s.RecipesRoot = resolvePath(dir, p)
+	}
+	if v, ok := m.optBool("evals"); ok {
+		s.Evals = v
+	}
+	if err := errs.errs.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// stringList reads a non-empty list of strings (a single string is accepted
+// as a one-element list).
+func (d *decoder) stringList(m *mapping, key string, required bool) []string {
+	n := m.get(key)
+	if n == nil {
+		if required {
+			m.missing(key)
+		}
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode {
+		if s, ok := d.str(n, m.field(key)); ok && s != "" {
+			return []string{s}
+		}
+		return nil
+	}
+	items, ok := d.seq(n, m.field(key))
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 && required {
+		d.errorf(n, m.field(key), "must not be empty")
+	}
+	var out []string
+	for i, it := range items {
+		if s, ok := d.str(it, idx(m.field(key), i)); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

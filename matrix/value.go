@@ -1,0 +1,287 @@
+package matrix
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config"
+)
+
+// Object is a JSON object that keeps its key order: InferenceX emits rows
+// with a fixed key order and raw YAML mappings in document order.
+// Values are nil, bool, int64, int, float64, string, []any or Object.
+type Object []Field
+
+// Field is one key/value pair of an Object.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Get returns the value for key.
+func (o Object) Get(key string) (any, bool) {
+	for _, f := range o {
+		if f.Key == key {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Set replaces key's value in place, or appends it when absent.
+func (o *Object) Set(key string, v any) {
+	for i := range *o {
+		if (*o)[i].Key == key {
+			(*o)[i].Value = v
+			return
+		}
+	}
+	*o = append(*o, Field{key, v})
+}
+
+// Without returns a copy of o minus the given keys.
+func (o Object) Without(keys ...string) Object {
+	out := make(Object, 0, len(o))
+	for _, f := range o {
+		skip := false
+		for _, k := range keys {
+			if f.Key == k {
+				skip = true
+				break
+			}
+		}
+		if !skip {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// MarshalJSON encodes o with Go's usual compact layout, keeping key order.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := encode(&b, o, encOptions{itemSep: ",", keySep: ":"}, 0); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// fromNode converts a YAML node (already validated by config) into a JSON
+// value, keeping mapping order. A depth cap guards against pathological input.
+func fromNode(n *yaml.Node, depth int) (any, error) {
+	if depth > 100 {
+		return nil, fmt.Errorf("YAML nested too deeply")
+	}
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 64; i++ {
+		n = n.Alias
+	}
+	if n == nil {
+		return nil, nil
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return config.ScalarValue(n)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := fromNode(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(Object, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, err := config.ScalarValue(n.Content[i])
+			if err != nil {
+				return nil, err
+			}
+			v, err := fromNode(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out.Set(fmt.Sprint(k), v)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported YAML node")
+}
+
+type encOptions struct {
+	itemSep, keySep string
+	indent          int // > 0: Python json.dumps(indent=N) layout
+	sortKeys        bool
+}
+
+// encode writes v the way Python's json.dumps does (ensure_ascii, repr
+// floats), so `--format ix-json` output can be compared byte for byte.
+func encode(b *bytes.Buffer, v any, o encOptions, level int) error {
+	newline := func(l int) {
+		if o.indent > 0 {
+			b.WriteByte('\n')
+			for i := 0; i < l*o.indent; i++ {
+				b.WriteByte(' ')
+			}
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		b.WriteString(pyFloat(x))
+	case string:
+		writeString(b, x)
+	case []any:
+		if len(x) == 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(o.itemSep)
+			}
+			newline(level + 1)
+			if err := encode(b, e, o, level+1); err != nil {
+				return err
+			}
+		}
+		newline(level)
+		b.WriteByte(']')
+	case []int:
+		items := make([]any, len(x))
+		for i, e := range x {
+			items[i] = e
+		}
+		return encode(b, items, o, level)
+	case Object:
+		if len(x) == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		fields := x
+		if o.sortKeys {
+			fields = append(Object(nil), x...)
+			sort.SliceStable(fields, func(i, j int) bool { return fields[i].Key < fields[j].Key })
+		}
+		b.WriteByte('{')
+		for i, f := range fields {
+			if i > 0 {
+				b.WriteString(o.itemSep)
+			}
+			newline(level + 1)
+			writeString(b, f.Key)
+			b.WriteString(o.keySep)
+			if err := encode(b, f.Value, o, level+1); err != nil {
+				return err
+			}
+		}
+		newline(level)
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("matrix: cannot encode %T", v)
+	}
+	return nil
+}
+
+// pyFloat formats like Python's float repr.
+func pyFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+		// Go's shortest 'e' form matches Python's repr here (1e-05, 1.5e+16).
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !bytes.ContainsAny([]byte(s), ".") {
+		s += ".0"
+	}
+	return s
+}
+
+const hexDigits = "0123456789abcdef"
+
+func writeString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		default:
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				writeU(b, r1)
+				writeU(b, r2)
+			} else {
+				writeU(b, r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+func writeU(b *bytes.Buffer, r rune) {
+	b.WriteString(`\u`)
+	b.WriteByte(hexDigits[(r>>12)&0xf])
+	b.WriteByte(hexDigits[(r>>8)&0xf])
+	b.WriteByte(hexDigits[(r>>4)&0xf])
+	b.WriteByte(hexDigits[r&0xf])
+}
+
+// canonical is sorted-key compact JSON, used for parallelism keys and
+// fingerprints. It is stable across machines and Go versions.
+func canonical(v any) string {
+	var b bytes.Buffer
+	if err := encode(&b, v, encOptions{itemSep: ",", keySep: ":", sortKeys: true}, 0); err != nil {
+		// Rows only ever hold encodable values; fall back to encoding/json.
+		raw, _ := json.Marshal(v)
+		return string(raw)
+	}
+	return b.String()
+}
+
+// Canonical returns the sorted-key compact JSON of a row value.
+func Canonical(v any) string { return canonical(v) }

@@ -1,0 +1,499 @@
+// Package plan turns a sweep into sweep points: it expands the sweep's
+// config keys into InferenceX matrix rows, reads each row's srt-slurm recipe
+// to size its allocation on the cluster, fingerprints every point and marks
+// where InferenceX would run an eval. Nothing is planned if anything is wrong.
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/matrix"
+)
+
+// LauncherVersion versions how sweepflow launches a recipe. Bump it when a
+// change in launching makes earlier results incomparable: it is part of every
+// fingerprint, so reruns then stop reusing old stage outputs.
+const LauncherVersion = "sweepflow-launch/1"
+
+// Options says what to plan.
+type Options struct {
+	Sweep   *config.Sweep
+	Cluster *config.Cluster
+	// LauncherVersion goes into fingerprints; empty means
+	// "<backend>+<launcher>/<LauncherVersion>" of the cluster, so simulated
+	// and real results never share an identity.
+	LauncherVersion string
+	// RecipesRoot overrides the sweep's and the cluster's recipes root.
+	RecipesRoot string
+}
+
+// Plan is the sweep's points, in matrix row order.
+type Plan struct {
+	SweepName       string          `json:"sweep"`
+	Cluster         *config.Cluster `json:"-"`
+	RecipesRoot     string          `json:"recipes-root"`
+	LauncherVersion string          `json:"launcher-version"`
+	Points          []Point         `json:"points"`
+	// Rows are the throughput rows the points came from (InferenceX
+	// --no-evals output); EvalRows the --evals-only rows.
+	Rows     []*matrix.Row `json:"-"`
+	EvalRows []*matrix.Row `json:"-"`
+}
+
+// Point is one (matrix row, concurrency). Multinode agentic rows hold one
+// concurrency, so there a row is a point; the points of a fixed-seq-len row
+// share RowIndex and run one after another on the same allocation.
+type Point struct {
+	Index    int    `json:"index"`
+	RowIndex int    `json:"row-index"`
+	Scenario string `json:"scenario"`
+
+	ConfigKey    string `json:"config-key"`
+	ExpName      string `json:"exp-name"`
+	Topology     string `json:"topology"`
+	Image        string `json:"image"`
+	Model        string `json:"model"`
+	ModelPrefix  string `json:"model-prefix"`
+	Precision    string `json:"precision"`
+	Framework    string `json:"framework"`
+	Runner       string `json:"runner"`
+	SpecDecoding string `json:"spec-decoding"`
+
+	Conc  int   `json:"conc"`
+	Concs []int `json:"concs"` // every conc of the row
+
+	Nodes          int `json:"nodes"`
+	DedicatedNodes int `json:"dedicated-nodes"`
+	GPUs           int `json:"gpus"`
+	PrefillGPUs    int `json:"prefill-gpus"`
+	DecodeGPUs     int `json:"decode-gpus"`
+
+	Disagg         bool `json:"disagg"`
+	PrefillWorkers int  `json:"prefill-workers"`
+	PrefillTP      int  `json:"prefill-tp"`
+	PrefillEP      int  `json:"prefill-ep"`
+	PrefillDPA     bool `json:"prefill-dp-attn"`
+	DecodeWorkers  int  `json:"decode-workers"`
+	DecodeTP       int  `json:"decode-tp"`
+	DecodeEP       int  `json:"decode-ep"`
+	DecodeDPA      bool `json:"decode-dp-attn"`
+	DraftTokens    int  `json:"draft-tokens"`
+
+	KVOffloading     string `json:"kv-offloading,omitempty"`
+	KVOffloadBackend string `json:"kv-offload-backend,omitempty"`
+	TotalCPUDRAMGB   int    `json:"total-cpu-dram-gb"`
+	KVP2PTransfer    string `json:"kv-p2p-transfer,omitempty"`
+	Router           string `json:"router,omitempty"`
+
+	Eval bool `json:"eval"`
+
+	RecipePath  string         `json:"recipe"`      // root-relative CONFIG_FILE path
+	RecipeFile  string         `json:"recipe-file"` // absolute path on this machine
+	Recipe      *config.Recipe `json:"-"`
+	Fingerprint string         `json:"fingerprint"`
+	Source      config.Pos     `json:"source"` // the search-space entry in the master config
+
+	Row         json.RawMessage `json:"row"` // the InferenceX row
+	ISL         int             `json:"isl,omitempty"`
+	OSL         int             `json:"osl,omitempty"`
+	DurationSec int             `json:"duration-sec,omitempty"`
+}
+
+// Key identifies the point across runs: its fingerprint plus concurrency.
+func (p *Point) Key() string {
+	return p.Fingerprint[:min(16, len(p.Fingerprint))] + "-c" + strconv.Itoa(p.Conc)
+}
+
+// NodeAllocations sums the nodes of every row (each row is one allocation).
+func (p *Plan) NodeAllocations() int {
+	total, last := 0, -1
+	for _, pt := range p.Points {
+		if pt.RowIndex != last {
+			total += pt.Nodes
+			last = pt.RowIndex
+		}
+	}
+	return total
+}
+
+// Evals counts the points that run an eval.
+func (p *Plan) Evals() int {
+	n := 0
+	for _, pt := range p.Points {
+		if pt.Eval {
+			n++
+		}
+	}
+	return n
+}
+
+// Build validates everything the sweep names and returns its points.
+func Build(opts Options) (*Plan, error) {
+	if opts.Sweep == nil {
+		return nil, &config.Error{Field: "sweep", Msg: "no sweep given"}
+	}
+	if opts.Cluster == nil {
+		return nil, &config.Error{Field: "cluster", Msg: "no cluster profile given"}
+	}
+	var errs config.Errors
+	seen := map[string]bool{}
+	add := func(err error) {
+		var list config.Errors
+		switch e := err.(type) {
+		case nil:
+		case config.Errors:
+			list = e
+		case *config.Error:
+			list = config.Errors{e}
+		default:
+			list = config.Errors{{Msg: err.Error()}}
+		}
+		// Rows of one entry share recipe and shape: say each problem once.
+		for _, e := range list {
+			if !seen[e.Error()] {
+				seen[e.Error()] = true
+				errs = append(errs, e)
+			}
+		}
+	}
+	s, c := opts.Sweep, opts.Cluster
+	master, err := config.LoadMaster(s.ConfigFiles...)
+	add(err)
+	var runners *config.Runners
+	if s.RunnerConfig != "" {
+		runners, err = config.LoadRunners(s.RunnerConfig)
+		add(err)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	rows, err := matrix.Generate(master, runners, matrix.Options{Keys: s.ConfigKeys})
+	if err != nil {
+		return nil, err
+	}
+	evalAt := map[int]int{}
+	var evalRows []*matrix.Row
+	if s.Evals {
+		for _, pick := range matrix.SelectEvals(rows) {
+			evalAt[pick.Index] = pick.Conc
+		}
+		evalRows = matrix.EvalRows(rows)
+	}
+
+	root := firstNonEmpty(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
+	launcher := opts.LauncherVersion
+	if launcher == "" {
+		launcher = fmt.Sprintf("%s+%s/%s", c.Backend, c.Launcher, LauncherVersion)
+	}
+	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
+	recipes := map[string]*config.Recipe{}
+	for i, row := range rows {
+		pts, err := points(row, i, evalAt, runners, c, root, launcher, recipes)
+		if err != nil {
+			add(err)
+			continue
+		}
+		p.Points = append(p.Points, pts...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	for i := range p.Points {
+		p.Points[i].Index = i
+	}
+	return p, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// recipeRef finds CONFIG_FILE= in the prefill, then the decode settings.
+func recipeRef(row *matrix.Row) (string, config.Pos, string, error) {
+	s := row.Search
+	var found []struct {
+		ref   string
+		pos   config.Pos
+		field string
+	}
+	for _, w := range []*config.Worker{s.Prefill, s.Decode} {
+		if w == nil {
+			continue
+		}
+		for j, set := range w.AdditionalSettings {
+			if k, v, ok := cutEq(set); ok && k == "CONFIG_FILE" {
+				found = append(found, struct {
+					ref   string
+					pos   config.Pos
+					field string
+				}{v, w.SettingPos[j], fmt.Sprintf("%s.additional-settings[%d]", w.Path, j)})
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "", s.Pos, "", &config.Error{Pos: s.Pos, Field: s.Path + ".prefill.additional-settings",
+			Msg: "no CONFIG_FILE=<recipe> entry; sweepflow needs the srt-slurm recipe to size and launch this row"}
+	}
+	for _, f := range found[1:] {
+		if f.ref != found[0].ref {
+			return "", f.pos, f.field, &config.Error{Pos: f.pos, Field: f.field,
+				Msg: fmt.Sprintf("CONFIG_FILE=%s disagrees with CONFIG_FILE=%s given earlier", f.ref, found[0].ref)}
+		}
+	}
+	return found[0].ref, found[0].pos, found[0].field, nil
+}
+
+func cutEq(s string) (string, string, bool) {
+	k, v, ok := strings.Cut(s, "=")
+	return strings.TrimSpace(k), strings.TrimSpace(v), ok
+}
+
+func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.Runners, c *config.Cluster,
+	root, launcher string, recipes map[string]*config.Recipe) ([]Point, error) {
+	e, s := row.Entry, row.Search
+	runner, _ := row.Fields.Get("runner")
+	runnerName, _ := runner.(string)
+	if !c.ServesRunner(runnerName) {
+		return nil, &config.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
+			Msg: fmt.Sprintf("runner %q is not served by cluster %s (it serves %v)", runnerName, c.Name, c.Runners)}
+	}
+	ref, refPos, refField, err := recipeRef(row)
+	if err != nil {
+		return nil, err
+	}
+	if root == "" {
+		return nil, &config.Error{Pos: refPos, Field: refField,
+			Msg: "no recipes root: set recipes-root in the sweep file or the cluster profile, or pass --recipes-root"}
+	}
+	recipe := recipes[ref]
+	if recipe == nil {
+		recipe, err = config.LoadRecipe(root, ref)
+		if err != nil {
+			// Problems inside the recipe carry the recipe's own file:line;
+			// a missing or unreadable recipe is reported where it is named.
+			if ce, ok := err.(*config.Error); ok && ce.Pos.File == "" {
+				return nil, &config.Error{Pos: refPos, Field: refField, Msg: ce.Msg}
+			}
+			return nil, err
+		}
+		recipes[ref] = recipe
+	}
+
+	gpn := c.GPUsPerNode
+	if runners != nil {
+		if hw := runners.Hardware[e.Runner]; hw != nil {
+			if hw.GPUsPerNode != c.GPUsPerNode {
+				return nil, &config.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
+					Msg: fmt.Sprintf("runner %s has %d GPUs per node but cluster %s has %d", e.Runner, hw.GPUsPerNode, c.Name, c.GPUsPerNode)}
+			}
+			gpn = hw.GPUsPerNode
+		}
+	}
+	fp, err := recipe.Footprint(gpn)
+	if err != nil {
+		return nil, err
+	}
+	if err := crossCheck(row, recipe, fp); err != nil {
+		return nil, err
+	}
+	topo := Topology(s.Prefill, s.Decode)
+	if fp.Nodes > c.Nodes {
+		return nil, &config.Error{Pos: s.Pos, Field: s.Path,
+			Msg: fmt.Sprintf("%s needs %d nodes (recipe %s), cluster %s has only %d; it can never run there", topo, fp.Nodes, recipe.Path, c.Name, c.Nodes)}
+	}
+
+	rowJSON, err := row.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	base := Point{
+		RowIndex:     rowIndex,
+		Scenario:     row.Scenario,
+		ConfigKey:    row.ConfigKey,
+		ExpName:      row.ExpName(),
+		Topology:     topo,
+		Image:        e.Image,
+		Model:        e.Model,
+		ModelPrefix:  e.ModelPrefix,
+		Precision:    e.Precision,
+		Framework:    e.Framework,
+		Runner:       runnerName,
+		SpecDecoding: s.SpecDecoding,
+		Concs:        row.Conc(),
+
+		Nodes:          fp.Nodes,
+		DedicatedNodes: fp.DedicatedNodes,
+		GPUs:           fp.GPUs,
+		PrefillGPUs:    fp.PrefillGPUs,
+		DecodeGPUs:     fp.DecodeGPUs,
+
+		Disagg:         s.Decode.NumWorker > 0,
+		PrefillWorkers: s.Prefill.NumWorker,
+		PrefillTP:      s.Prefill.TP,
+		PrefillEP:      s.Prefill.EP,
+		PrefillDPA:     s.Prefill.DPAttn,
+		DecodeWorkers:  s.Decode.NumWorker,
+		DecodeTP:       s.Decode.TP,
+		DecodeEP:       s.Decode.EP,
+		DecodeDPA:      s.Decode.DPAttn,
+		DraftTokens:    recipe.Backend.DraftTokens,
+
+		TotalCPUDRAMGB: row.Int("total-cpu-dram-gb"),
+
+		RecipePath:  recipe.Path,
+		RecipeFile:  recipe.File,
+		Recipe:      recipe,
+		Fingerprint: Fingerprint(row, recipe, launcher),
+		Source:      s.Pos,
+		Row:         rowJSON,
+		ISL:         row.Int("isl"),
+		OSL:         row.Int("osl"),
+		DurationSec: row.Int("duration"),
+	}
+	if row.Scenario == matrix.AgenticCoding {
+		base.KVOffloading = s.KVOffloading
+		if base.KVOffloading == "" {
+			base.KVOffloading = "none"
+		}
+		if s.KVOffloadBackend != nil {
+			base.KVOffloadBackend = s.KVOffloadBackend.Name
+		}
+	}
+	if v, ok := row.Fields.Get("kv-p2p-transfer"); ok {
+		base.KVP2PTransfer, _ = v.(string)
+	}
+	if v, ok := row.Fields.Get("router"); ok {
+		if o, ok := v.(matrix.Object); ok {
+			name, _ := o.Get("name")
+			version, _ := o.Get("version")
+			base.Router = fmt.Sprintf("%v %v", name, version)
+		}
+	}
+	evalConc, hasEval := evalAt[rowIndex]
+	var out []Point
+	for _, conc := range base.Concs {
+		pt := base
+		pt.Conc = conc
+		pt.Eval = hasEval && conc == evalConc
+		out = append(out, pt)
+	}
+	return out, nil
+}
+
+// crossCheck makes sure the recipe deploys what the config entry says: the
+// same shape (aggregated or not), worker counts and GPUs per worker.
+func crossCheck(row *matrix.Row, r *config.Recipe, fp config.Footprint) error {
+	s := row.Search
+	gpusPer := func(w *config.Worker) int { return w.TP * w.PP * w.PCPSize }
+	// field is ".prefill.<key>" or ".decode.<key>": point at that line.
+	fail := func(field, format string, args ...any) error {
+		pos := s.Pos
+		role, key, _ := strings.Cut(strings.TrimPrefix(field, "."), ".")
+		if w := map[string]*config.Worker{"prefill": s.Prefill, "decode": s.Decode}[role]; w != nil {
+			pos = w.FieldPos(key)
+		}
+		return &config.Error{Pos: pos, Field: s.Path + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	res := r.Resources
+	if !res.Disaggregated {
+		if s.Decode.NumWorker != 0 {
+			return fail(".decode.num-worker", "is %d but recipe %s is aggregated (agg_nodes); aggregated entries use decode num-worker 0", s.Decode.NumWorker, r.Path)
+		}
+		workers := max(res.AggWorkers, 1)
+		if s.Prefill.NumWorker != workers {
+			return fail(".prefill.num-worker", "is %d but recipe %s runs %d aggregated worker(s)", s.Prefill.NumWorker, r.Path, workers)
+		}
+		if gpusPer(s.Prefill) != fp.GPUsPerPrefill {
+			return fail(".prefill.tp", "gives %d GPUs per worker but recipe %s uses %d", gpusPer(s.Prefill), r.Path, fp.GPUsPerPrefill)
+		}
+		return nil
+	}
+	if s.Decode.NumWorker == 0 {
+		return fail(".decode.num-worker", "is 0 (aggregated) but recipe %s is disaggregated", r.Path)
+	}
+	if s.Prefill.NumWorker != res.PrefillWorkers {
+		return fail(".prefill.num-worker", "is %d but recipe %s runs %d prefill worker(s)", s.Prefill.NumWorker, r.Path, res.PrefillWorkers)
+	}
+	if s.Decode.NumWorker != res.DecodeWorkers {
+		return fail(".decode.num-worker", "is %d but recipe %s runs %d decode worker(s)", s.Decode.NumWorker, r.Path, res.DecodeWorkers)
+	}
+	if gpusPer(s.Prefill) != fp.GPUsPerPrefill {
+		return fail(".prefill.tp", "gives %d GPUs per prefill worker but recipe %s uses %d", gpusPer(s.Prefill), r.Path, fp.GPUsPerPrefill)
+	}
+	if gpusPer(s.Decode) != fp.GPUsPerDecode {
+		return fail(".decode.tp", "gives %d GPUs per decode worker but recipe %s uses %d", gpusPer(s.Decode), r.Path, fp.GPUsPerDecode)
+	}
+	return nil
+}
+
+// Topology renders a deployment for humans: "TP8 agg", "1P1D DEP8/DEP16".
+func Topology(prefill, decode *config.Worker) string {
+	if decode == nil || decode.NumWorker == 0 {
+		prefix := ""
+		if prefill.NumWorker > 1 {
+			prefix = fmt.Sprintf("%dx", prefill.NumWorker)
+		}
+		return prefix + workerLabel(prefill) + " agg"
+	}
+	return fmt.Sprintf("%dP%dD %s/%s", prefill.NumWorker, decode.NumWorker, workerLabel(prefill), workerLabel(decode))
+}
+
+func workerLabel(w *config.Worker) string {
+	var s string
+	switch {
+	case w.DPAttn && w.EP == w.TP:
+		s = fmt.Sprintf("DEP%d", w.TP)
+	case w.DPAttn:
+		s = fmt.Sprintf("TP%d/EP%d/DPA", w.TP, w.EP)
+	case w.EP > 1 && w.EP == w.TP:
+		s = fmt.Sprintf("TEP%d", w.TP)
+	case w.EP > 1:
+		s = fmt.Sprintf("TP%d/EP%d", w.TP, w.EP)
+	default:
+		s = fmt.Sprintf("TP%d", w.TP)
+	}
+	if w.PP > 1 {
+		s += fmt.Sprintf("/PP%d", w.PP)
+	}
+	if w.PCPSize > 1 {
+		s += fmt.Sprintf("/PCP%d", w.PCPSize)
+	}
+	return s
+}
+
+// Fingerprint is the point identity of DESIGN.md: sha256 over the canonical
+// row minus conc and exp-name, the recipe's root-relative path and bytes,
+// image, model and launcher version. No absolute path goes in, so the same
+// sweep hashes the same on every machine.
+func Fingerprint(row *matrix.Row, r *config.Recipe, launcherVersion string) string {
+	h := sha256.New()
+	part := func(name string, data []byte) {
+		// Length-prefixed so no two different inputs can concatenate alike.
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+		h.Write([]byte{'\n'})
+	}
+	part("sweepflow-point", []byte("1"))
+	part("row", []byte(matrix.Canonical(row.Fields.Without("conc", "exp-name"))))
+	ref := r.Path
+	if r.Selector != "" {
+		ref += ":" + r.Selector
+	}
+	part("recipe-path", []byte(ref))
+	part("recipe", r.Raw)
+	part("image", []byte(row.Entry.Image))
+	part("model", []byte(row.Entry.Model))
+	part("launcher", []byte(launcherVersion))
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,252 @@
+package plan
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/config"
+)
+
+const (
+	seedSweep   = "sweeps/dsv4-gb200-agentx.yaml"
+	seedMaster  = "dsv4-gb200-agentx.yaml"
+	seedCluster = "clusters/gb200-nvl72.yaml"
+	recipeDir   = "recipes/sglang/deepseek-v4-0813/gb200/agentic/"
+	bigRecipe   = recipeDir + "disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache.yaml"
+)
+
+// copySeed copies the repository's configs/ into a fresh directory so a
+// test can edit one file without touching the real seed.
+func copySeed(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("..", "configs"))
+	require.NoError(t, err)
+	dst := filepath.Join(t.TempDir(), "configs")
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	require.NoError(t, err)
+	return dst
+}
+
+func edit(t *testing.T, path, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(data), old)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644))
+}
+
+func build(t *testing.T, dir, cluster string) (*Plan, error) {
+	t.Helper()
+	s, err := config.LoadSweep(filepath.Join(dir, seedSweep))
+	require.NoError(t, err)
+	c, err := config.LoadCluster(filepath.Join(dir, cluster))
+	require.NoError(t, err)
+	return Build(Options{Sweep: s, Cluster: c})
+}
+
+func TestSeedPlan(t *testing.T) {
+	p, err := build(t, filepath.Join("..", "configs"), seedCluster)
+	require.NoError(t, err)
+	require.Len(t, p.Points, 8)
+
+	type want struct {
+		conc, nodes, gpus, pg, dg int
+		topo                      string
+		eval                      bool
+	}
+	wants := []want{
+		{1, 2, 8, 8, 0, "TP8 agg", false},
+		{4, 2, 8, 8, 0, "TP8 agg", false},
+		{64, 6, 24, 8, 16, "1P1D DEP8/DEP16", true},
+		{128, 6, 24, 8, 16, "1P1D DEP8/DEP16", true},
+		{256, 12, 48, 16, 32, "1P1D DEP16/DEP32", true},
+		{768, 16, 64, 32, 32, "2P1D DEP16/DEP32", false},
+		{1024, 16, 64, 32, 32, "2P1D DEP16/DEP32", false},
+		{1280, 16, 64, 32, 32, "2P1D DEP16/DEP32", true},
+	}
+	for i, w := range wants {
+		pt := p.Points[i]
+		assert.Equal(t, i, pt.Index)
+		assert.Equal(t, w.conc, pt.Conc, i)
+		assert.Equal(t, w.nodes, pt.Nodes, i)
+		assert.Equal(t, w.gpus, pt.GPUs, i)
+		assert.Equal(t, w.pg, pt.PrefillGPUs, i)
+		assert.Equal(t, w.dg, pt.DecodeGPUs, i)
+		assert.Equal(t, w.topo, pt.Topology, i)
+		assert.Equal(t, w.eval, pt.Eval, i)
+		assert.Equal(t, 6, pt.DraftTokens, i)
+		assert.Equal(t, 721, pt.TotalCPUDRAMGB, i)
+		assert.Equal(t, 3600, pt.DurationSec, i)
+		assert.Equal(t, "dram", pt.KVOffloading, i)
+		assert.Equal(t, "hicache", pt.KVOffloadBackend, i)
+		assert.Equal(t, "lmsysorg/sglang:nightly-dev-20260916-c9a8fba9", pt.Image)
+		assert.Equal(t, "deepseek-ai/DeepSeek-V4-Pro-0813", pt.Model)
+		assert.Equal(t, "dynamo-router 1.5.0.dev20260910", pt.Router)
+		assert.True(t, strings.HasPrefix(pt.RecipePath, recipeDir), pt.RecipePath)
+		assert.True(t, filepath.IsAbs(pt.RecipeFile))
+		assert.Len(t, pt.Fingerprint, 64)
+		assert.Contains(t, string(pt.Row), `"exp-name":"`+pt.ExpName+`"`)
+		assert.Equal(t, pt.Disagg, i >= 2)
+	}
+	assert.Equal(t, "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc1280_kvdram-hicache", p.Points[7].ExpName)
+	assert.Equal(t, "nixl", p.Points[7].KVP2PTransfer)
+	assert.Equal(t, 2, p.Points[7].PrefillWorkers)
+	assert.Equal(t, 16, p.Points[7].PrefillTP)
+	assert.True(t, p.Points[7].DecodeDPA)
+	assert.Equal(t, 32, p.Points[7].DecodeEP)
+	assert.Equal(t, 76, p.NodeAllocations())
+	assert.Equal(t, 4, p.Evals())
+	assert.Len(t, p.Rows, 8)
+	assert.Len(t, p.EvalRows, 4)
+
+	// Rows differing only in conc share a deployment fingerprint; Key tells
+	// the points apart. Distinct recipes give distinct fingerprints.
+	assert.Equal(t, p.Points[5].Fingerprint, p.Points[7].Fingerprint)
+	assert.NotEqual(t, p.Points[5].Key(), p.Points[7].Key())
+	assert.NotEqual(t, p.Points[2].Fingerprint, p.Points[3].Fingerprint)
+	seen := map[string]bool{}
+	for _, pt := range p.Points {
+		require.False(t, seen[pt.Key()], "point keys are unique")
+		seen[pt.Key()] = true
+	}
+}
+
+func TestSeedPlanWithoutEvals(t *testing.T) {
+	dir := copySeed(t)
+	edit(t, filepath.Join(dir, seedSweep), "evals: true", "evals: false")
+	p, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	assert.Zero(t, p.Evals())
+}
+
+func TestFingerprintStableAndRecipeSensitive(t *testing.T) {
+	ref, err := build(t, filepath.Join("..", "configs"), seedCluster)
+	require.NoError(t, err)
+
+	// The same inputs from another directory hash the same.
+	dir := copySeed(t)
+	moved, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	for i := range ref.Points {
+		assert.Equal(t, ref.Points[i].Fingerprint, moved.Points[i].Fingerprint, i)
+		assert.NotEqual(t, ref.Points[i].RecipeFile, moved.Points[i].RecipeFile)
+	}
+
+	// One changed byte in one recipe (a comment, even) changes exactly the
+	// points that use it.
+	edit(t, filepath.Join(dir, bigRecipe), "# DeepSeek-V4-Pro-0813", "# DeepSeek-V4-Pro-0814")
+	changed, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	for i := range ref.Points {
+		if strings.HasSuffix(ref.Points[i].RecipePath, filepath.Base(bigRecipe)) {
+			assert.NotEqual(t, ref.Points[i].Fingerprint, changed.Points[i].Fingerprint, i)
+		} else {
+			assert.Equal(t, ref.Points[i].Fingerprint, changed.Points[i].Fingerprint, i)
+		}
+	}
+
+	// So does the image, and the launcher (simulated results never pass for real ones).
+	sim, err := build(t, filepath.Join("..", "configs"), "clusters/local-sim.yaml")
+	require.NoError(t, err)
+	assert.NotEqual(t, ref.Points[0].Fingerprint, sim.Points[0].Fingerprint)
+	assert.Equal(t, ref.Points[0].Nodes, sim.Points[0].Nodes)
+	dir2 := copySeed(t)
+	edit(t, filepath.Join(dir2, seedMaster), "nightly-dev-20260916-c9a8fba9", "nightly-dev-20260917-00000000")
+	img, err := build(t, dir2, seedCluster)
+	require.NoError(t, err)
+	assert.NotEqual(t, ref.Points[0].Fingerprint, img.Points[0].Fingerprint)
+	assert.Equal(t, ref.Points[2].Fingerprint, img.Points[2].Fingerprint, "only the first key's image changed")
+}
+
+func TestDedicatedNodeAddsOne(t *testing.T) {
+	dir := copySeed(t)
+	edit(t, filepath.Join(dir, bigRecipe), "etcd_nats_dedicated_node: false", "etcd_nats_dedicated_node: true")
+	p, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	assert.Equal(t, 17, p.Points[7].Nodes)
+	assert.Equal(t, 1, p.Points[7].DedicatedNodes)
+	assert.Equal(t, 64, p.Points[7].GPUs)
+	assert.Equal(t, 12, p.Points[4].Nodes)
+}
+
+func TestPlanErrors(t *testing.T) {
+	cases := []struct {
+		name       string
+		file       string
+		old, new   string
+		wantPrefix string // FILE:LINE as shown to the user (relative to the copy)
+		want       string
+	}{
+		{"row larger than the cluster", seedCluster, "nodes: 18", "nodes: 12", seedMaster + ":147:",
+			"dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg.scenarios.agentic-coding[0].search-space[3]: 2P1D DEP16/DEP32 needs 16 nodes"},
+		{"missing recipe", seedMaster, "c64-dspark6-hicache.yaml", "c65-dspark6-hicache.yaml", seedMaster + ":102:",
+			"search-space[0].prefill.additional-settings[2]: recipe recipes/sglang/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep8-dep16-c65-dspark6-hicache.yaml not found"},
+		{"recipe disagrees with the entry", seedMaster, "          num-worker: 2\n", "          num-worker: 3\n", seedMaster + ":152:",
+			"prefill.num-worker: is 3 but recipe recipes/sglang/deepseek-v4-0813/gb200/agentic/disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache.yaml runs 2 prefill worker(s)"},
+		{"recipe error keeps its own position", bigRecipe, "  decode_workers: 1\n", "  decode_workers: one\n", bigRecipe + ":55:",
+			"resources.decode_workers: expected an integer"},
+		{"runner not served", seedCluster, "runners: [cluster:gb200-nv]", "runners: [cluster:gb300-nv]", seedMaster + ":20:",
+			"runner \"cluster:gb200-nv\" is not served by cluster gb200-nvl72"},
+		{"gpus per node mismatch", "runners.yaml", "gpus-per-node: 4", "gpus-per-node: 8", seedMaster + ":20:",
+			"runner cluster:gb200-nv has 8 GPUs per node but cluster gb200-nvl72 has 4"},
+		{"no CONFIG_FILE", seedMaster, "          - \"CONFIG_FILE=recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml\"\n", "", seedMaster + ":32:",
+			"prefill.additional-settings: no CONFIG_FILE=<recipe> entry"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copySeed(t)
+			edit(t, filepath.Join(dir, tc.file), tc.old, tc.new)
+			t.Chdir(dir) // error paths are shown relative to the working directory
+			_, err := build(t, ".", seedCluster)
+			require.Error(t, err)
+			msg := err.Error()
+			assert.True(t, strings.HasPrefix(msg, tc.wantPrefix), "%q does not start with %q", msg, tc.wantPrefix)
+			assert.Contains(t, msg, tc.want)
+			assert.NotContains(t, msg, "\n")
+			if !strings.Contains(tc.name, "runner") && !strings.Contains(tc.name, "gpus per node") {
+				// Rows of one entry share a recipe and a shape: one report each.
+				assert.NotContains(t, msg, "more problem")
+			}
+		})
+	}
+}
+
+func TestTopology(t *testing.T) {
+	w := func(n, tp, ep int, dpa bool) *config.Worker {
+		return &config.Worker{NumWorker: n, TP: tp, EP: ep, DPAttn: dpa, PP: 1, PCPSize: 1}
+	}
+	cases := []struct {
+		p, d *config.Worker
+		want string
+	}{
+		{w(1, 8, 1, false), w(0, 8, 1, false), "TP8 agg"},
+		{w(2, 4, 1, false), w(0, 4, 1, false), "2xTP4 agg"},
+		{w(1, 8, 8, true), w(0, 8, 8, true), "DEP8 agg"},
+		{w(1, 8, 8, true), w(1, 16, 16, true), "1P1D DEP8/DEP16"},
+		{w(2, 16, 16, true), w(1, 32, 32, true), "2P1D DEP16/DEP32"},
+		{w(1, 8, 8, false), w(3, 8, 4, false), "1P3D TEP8/TP8/EP4"},
+		{w(1, 8, 4, true), w(1, 4, 1, false), "1P1D TP8/EP4/DPA/TP4"},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, Topology(tc.p, tc.d))
+	}
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/matrix"
+	"github.com/sweepflow/sweepflow/plan"
+)
+
+func init() {
+	register(command{name: "plan", summary: "expand a sweep into points (nodes, GPUs, evals) or print InferenceX matrix JSON", run: runPlan})
+}
+
+// listFlag is a repeatable flag; `--flag a b c` is rewritten to
+// `--flag a --flag b --flag c` first, as InferenceX's argparse nargs='+'.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+var planListFlags = map[string]bool{"config-files": true, "config-keys": true, "conc": true, "seq-lens": true, "scenario-type": true}
+
+// expandListArgs lets list flags take every following non-flag argument.
+func expandListArgs(args []string, lists map[string]bool) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		if !strings.HasPrefix(a, "-") || strings.Contains(name, "=") || !lists[name] {
+			out = append(out, a)
+			continue
+		}
+		j := i + 1
+		for ; j < len(args) && !strings.HasPrefix(args[j], "-"); j++ {
+			out = append(out, "--"+name, args[j])
+		}
+		if j == i+1 {
+			out = append(out, a) // no value: let flag report it
+		}
+		i = j - 1
+	}
+	return out
+}
+
+type planFlags struct {
+	sweep, cluster, recipesRoot, runnerConfig, format, launcherVersion, nodeFilter string
+	configFiles, configKeys, concs, seqLens, scenarioTypes                         listFlag
+	noEvals, evalsOnly, jsonOut                                                    bool
+	indent                                                                         int
+}
+
+func runPlan(args []string) error {
+	var f planFlags
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
+	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
+	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against; overrides sweep and cluster")
+	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
+	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (default configs/runners.yaml without --sweep)")
+	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
+	fs.BoolVar(&f.noEvals, "no-evals", false, "throughput rows only (InferenceX --no-evals); for plans: no evals")
+	fs.BoolVar(&f.evalsOnly, "evals-only", false, "eval rows only (InferenceX --evals-only)")
+	fs.StringVar(&f.format, "format", "table", "table | json | ix-json")
+	fs.BoolVar(&f.jsonOut, "json", false, "same as --format json")
+	fs.IntVar(&f.indent, "indent", 0, "ix-json: indent like json.dumps(indent=N); 0 prints one line as InferenceX does")
+	fs.Var(&f.concs, "conc", "ix-json: keep only these concurrencies")
+	fs.Var(&f.seqLens, "seq-lens", "ix-json: 1k1k and/or 8k1k")
+	fs.Var(&f.scenarioTypes, "scenario-type", "ix-json: fixed-seq-len and/or agentic-coding")
+	fs.StringVar(&f.nodeFilter, "runner-node-filter", "", "ix-json: expand the runner label into runners containing this text")
+	fs.StringVar(&f.launcherVersion, "launcher-version", "", "launcher version hashed into fingerprints (default from the cluster)")
+	if err := fs.Parse(expandListArgs(args, planListFlags)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printPlanUsage(fs)
+			return nil
+		}
+		return &exitError{code: 2, msg: err.Error() + " (see starter plan -h)"}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q (see starter plan -h)", fs.Arg(0))}
+	}
+	if f.jsonOut {
+		f.format = "json"
+	}
+	if f.noEvals && f.evalsOnly {
+		return &exitError{code: 2, msg: "--no-evals and --evals-only are mutually exclusive"}
+	}
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	switch f.format {
+	case "ix-json":
+		return planIXJSON(out, &f)
+	case "table", "json":
+		return planPoints(out, &f)
+	}
+	return &exitError{code: 2, msg: fmt.Sprintf("unknown --format %q (want table, json or ix-json)", f.format)}
+}
+
+func printPlanUsage(fs *flag.FlagSet) {
+	fmt.Fprintln(os.Stderr, `usage:
+  starter plan --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--cluster FILE] [--json]
+  starter plan --config-files F... --runner-config R --config-keys K... [--no-evals|--evals-only] --format ix-json
+
+flags:`)
+	fs.SetOutput(os.Stderr)
+	fs.PrintDefaults()
+}
+
+// configError turns loader errors into one clean line and exit status 1.
+func configError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	return &exitError{code: 1, msg: msg}
+}
+
+// sweepFromFlags loads --sweep (if any) and applies flag overrides.
+func sweepFromFlags(f *planFlags) (*config.Sweep, error) {
+	var s *config.Sweep
+	if f.sweep != "" {
+		var err error
+		if s, err = config.LoadSweep(f.sweep); err != nil {
+			return nil, configError(err)
+		}
+	} else {
+		s = &config.Sweep{Name: "adhoc", Evals: true, RunnerConfig: "configs/runners.yaml"}
+	}
+	if len(f.configFiles) > 0 {
+		s.ConfigFiles = f.configFiles
+	}
+	if len(f.configKeys) > 0 {
+		s.ConfigKeys = f.configKeys
+	}
+	if f.runnerConfig != "" {
+		s.RunnerConfig = f.runnerConfig
+	}
+	if f.cluster != "" {
+		s.ClusterPath = f.cluster
+	}
+	if f.noEvals {
+		s.Evals = false
+	}
+	if len(s.ConfigFiles) == 0 || len(s.ConfigKeys) == 0 {
+		return nil, &exitError{code: 2, msg: "give --sweep FILE, or --config-files and --config-keys"}
+	}
+	return s, nil
+}
+
+func planIXJSON(out io.Writer, f *planFlags) error {
+	s, err := sweepFromFlags(f)
+	if err != nil {
+		return err
+	}
+	var errs config.Errors
+	master, err := config.LoadMaster(s.ConfigFiles...)
+	appendErr(&errs, err)
+	runners, err := config.LoadRunners(s.RunnerConfig)
+	appendErr(&errs, err)
+	if len(errs) > 0 {
+		return configError(errs)
+	}
+	opts := matrix.Options{Keys: s.ConfigKeys, EvalsOnly: f.evalsOnly, SeqLens: f.seqLens, ScenarioTypes: f.scenarioTypes, RunnerNodeFilter: f.nodeFilter}
+	for _, c := range f.concs {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return &exitError{code: 2, msg: fmt.Sprintf("--conc %q: expected an integer", c)}
+		}
+		opts.Conc = append(opts.Conc, n)
+	}
+	for _, sl := range f.seqLens {
+		if sl != "1k1k" && sl != "8k1k" {
+			return &exitError{code: 2, msg: fmt.Sprintf("--seq-lens %q: expected 1k1k or 8k1k", sl)}
+		}
+	}
+	for _, st := range f.scenarioTypes {
+		if st != matrix.FixedSeqLen && st != matrix.AgenticCoding {
+			return &exitError{code: 2, msg: fmt.Sprintf("--scenario-type %q: expected fixed-seq-len or agentic-coding", st)}
+		}
+	}
+	rows, err := matrix.Generate(master, runners, opts)
+	if err != nil {
+		return configError(err)
+	}
+	if !f.noEvals && !f.evalsOnly {
+		rows = matrix.MarkEvals(rows) // InferenceX's mode with neither flag
+	}
+	data, err := matrix.EncodeIXJSON(rows, f.indent)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", data)
+	return err
+}
+
+func appendErr(errs *config.Errors, err error) {
+	switch e := err.(type) {
+	case nil:
+	case config.Errors:
+		*errs = append(*errs, e...)
+	case *config.Error:
+		*errs = append(*errs, e)
+	default:
+		*errs = append(*errs, &config.Error{Msg: err.Error()})
+	}
+}
+
+func planPoints(out io.Writer, f *planFlags) error {
+	if f.evalsOnly {
+		return &exitError{code: 2, msg: "--evals-only applies to --format ix-json; plans mark evals in the EVAL column"}
+	}
+	s, err := sweepFromFlags(f)
+	if err != nil {
+		return err
+	}
+	if s.ClusterPath == "" {
+		return &exitError{code: 2, msg: "no cluster profile: give --cluster FILE or set cluster in the sweep file"}
+	}
+	cluster, err := config.LoadCluster(s.ClusterPath)
+	if err != nil {
+		return configError(err)
+	}
+	p, err := plan.Build(plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: f.recipesRoot})
+	if err != nil {
+		return configError(err)
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(planJSON{
+			Plan: p,
+			Cluster: clusterJSON{Name: cluster.Name, Backend: cluster.Backend, Nodes: cluster.Nodes, GPUsPerNode: cluster.GPUsPerNode,
+				TaskQueue: cluster.TaskQueue, Launcher: cluster.Launcher},
+			NodeAllocations: p.NodeAllocations(),
+		})
+	}
+	return writePlanTable(out, p)
+}
+
+type clusterJSON struct {
+	Name        string `json:"name"`
+	Backend     string `json:"backend"`
+	Nodes       int    `json:"nodes"`
+	GPUsPerNode int    `json:"gpus-per-node"`
+	TaskQueue   string `json:"task-queue"`
+	Launcher    string `json:"launcher"`
+}
+
+type planJSON struct {
+	*plan.Plan
+	Cluster         clusterJSON `json:"cluster"`
+	NodeAllocations int         `json:"node-allocations"`
+}
+
+func writePlanTable(out io.Writer, p *plan.Plan) error {
+	c := p.Cluster
+	fmt.Fprintf(out, "sweep %s on %s (%s, %d nodes x %d GPUs)\n", p.SweepName, c.Name, c.Backend, c.Nodes, c.GPUsPerNode)
+	// Recipes usually share a directory; print it once and keep the column short.
+	dir := ""
+	for i, pt := range p.Points {
+		d := path.Dir(pt.RecipePath)
+		if i == 0 {
+			dir = d
+		} else if d != dir {
+			dir = ""
+			break
+		}
+	}
+	if dir != "" {
+		fmt.Fprintf(out, "recipes in %s/\n", path.Join(config.DisplayPath(p.RecipesRoot), dir))
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tEXP-NAME\tTOPOLOGY\tCONC\tNODES\tGPUS\tEVAL\tRECIPE")
+	largest := 0
+	for _, pt := range p.Points {
+		recipe := pt.RecipePath
+		if dir != "" {
+			recipe = path.Base(recipe)
+		}
+		eval := "no"
+		if pt.Eval {
+			eval = "yes"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", pt.Index+1, pt.ExpName, pt.Topology, pt.Conc, pt.Nodes, pt.GPUs, eval, recipe)
+		largest = max(largest, pt.Nodes)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%d points, %d node-allocations, %d with eval; largest point needs %d of %d nodes\n",
+		len(p.Points), p.NodeAllocations(), p.Evals(), largest, c.Nodes)
+	return nil
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPlanHelperProcess is not a test: TestPlanCommand re-executes the test
+// binary with SWEEPFLOW_PLAN_HELPER=1 so each case runs `starter` exactly as
+// a user would (real argv, exit status, stdout and stderr).
+func TestPlanHelperProcess(t *testing.T) {
+	if os.Getenv("SWEEPFLOW_PLAN_HELPER") != "1" {
+		t.Skip("helper process for TestPlanCommand")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(run(args))
+}
+
+type planResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// starterIn runs `starter args...` in dir.
+func starterIn(t *testing.T, dir string, args ...string) planResult {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestPlanHelperProcess$", "--"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SWEEPFLOW_PLAN_HELPER=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return planResult{code, stdout.String(), stderr.String()}
+}
+
+// seedCopy copies configs/ to a temp dir (as <tmp>/configs) and returns <tmp>.
+func seedCopy(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("..", "configs"))
+	require.NoError(t, err)
+	root := t.TempDir()
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(root, "configs", rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	require.NoError(t, err)
+	return root
+}
+
+var tableRow = regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(TP\d+ agg|\dP\dD \S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|no)\s+(\S+\.yaml)$`)
+
+func TestPlanSeedTable(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	res := starterIn(t, repo, "plan", "--sweep", "configs/sweeps/dsv4-gb200-agentx.yaml")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Empty(t, res.stderr)
+	rows := tableRow.FindAllStringSubmatch(res.stdout, -1)
+	require.Len(t, rows, 8, res.stdout)
+	var nodes, gpus, concs []int
+	var evals []string
+	for _, r := range rows {
+		n, _ := strconv.Atoi(r[5])
+		g, _ := strconv.Atoi(r[6])
+		c, _ := strconv.Atoi(r[4])
+		nodes, gpus, concs, evals = append(nodes, n), append(gpus, g), append(concs, c), append(evals, r[7])
+	}
+	assert.Equal(t, []int{2, 2, 6, 6, 12, 16, 16, 16}, nodes)
+	assert.Equal(t, []int{8, 8, 24, 24, 48, 64, 64, 64}, gpus)
+	assert.Equal(t, []int{1, 4, 64, 128, 256, 768, 1024, 1280}, concs)
+	assert.Equal(t, []string{"no", "no", "yes", "yes", "yes", "no", "no", "yes"}, evals)
+	assert.Equal(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache", rows[0][2])
+	assert.Equal(t, "1P1D DEP8/DEP16", rows[2][3])
+	assert.Equal(t, "2P1D DEP16/DEP32", rows[7][3])
+	assert.Contains(t, res.stdout, "8 points, 76 node-allocations, 4 with eval; largest point needs 16 of 18 nodes")
+
+	// --json for machines, and --cluster switches the profile.
+	res = starterIn(t, repo, "plan", "--sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "--cluster", "configs/clusters/local-sim.yaml", "--json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var out struct {
+		Sweep   string `json:"sweep"`
+		Cluster struct {
+			Name    string `json:"name"`
+			Backend string `json:"backend"`
+		} `json:"cluster"`
+		Points []struct {
+			Nodes       int    `json:"nodes"`
+			Eval        bool   `json:"eval"`
+			Fingerprint string `json:"fingerprint"`
+			Row         struct {
+				ExpName string `json:"exp-name"`
+			} `json:"row"`
+		} `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out))
+	assert.Equal(t, "dsv4-gb200-agentx", out.Sweep)
+	assert.Equal(t, "local-sim", out.Cluster.Name)
+	assert.Equal(t, "local", out.Cluster.Backend)
+	require.Len(t, out.Points, 8)
+	assert.Equal(t, 16, out.Points[7].Nodes)
+	assert.Equal(t, "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc1280_kvdram-hicache", out.Points[7].Row.ExpName)
+	assert.Len(t, out.Points[0].Fingerprint, 64)
+}
+
+// TestPlanErrorsAreOneLine edits one thing in a copy of the seed per case
+// and checks the exit status and the single line the user sees.
+func TestPlanErrorsAreOneLine(t *testing.T) {
+	const (
+		master  = "configs/dsv4-gb200-agentx.yaml"
+		cluster = "configs/clusters/gb200-nvl72.yaml"
+		sweep   = "configs/sweeps/dsv4-gb200-agentx.yaml"
+		recipe  = "configs/recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c4-dspark6-hicache.yaml"
+	)
+	cases := []struct {
+		name     string
+		file     string
+		old, new string
+		args     []string
+		code     int
+		want     []string // substrings of the one stderr line
+	}{
+		{"malformed YAML", master, "        conc-list: [4]\n", "        conc-list: [4\n", nil, 1,
+			[]string{"starter plan: " + master + ":", ": yaml: malformed YAML"}},
+		{"unknown field", master, "  precision: fp4\n", "  precison: fp4\n", nil, 1,
+			[]string{"starter plan: " + master + ":21: dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg.precison: unknown field"}},
+		{"conc 0", master, "conc-list: [64]", "conc-list: [0]", nil, 1,
+			[]string{"starter plan: " + master + ":91: dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg.scenarios.agentic-coding[0].search-space[0].conc-list[0]: concurrency must be > 0, got 0"}},
+		{"missing recipe file", master, "agg-gb200-tp8-c4-dspark6-hicache.yaml", "agg-gb200-tp8-c5-dspark6-hicache.yaml", nil, 1,
+			[]string{"starter plan: " + master + ":62: ", "search-space[1].prefill.additional-settings[2]: recipe recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c5-dspark6-hicache.yaml not found under recipes root configs"}},
+		{"row larger than the cluster", cluster, "nodes: 18", "nodes: 15", nil, 1,
+			[]string{"starter plan: " + master + ":147: ", "search-space[3]: 2P1D DEP16/DEP32 needs 16 nodes", "cluster gb200-nvl72 has only 15"}},
+		{"bad recipe", recipe, "  agg_workers: 1\n", "  agg_worker: 1\n", nil, 1,
+			[]string{"starter plan: " + recipe[len("configs/"):], ": resources.agg_worker: unknown field"}},
+		{"unknown field in the sweep file", sweep, "evals: true", "evals: true\nretries: 3", nil, 1,
+			[]string{"starter plan: " + sweep + ":19: retries: unknown field"}},
+		{"unknown config key", sweep, "  - dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg\n", "  - dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-aggr\n", nil, 1,
+			[]string{`starter plan: config-keys: config key "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-aggr" not found`}},
+		{"conflicting flags", "", "", "", []string{"--no-evals", "--evals-only"}, 2,
+			[]string{"starter plan: --no-evals and --evals-only are mutually exclusive"}},
+		{"unknown flag", "", "", "", []string{"--nodes", "3"}, 2,
+			[]string{"starter plan: flag provided but not defined: -nodes"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := seedCopy(t)
+			if tc.file != "" {
+				p := filepath.Join(dir, tc.file)
+				data, err := os.ReadFile(p)
+				require.NoError(t, err)
+				require.Contains(t, string(data), tc.old)
+				require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), tc.old, tc.new, 1)), 0o644))
+			}
+			args := append([]string{"plan", "--sweep", sweep}, tc.args...)
+			if tc.name == "bad recipe" {
+				// Recipe problems are reported in the recipe: run from configs/.
+				args = []string{"plan", "--sweep", "sweeps/dsv4-gb200-agentx.yaml"}
+				dir = filepath.Join(dir, "configs")
+			}
+			res := starterIn(t, dir, args...)
+			assert.Equal(t, tc.code, res.code, res.stderr)
+			assert.Empty(t, res.stdout, "nothing is planned when anything is invalid")
+			require.True(t, strings.HasSuffix(res.stderr, "\n"), "%q", res.stderr)
+			assert.Equal(t, 1, strings.Count(res.stderr, "\n"), "exactly one line: %q", res.stderr)
+			for _, w := range tc.want {
+				assert.Contains(t, res.stderr, w)
+			}
+			assert.NotContains(t, res.stderr, "goroutine")
+			assert.NotContains(t, res.stderr, "panic")
+		})
+	}
+}
+
+// TestPlanIXJSONParity runs the InferenceX-compatible interface against the
+// reference outputs: space-separated lists after flags, globs, both modes.
+func TestPlanIXJSONParity(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	shared := os.Getenv("SWEEPFLOW_SHARED")
+	if shared == "" {
+		shared = filepath.Join(repo, "..", "shared")
+	}
+	ix := filepath.Join(shared, "inferencex")
+	_, err = os.Stat(filepath.Join(ix, "nvidia-master.yaml"))
+	require.NoError(t, err, "reference data missing: set SWEEPFLOW_SHARED")
+
+	keys := []string{"dsv4-fp4-gb300-dynamo-sglang-agentic-agg", "dsr1-fp4-b200-dynamo-trt"}
+	for _, mode := range []struct{ flag, suffix string }{{"--no-evals", ".json"}, {"--evals-only", ".evals.json"}} {
+		res := starterIn(t, repo, append(append([]string{"plan", "--config-files", filepath.Join(ix, "nvidia-master.yaml"),
+			"--runner-config", filepath.Join(ix, "runners.yaml"), "--config-keys"}, keys...), mode.flag, "--format", "ix-json")...)
+		require.Equal(t, 0, res.code, res.stderr)
+		require.Equal(t, 1, strings.Count(res.stdout, "\n"), "one line, as InferenceX prints it")
+		var got []any
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
+		var want []any
+		for _, k := range keys {
+			data, err := os.ReadFile(filepath.Join(ix, "expected-matrix", k+mode.suffix))
+			require.NoError(t, err)
+			var rows []any
+			require.NoError(t, json.Unmarshal(data, &rows))
+			want = append(want, rows...)
+		}
+		require.Equal(t, want, got, mode.flag)
+	}
+
+	// A glob resolves in file order; the seed's own rows come out too.
+	res := starterIn(t, repo, "plan", "--config-files", "configs/dsv4-gb200-agentx.yaml", "--runner-config", "configs/runners.yaml",
+		"--config-keys", "dsv4-*", "--evals-only", "--format", "ix-json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var evals []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &evals))
+	require.Len(t, evals, 4)
+	for i, c := range []float64{64, 128, 256, 1280} {
+		assert.Equal(t, c, evals[i]["eval-conc"])
+		assert.Equal(t, true, evals[i]["eval-only"])
+	}
+}
