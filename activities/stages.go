@@ -66,7 +66,10 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (Checkp
 	hb := startHeartbeat(ctx, 0, details)
 	defer hb.Stop()
 	perNode := map[string]int64{}
-	rep, err := a.Backend.StageCheckpoint(ctx, toCluster(in.Alloc), in.Point.Model, resume, func(p cluster.StageProgress) {
+	if in.Point.CheckpointSource == "" {
+		return CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, nil
+	}
+	rep, err := a.Backend.StageCheckpoint(ctx, toCluster(in.Alloc), in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
 		perNode[p.Node] = p.BytesCopied
 		details.Done[p.Node] = append([]string(nil), p.Done...)
 		var total int64

@@ -55,6 +55,11 @@ type PointSpec struct {
 	// SyntheticAL is the golden acceptance length injected into the engine
 	// for the perf stage only (0 means the engine's real acceptance).
 	SyntheticAL float64 `json:"synthetic_al,omitempty"`
+	// CheckpointSource is the checkpoint on the shared filesystem and
+	// CheckpointPath the node-local path the engine loads; staging copies one
+	// to the other on every node. Empty source: nothing to stage.
+	CheckpointSource string `json:"checkpoint_source,omitempty"`
+	CheckpointPath   string `json:"checkpoint_path,omitempty"`
 	// Deployment shorthand the simulator understands ("2P1D DEP16/DEP32").
 	Deployment string `json:"deployment"`
 	// Faults injected on purpose (chaos testing, demos of the operator gate).

@@ -68,7 +68,9 @@ type Server struct {
 type Backend interface {
 	Name() string
 	Allocate(ctx context.Context, req AllocRequest) (Allocation, error)
-	StageCheckpoint(ctx context.Context, alloc Allocation, model string, resume map[string][]string, progress func(StageProgress)) (StageReport, error)
+	// StageCheckpoint copies src (shared filesystem) to dst (node-local) on
+	// every allocated node, resuming per node from the files already done.
+	StageCheckpoint(ctx context.Context, alloc Allocation, src, dst string, resume map[string][]string, progress func(StageProgress)) (StageReport, error)
 	BringUp(ctx context.Context, alloc Allocation, spec ServeSpec) (Server, error)
 	// Health returns nil when the server answers; phase is a human marker
 	// from the server log (loading weights, capturing graphs, ready).

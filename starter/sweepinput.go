@@ -77,6 +77,11 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 			Image: pt.Image, RecipePath: pt.RecipePath, Row: pt.Row, ISL: pt.ISL, OSL: pt.OSL,
 			DurationSec: pt.DurationSec, Deployment: pt.Topology, Faults: faults[pt.ExpName],
 		}
+		if pt.Recipe != nil {
+			if m, ok := cl.Models[pt.Recipe.Model.Path]; ok {
+				spec.CheckpointSource, spec.CheckpointPath = m.Source, m.Path
+			}
+		}
 		if golden != nil && pt.SpecDecoding != "" && pt.SpecDecoding != "none" && pt.DraftTokens > 0 {
 			al, err := golden.Lookup(pt.Model, thinking, pt.DraftTokens)
 			if err != nil {

@@ -159,8 +159,12 @@ func (b *Backend) Allocate(ctx context.Context, req cluster.AllocRequest) (clust
 
 // StageCheckpoint copies the model from the shared root to every node's
 // node-local root in parallel, skipping what already matches.
-func (b *Backend) StageCheckpoint(ctx context.Context, alloc cluster.Allocation, model string, resume map[string][]string, progress func(cluster.StageProgress)) (cluster.StageReport, error) {
-	src := filepath.Join(b.cfg.SharedRoot, model)
+func (b *Backend) StageCheckpoint(ctx context.Context, alloc cluster.Allocation, src, dst string, resume map[string][]string, progress func(cluster.StageProgress)) (cluster.StageReport, error) {
+	// Each emulated node has its own directory under the node-local root.
+	rel, err := filepath.Rel(b.cfg.NodeLocalRoot, dst)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return cluster.StageReport{}, fmt.Errorf("%w: node-local checkpoint path %s is not under the node-local root %s", cluster.ErrBadConfig, dst, b.cfg.NodeLocalRoot)
+	}
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return cluster.StageReport{}, fmt.Errorf("%w: checkpoint %s not found on the shared root", cluster.ErrBadConfig, src)
 	}
@@ -174,7 +178,7 @@ func (b *Backend) StageCheckpoint(ctx context.Context, alloc cluster.Allocation,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := staging.Options{Src: src, Dst: filepath.Join(b.cfg.NodeLocalRoot, node, model)}
+			opts := staging.Options{Src: src, Dst: filepath.Join(b.cfg.NodeLocalRoot, node, rel)}
 			if done := resume[node]; len(done) > 0 {
 				opts.Resume = &staging.Progress{Done: done}
 			}

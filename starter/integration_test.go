@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/results"
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// itEnv is a real Temporal dev server plus what a worker on the simulated
+// local cluster needs: a built starter binary (the engine), a home directory
+// with a simulated checkpoint, and the real GSM8K split.
+type itEnv struct {
+	t          *testing.T
+	c          client.Client
+	addr       string
+	temporal   string
+	home       string
+	starterBin string
+	gsm8kDir   string
+}
+
+var buildOnce struct {
+	sync.Once
+	dir string
+	err error
+}
+
+// starterBinary builds this package once per test binary.
+func starterBinary(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sweepflow-starter-")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "starter"), ".").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		buildOnce.dir = dir
+	})
+	require.NoError(t, buildOnce.err)
+	return filepath.Join(buildOnce.dir, "starter")
+}
+
+func sharedDir() string {
+	if d := os.Getenv("SWEEPFLOW_SHARED"); d != "" {
+		return d
+	}
+	d, _ := filepath.Abs(filepath.Join("..", "..", "shared"))
+	return d
+}
+
+func newITEnv(t *testing.T) *itEnv {
+	if testing.Short() {
+		t.Skip("integration test: needs the Temporal dev server")
+	}
+	wd, _ := os.Getwd()
+	bin, err := temporalx.CLIPath(wd)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install the Temporal CLI: %v", err)
+		}
+		t.Skipf("no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
+	}
+	gsm := filepath.Join(sharedDir(), "datasets", "gsm8k")
+	if _, err := os.Stat(filepath.Join(gsm, "test.jsonl")); err != nil {
+		t.Fatalf("GSM8K split not found at %s (set SWEEPFLOW_SHARED)", gsm)
+	}
+	var extra []string
+	for name, typ := range workflows.SearchAttributeTypes() {
+		extra = append(extra, "--search-attribute", name+"="+typ)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath: bin, LogLevel: "error", ExtraArgs: extra,
+		ClientOptions: &client.Options{Logger: temporalx.SDKLogger(zap.NewNop())},
+		Stdout:        io.Discard, Stderr: io.Discard,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	e := &itEnv{t: t, c: srv.Client(), addr: srv.FrontendHostPort(), temporal: bin, home: t.TempDir(),
+		starterBin: starterBinary(t), gsm8kDir: gsm}
+	t.Setenv("TEMPORAL_ADDRESS", e.addr)
+	t.Setenv("TEMPORAL_NAMESPACE", "default")
+	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)
+	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
+		filepath.Join(e.home, "local-sim", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return e
+}
+
+// workerConfig is a worker for the simulated GB200 partition, fast enough
+// for tests: a 0.002 time scale, 2 s perf runs, 40 GSM8K questions.
+func (e *itEnv) workerConfig() *workerapp.Config {
+	return &workerapp.Config{
+		ClusterFile: "../configs/clusters/local-sim.yaml", Home: e.home, GSM8KDir: e.gsm8kDir,
+		EvalMode: "lm-eval", EvalLimit: 40, Thresholds: "../configs/thresholds.yaml", StarterBin: e.starterBin,
+		SimTimeScale: 0.002, SimAccuracy: 0.97, PerfDuration: 2 * time.Second, Control: true,
+	}
+}
+
+// startWorker runs control and cluster workers in this process.
+func (e *itEnv) startWorker() func() {
+	cfg := e.workerConfig()
+	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
+	require.NoError(e.t, err)
+	w, err := workerapp.Start(e.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
+	require.NoError(e.t, err)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			w.Stop()
+			closeFn()
+		}
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+// sweep plans the seed sweep for the simulated cluster and keeps the points
+// whose exp-name contains one of keep.
+func (e *itEnv) sweep(id string, keep []string, faults []string) *workflows.SweepInput {
+	in, _, err := buildSweep(sweepRequest{
+		SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml",
+		ID: id, Faults: faults,
+		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
+	})
+	require.NoError(e.t, err)
+	var pts []activities.PointSpec
+	for _, p := range in.Points {
+		for _, k := range keep {
+			if strings.Contains(p.PointID, k) {
+				pts = append(pts, p)
+			}
+		}
+	}
+	require.Len(e.t, pts, len(keep))
+	in.Points = pts
+	return in
+}
+
+func (e *itEnv) start(in *workflows.SweepInput) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := startSweep(ctx, e.c, in)
+	require.NoError(e.t, err)
+}
+
+// wait blocks until the sweep workflow closes and returns its progress.
+func (e *itEnv) wait(id string, within time.Duration) *workflows.SweepProgress {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var pr workflows.SweepProgress
+	err := e.c.GetWorkflow(ctx, id, "").Get(ctx, &pr)
+	require.NoError(e.t, err, "sweep %s did not complete", id)
+	return &pr
+}
+
+// list runs a visibility query.
+func (e *itEnv) list(query string) []string {
+	resp, err := e.c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+	require.NoError(e.t, err)
+	var ids []string
+	for _, x := range resp.GetExecutions() {
+		ids = append(ids, x.GetExecution().GetWorkflowId())
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (e *itEnv) eventually(what string, within time.Duration, cond func() bool) {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// activityRuns counts the scheduled activities of a type in a workflow's
+// history (a retry of one scheduled activity counts once per schedule).
+func (e *itEnv) activityRuns(wid, typ string) (scheduled, attempts int) {
+	it := e.c.GetWorkflowHistory(context.Background(), wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	ids := map[int64]bool{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(e.t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == typ {
+			scheduled++
+			ids[ev.GetEventId()] = true
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && ids[a.GetScheduledEventId()] {
+			attempts += int(a.GetAttempt())
+		}
+	}
+	return scheduled, attempts
+}
+
+// cli runs a starter command in-process and captures its stdout.
+func (e *itEnv) cli(args ...string) (string, int) {
+	r, w, err := os.Pipe()
+	require.NoError(e.t, err)
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		_, _ = io.Copy(&b, r)
+		done <- b.String()
+	}()
+	code := run(args)
+	os.Stdout = old
+	w.Close()
+	return <-done, code
+}
+
+func (e *itEnv) ledger() *results.Store {
+	s, err := results.Open(context.Background(), filepath.Join(e.home, "results.db"))
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestIntegrationOperatorGateAndRerun runs a small sweep end to end on the
+// real dev server: one point's eval fails until an operator retries it (the
+// perf stage must not run again), then a rerun of a sweep with an aborted
+// point re-executes only what that point is missing.
+func TestIntegrationOperatorGateAndRerun(t *testing.T) {
+	e := newITEnv(t)
+	e.startWorker()
+
+	// 1. Eval fault on the c128 point: 2 attempts = the stage's whole retry
+	// budget, so the point parks for an operator.
+	id := "it-gate"
+	in := e.sweep(id, []string{"conc4_", "conc128_"}, []string{"conc128_:eval:2"})
+	e.start(in)
+	point := workflows.PointWorkflowID(id, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache")
+	waiting := fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, id)
+	e.eventually("the c128 point to wait for an operator", 3*time.Minute, func() bool { return len(e.list(waiting)) == 1 })
+	require.Equal(t, []string{point}, e.list(waiting))
+
+	out, code := e.cli("status", id)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "awaiting-operator")
+	require.Contains(t, out, "starter retry|skip|abort "+point)
+
+	cliOut, err := exec.Command(e.temporal, "workflow", "list", "--address", e.addr, "--query", waiting).CombinedOutput()
+	require.NoError(t, err, string(cliOut))
+	require.Contains(t, string(cliOut), point)
+
+	// An invalid decision is rejected; retry is accepted and resumes at eval.
+	_, code = e.cli("skip", "no-such-point")
+	require.NotEqual(t, 0, code)
+	out, code = e.cli("retry", point)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "accepted retry for eval")
+
+	pr := e.wait(id, 3*time.Minute)
+	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	perf, _ := e.activityRuns(point, "Perf")
+	require.Equal(t, 1, perf, "the perf stage must not run again after the eval retry")
+	evals, attempts := e.activityRuns(point, "Eval")
+	require.Equal(t, 2, evals, "eval scheduled once, then once more after the operator's retry")
+	require.Equal(t, 3, attempts, "2 failed attempts, then 1 successful")
+
+	store := e.ledger()
+	n, err := store.CountStageOutputs(context.Background(), id, "perf")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	n, err = store.CountStageOutputs(context.Background(), id, "eval")
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the c128 point evaluates")
+
+	// 2. A sweep whose c64 point fails for good (aborted at perf) ...
+	id2 := "it-rerun"
+	in2 := e.sweep(id2, []string{"conc4_", "conc64_"}, []string{"conc64_:perf"})
+	e.start(in2)
+	failing := workflows.PointWorkflowID(id2, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
+	e.eventually("the c64 point to wait", 3*time.Minute, func() bool {
+		return len(e.list(fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, id2))) == 1
+	})
+	out, code = e.cli("abort", "--sweep", id2, "--reason", "test")
+	require.Equal(t, 0, code, out)
+	pr2 := e.wait(id2, 3*time.Minute)
+	require.Equal(t, 1, pr2.Counts[workflows.StatusAborted], "%+v", pr2.Counts)
+
+	// ... is rerun: the good point reuses its ledger outputs (no allocation),
+	// the failed one runs every stage.
+	rerunIn := e.sweep("it-rerun-rerun1", []string{"conc4_", "conc64_"}, nil)
+	rerunIn.ReuseFrom = []string{id2}
+	e.start(rerunIn)
+	pr3 := e.wait(rerunIn.SweepID, 3*time.Minute)
+	require.Equal(t, 2, pr3.Counts[workflows.StatusCompleted], "%+v", pr3.Counts)
+	good := workflows.PointWorkflowID(rerunIn.SweepID, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")
+	alloc, _ := e.activityRuns(good, "Allocate")
+	require.Equal(t, 0, alloc, "a point whose outputs are all reusable needs no nodes")
+	redo := workflows.PointWorkflowID(rerunIn.SweepID, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
+	perf, _ = e.activityRuns(redo, "Perf")
+	require.Equal(t, 1, perf)
+	evals, _ = e.activityRuns(redo, "Eval")
+	require.Equal(t, 1, evals)
+	_ = failing
+}
