@@ -327,3 +327,86 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	require.Equal(t, 1, evals)
 	_ = failing
 }
+
+var workerBuild struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func workerBinary(t *testing.T) string {
+	workerBuild.Do(func() {
+		dir := filepath.Dir(starterBinary(t))
+		workerBuild.path = filepath.Join(dir, "worker")
+		out, err := exec.Command("go", "build", "-o", workerBuild.path, "../worker").CombinedOutput()
+		if err != nil {
+			workerBuild.err = fmt.Errorf("go build worker: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, workerBuild.err)
+	return workerBuild.path
+}
+
+// startWorkerProcess runs the real worker binary against the dev server.
+func (e *itEnv) startWorkerProcess(logName string) *exec.Cmd {
+	cfg := e.workerConfig()
+	cmd := exec.Command(workerBinary(e.t), "--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
+		"--eval-limit", "40", "--thresholds", cfg.Thresholds, "--starter-bin", e.starterBin,
+		"--sim-time-scale", "0.002", "--perf-duration", "8s")
+	logf, err := os.Create(filepath.Join(e.home, logName))
+	require.NoError(e.t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(e.t, cmd.Start())
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	return cmd
+}
+
+// TestIntegrationWorkerKilledDuringPerf kills -9 the worker while a point is
+// in its perf stage: the activity's heartbeat times out, a new worker picks
+// the stage up, the sweep completes and the ledger holds no duplicate rows.
+func TestIntegrationWorkerKilledDuringPerf(t *testing.T) {
+	e := newITEnv(t)
+	first := e.startWorkerProcess("worker1.log")
+
+	id := "it-kill"
+	in := e.sweep(id, []string{"conc4_", "conc64_"}, nil)
+	in.Tuning.HeartbeatTimeout = 3 * time.Second
+	e.start(in)
+	point := workflows.PointWorkflowID(id, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
+	e.eventually("the c64 point to be in its perf stage", 3*time.Minute, func() bool {
+		d, err := e.c.DescribeWorkflowExecution(context.Background(), point, "")
+		if err != nil {
+			return false
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == "Perf" && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				return true
+			}
+		}
+		return false
+	})
+	require.NoError(t, first.Process.Kill()) // SIGKILL: no graceful stop
+	_, _ = first.Process.Wait()
+	e.startWorkerProcess("worker2.log")
+
+	pr := e.wait(id, 4*time.Minute)
+	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	_, attempts := e.activityRuns(point, "Perf")
+	require.GreaterOrEqual(t, attempts, 2, "the perf stage ran again on the new worker")
+
+	store := e.ledger()
+	n, err := store.CountStageOutputs(context.Background(), id, "perf")
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "one perf output per point, none duplicated")
+	perf, err := store.Perf(context.Background(), id)
+	require.NoError(t, err)
+	require.Len(t, perf, 2)
+	for _, p := range perf {
+		require.True(t, p.Simulated, "simulator results are labelled simulated")
+		require.Greater(t, p.OutputTputPerGPU, 0.0)
+	}
+}
