@@ -20,9 +20,15 @@ type Sweep struct {
 	ClusterPath  string
 	RecipesRoot  string // "" means: use the cluster profile's recipes root
 	Evals        bool   // run GSM8K evals where InferenceX would (default true)
+	// GoldenAL is InferenceX's golden acceptance-length file for the model
+	// (utils/golden_al_distribution); perf runs inject its AL for the
+	// recipe's draft length and Thinking mode. "" keeps the rows' own
+	// SYNTHETIC_ACCEPTANCE_LENGTH.
+	GoldenAL string
+	Thinking bool // thinking_on (default) or thinking_off golden values
 }
 
-var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals"}
+var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals", "golden-al", "thinking"}
 
 // LoadSweep reads and validates a sweep file.
 func LoadSweep(path string) (*Sweep, error) {
@@ -51,7 +57,7 @@ func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
 		return nil, errs.errs.Err()
 	}
 	dir := filepath.Dir(abs)
-	s := &Sweep{Path: abs, Evals: true}
+	s := &Sweep{Path: abs, Evals: true, Thinking: true}
 	s.Name = m.reqStr("name")
 	if s.Name != "" && !nameRe.MatchString(s.Name) {
 		d.errorf(m.value["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", s.Name)
@@ -72,6 +78,20 @@ func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
 	}
 	if v, ok := m.optBool("evals"); ok {
 		s.Evals = v
+	}
+	if p, ok := m.optStr("golden-al"); ok && p != "" {
+		exp, err := expandEnv(p)
+		if err != nil {
+			d.errorf(m.value["golden-al"], "golden-al", "%v", err)
+		} else {
+			s.GoldenAL = resolvePath(dir, exp)
+			if _, err := os.Stat(s.GoldenAL); err != nil {
+				d.errorf(m.value["golden-al"], "golden-al", "cannot read golden AL file %s: %s", DisplayPath(s.GoldenAL), cleanIOError(err))
+			}
+		}
+	}
+	if v, ok := m.optBool("thinking"); ok {
+		s.Thinking = v
 	}
 	if err := errs.errs.Err(); err != nil {
 		return nil, err

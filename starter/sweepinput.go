@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/json"
+	"math"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
@@ -82,10 +84,19 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 				spec.CheckpointSource, spec.CheckpointPath = m.Source, m.Path
 			}
 		}
+		rowAL, rowHasAL := rowSyntheticAL(pt.Row)
+		if rowHasAL {
+			spec.SyntheticAL = rowAL
+		}
 		if golden != nil && pt.SpecDecoding != "" && pt.SpecDecoding != "none" && pt.DraftTokens > 0 {
 			al, err := golden.Lookup(pt.Model, thinking, pt.DraftTokens)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: point %s: %w", config.DisplayPath(goldenFile), pt.ExpName, err)
+			}
+			// A row that pins a different AL than the golden table is stale.
+			if rowHasAL && math.Abs(rowAL-al) > 1e-9 {
+				return nil, nil, fmt.Errorf("%s: point %s: SYNTHETIC_ACCEPTANCE_LENGTH=%g in the config but the golden AL for %d draft tokens is %g",
+					config.DisplayPath(pt.Source.File), pt.ExpName, rowAL, pt.DraftTokens, al)
 			}
 			spec.SyntheticAL = al
 		}
@@ -178,4 +189,29 @@ func contains(list []string, s string) bool {
 }
 
 // goldenALOf returns the sweep's golden AL file and thinking mode.
-func goldenALOf(sw *config.Sweep) (string, bool) { return "", true }
+func goldenALOf(sw *config.Sweep) (string, bool) { return sw.GoldenAL, sw.Thinking }
+
+// rowSyntheticAL reads SYNTHETIC_ACCEPTANCE_LENGTH from the row's
+// additional-settings when SYNTHETIC_ACCEPTANCE=true, as InferenceX's
+// launchers export it.
+func rowSyntheticAL(row json.RawMessage) (float64, bool) {
+	var r struct {
+		Prefill struct {
+			Settings []string `json:"additional-settings"`
+		} `json:"prefill"`
+	}
+	if json.Unmarshal(row, &r) != nil {
+		return 0, false
+	}
+	on, al := false, 0.0
+	for _, s := range r.Prefill.Settings {
+		k, v, _ := strings.Cut(s, "=")
+		switch k {
+		case "SYNTHETIC_ACCEPTANCE":
+			on = v == "true"
+		case "SYNTHETIC_ACCEPTANCE_LENGTH":
+			al, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return al, on && al > 0
+}
