@@ -2,10 +2,10 @@ package main
 
 import (
 	"crypto/sha256"
-	"encoding/json"
-	"math"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
