@@ -1,0 +1,265 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"time"
+
+	"github.com/sweepflow/sweepflow/loadgen/sse"
+)
+
+// SimulatedHeader and SimulatedFingerprint are how the sweepflow simulator
+// marks its responses; results derived from them are flagged "simulated".
+const (
+	SimulatedHeader      = "X-Sweepflow-Simulated"
+	SimulatedFingerprint = "sweepflow-simulated"
+)
+
+// idleConnTimeout stays below common server keep-alives (uvicorn: 5 s) so the
+// client never reuses a connection the server is about to close.
+const idleConnTimeout = 4 * time.Second
+
+// newTransport returns the one transport a run shares: sized to the
+// concurrency so no request ever waits for a connection and every connection
+// is reused, HTTP/1.1, no compression, no proxy (a benchmark must measure the
+// server, not a proxy), and no client-wide timeout (per-request contexts
+// bound each request instead).
+func newTransport(concurrency int) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		MaxIdleConns:          concurrency,
+		MaxIdleConnsPerHost:   concurrency,
+		MaxConnsPerHost:       concurrency,
+		IdleConnTimeout:       idleConnTimeout,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		ReadBufferSize:        32 << 10,
+		WriteBufferSize:       32 << 10,
+		ResponseHeaderTimeout: 0,
+	}
+}
+
+// client issues streaming completion requests and measures them.
+type client struct {
+	hc      *http.Client
+	url     string
+	timeout time.Duration
+	epoch   time.Time // phase start; all record times are relative to it
+}
+
+func (c *client) now() int64 { return int64(time.Since(c.epoch)) }
+
+// conn is a worker's reusable per-stream state, so the hot path allocates
+// nothing per chunk.
+type conn struct {
+	trace  reqTrace
+	rd     *sse.Reader
+	p      sse.Parser
+	ch     sse.Chunk
+	body   []byte
+	text   []byte
+	cum    []int32 // cumulative usage.completion_tokens per token chunk
+	errBuf [512]byte
+}
+
+func (c *client) newConn() *conn {
+	w := &conn{rd: sse.NewReader(nil, time.Time{})}
+	w.trace.ct = httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			w.trace.rec.NewConnection = !info.Reused
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			w.trace.rec.WrittenNs = c.now()
+		},
+	}
+	return w
+}
+
+// reqTrace is a worker's reusable httptrace hook set; rec is the request
+// currently in flight on that worker.
+type reqTrace struct {
+	ct  httptrace.ClientTrace
+	rec *RequestRecord
+}
+
+// do sends one request and fills rec. wantText keeps the returned content
+// (agentic history). runCtx is the run's context: its cancellation marks the
+// request "canceled" rather than "timeout".
+func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRecord, wantText bool) {
+	rec.FirstTokenNs, rec.LastTokenNs = -1, -1
+	ctx, cancel := context.WithTimeout(runCtx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		rec.ErrorKind, rec.Error = ErrKindTransport, err.Error()
+		rec.EndNs = c.now()
+		rec.finish()
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	// The trace splits client-side send overhead (pool wait, write) from
+	// the server's time and notes whether a pooled connection was reused.
+	w.trace.rec = rec
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &w.trace.ct))
+	rec.SendNs = c.now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.fail(runCtx, ctx, rec, err)
+		rec.EndNs = c.now()
+		rec.finish()
+		return
+	}
+	rec.Status = resp.StatusCode
+	if v := resp.Header.Get(SimulatedHeader); v != "" && v != "false" && v != "0" {
+		rec.Simulated = true
+	}
+	if resp.StatusCode != http.StatusOK {
+		n, _ := io.ReadFull(resp.Body, w.errBuf[:])
+		rec.ErrorKind = ErrKindHTTP
+		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine(w.errBuf[:n]))
+		drain(resp.Body)
+		rec.EndNs = c.now()
+		rec.finish()
+		return
+	}
+	c.stream(runCtx, ctx, w, resp.Body, rec, wantText)
+	drain(resp.Body)
+	rec.EndNs = c.now()
+	rec.finish()
+}
+
+// stream reads the SSE body. Each chunk's time is when the Read that
+// completed it returned, taken before any parsing.
+func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, rec *RequestRecord, wantText bool) {
+	w.rd.Reset(body, c.epoch)
+	w.cum = w.cum[:0]
+	if wantText {
+		w.text = w.text[:0]
+	}
+	allUsage := true
+	for {
+		ev, err := w.rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			c.fail(runCtx, ctx, rec, err)
+			break
+		}
+		d := ev.Data
+		if len(d) == 6 && string(d) == "[DONE]" {
+			break
+		}
+		ch := &w.ch
+		if perr := w.p.Parse(d, ch); perr != nil {
+			rec.ErrorKind = ErrKindBadChunk
+			rec.Error = fmt.Sprintf("%v in %q", perr, clip(d, 200))
+			break
+		}
+		if ch.IsError || string(ev.Type) == "error" {
+			rec.ErrorKind = ErrKindStreamError
+			msg := ch.Error
+			if len(msg) == 0 {
+				msg = d
+			}
+			rec.Error = oneLine(clip(msg, 500))
+			break
+		}
+		if rec.ResponseID == "" && len(ch.ID) > 0 {
+			rec.ResponseID = string(ch.ID)
+		}
+		if !rec.Simulated && string(ch.SystemFingerprint) == SimulatedFingerprint {
+			rec.Simulated = true
+		}
+		if ch.HasToken() {
+			rec.ChunkNs = append(rec.ChunkNs, ev.At)
+			k := CountTokens(ch.Content) + CountTokens(ch.Reasoning)
+			rec.ChunkTokens = append(rec.ChunkTokens, int32(max(k, 1)))
+			if ch.HasUsage {
+				w.cum = append(w.cum, int32(ch.CompletionTokens))
+			} else {
+				allUsage = false
+			}
+			if wantText {
+				w.text = append(w.text, ch.Content...)
+			}
+		}
+		if ch.HasUsage {
+			rec.usageSeen = true
+			rec.PromptTokens = ch.PromptTokens
+			rec.CompletionTokens = ch.CompletionTokens
+			rec.CachedTokens = ch.CachedTokens
+		}
+	}
+	n := len(rec.ChunkNs)
+	if n == 0 {
+		return
+	}
+	rec.FirstTokenNs, rec.LastTokenNs = rec.ChunkNs[0], rec.ChunkNs[n-1]
+	rec.TokenCountSource = "text"
+	// Cumulative usage on every token chunk (vLLM continuous_usage_stats)
+	// gives exact per-chunk counts; use it when it is present and monotonic.
+	if allUsage && len(w.cum) == n {
+		prev := int32(0)
+		ok := true
+		for _, v := range w.cum {
+			if v <= prev {
+				ok = false
+				break
+			}
+			prev = v
+		}
+		if ok {
+			prev = 0
+			for i, v := range w.cum {
+				rec.ChunkTokens[i] = v - prev
+				prev = v
+			}
+			rec.TokenCountSource = "usage"
+		}
+	}
+	if wantText {
+		rec.text = append([]byte(nil), w.text...)
+	}
+}
+
+// fail classifies a transport-level error.
+func (c *client) fail(runCtx, ctx context.Context, rec *RequestRecord, err error) {
+	switch {
+	case runCtx.Err() != nil:
+		rec.ErrorKind = ErrKindCanceled
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		rec.ErrorKind = ErrKindTimeout
+	default:
+		rec.ErrorKind = ErrKindTransport
+	}
+	rec.Error = err.Error()
+}
+
+// drain reads what is left of a body (bounded) and closes it, so the
+// connection goes back to the pool.
+func drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<20))
+	_ = body.Close()
+}
+
+func clip(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+func oneLine(b []byte) string {
+	return strings.Join(strings.Fields(string(b)), " ")
+}

@@ -1,0 +1,168 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeServer is a small OpenAI-compatible streaming server for tests that
+// must not depend on the simulator: fixed TTFT/ITL, k tokens per chunk, and
+// injectable faults.
+type fakeServer struct {
+	ttft, itl       time.Duration
+	tokensPerChunk  int
+	continuousUsage bool
+	completions     bool // serve /v1/completions shape
+	// fault, if set, picks a behaviour for the n-th request (1-based):
+	// "" normal, "http500", "stream_error", "empty", "no_usage", "comments".
+	fault func(n int, body map[string]any) string
+
+	srv      *httptest.Server
+	n        atomic.Int64
+	inFlight atomic.Int64
+	maxIn    atomic.Int64
+	mu       sync.Mutex
+	bodies   []map[string]any
+	conns    map[string]bool
+}
+
+func newFakeServer(t *testing.T, f *fakeServer) *fakeServer {
+	t.Helper()
+	if f.tokensPerChunk == 0 {
+		f.tokensPerChunk = 1
+	}
+	f.conns = map[string]bool{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+	})
+	mux.HandleFunc("/v1/chat/completions", f.handle)
+	mux.HandleFunc("/v1/completions", f.handle)
+	f.srv = httptest.NewUnstartedServer(mux)
+	f.srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			f.mu.Lock()
+			f.conns[c.RemoteAddr().String()] = true
+			f.mu.Unlock()
+		}
+	}
+	f.srv.Start()
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeServer) URL() string { return f.srv.URL }
+
+func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
+	n := int(f.n.Add(1))
+	cur := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for {
+		m := f.maxIn.Load()
+		if cur <= m || f.maxIn.CompareAndSwap(m, cur) {
+			break
+		}
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	f.mu.Unlock()
+	mode := ""
+	if f.fault != nil {
+		mode = f.fault(n, body)
+	}
+	if mode == "http500" {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, 503)
+		return
+	}
+	prompt := 0
+	if msgs, ok := body["messages"].([]any); ok {
+		for _, m := range msgs {
+			prompt += CountTokens([]byte(m.(map[string]any)["content"].(string)))
+		}
+	} else if p, ok := body["prompt"].(string); ok {
+		prompt = CountTokens([]byte(p))
+	}
+	maxTokens := int(body["max_tokens"].(float64))
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set(SimulatedHeader, "true")
+	fl := w.(http.Flusher)
+	id := fmt.Sprintf("chatcmpl-test-%d", n)
+	send := func(s string) {
+		fmt.Fprintf(w, "data: %s\n\n", s)
+		fl.Flush()
+	}
+	if mode == "comments" {
+		fmt.Fprint(w, ": ping\n\n")
+	}
+	if !f.completions {
+		send(fmt.Sprintf(`{"id":%q,"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`, id))
+	}
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if !sleep(f.ttft) {
+		return
+	}
+	if mode == "empty" {
+		send("[DONE]")
+		return
+	}
+	done := 0
+	for done < maxTokens {
+		if done > 0 && !sleep(f.itl) {
+			return
+		}
+		k := min(f.tokensPerChunk, maxTokens-done)
+		text := strings.Repeat(" tok", k)
+		done += k
+		usage := "null"
+		if f.continuousUsage {
+			usage = fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d}`, prompt, done)
+		}
+		if f.completions {
+			send(fmt.Sprintf(`{"id":%q,"object":"text_completion","choices":[{"index":0,"text":%q}],"usage":%s}`, id, text, usage))
+		} else {
+			send(fmt.Sprintf(`{"id":%q,"choices":[{"index":0,"delta":{"content":%q}}],"usage":%s}`, id, text, usage))
+		}
+		if mode == "stream_error" && done >= 2 {
+			send(`{"error":{"message":"engine died","type":"InternalServerError","code":504}}`)
+			send("[DONE]")
+			return
+		}
+	}
+	send(fmt.Sprintf(`{"id":%q,"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, id))
+	if mode != "no_usage" {
+		send(fmt.Sprintf(`{"id":%q,"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":0}}}`, id, prompt, done))
+	}
+	send("[DONE]")
+}
+
+func (f *fakeServer) requestBodies() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.bodies...)
+}
+
+func (f *fakeServer) connCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.conns)
+}

@@ -1,0 +1,111 @@
+package loadgen
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// GateMaxErrorRate is the failed-request share above which a run is invalid
+// (InferenceX/AIPerf --failed-request-threshold 0.10).
+const GateMaxErrorRate = 0.10
+
+// Gate fails the run when nothing succeeded or more than 10 % of the
+// measured requests failed.
+func (r *Result) Gate() error {
+	a := &r.Aggregate
+	if a.Completed == 0 {
+		return fmt.Errorf("loadgen: gate failed: no request succeeded (%d sent%s)", a.NumRequestsTotal, errorSummary(a.ErrorCategories))
+	}
+	if a.ErrorRate > GateMaxErrorRate {
+		return fmt.Errorf("loadgen: gate failed: error rate %.1f%% exceeds %.0f%% (%d of %d failed%s)",
+			100*a.ErrorRate, 100*GateMaxErrorRate, a.Failed, a.NumRequestsTotal, errorSummary(a.ErrorCategories))
+	}
+	return nil
+}
+
+func errorSummary(cats map[string]int) string {
+	if len(cats) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(cats))
+	for k := range cats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, cats[k])
+	}
+	return ": " + strings.Join(parts, ", ")
+}
+
+// WriteAggregateJSON writes the aggregate as indented JSON, atomically
+// (temp file + rename) so a reader never sees half a result.
+func (r *Result) WriteAggregateJSON(path string) error {
+	b, err := json.MarshalIndent(&r.Aggregate, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// WriteRequestsJSONL writes one JSON record per request: warmups first
+// (flagged "warmup", times relative to the warmup start), then the measured
+// requests (times relative to the run start).
+func (r *Result) WriteRequestsJSONL(path string) error {
+	return writeAtomic(path, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		enc := json.NewEncoder(bw)
+		for _, set := range [][]RequestRecord{r.Warmups, r.Requests} {
+			for i := range set {
+				if err := enc.Encode(&set[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return bw.Flush()
+	})
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+func writeAtomic(path string, fill func(*os.File) error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package loadgen
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/sim"
+)
+
+// startSim serves the simulator on a real 127.0.0.1 listener.
+func startSim(t *testing.T, cfg sim.Config) (*sim.Server, string) {
+	t.Helper()
+	s, err := sim.New(cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, ts.URL
+}
+
+func TestAgainstSimulatorFastMode(t *testing.T) {
+	t.Parallel()
+	s, url := startSim(t, sim.Config{FixedTTFT: 20 * time.Millisecond, FixedITL: 2 * time.Millisecond, Seed: 1})
+	res, err := Run(context.Background(), Options{BaseURL: url, Concurrency: 8, NumPrompts: 32, NumWarmups: 8, ISL: 64, OSL: 20, RandomRangeRatio: 0.8, IgnoreEOS: true, Seed: 3})
+	require.NoError(t, err)
+	require.NoError(t, res.Gate())
+	a := res.Aggregate
+	assert.True(t, a.Simulated, "the simulator marks its responses")
+	assert.Equal(t, sim.DefaultModel, a.Model)
+	assert.Equal(t, a.TotalRequestedInputTokens, a.TotalInputTokens, "requested == server-reported prompt tokens")
+	// Lower bounds only: the simulator's sleeps overshoot on a busy machine.
+	assert.GreaterOrEqual(t, a.MedianTTFT, 0.020)
+	assert.GreaterOrEqual(t, a.MedianTPOT, 0.0019)
+
+	// Client timestamps against the simulator's own flush times.
+	cmp := CompareTimelines(res, func(id string) (ServerTimeline, bool) {
+		tl, ok := s.Timeline(id)
+		return ServerTimeline{ArrivalNs: tl.ArrivalNs, ChunkNs: tl.ChunkNs, ChunkTokens: tl.ChunkTokens}, ok
+	})
+	assert.Equal(t, len(res.Requests), cmp.Matched)
+	assert.Zero(t, cmp.ChunkCountMismatch, "the client saw every chunk the server sent")
+	assert.Zero(t, cmp.TokenMismatch, "per-chunk token counts equal the server's")
+	assert.Less(t, cmp.ChunkLag.Median, 10e-3, "client read time is close to the server's flush")
+	assert.Greater(t, cmp.ChunkLag.Median, -1e-3, "the client cannot see a chunk long before it was sent")
+}
+
+func TestAgainstSimulatorSpeculativeChunks(t *testing.T) {
+	t.Parallel()
+	d, err := sim.ParseDeployment("2P1D DEP16/DEP32")
+	require.NoError(t, err)
+	s, url := startSim(t, sim.Config{Deployment: d, TimeScale: 0.01, AcceptanceLength: 3.77, Seed: 2})
+	res, err := Run(context.Background(), Options{
+		BaseURL: url, Concurrency: 16, NumPrompts: 32, ISL: 512, OSL: 64, IgnoreEOS: true,
+		PrefillGPUs: d.PrefillGPUs(), DecodeGPUs: d.DecodeGPUs(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, res.Gate())
+	a := res.Aggregate
+	assert.Equal(t, 64, a.NumGPU)
+	assert.Greater(t, a.MeanChunksPerRequest, 64/4.8)
+	assert.Less(t, a.MeanChunksPerRequest, 64/3.0, "about AL tokens per chunk")
+	// Chunks carry ~3.77 tokens, so per-chunk ITL is ~AL x per-token ITL.
+	ratio := a.MeanITL / a.MeanITLPerToken
+	assert.InDelta(t, 3.77, ratio, 0.8)
+	for _, r := range res.Requests {
+		tl, ok := s.Timeline(r.ResponseID)
+		require.True(t, ok, r.ResponseID)
+		got := make([]int, len(r.ChunkTokens))
+		for i, k := range r.ChunkTokens {
+			got[i] = int(k)
+		}
+		assert.Equal(t, tl.ChunkTokens, got, "tokens per chunk counted from text match the server")
+		assert.Equal(t, "text", r.TokenCountSource)
+	}
+	assert.Zero(t, a.TokenCountsRescaled)
+	assert.InDelta(t, a.OutputThroughput/32, a.OutputTputPerGPU, 1e-9)
+	assert.InDelta(t, a.InputThroughput/32, a.InputTputPerGPU, 1e-9)
+	assert.InDelta(t, a.TotalTokenThroughput/64, a.TputPerGPU, 1e-9)
+}
+
+func TestAgainstSimulatorAgenticCacheHits(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t, sim.Config{TimeScale: 0.001, Seed: 3})
+	trace := GenerateTrace(5, 6, 3, TraceShape{FirstInputTokens: 1024, InputTokens: 128, OutputTokens: 32})
+	res, err := Run(context.Background(), Options{BaseURL: url, Concurrency: 3, Trace: trace, TimeScale: 0.001, TotalGPUs: 64})
+	require.NoError(t, err)
+	require.NoError(t, res.Gate())
+	require.Len(t, res.Requests, 18)
+	a := res.Aggregate
+	assert.Equal(t, a.TotalRequestedInputTokens, a.TotalInputTokens)
+	for _, r := range res.Requests {
+		if r.Turn > 1 {
+			assert.Greater(t, r.CachedTokens, 0, "resent history hits the server's prefix cache (turn %d)", r.Turn)
+		}
+	}
+	rm := a.RequestMetrics
+	require.NotNil(t, rm)
+	assert.Greater(t, rm.Cache.ServerCacheHitRate, 0.2)
+	assert.InDelta(t, rm.Cache.TheoreticalCacheHitRate, rm.Cache.ServerCacheHitRate, 0.15,
+		"the server caches about what the workload makes reusable")
+}

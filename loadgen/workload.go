@@ -1,0 +1,227 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// words is the vocabulary prompts are built from. Each entry is one
+// whitespace-separated word, which the simulator counts as one token, so a
+// prompt of n words is a prompt of n tokens there. (A real engine's tokenizer
+// will count differently; the run reports requested and server-reported
+// prompt tokens side by side.)
+var words = [...]string{
+	"time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child",
+	"world", "school", "state", "family", "student", "group", "country", "problem", "hand", "part",
+	"place", "case", "week", "company", "system", "program", "question", "work", "government", "number",
+	"night", "point", "home", "water", "room", "mother", "area", "money", "story", "fact",
+	"month", "lot", "right", "study", "book", "eye", "job", "word", "business", "issue",
+	"side", "kind", "head", "house", "service", "friend", "father", "power", "hour", "game",
+	"line", "end", "member", "law", "car", "city", "community", "name", "president", "team",
+	"minute", "idea", "kid", "body", "information", "back", "parent", "face", "others", "level",
+	"office", "door", "health", "person", "art", "war", "history", "party", "result", "change",
+	"morning", "reason", "research", "girl", "guy", "moment", "air", "teacher", "force", "education",
+	"foot", "boy", "age", "policy", "music", "market", "sense", "nation", "plan", "college",
+	"interest", "death", "experience", "effect", "use", "class", "control", "care", "field", "development",
+	"role", "effort", "rate", "heart", "drug", "show", "leader", "light", "voice", "wife",
+	"police", "mind", "price", "report", "decision", "son", "view", "relationship", "town", "road",
+	"arm", "difference", "value", "building", "action", "model", "season", "society", "tax", "director",
+	"position", "player", "record", "paper", "space", "ground", "form", "event", "official", "matter",
+	"center", "couple", "site", "project", "activity", "star", "table", "need", "court", "oil",
+	"situation", "cost", "industry", "figure", "street", "image", "phone", "data", "picture", "practice",
+	"piece", "land", "product", "doctor", "wall", "patient", "worker", "news", "test", "movie",
+	"north", "love", "support", "technology", "step", "baby", "computer", "type", "attention", "film",
+	"tree", "source", "organization", "hair", "window", "evidence", "population", "site", "chance", "energy",
+	"kernel", "tensor", "cache", "prefill", "decode", "batch", "token", "stream", "expert", "router",
+}
+
+// CountTokens counts whitespace-separated words (len(bytes.Fields(b))
+// without allocating), the simulator's tokenizer rule; loadgen uses it to
+// size prompts and to count tokens in a chunk when the server does not report
+// cumulative usage per chunk.
+func CountTokens(b []byte) int {
+	n := 0
+	in := false
+	for i := 0; i < len(b); {
+		c := b[i]
+		var sp bool
+		if c < utf8.RuneSelf {
+			sp = c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+			i++
+		} else {
+			r, size := utf8.DecodeRune(b[i:])
+			sp = unicode.IsSpace(r)
+			i += size
+		}
+		if !sp && !in {
+			n++
+		}
+		in = !sp
+	}
+	return n
+}
+
+// appendWords appends n space-separated random words (n tokens).
+func appendWords(dst []byte, rng *rand.Rand, n int) []byte {
+	for i := 0; i < n; i++ {
+		if len(dst) > 0 && dst[len(dst)-1] != ' ' && dst[len(dst)-1] != '\n' {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, words[rng.IntN(len(words))]...)
+	}
+	return dst
+}
+
+// sampleLen draws a length uniformly from [max(floor(L*r),1), L], the
+// InferenceX/SGLang random-range-ratio rule (r=0.8 gives [0.8L, L]).
+func sampleLen(rng *rand.Rand, l int, r float64) int {
+	if l <= 0 {
+		return 0
+	}
+	lo := int(float64(l) * r)
+	if lo < 1 {
+		lo = 1
+	}
+	if lo >= l {
+		return l
+	}
+	return lo + rng.IntN(l-lo+1)
+}
+
+// message is one chat message; content holds raw (unescaped) text.
+type message struct {
+	role    string
+	content []byte
+}
+
+// bodyBuilder renders request bodies by appending into reusable buffers.
+type bodyBuilder struct {
+	chat   bool
+	prefix []byte // `{"model":...,"stream":true,"stream_options":{...}` + extras
+	// Extra may override max_tokens and ignore_eos; then loadgen omits its own.
+	extraMax, extraEOS bool
+}
+
+func newBodyBuilder(model string, chat bool, extra map[string]any) (*bodyBuilder, error) {
+	b := &bodyBuilder{chat: chat}
+	p := []byte(`{"model":`)
+	p = appendJSONString(p, []byte(model))
+	p = append(p, `,"stream":true,"stream_options":{"include_usage":true}`...)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch k {
+		case "stream", "stream_options":
+			return nil, fmt.Errorf("loadgen: extra body field %q is not allowed: streaming with usage is required for the measurement", k)
+		case "model", "messages", "prompt":
+			return nil, fmt.Errorf("loadgen: extra body field %q is not allowed: loadgen sets it", k)
+		}
+		v, err := json.Marshal(extra[k])
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: extra body field %q: %v", k, err)
+		}
+		p = append(p, ',')
+		p = appendJSONString(p, []byte(k))
+		p = append(p, ':')
+		p = append(p, v...)
+	}
+	b.prefix = p
+	_, b.extraMax = extra["max_tokens"]
+	_, b.extraEOS = extra["ignore_eos"]
+	return b, nil
+}
+
+// build renders a request. For /v1/completions the messages' contents are
+// concatenated into one prompt.
+func (b *bodyBuilder) build(dst []byte, msgs []message, maxTokens int, ignoreEOS bool) []byte {
+	dst = append(dst[:0], b.prefix...)
+	if b.chat {
+		dst = append(dst, `,"messages":[`...)
+		for i, m := range msgs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"role":"`...)
+			dst = append(dst, m.role...)
+			dst = append(dst, `","content":`...)
+			dst = appendJSONString(dst, m.content)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	} else {
+		dst = append(dst, `,"prompt":"`...)
+		for i, m := range msgs {
+			if i > 0 {
+				dst = append(dst, `\n`...)
+			}
+			dst = appendJSONStringBody(dst, m.content)
+		}
+		dst = append(dst, '"')
+	}
+	if !b.extraMax && maxTokens > 0 {
+		dst = append(dst, `,"max_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(maxTokens), 10)
+	}
+	if ignoreEOS && !b.extraEOS {
+		dst = append(dst, `,"ignore_eos":true`...)
+	}
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a quoted JSON string.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	dst = appendJSONStringBody(dst, s)
+	return append(dst, '"')
+}
+
+// appendJSONStringBody escapes s for a JSON string body; invalid UTF-8 becomes
+// U+FFFD as in encoding/json.
+func appendJSONStringBody(dst, s []byte) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}

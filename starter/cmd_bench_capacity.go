@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/sim"
+)
+
+func init() {
+	register(command{name: "bench capacity", summary: "measure the load generator itself: chunks/s and timestamp accuracy against the simulator", run: runBenchCapacity})
+}
+
+// Targets from the acceptance criteria of the load generator.
+const (
+	capacityTargetChunksPerSec = 100_000
+	accuracyTargetMeanPct      = 1.0
+	accuracyTargetP99Ms        = 0.5
+)
+
+// capacityPoint is one measured concurrency.
+type capacityPoint struct {
+	Concurrency    int     `json:"concurrency"`
+	TTFTms         float64 `json:"server_ttft_ms"`
+	ITLms          float64 `json:"server_itl_ms"`
+	Requests       int     `json:"requests"`
+	Failed         int     `json:"failed"`
+	Chunks         int     `json:"chunks"`
+	DurationS      float64 `json:"duration_s"`
+	ChunksPerSec   float64 `json:"chunks_per_s"`
+	ClientTTFTms   float64 `json:"client_mean_ttft_ms"`
+	RefTTFTms      float64 `json:"reference_mean_ttft_ms"` // server first flush - client send
+	ServerTTFTms   float64 `json:"server_mean_ttft_ms"`    // server arrival - first flush (context)
+	PreHandlerP99  float64 `json:"pre_handler_p99_ms"`     // request written -> server handler (context)
+	WriteP99ms     float64 `json:"request_write_p99_ms"`
+	TTFTMeanErrPct float64 `json:"ttft_mean_err_pct"`
+	TTFTAbsP50ms   float64 `json:"ttft_abs_err_p50_ms"`
+	TTFTAbsP99ms   float64 `json:"ttft_abs_err_p99_ms"`
+	ClientITLms    float64 `json:"client_mean_itl_ms"`
+	ServerITLms    float64 `json:"server_mean_itl_ms"`
+	ITLMeanErrPct  float64 `json:"itl_mean_err_pct"`
+	ITLAbsP50ms    float64 `json:"itl_abs_err_p50_ms"`
+	ITLAbsP99ms    float64 `json:"itl_abs_err_p99_ms"`
+	ChunkLagP50ms  float64 `json:"chunk_lag_p50_ms"`
+	ChunkLagP99ms  float64 `json:"chunk_lag_p99_ms"`
+	Unmatched      int     `json:"unmatched"`
+	CPUSeconds     float64 `json:"process_cpu_s"`
+	Check          string  `json:"check"`
+	Pass           bool    `json:"pass"`
+}
+
+func runBenchCapacity(args []string) error {
+	return benchCapacity(context.Background(), args, os.Stdout, os.Stderr)
+}
+
+func benchCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench capacity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: starter bench capacity [flags]
+
+Measures the load generator, not a server: it streams from the simulator's
+fixed-latency fast mode over TCP on 127.0.0.1 with one token per chunk and
+compares every client timestamp with the simulator's own send time (its
+per-request timeline). For each point it prints chunks/s and the client -
+server difference of TTFT (per request) and ITL (per chunk gap).
+
+Default points: c1280 with a 10 ms ITL (capacity: target >= 100,000 chunks/s)
+and c256 with a 20 ms ITL (accuracy: mean TTFT and ITL within 1%, p99
+absolute error under 0.5 ms). The simulator runs in this process unless
+--base-url names one started with "starter sim serve --ttft-ms T --itl-ms I"
+(then --ttft/--itl must match it and timelines come from /sim/timelines).
+
+flags:`)
+		fs.PrintDefaults()
+	}
+	points := fs.String("points", "1280:10ms:capacity,256:20ms:accuracy", "comma-separated conc:itl:check points (check = capacity|accuracy|none)")
+	ttft := fs.Duration("ttft", 50*time.Millisecond, "simulator fixed TTFT")
+	osl := fs.Int("osl", 200, "output tokens per request (one per chunk)")
+	isl := fs.Int("isl", 128, "prompt tokens per request")
+	waves := fs.Int("waves", 3, "measured requests = waves x concurrency (after one warmup wave)")
+	rangeRatio := fs.Float64("random-range-ratio", 0.8, "OSL/ISL drawn from [ratio x L, L] so requests do not finish in lockstep")
+	baseURL := fs.String("base-url", "", "use an external simulator instead of an in-process one")
+	asJSON := fs.Bool("json", false, "print the points as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole measurement here")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, msg: "unexpected argument " + fs.Arg(0)}
+	}
+	specs, err := parseCapacityPoints(*points)
+	if err != nil {
+		return &exitError{code: 2, msg: "--points: " + err.Error()}
+	}
+	if *osl < 2 || *isl < 1 || *waves < 1 || *rangeRatio <= 0 || *rangeRatio > 1 {
+		return &exitError{code: 2, msg: "--osl must be >= 2, --isl and --waves >= 1, --random-range-ratio in (0, 1]"}
+	}
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
+	var out []capacityPoint
+	for _, sp := range specs {
+		p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL)
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		if !*asJSON {
+			fmt.Fprintf(stderr, "c%d: %.0f chunks/s, TTFT err %.2f%% (p99 %.3f ms), ITL err %.2f%% (p99 %.3f ms)\n",
+				p.Concurrency, p.ChunksPerSec, p.TTFTMeanErrPct, p.TTFTAbsP99ms, p.ITLMeanErrPct, p.ITLAbsP99ms)
+		}
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		printCapacity(stdout, out)
+	}
+	for _, p := range out {
+		if !p.Pass {
+			return &exitError{code: 1, msg: fmt.Sprintf("c%d %s check failed", p.Concurrency, p.Check)}
+		}
+	}
+	return nil
+}
+
+type capacitySpec struct {
+	conc  int
+	itl   time.Duration
+	check string
+}
+
+func parseCapacityPoints(s string) ([]capacitySpec, error) {
+	var out []capacitySpec
+	for _, part := range strings.Split(s, ",") {
+		f := strings.Split(strings.TrimSpace(part), ":")
+		if len(f) < 2 || len(f) > 3 {
+			return nil, fmt.Errorf("point %q: want conc:itl[:check]", part)
+		}
+		c, err := strconv.Atoi(f[0])
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("point %q: bad concurrency", part)
+		}
+		itl, err := time.ParseDuration(f[1])
+		if err != nil || itl <= 0 {
+			return nil, fmt.Errorf("point %q: bad ITL (e.g. 10ms)", part)
+		}
+		sp := capacitySpec{conc: c, itl: itl, check: "none"}
+		if len(f) == 3 {
+			sp.check = f[2]
+		}
+		switch sp.check {
+		case "capacity", "accuracy", "none":
+		default:
+			return nil, fmt.Errorf("point %q: check must be capacity, accuracy or none", part)
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, isl, osl, waves int, ratio float64, baseURL string) (capacityPoint, error) {
+	p := capacityPoint{Concurrency: sp.conc, TTFTms: ms(ttft), ITLms: ms(sp.itl), Check: sp.check}
+	var lookup func(id string) (loadgen.ServerTimeline, bool)
+	url := baseURL
+	var srv *sim.Server
+	if url == "" {
+		var err error
+		srv, err = sim.New(sim.Config{FixedTTFT: ttft, FixedITL: sp.itl, TimelineCapacity: (waves + 2) * sp.conc})
+		if err != nil {
+			return p, err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		addr := make(chan string, 1)
+		errc := make(chan error, 1)
+		go func() { errc <- srv.ListenAndServe(sctx, "127.0.0.1:0", func(a string) { addr <- a }) }()
+		select {
+		case a := <-addr:
+			url = "http://" + a
+		case err := <-errc:
+			return p, fmt.Errorf("simulator: %w", err)
+		}
+		lookup = func(id string) (loadgen.ServerTimeline, bool) {
+			tl, ok := srv.Timeline(id)
+			return loadgen.ServerTimeline{ArrivalNs: tl.ArrivalNs, ChunkNs: tl.ChunkNs, ChunkTokens: tl.ChunkTokens}, ok
+		}
+	}
+	runtime.GC()
+	cpu0 := processCPU()
+	res, err := loadgen.Run(ctx, loadgen.Options{
+		BaseURL: url, Concurrency: sp.conc, NumPrompts: waves * sp.conc, NumWarmups: sp.conc,
+		ISL: isl, OSL: osl, RandomRangeRatio: ratio, IgnoreEOS: true, Seed: 1,
+	})
+	if err != nil {
+		return p, err
+	}
+	p.CPUSeconds = processCPU() - cpu0
+	if lookup == nil {
+		tls, err := fetchTimelines(ctx, url)
+		if err != nil {
+			return p, err
+		}
+		lookup = func(id string) (loadgen.ServerTimeline, bool) { t, ok := tls[id]; return t, ok }
+	}
+	a := res.Aggregate
+	p.Requests, p.Failed, p.DurationS = a.NumRequestsTotal, a.Failed, a.Duration
+	for i := range res.Requests {
+		p.Chunks += len(res.Requests[i].ChunkNs)
+	}
+	if a.Duration > 0 {
+		p.ChunksPerSec = float64(p.Chunks) / a.Duration
+	}
+	c := loadgen.CompareTimelines(res, lookup)
+	p.Unmatched = a.Completed - c.Matched + c.ChunkCountMismatch
+	p.ClientTTFTms, p.RefTTFTms, p.ServerTTFTms = 1e3*c.ClientMeanTTFT, 1e3*c.RefMeanTTFT, 1e3*c.ServerMeanTTFT
+	p.PreHandlerP99, p.WriteP99ms = 1e3*c.PreHandler.P99, 1e3*c.RequestWrite.P99
+	p.ClientITLms, p.ServerITLms = 1e3*c.ClientMeanITL, 1e3*c.ServerMeanITL
+	if c.RefMeanTTFT > 0 {
+		p.TTFTMeanErrPct = 100 * (c.ClientMeanTTFT - c.RefMeanTTFT) / c.RefMeanTTFT
+	}
+	if c.ServerMeanITL > 0 {
+		p.ITLMeanErrPct = 100 * (c.ClientMeanITL - c.ServerMeanITL) / c.ServerMeanITL
+	}
+	p.TTFTAbsP50ms, p.TTFTAbsP99ms = 1e3*c.TTFTAbsErr.P50, 1e3*c.TTFTAbsErr.P99
+	p.ITLAbsP50ms, p.ITLAbsP99ms = 1e3*c.ITLAbsErr.P50, 1e3*c.ITLAbsErr.P99
+	p.ChunkLagP50ms, p.ChunkLagP99ms = 1e3*c.ChunkLag.P50, 1e3*c.ChunkLag.P99
+	abs := func(x float64) float64 { return max(x, -x) }
+	switch sp.check {
+	case "capacity":
+		p.Pass = p.Failed == 0 && p.Unmatched == 0 && p.ChunksPerSec >= capacityTargetChunksPerSec
+	case "accuracy":
+		p.Pass = p.Failed == 0 && p.Unmatched == 0 &&
+			abs(p.TTFTMeanErrPct) <= accuracyTargetMeanPct && abs(p.ITLMeanErrPct) <= accuracyTargetMeanPct &&
+			p.TTFTAbsP99ms < accuracyTargetP99Ms && p.ITLAbsP99ms < accuracyTargetP99Ms
+	default:
+		p.Pass = p.Failed == 0
+	}
+	return p, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// processCPU is this process's user+system CPU time in seconds.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+// fetchTimelines reads every stored timeline from an external simulator.
+func fetchTimelines(ctx context.Context, base string) (map[string]loadgen.ServerTimeline, error) {
+	url := strings.TrimRight(base, "/") + "/sim/timelines"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w (is it the sweepflow simulator?)", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d (is it the sweepflow simulator?)", url, resp.StatusCode)
+	}
+	out := map[string]loadgen.ServerTimeline{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var t struct {
+			ID          string  `json:"id"`
+			ArrivalNs   int64   `json:"arrival_ns"`
+			ChunkNs     []int64 `json:"chunk_ns"`
+			ChunkTokens []int   `json:"chunk_tokens"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
+			return nil, fmt.Errorf("GET %s: %v", url, err)
+		}
+		out[t.ID] = loadgen.ServerTimeline{ArrivalNs: t.ArrivalNs, ChunkNs: t.ChunkNs, ChunkTokens: t.ChunkTokens}
+	}
+	return out, sc.Err()
+}
+
+func printCapacity(w io.Writer, pts []capacityPoint) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "conc\tITL ms\trequests\tchunks\tchunks/s\tCPU s\tTTFT err %\t|dTTFT| p50/p99 ms\tITL err %\t|dITL| p50/p99 ms\tlag p50/p99 ms\tcheck\t")
+	for _, p := range pts {
+		res := "-"
+		if p.Check != "none" {
+			res = p.Check + " FAIL"
+			if p.Pass {
+				res = p.Check + " ok"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%d\t%d\t%.0f\t%.1f\t%+.3f\t%.3f / %.3f\t%+.3f\t%.3f / %.3f\t%.3f / %.3f\t%s\t\n",
+			p.Concurrency, p.ITLms, p.Requests, p.Chunks, p.ChunksPerSec, p.CPUSeconds,
+			p.TTFTMeanErrPct, p.TTFTAbsP50ms, p.TTFTAbsP99ms, p.ITLMeanErrPct, p.ITLAbsP50ms, p.ITLAbsP99ms,
+			p.ChunkLagP50ms, p.ChunkLagP99ms, res)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "targets: capacity >= %d chunks/s; accuracy |mean err| <= %.0f%% and p99 |err| < %.1f ms for TTFT and ITL\n",
+		capacityTargetChunksPerSec, accuracyTargetMeanPct, accuracyTargetP99Ms)
+}

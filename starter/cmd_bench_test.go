@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/sim"
+)
+
+// startBenchSim runs the simulator in-process on a real 127.0.0.1 port.
+func startBenchSim(t *testing.T, cfg sim.Config) string {
+	t.Helper()
+	s, err := sim.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- s.ListenAndServe(ctx, "127.0.0.1:0", func(a string) { addr <- a }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case err := <-done:
+		t.Fatalf("simulator: %v", err)
+	}
+	return ""
+}
+
+func TestBenchAgainstSimulated2P1DAtC768(t *testing.T) {
+	t.Parallel()
+	d, err := sim.ParseDeployment("2P1D DEP16/DEP32")
+	require.NoError(t, err)
+	url := startBenchSim(t, sim.Config{Deployment: d, TimeScale: 1, AcceptanceLength: 3.77, Seed: 1})
+	dir := t.TempDir()
+	aggPath := filepath.Join(dir, "agg.json")
+	reqPath := filepath.Join(dir, "requests.jsonl")
+	var stdout, stderr bytes.Buffer
+	err = bench(context.Background(), []string{
+		"--base-url", url, "--concurrency", "768", "--num-prompts", "1536", "--num-warmups", "768",
+		"--isl", "256", "--osl", "32", "--random-range-ratio", "0.8", "--ignore-eos",
+		"--deployment", "2P1D DEP16/DEP32", "--gpus-per-node", "4",
+		"--output-json", aggPath, "--save-requests", reqPath, "--seed", "7",
+	}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+
+	out := stdout.String()
+	for _, want := range []string{
+		"SIMULATED", "TTFT", "TPOT", "ITL (per chunk)", "ITL (per token)", "E2EL", "Interactivity",
+		"mean", "median", "p90", "p99", "p99.9",
+		"Per GPU (64 GPUs: 32 prefill, 32 decode)", "Errors: none", "concurrency 768",
+	} {
+		assert.Contains(t, out, want)
+	}
+
+	var agg map[string]any
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(aggPath)), &agg))
+	assert.Equal(t, true, agg["simulated"])
+	assert.Equal(t, 768.0, agg["conc"])
+	assert.Equal(t, 1536.0, agg["num_prompts"])
+	assert.Equal(t, 1536.0, agg["completed"])
+	assert.Equal(t, 32.0, agg["num_prefill_gpu"])
+	assert.Equal(t, 32.0, agg["num_decode_gpu"])
+	assert.Equal(t, 256.0, agg["isl"])
+	assert.Equal(t, url, agg["base_url"])
+	assert.Equal(t, sim.DefaultModel, agg["model"])
+	for _, k := range []string{"mean_ttft", "median_ttft", "p99_ttft", "p99.9_ttft", "mean_tpot", "p90_tpot", "mean_itl", "median_e2el",
+		"mean_intvty", "median_intvty", "p99_intvty", "tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"} {
+		v, ok := agg[k].(float64)
+		require.True(t, ok, k)
+		assert.Greater(t, v, 0.0, k)
+	}
+	assert.InDelta(t, agg["total_token_throughput"].(float64)/64, agg["tput_per_gpu"], 1e-6)
+	assert.InDelta(t, agg["output_throughput"].(float64)/32, agg["output_tput_per_gpu"], 1e-6)
+	assert.InDelta(t, 1000/(agg["median_tpot"].(float64)*1000), agg["median_intvty"], 1e-3)
+	// AL 3.77: chunks carry several tokens, so per-chunk ITL > per-token ITL.
+	assert.Greater(t, agg["mean_itl"].(float64), 2*agg["mean_itl_per_token"].(float64))
+
+	lines := strings.Split(strings.TrimSpace(string(must(os.ReadFile(reqPath)))), "\n")
+	require.Len(t, lines, 1536+768, "one record per request, warmups included")
+	var last loadgen.RequestRecord
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
+	assert.False(t, last.Warmup)
+	assert.True(t, last.Success)
+	assert.True(t, strings.HasPrefix(last.ResponseID, "chatcmpl-sim-"))
+	assert.NotEmpty(t, last.ChunkNs)
+	assert.Len(t, last.ChunkTokens, len(last.ChunkNs))
+	assert.Equal(t, last.RequestedPromptTokens, last.PromptTokens)
+}
+
+func TestBenchJSONAndTraceReplay(t *testing.T) {
+	t.Parallel()
+	url := startBenchSim(t, sim.Config{TimeScale: 0.001, Seed: 2})
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.jsonl")
+	require.NoError(t, benchTraceGen([]string{"--sessions", "6", "--turns", "3", "--first-input", "600", "--input", "64", "--output-tokens", "16", "--out", trace}, nil))
+	sessions, err := loadgen.LoadTrace(trace)
+	require.NoError(t, err)
+	require.Len(t, sessions, 6)
+
+	var stdout, stderr bytes.Buffer
+	err = bench(context.Background(), []string{
+		"--base-url", url, "--concurrency", "3", "--trace", trace, "--time-scale", "0.001",
+		"--total-gpus", "8", "--json", "--output-dir", filepath.Join(dir, "out"),
+	}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	var agg loadgen.Aggregate
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &agg), "--json prints the aggregate")
+	assert.Equal(t, loadgen.ScenarioAgentic, agg.ScenarioType)
+	assert.Equal(t, 18, agg.Completed)
+	require.NotNil(t, agg.RequestMetrics)
+	assert.Greater(t, agg.RequestMetrics.Cache.ServerCacheHitRate, 0.0)
+	assert.Len(t, agg.PerTurn, 3)
+	assert.FileExists(t, filepath.Join(dir, "out", "aggregate.json"))
+	assert.FileExists(t, filepath.Join(dir, "out", "requests.jsonl"))
+}
+
+func TestBenchGateFailureExitsOne(t *testing.T) {
+	t.Parallel()
+	url := startBenchSim(t, sim.Config{FixedTTFT: 1, FixedITL: 1, Faults: sim.Faults{ErrorEvery: 2, ErrorStatus: 503}})
+	var stdout, stderr bytes.Buffer
+	err := bench(context.Background(), []string{"--base-url", url, "--concurrency", "2", "--num-prompts", "10", "--num-warmups", "0", "--isl", "8", "--osl", "4"}, &stdout, &stderr)
+	var ee *exitError
+	require.True(t, errors.As(err, &ee), "%v", err)
+	assert.Equal(t, 1, ee.code)
+	assert.Contains(t, ee.msg, "gate failed")
+	assert.Contains(t, stdout.String(), "Errors: 5 (http=5)")
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad rate", []string{"--request-rate", "fast"}, "--request-rate"},
+		{"bad concurrency", []string{"--concurrency", "0"}, "--concurrency must be >= 1"},
+		{"bad deployment", []string{"--deployment", "banana"}, "--deployment"},
+		{"deployment and counts", []string{"--deployment", "TP8 agg", "--total-gpus", "8"}, "exclusive"},
+		{"bad ratio", []string{"--random-range-ratio", "1.5"}, "--random-range-ratio"},
+		{"missing trace", []string{"--trace", "/nonexistent/trace.jsonl"}, "no such file"},
+		{"bad extra body", []string{"--extra-body", "[1]"}, "--extra-body"},
+		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
+		{"stray argument", []string{"extra"}, "unexpected argument"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := bench(context.Background(), tc.args, &stdout, &stderr)
+			var ee *exitError
+			require.True(t, errors.As(err, &ee), "%v", err)
+			assert.Equal(t, 2, ee.code)
+			assert.Contains(t, ee.msg, tc.want)
+		})
+	}
+}
+
+func TestBenchTraceGenDeterministic(t *testing.T) {
+	t.Parallel()
+	var a, b bytes.Buffer
+	require.NoError(t, benchTraceGen([]string{"--sessions", "3", "--turns", "2", "--seed", "9"}, &a))
+	require.NoError(t, benchTraceGen([]string{"--sessions", "3", "--turns", "2", "--seed", "9"}, &b))
+	assert.Equal(t, a.String(), b.String())
+	assert.Len(t, strings.Split(strings.TrimSpace(a.String()), "\n"), 3)
+	var none bytes.Buffer
+	require.NoError(t, benchTraceGen([]string{"--sessions", "1", "--turns", "2", "--shared-blocks", "0", "--max-delay-ms", "0"}, &none))
+	s, err := loadgen.ParseTrace(&none, "stdin")
+	require.NoError(t, err)
+	assert.Empty(t, s[0].Turns[0].HashIDs)
+	assert.Zero(t, s[0].Turns[1].DelayMs)
+}
+
+func TestCapacityPointsParse(t *testing.T) {
+	t.Parallel()
+	pts, err := parseCapacityPoints("1280:10ms:capacity, 256:20ms:accuracy,64:1ms")
+	require.NoError(t, err)
+	assert.Equal(t, []capacitySpec{{1280, 10e6, "capacity"}, {256, 20e6, "accuracy"}, {64, 1e6, "none"}}, pts)
+	for _, bad := range []string{"", "x:10ms", "10", "10:-1ms", "10:1ms:fast"} {
+		_, err := parseCapacityPoints(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestBenchCapacitySmall(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	err := benchCapacity(context.Background(), []string{"--points", "16:2ms:none", "--osl", "20", "--waves", "1", "--json"}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	var pts []capacityPoint
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &pts))
+	require.Len(t, pts, 1)
+	p := pts[0]
+	assert.Equal(t, 16, p.Requests)
+	assert.Zero(t, p.Unmatched)
+	assert.Greater(t, p.ChunksPerSec, 0.0)
+	assert.Greater(t, p.Chunks, 16*15)
+	assert.Less(t, p.ChunkLagP50ms, 20.0, "the client reads chunks close to when they were sent")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
