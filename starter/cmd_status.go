@@ -258,13 +258,23 @@ func progressBar(v *sweepView, width int) string {
 func watch(c client.Client, id string, o watchOptions) error {
 	tty := isTTY(os.Stdout) && !o.json
 	last := ""
+	failures := 0
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		v, err := collect(ctx, c, id)
 		cancel()
 		if err != nil {
-			return err
+			// A busy worker answers queries late; keep watching unless the
+			// server keeps failing.
+			failures++
+			if failures >= 5 {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "watch: %v (retrying)\n", err)
+			time.Sleep(o.interval)
+			continue
 		}
+		failures = 0
 		var b strings.Builder
 		if o.json {
 			data, _ := json.Marshal(v)
@@ -277,16 +287,17 @@ func watch(c client.Client, id string, o watchOptions) error {
 		switch {
 		case tty:
 			fmt.Print("\033[H\033[2J" + out + progressBar(v, 40) + "\n")
-		case out != last || v.closed:
-			// Elapsed times change every tick; compare without them.
-			if stripVolatile(out) != stripVolatile(last) || v.closed {
+		default:
+			// Elapsed times change every tick: print when a point's stage or
+			// status changed, and at the end.
+			if sig := signature(v); sig != last || v.closed {
 				fmt.Print(out)
 				if !o.json {
 					fmt.Println(progressBar(v, 40))
 				}
+				last = sig
 			}
 		}
-		last = out
 		if v.closed {
 			if v.Workflow != "completed" {
 				return &exitError{code: 1, msg: fmt.Sprintf("sweep %s ended %s", id, v.Workflow)}
@@ -297,17 +308,14 @@ func watch(c client.Client, id string, o watchOptions) error {
 	}
 }
 
-func stripVolatile(s string) string {
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		if strings.HasPrefix(line, "sweep ") {
-			if i := strings.LastIndex(line, ", "); i > 0 {
-				line = line[:i]
-			}
-		}
-		out = append(out, line)
+// signature is what must change for a non-terminal watch to print again.
+func signature(v *sweepView) string {
+	var b strings.Builder
+	b.WriteString(v.Workflow)
+	for _, p := range v.Points {
+		fmt.Fprintf(&b, "|%s:%s:%s", p.PointID, p.Stage, p.Status)
 	}
-	return strings.Join(out, "\n")
+	return b.String()
 }
 
 func runWatch(args []string) error {

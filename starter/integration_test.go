@@ -289,6 +289,12 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	require.Equal(t, 2, evals, "eval scheduled once, then once more after the operator's retry")
 	require.Equal(t, 3, attempts, "2 failed attempts, then 1 successful")
 
+	e.recordHistories(map[string]string{
+		"sweep-gate.json":           id,
+		"point-operator-retry.json": point,
+		"point-happy.json":          workflows.PointWorkflowID(id, "dsv4_p1x8_d0x8_conc4_kvdram-hicache"),
+	})
+
 	store := e.ledger()
 	n, err := store.CountStageOutputs(context.Background(), id, "perf")
 	require.NoError(t, err)
@@ -325,7 +331,26 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	require.Equal(t, 1, perf)
 	evals, _ = e.activityRuns(redo, "Eval")
 	require.Equal(t, 1, evals)
-	_ = failing
+	e.recordHistories(map[string]string{
+		"point-aborted.json": failing,
+		"point-reused.json":  good,
+	})
+}
+
+// recordHistories exports closed workflows' histories with the Temporal CLI
+// into workflows/testdata/histories when SWEEPFLOW_RECORD_HISTORIES=1; the
+// workflows package replays them to catch non-deterministic changes.
+func (e *itEnv) recordHistories(files map[string]string) {
+	if os.Getenv("SWEEPFLOW_RECORD_HISTORIES") == "" {
+		return
+	}
+	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	require.NoError(e.t, os.MkdirAll(dir, 0o755))
+	for name, wid := range files {
+		out, err := exec.Command(e.temporal, "workflow", "show", "--address", e.addr, "-w", wid, "--output", "json").Output()
+		require.NoError(e.t, err, wid)
+		require.NoError(e.t, os.WriteFile(filepath.Join(dir, name), out, 0o644))
+	}
 }
 
 var workerBuild struct {
