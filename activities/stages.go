@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -66,10 +67,13 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (Checkp
 	hb := startHeartbeat(ctx, 0, details)
 	defer hb.Stop()
 	perNode := map[string]int64{}
+	var mu sync.Mutex // nodes report progress concurrently
 	if in.Point.CheckpointSource == "" {
 		return CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, nil
 	}
 	rep, err := a.Backend.StageCheckpoint(ctx, toCluster(in.Alloc), in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
+		mu.Lock()
+		defer mu.Unlock()
 		perNode[p.Node] = p.BytesCopied
 		details.Done[p.Node] = append([]string(nil), p.Done...)
 		var total int64

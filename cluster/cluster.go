@@ -70,6 +70,7 @@ type Backend interface {
 	Allocate(ctx context.Context, req AllocRequest) (Allocation, error)
 	// StageCheckpoint copies src (shared filesystem) to dst (node-local) on
 	// every allocated node, resuming per node from the files already done.
+	// progress may be called from several goroutines at once.
 	StageCheckpoint(ctx context.Context, alloc Allocation, src, dst string, resume map[string][]string, progress func(StageProgress)) (StageReport, error)
 	BringUp(ctx context.Context, alloc Allocation, spec ServeSpec) (Server, error)
 	// Health returns nil when the server answers; phase is a human marker

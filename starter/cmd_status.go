@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -302,6 +303,11 @@ func watch(c client.Client, id string, o watchOptions) error {
 			if v.Workflow != "completed" {
 				return &exitError{code: 1, msg: fmt.Sprintf("sweep %s ended %s", id, v.Workflow)}
 			}
+			// The workflow completes with a summary even when points did not:
+			// scripts (and nightly jobs) need to know.
+			if bad := len(v.Points) - v.Counts[workflows.StatusCompleted]; bad > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("sweep %s: %d of %d points did not complete (%s)", id, bad, len(v.Points), countsLine(v.Counts))}
+			}
 			return nil
 		}
 		time.Sleep(o.interval)
@@ -399,4 +405,17 @@ func decideCmd(action string) func([]string) error {
 		}
 		return nil
 	}
+}
+
+func countsLine(c map[string]int) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
+	}
+	return strings.Join(parts, ", ")
 }

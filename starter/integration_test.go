@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -434,4 +435,79 @@ func TestIntegrationWorkerKilledDuringPerf(t *testing.T) {
 		require.True(t, p.Simulated, "simulator results are labelled simulated")
 		require.Greater(t, p.OutputTputPerGPU, 0.0)
 	}
+}
+
+// TestIntegrationCLI drives a sweep only through the starter commands a user
+// types: start (twice: the second attaches), status --json, abort --sweep,
+// rerun (reuses the good point), and a schedule create/list/delete.
+func TestIntegrationCLI(t *testing.T) {
+	e := newITEnv(t)
+	e.startWorker()
+	sweepFile := "testdata/agg-sweep.yaml"
+
+	out, code := e.cli("sweep", "start", "--sweep", sweepFile, "--fast-retries", "--inject-fault", "conc4_:perf", "--json")
+	require.Equal(t, 0, code, out)
+	var started struct {
+		SweepID string `json:"sweep_id"`
+		RunID   string `json:"run_id"`
+		Points  int    `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &started))
+	require.Equal(t, 2, started.Points)
+	// Same plan, same ID: the second start attaches to the running sweep.
+	out, code = e.cli("sweep", "start", "--sweep", sweepFile, "--fast-retries", "--inject-fault", "conc4_:perf", "--json")
+	require.Equal(t, 0, code, out)
+	var again struct {
+		SweepID string `json:"sweep_id"`
+		RunID   string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &again))
+	require.Equal(t, started.SweepID, again.SweepID)
+	require.Equal(t, started.RunID, again.RunID, "USE_EXISTING: no duplicate sweep")
+
+	e.eventually("the c4 point to wait for an operator", 3*time.Minute, func() bool {
+		out, code := e.cli("status", started.SweepID, "--json")
+		var v sweepView
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			return false
+		}
+		for _, p := range v.Points {
+			if p.Status == workflows.StatusAwaitingOperator && p.Stage == "perf" {
+				return true
+			}
+		}
+		return false
+	})
+	out, code = e.cli("abort", "--sweep", started.SweepID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "accepted abort for perf")
+	out, code = e.cli("watch", started.SweepID, "--interval", "200ms")
+	require.Equal(t, 1, code, "watch exits non-zero when the sweep did not complete: %s", out)
+
+	out, code = e.cli("rerun", started.SweepID, "--fast-retries", "--wait")
+	require.Equal(t, 0, code, out)
+	rerunID := started.SweepID + "-rerun1"
+	require.Contains(t, out, "sweep "+rerunID)
+	pr := e.wait(rerunID, time.Minute)
+	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	reused := workflows.PointWorkflowID(rerunID, "dsv4_p1x8_d0x8_conc1_kvdram-hicache")
+	alloc, _ := e.activityRuns(reused, "Allocate")
+	require.Equal(t, 0, alloc, "the c1 point's perf is reused from the first run")
+	redo := workflows.PointWorkflowID(rerunID, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")
+	perf, _ := e.activityRuns(redo, "Perf")
+	require.Equal(t, 1, perf)
+
+	out, code = e.cli("schedule", "create", "nightly-test", "--cron", "0 2 * * *", "--timezone", "Europe/Berlin", "--sweep", sweepFile)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "next run")
+	list, err := exec.Command(e.temporal, "schedule", "list", "--address", e.addr).CombinedOutput()
+	require.NoError(t, err, string(list))
+	require.Contains(t, string(list), "nightly-test")
+	out, code = e.cli("schedule", "list", "--json")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"id":"nightly-test"`)
+	out, code = e.cli("schedule", "delete", "nightly-test")
+	require.Equal(t, 0, code, out)
+	out, code = e.cli("schedule", "create", "bad", "--timezone", "Mars/Olympus", "--sweep", sweepFile)
+	require.Equal(t, 2, code, out)
 }
