@@ -1,0 +1,183 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFaultHealthFailWindow(t *testing.T) {
+	t.Parallel()
+	_, url := startServer(t, Config{FastMode: true, Faults: Faults{HealthFailFor: 300 * time.Millisecond}})
+	resp, err := http.Get(url + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 503, resp.StatusCode)
+	res := post(t, url+"/v1/chat/completions", chatBody("hi", 2, true))
+	assert.Equal(t, 503, res.status, "completions refused while not ready")
+	time.Sleep(350 * time.Millisecond)
+	resp, err = http.Get(url + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, 200, post(t, url+"/v1/chat/completions", chatBody("hi", 2, true)).status)
+}
+
+func TestFaultErrorStatuses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		faults  Faults
+		failing map[int]bool // 1-based request numbers
+		status  int
+	}{
+		{"429 every 3rd", Faults{ErrorStatus: 429, ErrorEvery: 3}, map[int]bool{3: true, 6: true, 9: true}, 429},
+		{"503 burst of 3 from request 2", Faults{ErrorBurstStart: 2, ErrorBurstLen: 3}, map[int]bool{2: true, 3: true, 4: true}, 503},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, url := startServer(t, Config{FastMode: true, Faults: tc.faults})
+			for n := 1; n <= 9; n++ {
+				res := post(t, url+"/v1/chat/completions", chatBody("hi", 2, true))
+				require.NoError(t, res.readErr)
+				if tc.failing[n] {
+					assert.Equal(t, tc.status, res.status, "request %d", n)
+					assert.Contains(t, string(res.body), "fault injection")
+					if tc.status == 429 {
+						assert.Equal(t, "1", res.header.Get("Retry-After"))
+					}
+				} else {
+					assert.Equal(t, 200, res.status, "request %d", n)
+				}
+			}
+		})
+	}
+}
+
+func TestFaultMidStreamError(t *testing.T) {
+	t.Parallel()
+	s, url := startServer(t, Config{FastMode: true, Faults: Faults{MidStreamErrorEvery: 2}})
+	ok := post(t, url+"/v1/chat/completions", chatBody("hi", 20, true))
+	require.Equal(t, 200, ok.status)
+	assert.Len(t, ok.events, 22)
+
+	bad := post(t, url+"/v1/chat/completions", chatBody("hi", 20, true))
+	require.NoError(t, bad.readErr)
+	require.Equal(t, 200, bad.status, "the error arrives inside a 200 stream")
+	n := len(bad.events)
+	require.GreaterOrEqual(t, n, 3)
+	assert.Equal(t, "[DONE]", bad.events[n-1].data)
+	errEv := bad.events[n-2].json
+	require.Contains(t, errEv, "error")
+	assert.EqualValues(t, 500, errEv["error"].(map[string]any)["code"])
+	tokens := 0
+	for _, e := range bad.events[:n-2] {
+		require.NotContains(t, e.json, "error")
+		tokens += e.tokens()
+	}
+	assert.Equal(t, 10, tokens, "about half the reply came before the error")
+	tl, found := s.Timeline(bad.events[0].json["id"].(string))
+	require.True(t, found)
+	assert.Contains(t, tl.Error, "fault injection")
+
+	post(t, url+"/v1/chat/completions", chatBody("hi", 20, true)) // request 3
+	status, m, _ := postJSON(t, url+"/v1/chat/completions", chatBody("hi", 20, false))
+	assert.Equal(t, 500, status, "non-streaming request 4 fails with a 500")
+	assert.Contains(t, m["error"].(map[string]any)["message"], "fault injection")
+}
+
+func TestFaultStall(t *testing.T) {
+	t.Parallel()
+	const stall = 150 * time.Millisecond
+	s, url := startServer(t, Config{FastMode: true, FixedITL: time.Millisecond, TimeScale: 1, Faults: Faults{StallEvery: 2, StallFor: stall}})
+	maxGap := func(res streamResult) time.Duration {
+		tl, ok := s.Timeline(res.events[0].json["id"].(string))
+		require.True(t, ok)
+		var g time.Duration
+		for i := 1; i < len(tl.ChunkNs); i++ {
+			g = max(g, time.Duration(tl.ChunkNs[i]-tl.ChunkNs[i-1]))
+		}
+		return g
+	}
+	first := post(t, url+"/v1/chat/completions", chatBody("hi", 20, true))
+	second := post(t, url+"/v1/chat/completions", chatBody("hi", 20, true))
+	assert.Less(t, maxGap(first), stall/3)
+	assert.GreaterOrEqual(t, maxGap(second), stall)
+	assert.Len(t, second.events, 22, "a stalled stream still completes")
+}
+
+func TestFaultDieAfterResetsConnections(t *testing.T) {
+	t.Parallel()
+	s, url := startServer(t, Config{FastMode: true, FixedITL: 5 * time.Millisecond, Faults: Faults{DieAfter: 3}})
+	for range 2 {
+		assert.Equal(t, 200, post(t, url+"/v1/chat/completions", chatBody("hi", 2, true)).status)
+	}
+	// request 3 is a long stream still running when request 4 arrives
+	long := make(chan streamResult, 1)
+	go func() { long <- post(t, url+"/v1/chat/completions", chatBody("hi", 2000, true)) }()
+	time.Sleep(50 * time.Millisecond)
+	crash := post(t, url+"/v1/chat/completions", chatBody("hi", 2, true))
+	require.Error(t, crash.readErr, "request 4 finds the engine gone")
+	cut := <-long
+	require.Error(t, cut.readErr, "the in-flight stream is cut")
+	assert.Less(t, len(cut.events), 2000)
+	select {
+	case <-s.Dead():
+	default:
+		t.Fatal("Dead() not closed")
+	}
+	_, err := http.Get(url + "/health")
+	assert.Error(t, err, "nothing is served after the crash")
+}
+
+func TestListenAndServeDieAndShutdown(t *testing.T) {
+	t.Parallel()
+	t.Run("die after returns ErrDied", func(t *testing.T) {
+		s, err := New(Config{FastMode: true, Faults: Faults{DieAfter: 1}})
+		require.NoError(t, err)
+		addrc := make(chan string, 1)
+		errc := make(chan error, 1)
+		go func() { errc <- s.ListenAndServe(context.Background(), "127.0.0.1:0", func(a string) { addrc <- a }) }()
+		url := "http://" + <-addrc
+		assert.Equal(t, 200, post(t, url+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2}).status)
+		assert.Error(t, post(t, url+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 2}).readErr)
+		select {
+		case err := <-errc:
+			assert.True(t, errors.Is(err, ErrDied), "got %v", err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("ListenAndServe did not return")
+		}
+		_, err = http.Get(url + "/health")
+		assert.Error(t, err, "listener closed")
+	})
+	t.Run("context cancel shuts down gracefully", func(t *testing.T) {
+		s, err := New(Config{FastMode: true, FixedITL: 2 * time.Millisecond})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		addrc := make(chan string, 1)
+		errc := make(chan error, 1)
+		go func() { errc <- s.ListenAndServe(ctx, "127.0.0.1:0", func(a string) { addrc <- a }) }()
+		url := "http://" + <-addrc
+		inflight := make(chan streamResult, 1)
+		go func() { inflight <- post(t, url+"/v1/chat/completions", chatBody("hi", 100, true)) }()
+		time.Sleep(30 * time.Millisecond)
+		cancel()
+		res := <-inflight
+		require.NoError(t, res.readErr, "the open stream finishes during shutdown")
+		assert.Len(t, res.events, 102)
+		require.NoError(t, <-errc)
+		resp, err := http.Get(url + "/health")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("still serving after shutdown: %s", strings.TrimSpace(string(b)))
+		}
+	})
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/sim"
+)
+
+func TestSimServeFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	row := filepath.Join(dir, "row.json")
+	require.NoError(t, os.WriteFile(row, []byte(`{
+  "model": "deepseek-ai/DeepSeek-V4-Pro",
+  "spec-decoding": "mtp",
+  "disagg": true,
+  "prefill": {"num-worker": 2, "tp": 16, "ep": 16, "dp-attn": true,
+              "additional-settings": ["SYNTHETIC_ACCEPTANCE=true", "SYNTHETIC_ACCEPTANCE_LENGTH=3.77"]},
+  "decode": {"num-worker": 1, "tp": 32, "ep": 32, "dp-attn": true}
+}`), 0o644))
+	noAL := filepath.Join(dir, "noal.json")
+	require.NoError(t, os.WriteFile(noAL, []byte(`{"spec-decoding": "mtp", "prefill": {"num-worker": 1, "tp": 8, "ep": 1}, "decode": {"num-worker": 0, "tp": 8, "ep": 1}}`), 0o644))
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{\n  \"prefill\": {\"num-worker\": 1, \"tp\": 0, \"ep\": 1},\n  \"decode\": {\"num-worker\": 1, \"tp\": 8, \"ep\": 1}}"), 0o644))
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     func(string) string
+		dep     string
+		al      float64
+		model   string
+		fast    bool
+		wantErr string
+	}{
+		{name: "default deployment", args: nil, dep: "2P1D DEP16/DEP32", al: 1, model: ""},
+		{name: "shorthand", args: []string{"--deployment", "1P1D DEP8/DEP16", "--acceptance-length", "2.49"}, dep: "1P1D DEP8/DEP16", al: 2.49},
+		{name: "explicit numbers agg", args: []string{"--prefill-tp", "8"}, dep: "TP8 agg", al: 1},
+		{name: "explicit numbers disagg", args: []string{"--prefill-workers", "2", "--prefill-tp", "16", "--prefill-ep", "16", "--prefill-dpa",
+			"--decode-workers", "1", "--decode-tp", "32", "--decode-ep", "32", "--decode-dpa"}, dep: "2P1D DEP16/DEP32", al: 1},
+		{name: "row json with synthetic AL and model", args: []string{"--row-json", row}, dep: "2P1D DEP16/DEP32", al: 3.77, model: "deepseek-ai/DeepSeek-V4-Pro"},
+		{name: "env AL beats row", args: []string{"--row-json", row}, env: env("SYNTHETIC_ACCEPTANCE", "true", "SYNTHETIC_ACCEPTANCE_LENGTH", "2.51"), dep: "2P1D DEP16/DEP32", al: 2.51, model: "deepseek-ai/DeepSeek-V4-Pro"},
+		{name: "flag AL beats env", args: []string{"--acceptance-length", "1.84"}, env: env("SYNTHETIC_ACCEPTANCE", "true", "SYNTHETIC_ACCEPTANCE_LENGTH", "2.51"), dep: "2P1D DEP16/DEP32", al: 1.84},
+		{name: "env AL ignored unless SYNTHETIC_ACCEPTANCE=true", args: nil, env: env("SYNTHETIC_ACCEPTANCE_LENGTH", "2.51"), dep: "2P1D DEP16/DEP32", al: 1},
+		{name: "row mtp without AL", args: []string{"--row-json", noAL, "--model", "m"}, dep: "TP8 agg", al: 1, model: "m"},
+		{name: "fast mode", args: []string{"--ttft-ms", "0", "--itl-ms", "0"}, dep: "2P1D DEP16/DEP32", al: 1, fast: true},
+		{name: "two deployment sources", args: []string{"--deployment", "TP8 agg", "--prefill-tp", "8"}, wantErr: "one way"},
+		{name: "bad shorthand", args: []string{"--deployment", "3Q DEP8"}, wantErr: "cannot read parallelism"},
+		{name: "bad row", args: []string{"--row-json", bad}, wantErr: bad + ":2: field prefill.tp: must be >= 1"},
+		{name: "missing row", args: []string{"--row-json", filepath.Join(dir, "nope.json")}, wantErr: "no such file"},
+		{name: "explicit without tp", args: []string{"--decode-workers", "1"}, wantErr: "--prefill-tp is required"},
+		{name: "bad AL", args: []string{"--acceptance-length", "0.5"}, wantErr: ">= 1"},
+		{name: "bad env AL", env: env("SYNTHETIC_ACCEPTANCE", "true", "SYNTHETIC_ACCEPTANCE_LENGTH", "x"), wantErr: "SYNTHETIC_ACCEPTANCE_LENGTH"},
+		{name: "bad time scale", args: []string{"--time-scale", "0"}, wantErr: "--time-scale"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "flag provided but not defined"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := tc.env
+			if getenv == nil {
+				getenv = env()
+			}
+			cfg, _, err := simConfigFromFlags(tc.args, io.Discard, getenv)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				var ee *exitError
+				require.True(t, errors.As(err, &ee))
+				assert.Equal(t, 2, ee.code)
+				assert.Contains(t, ee.msg, tc.wantErr)
+				assert.NotContains(t, ee.msg, "\n")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.dep, cfg.Deployment.String())
+			assert.Equal(t, tc.al, cfg.AcceptanceLength)
+			assert.Equal(t, tc.model, cfg.Model)
+			assert.Equal(t, tc.fast, cfg.FastMode)
+			_, err = sim.New(cfg)
+			require.NoError(t, err, "flags give a valid engine config")
+		})
+	}
+}
+
+// lineWriter hands the lines written to it to a channel (dropping any
+// the reader is not waiting for).
+type lineWriter struct{ lines chan string }
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		select {
+		case w.lines <- l:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+func waitForAddr(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l := <-lines:
+			if rest, ok := strings.CutPrefix(l, "simulated engine listening on "); ok {
+				return rest
+			}
+		case <-deadline:
+			t.Fatal("no listening line")
+		}
+	}
+}
+
+func TestSimServeInProcess(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := lineWriter{lines: make(chan string, 16)}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- simServe(ctx, []string{"--listen", "127.0.0.1:0", "--deployment", "1P1D DEP8/DEP16", "--time-scale", "0.01",
+			"--gsm8k", "../../shared/datasets/gsm8k/test.jsonl", "--accuracy", "1", "--log-level", "warn"}, out, io.Discard, func(string) string { return "" })
+	}()
+	url := waitForAddr(t, out.lines)
+	resp, err := http.Get(url + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "true", resp.Header.Get("X-Sweepflow-Simulated"))
+	body := `{"messages":[{"role":"user","content":"Question: Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her friends every day with four. She sells the remainder at the farmers' market daily for $2 per fresh duck egg. How much in dollars does she make every day at the farmers' market?\nAnswer:"}],"temperature":0}`
+	resp, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(b), `#### 18`)
+	assert.Contains(t, string(b), `"simulated":true`)
+	cancel()
+	require.NoError(t, <-errc, "graceful stop on context cancel")
+}
+
+// TestSimServeChild is the body of the subprocess tests below; it only runs
+// when re-executed with SWEEPFLOW_SIM_CHILD set.
+func TestSimServeChild(t *testing.T) {
+	args := os.Getenv("SWEEPFLOW_SIM_CHILD")
+	if args == "" {
+		t.Skip("helper process for TestSimServeProcess")
+	}
+	os.Exit(run(append([]string{"sim", "serve"}, strings.Fields(args)...)))
+}
+
+func startSimChild(t *testing.T, args string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSimServeChild$")
+	cmd.Env = append(os.Environ(), "SWEEPFLOW_SIM_CHILD="+args)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = io.Discard
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, waitForAddr(t, lines)
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return 0
+	case <-time.After(20 * time.Second):
+		t.Fatal("child did not exit")
+		return -1
+	}
+}
+
+func TestSimServeProcess(t *testing.T) {
+	t.Parallel()
+	t.Run("SIGTERM stops it gracefully", func(t *testing.T) {
+		t.Parallel()
+		cmd, url := startSimChild(t, "--listen 127.0.0.1:0 --ttft-ms 1 --itl-ms 1")
+		resp, err := http.Get(url + "/v1/models")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Contains(t, string(b), sim.DefaultModel)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		assert.Equal(t, 0, waitExit(t, cmd))
+	})
+	t.Run("die-after exits 1", func(t *testing.T) {
+		t.Parallel()
+		cmd, url := startSimChild(t, "--listen 127.0.0.1:0 --fast --die-after 1")
+		req := `{"prompt":"x","max_tokens":2}`
+		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(req))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode)
+		_, err = http.Post(url+"/v1/completions", "application/json", strings.NewReader(req))
+		assert.Error(t, err, "request 2 finds the engine crashed")
+		assert.Equal(t, 1, waitExit(t, cmd))
+	})
+}
