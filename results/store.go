@@ -1,7 +1,8 @@
 // Package results is the results store: the ledger of sweeps, points and
 // durable stage outputs that reruns and nightly comparisons read, plus typed
 // perf and eval tables for reports and exports. SQLite (pure Go, no cgo) is
-// the default; PostgreSQL is planned behind the same API.
+// the default; PostgreSQL (pgx through database/sql) is used when the DSN is
+// a postgres:// URL. Both run the same queries and versioned migrations.
 //
 // Writes are idempotent so a retried activity never duplicates a row: stage
 // outputs keep the first row written for (sweep, fingerprint, stage), perf and
@@ -26,7 +27,8 @@ import (
 // and several Stores (or processes) may share one SQLite file.
 type Store struct {
 	db   *sql.DB
-	path string
+	path string // SQLite file, or the DSN without its password
+	d    dialect
 }
 
 // busyTimeoutMs is how long a writer waits for another writer's lock: worker
@@ -35,8 +37,25 @@ const busyTimeoutMs = 15000
 
 // Open opens (creating and migrating if needed) the store a DSN names:
 // "sqlite:///abs/path.db", "sqlite://rel/path.db" or a plain file path select
-// SQLite; "postgres://..." is recognised but not built in yet.
+// SQLite; "postgres://user:pass@host:port/db?sslmode=..." (or postgresql://)
+// selects PostgreSQL, whose database must exist.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, migrations)
+}
+
+// open is Open with the schema steps to apply (tests open old versions).
+func open(ctx context.Context, dsn string, migs []migration) (*Store, error) {
+	if isPostgresDSN(dsn) {
+		db, err := openPostgres(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		if err := migrate(ctx, db, postgres, migs); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("%w (store %s)", err, redact(dsn))
+		}
+		return &Store{db: db, path: redact(dsn), d: postgres}, nil
+	}
 	path, err := sqlitePath(dsn)
 	if err != nil {
 		return nil, err
@@ -59,19 +78,17 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("results: open %s: %w", path, err)
 	}
-	if err := migrate(ctx, db); err != nil {
+	if err := migrate(ctx, db, sqliteDialect, migs); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w (store %s)", err, path)
 	}
-	return &Store{db: db, path: path}, nil
+	return &Store{db: db, path: path, d: sqliteDialect}, nil
 }
 
 func sqlitePath(dsn string) (string, error) {
 	switch {
 	case strings.TrimSpace(dsn) == "":
 		return "", errors.New("results: no store configured: want a SQLite file path, sqlite:///path/results.db or postgres://...")
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return "", fmt.Errorf("results: store %q: PostgreSQL is not built in yet; use a SQLite path or sqlite:///path/results.db", redact(dsn))
 	case strings.HasPrefix(dsn, "sqlite://"):
 		dsn = strings.TrimPrefix(dsn, "sqlite://")
 	case strings.Contains(dsn, "://"):
@@ -105,8 +122,26 @@ func redact(dsn string) string {
 // Close releases the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Path is the SQLite file the store uses.
+// Path is the SQLite file the store uses, or for PostgreSQL its DSN with the
+// password masked.
 func (s *Store) Path() string { return s.path }
+
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.String() }
+
+// The query helpers rebind SQLite-style placeholders for the store's dialect:
+// every statement in this package goes through them.
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.db.QueryContext(ctx, s.d.rebind(q), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return s.db.QueryRowContext(ctx, s.d.rebind(q), args...)
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return s.db.ExecContext(ctx, s.d.rebind(q), args...)
+}
 
 // Sweep is one sweep run.
 type Sweep struct {
@@ -135,7 +170,7 @@ func (s *Store) UpsertSweep(ctx context.Context, sw Sweep) error {
 			started_at  = COALESCE(excluded.started_at, sweeps.started_at),
 			finished_at = COALESCE(excluded.finished_at, sweeps.finished_at),
 			reuse_from  = CASE WHEN excluded.reuse_from <> '' THEN excluded.reuse_from ELSE sweeps.reuse_from END,
-			nightly     = MAX(sweeps.nightly, excluded.nightly)`,
+			nightly     = (sweeps.nightly OR excluded.nightly)`,
 		sw.ID, sw.Name, sw.ConfigJSON, sw.Status, nullTime(sw.StartedAt), nullTime(sw.FinishedAt), sw.ReuseFrom, sw.Nightly)
 }
 
@@ -154,7 +189,7 @@ func (s *Store) Sweeps(ctx context.Context) ([]Sweep, error) {
 }
 
 func (s *Store) querySweeps(ctx context.Context, where string, args ...any) ([]Sweep, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, config_json, status, started_at, finished_at, reuse_from, nightly FROM sweeps `+where, args...)
+	rows, err := s.query(ctx, `SELECT id, name, config_json, status, started_at, finished_at, reuse_from, nightly FROM sweeps `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("results: sweeps: %w", err)
 	}
@@ -178,6 +213,10 @@ type Point struct {
 	Conc                                                        int
 	Status, FailedStage, Error                                  string
 	UpdatedAt                                                   time.Time
+	// SpecJSON is the point's full spec as the workflow ran it (identity
+	// fields for exports: image, model prefix, precision, framework,
+	// runner, the InferenceX matrix row). Empty keeps the stored value.
+	SpecJSON []byte
 }
 
 // UpsertPoint records a point's state. Status, FailedStage and Error are
@@ -192,8 +231,11 @@ func (s *Store) UpsertPoint(ctx context.Context, p Point) error {
 	if p.UpdatedAt.IsZero() {
 		p.UpdatedAt = time.Now()
 	}
-	return s.write(ctx, "upsert point "+p.PointID+" of sweep "+p.SweepID, `INSERT INTO points (sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if len(p.SpecJSON) > 0 && !json.Valid(p.SpecJSON) {
+		return fmt.Errorf("results: point %s of sweep %s: spec_json is not valid JSON", p.PointID, p.SweepID)
+	}
+	return s.write(ctx, "upsert point "+p.PointID+" of sweep "+p.SweepID, `INSERT INTO points (sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at, spec_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sweep_id, point_id) DO UPDATE SET
 			fingerprint  = CASE WHEN excluded.fingerprint <> '' THEN excluded.fingerprint ELSE points.fingerprint END,
 			config_key   = CASE WHEN excluded.config_key <> '' THEN excluded.config_key ELSE points.config_key END,
@@ -203,14 +245,15 @@ func (s *Store) UpsertPoint(ctx context.Context, p Point) error {
 			status       = CASE WHEN excluded.status <> '' THEN excluded.status ELSE points.status END,
 			failed_stage = excluded.failed_stage,
 			error        = excluded.error,
-			updated_at   = excluded.updated_at
+			updated_at   = excluded.updated_at,
+			spec_json    = CASE WHEN excluded.spec_json <> '' THEN excluded.spec_json ELSE points.spec_json END
 		WHERE excluded.updated_at >= points.updated_at`,
-		p.SweepID, p.PointID, p.Fingerprint, p.ConfigKey, p.ExpName, p.Topology, p.Conc, p.Status, p.FailedStage, p.Error, p.UpdatedAt.UnixNano())
+		p.SweepID, p.PointID, p.Fingerprint, p.ConfigKey, p.ExpName, p.Topology, p.Conc, p.Status, p.FailedStage, p.Error, p.UpdatedAt.UnixNano(), string(p.SpecJSON))
 }
 
 // Points lists a sweep's points by point ID.
 func (s *Store) Points(ctx context.Context, sweepID string) ([]Point, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at, spec_json
 		FROM points WHERE sweep_id = ? ORDER BY point_id`, sweepID)
 	if err != nil {
 		return nil, fmt.Errorf("results: points of %s: %w", sweepID, err)
@@ -220,10 +263,14 @@ func (s *Store) Points(ctx context.Context, sweepID string) ([]Point, error) {
 	for rows.Next() {
 		var p Point
 		var updated int64
-		if err := rows.Scan(&p.SweepID, &p.PointID, &p.Fingerprint, &p.ConfigKey, &p.ExpName, &p.Topology, &p.Conc, &p.Status, &p.FailedStage, &p.Error, &updated); err != nil {
+		var spec string
+		if err := rows.Scan(&p.SweepID, &p.PointID, &p.Fingerprint, &p.ConfigKey, &p.ExpName, &p.Topology, &p.Conc, &p.Status, &p.FailedStage, &p.Error, &updated, &spec); err != nil {
 			return nil, fmt.Errorf("results: points of %s: %w", sweepID, err)
 		}
 		p.UpdatedAt = time.Unix(0, updated)
+		if spec != "" {
+			p.SpecJSON = []byte(spec)
+		}
 		out = append(out, p)
 	}
 	return out, rows.Err()
@@ -266,7 +313,7 @@ func (s *Store) PutStageOutput(ctx context.Context, o StageOutput) (inserted boo
 	}
 	var n int64
 	err = s.retryBusy(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, `INSERT INTO stage_outputs (sweep_id, point_id, fingerprint, stage, attempt, output_json, artifact_uris, simulated, created_at)
+		res, err := s.exec(ctx, `INSERT INTO stage_outputs (sweep_id, point_id, fingerprint, stage, attempt, output_json, artifact_uris, simulated, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (sweep_id, fingerprint, stage) DO NOTHING`,
 			o.SweepID, o.PointID, o.Fingerprint, o.Stage, o.Attempt, string(o.OutputJSON), string(urisJSON), o.Simulated, o.CreatedAt.UnixNano())
@@ -318,7 +365,7 @@ func (s *Store) StageOutputs(ctx context.Context, sweepID string) ([]StageOutput
 // CountStageOutputs counts a sweep's outputs of one stage ("" counts all).
 func (s *Store) CountStageOutputs(ctx context.Context, sweepID, stage string) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM stage_outputs WHERE sweep_id = ? AND (? = '' OR stage = ?)`, sweepID, stage, stage).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM stage_outputs WHERE sweep_id = ? AND (? = '' OR stage = ?)`, sweepID, stage, stage).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("results: count %s outputs of %s: %w", stage, sweepID, err)
 	}
@@ -326,7 +373,7 @@ func (s *Store) CountStageOutputs(ctx context.Context, sweepID, stage string) (i
 }
 
 func (s *Store) queryStageOutputs(ctx context.Context, q string, args ...any) ([]StageOutput, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +435,7 @@ func (s *Store) PutPerf(ctx context.Context, r PerfResult) error {
 
 // Perf lists a sweep's perf results by config key, concurrency and point.
 func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, conc,
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, conc,
 			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms, simulated, json
 		FROM perf_results WHERE sweep_id = ? ORDER BY config_key, conc, point_id`, sweepID)
 	if err != nil {
@@ -443,7 +490,7 @@ func (s *Store) PutEval(ctx context.Context, r EvalResult) error {
 
 // Evals lists a sweep's eval results by point.
 func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT sweep_id, point_id, fingerprint, em_strict, em_flexible, n_eff, passed, floor, simulated, json
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, fingerprint, em_strict, em_flexible, n_eff, passed, floor, simulated, json
 		FROM eval_results WHERE sweep_id = ? ORDER BY point_id, fingerprint`, sweepID)
 	if err != nil {
 		return nil, fmt.Errorf("results: evals of %s: %w", sweepID, err)
@@ -468,7 +515,7 @@ func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error)
 // after busy_timeout (a long writer in another process).
 func (s *Store) write(ctx context.Context, what, q string, args ...any) error {
 	err := s.retryBusy(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, q, args...)
+		_, err := s.exec(ctx, q, args...)
 		return err
 	})
 	if err != nil {

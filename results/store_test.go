@@ -15,15 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func openTemp(t *testing.T) (*Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "state", "results.db")
-	s, err := Open(context.Background(), path)
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s, path
-}
-
 func TestOpenDSN(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -34,8 +25,9 @@ func TestOpenDSN(t *testing.T) {
 		wantPath string
 	}{
 		{name: "empty", dsn: "", wantErr: "no store configured"},
-		{name: "postgres", dsn: "postgres://user:secret@db:5432/sweepflow", wantErr: "PostgreSQL is not built in yet"},
-		{name: "postgres hides password", dsn: "postgresql://user:secret@db/x", wantErr: "user:***@db"},
+		{name: "postgres unreachable hides password", dsn: "postgres://user:secret@127.0.0.1:1/sweepflow?connect_timeout=2", wantErr: "results: open postgres://user:***@127.0.0.1:1/sweepflow"},
+		{name: "postgresql scheme hides password", dsn: "postgresql://user:secret@127.0.0.1:1/x?sslmode=disable", wantErr: "user:***@127.0.0.1:1"},
+		{name: "postgres bad url", dsn: "postgres://user:secret@db:port/x", wantErr: "not a valid postgres:// URL"},
 		{name: "unknown scheme", dsn: "mysql://db/x", wantErr: "unsupported scheme"},
 		{name: "memory", dsn: ":memory:", wantErr: "in-memory SQLite is not supported"},
 		{name: "bare sqlite scheme", dsn: "sqlite://", wantErr: "has no path"},
@@ -60,132 +52,143 @@ func TestOpenDSN(t *testing.T) {
 }
 
 func TestMigrationsIdempotentOnReopen(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, path := openTemp(t)
-	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "sw1", Name: "seed", Status: "running"}))
-	require.NoError(t, s.Close())
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, path := be.open(t)
+		require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "sw1", Name: "seed", Status: "running"}))
+		require.NoError(t, s.Close())
 
-	for range 3 {
-		s2, err := Open(ctx, "sqlite://"+path)
-		require.NoError(t, err)
-		var n, maxV int
-		require.NoError(t, s2.db.QueryRowContext(ctx, `SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &maxV))
-		assert.Equal(t, len(migrations), n)
-		assert.Equal(t, migrations[len(migrations)-1].version, maxV)
-		sw, found, err := s2.GetSweep(ctx, "sw1")
-		require.NoError(t, err)
-		require.True(t, found)
-		assert.Equal(t, "seed", sw.Name)
-		var mode string
-		require.NoError(t, s2.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode))
-		assert.Equal(t, "wal", mode)
-		require.NoError(t, s2.Close())
-	}
+		if be.name == "sqlite" {
+			path = "sqlite://" + path
+		}
+		for range 3 {
+			s2, err := Open(ctx, path)
+			require.NoError(t, err)
+			var n, maxV int
+			require.NoError(t, s2.db.QueryRowContext(ctx, `SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &maxV))
+			assert.Equal(t, len(migrations), n)
+			assert.Equal(t, migrations[len(migrations)-1].version, maxV)
+			sw, found, err := s2.GetSweep(ctx, "sw1")
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, "seed", sw.Name)
+			if be.name == "sqlite" {
+				var mode string
+				require.NoError(t, s2.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode))
+				assert.Equal(t, "wal", mode)
+			}
+			assert.Equal(t, be.name, s2.Dialect())
+			require.NoError(t, s2.Close())
+		}
+	})
 }
 
-func TestConcurrentOpensOfFreshFile(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "fresh.db")
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := Open(context.Background(), path)
-			if err == nil {
-				err = s.Close()
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+func TestConcurrentOpensOfFreshStore(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		dsn := be.newDSN(t)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := Open(context.Background(), dsn)
+				if err == nil {
+					err = s.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		s, err := Open(context.Background(), dsn)
 		require.NoError(t, err)
-	}
-	s, err := Open(context.Background(), path)
-	require.NoError(t, err)
-	defer s.Close()
-	var n int
-	require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n))
-	assert.Equal(t, len(migrations), n)
+		defer s.Close()
+		var n int
+		require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n))
+		assert.Equal(t, len(migrations), n)
+	})
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, path := openTemp(t)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)`)
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	_, err = Open(ctx, path)
-	require.ErrorContains(t, err, "schema version 999 is newer")
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, path := be.open(t)
+		_, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)`)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		_, err = Open(ctx, path)
+		require.ErrorContains(t, err, "schema version 999 is newer")
+	})
 }
 
 func TestUpsertSweepPartialUpdates(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _ := openTemp(t)
-	start := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
-	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "n1", Name: "nightly", ConfigJSON: `{"a":1}`, Status: "running", StartedAt: start, ReuseFrom: "n0", Nightly: true}))
-	// Finishing only sends what changed.
-	end := start.Add(3 * time.Hour)
-	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "n1", Status: "completed", FinishedAt: end}))
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		start := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
+		require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "n1", Name: "nightly", ConfigJSON: `{"a":1}`, Status: "running", StartedAt: start, ReuseFrom: "n0", Nightly: true}))
+		// Finishing only sends what changed.
+		end := start.Add(3 * time.Hour)
+		require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "n1", Status: "completed", FinishedAt: end}))
 
-	sw, found, err := s.GetSweep(ctx, "n1")
-	require.NoError(t, err)
-	require.True(t, found)
-	assert.Equal(t, "nightly", sw.Name)
-	assert.Equal(t, `{"a":1}`, sw.ConfigJSON)
-	assert.Equal(t, "completed", sw.Status)
-	assert.True(t, sw.StartedAt.Equal(start))
-	assert.True(t, sw.FinishedAt.Equal(end))
-	assert.Equal(t, "n0", sw.ReuseFrom)
-	assert.True(t, sw.Nightly)
+		sw, found, err := s.GetSweep(ctx, "n1")
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, "nightly", sw.Name)
+		assert.Equal(t, `{"a":1}`, sw.ConfigJSON)
+		assert.Equal(t, "completed", sw.Status)
+		assert.True(t, sw.StartedAt.Equal(start))
+		assert.True(t, sw.FinishedAt.Equal(end))
+		assert.Equal(t, "n0", sw.ReuseFrom)
+		assert.True(t, sw.Nightly)
 
-	_, found, err = s.GetSweep(ctx, "nope")
-	require.NoError(t, err)
-	assert.False(t, found)
+		_, found, err = s.GetSweep(ctx, "nope")
+		require.NoError(t, err)
+		assert.False(t, found)
 
-	require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "a0", StartedAt: start.Add(-time.Hour)}))
-	all, err := s.Sweeps(ctx)
-	require.NoError(t, err)
-	require.Len(t, all, 2)
-	assert.Equal(t, "a0", all[0].ID)
+		require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "a0", StartedAt: start.Add(-time.Hour)}))
+		all, err := s.Sweeps(ctx)
+		require.NoError(t, err)
+		require.Len(t, all, 2)
+		assert.Equal(t, "a0", all[0].ID)
+	})
 }
 
 func TestUpsertPoint(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _ := openTemp(t)
-	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	base := Point{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang", ExpName: "exp1", Topology: "2P1D-DEP16", Conc: 64}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+		base := Point{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang", ExpName: "exp1", Topology: "2P1D-DEP16", Conc: 64}
 
-	steps := []struct {
-		name string
-		p    Point
-		want Point
-	}{
-		{name: "created", p: with(base, "running", "", "", t0), want: with(base, "running", "", "", t0)},
-		{name: "failed at eval", p: with(Point{SweepID: "sw", PointID: "p1"}, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute)),
-			want: with(base, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute))},
-		{name: "stale write ignored", p: with(base, "running", "", "", t0.Add(30*time.Second)),
-			want: with(base, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute))},
-		{name: "retry clears error", p: with(Point{SweepID: "sw", PointID: "p1"}, "completed", "", "", t0.Add(2*time.Minute)),
-			want: with(base, "completed", "", "", t0.Add(2*time.Minute))},
-	}
-	for _, st := range steps {
-		require.NoError(t, s.UpsertPoint(ctx, st.p), st.name)
-		pts, err := s.Points(ctx, "sw")
-		require.NoError(t, err)
-		require.Len(t, pts, 1, st.name)
-		got := pts[0]
-		assert.True(t, got.UpdatedAt.Equal(st.want.UpdatedAt), st.name)
-		got.UpdatedAt = st.want.UpdatedAt
-		assert.Equal(t, st.want, got, st.name)
-	}
-	require.ErrorContains(t, s.UpsertPoint(ctx, Point{SweepID: "sw"}), "point id are required")
+		steps := []struct {
+			name string
+			p    Point
+			want Point
+		}{
+			{name: "created", p: with(base, "running", "", "", t0), want: with(base, "running", "", "", t0)},
+			{name: "failed at eval", p: with(Point{SweepID: "sw", PointID: "p1"}, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute)),
+				want: with(base, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute))},
+			{name: "stale write ignored", p: with(base, "running", "", "", t0.Add(30*time.Second)),
+				want: with(base, "awaiting-operator", "gsm8k-eval", "below floor", t0.Add(time.Minute))},
+			{name: "retry clears error", p: with(Point{SweepID: "sw", PointID: "p1"}, "completed", "", "", t0.Add(2*time.Minute)),
+				want: with(base, "completed", "", "", t0.Add(2*time.Minute))},
+		}
+		for _, st := range steps {
+			require.NoError(t, s.UpsertPoint(ctx, st.p), st.name)
+			pts, err := s.Points(ctx, "sw")
+			require.NoError(t, err)
+			require.Len(t, pts, 1, st.name)
+			got := pts[0]
+			assert.True(t, got.UpdatedAt.Equal(st.want.UpdatedAt), st.name)
+			got.UpdatedAt = st.want.UpdatedAt
+			assert.Equal(t, st.want, got, st.name)
+		}
+		require.ErrorContains(t, s.UpsertPoint(ctx, Point{SweepID: "sw"}), "point id are required")
+	})
 }
 
 func with(p Point, status, stage, msg string, at time.Time) Point {
@@ -194,158 +197,164 @@ func with(p Point, status, stage, msg string, at time.Time) Point {
 }
 
 func TestPutStageOutputIdempotent(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _ := openTemp(t)
-	first := StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "perf", Attempt: 1,
-		OutputJSON: []byte(`{"output_tput_per_gpu":100}`), ArtifactURIs: []string{"file:///a/sha256/ab/x/records.jsonl"}, Simulated: true}
-	ins, err := s.PutStageOutput(ctx, first)
-	require.NoError(t, err)
-	assert.True(t, ins)
-
-	again := first
-	again.Attempt = 2
-	again.OutputJSON = []byte(`{"output_tput_per_gpu":999}`)
-	ins, err = s.PutStageOutput(ctx, again)
-	require.NoError(t, err)
-	assert.False(t, ins)
-
-	outs, err := s.StageOutputs(ctx, "sw")
-	require.NoError(t, err)
-	require.Len(t, outs, 1)
-	assert.Equal(t, 1, outs[0].Attempt)
-	assert.JSONEq(t, `{"output_tput_per_gpu":100}`, string(outs[0].OutputJSON))
-	assert.Equal(t, first.ArtifactURIs, outs[0].ArtifactURIs)
-	assert.True(t, outs[0].Simulated)
-	assert.False(t, outs[0].CreatedAt.IsZero())
-
-	// Another stage of the same point is a separate row.
-	ins, err = s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "gsm8k-eval"})
-	require.NoError(t, err)
-	assert.True(t, ins)
-	for stage, want := range map[string]int{"perf": 1, "gsm8k-eval": 1, "": 2, "warmup": 0} {
-		n, err := s.CountStageOutputs(ctx, "sw", stage)
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		first := StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "perf", Attempt: 1,
+			OutputJSON: []byte(`{"output_tput_per_gpu":100}`), ArtifactURIs: []string{"file:///a/sha256/ab/x/records.jsonl"}, Simulated: true}
+		ins, err := s.PutStageOutput(ctx, first)
 		require.NoError(t, err)
-		assert.Equal(t, want, n, "stage %q", stage)
-	}
-	outs, err = s.StageOutputs(ctx, "sw")
-	require.NoError(t, err)
-	require.Len(t, outs, 2)
-	assert.Equal(t, []string{}, outs[1].ArtifactURIs)
-	assert.Nil(t, outs[1].OutputJSON)
+		assert.True(t, ins)
+
+		again := first
+		again.Attempt = 2
+		again.OutputJSON = []byte(`{"output_tput_per_gpu":999}`)
+		ins, err = s.PutStageOutput(ctx, again)
+		require.NoError(t, err)
+		assert.False(t, ins)
+
+		outs, err := s.StageOutputs(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, outs, 1)
+		assert.Equal(t, 1, outs[0].Attempt)
+		assert.JSONEq(t, `{"output_tput_per_gpu":100}`, string(outs[0].OutputJSON))
+		assert.Equal(t, first.ArtifactURIs, outs[0].ArtifactURIs)
+		assert.True(t, outs[0].Simulated)
+		assert.False(t, outs[0].CreatedAt.IsZero())
+
+		// Another stage of the same point is a separate row.
+		ins, err = s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "gsm8k-eval"})
+		require.NoError(t, err)
+		assert.True(t, ins)
+		for stage, want := range map[string]int{"perf": 1, "gsm8k-eval": 1, "": 2, "warmup": 0} {
+			n, err := s.CountStageOutputs(ctx, "sw", stage)
+			require.NoError(t, err)
+			assert.Equal(t, want, n, "stage %q", stage)
+		}
+		outs, err = s.StageOutputs(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, outs, 2)
+		assert.Equal(t, []string{}, outs[1].ArtifactURIs)
+		assert.Nil(t, outs[1].OutputJSON)
+	})
 }
 
 func TestPutStageOutputBadInput(t *testing.T) {
-	t.Parallel()
-	s, _ := openTemp(t)
-	tests := []struct {
-		name string
-		o    StageOutput
-		want string
-	}{
-		{name: "no fingerprint", o: StageOutput{SweepID: "sw", PointID: "p", Stage: "perf"}, want: "fingerprint and stage are required"},
-		{name: "no stage", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f"}, want: "are required"},
-		{name: "bad json", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f", Stage: "perf", OutputJSON: []byte("{")}, want: "output_json is not valid JSON"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.PutStageOutput(context.Background(), tc.o)
-			require.ErrorContains(t, err, tc.want)
-		})
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s, _ := be.open(t)
+		tests := []struct {
+			name string
+			o    StageOutput
+			want string
+		}{
+			{name: "no fingerprint", o: StageOutput{SweepID: "sw", PointID: "p", Stage: "perf"}, want: "fingerprint and stage are required"},
+			{name: "no stage", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f"}, want: "are required"},
+			{name: "bad json", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f", Stage: "perf", OutputJSON: []byte("{")}, want: "output_json is not valid JSON"},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := s.PutStageOutput(context.Background(), tc.o)
+				require.ErrorContains(t, err, tc.want)
+			})
+		}
+	})
 }
 
 func TestLookupStageOutputNewest(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _ := openTemp(t)
-	t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	put := func(sweep, fp, stage string, at time.Time) {
-		_, err := s.PutStageOutput(ctx, StageOutput{SweepID: sweep, PointID: "p-" + sweep, Fingerprint: fp, Stage: stage,
-			OutputJSON: []byte(fmt.Sprintf(`{"sweep":%q}`, sweep)), CreatedAt: at})
-		require.NoError(t, err)
-	}
-	put("old", "fp", "perf", t0)
-	put("new", "fp", "perf", t0.Add(24*time.Hour))
-	put("mid", "fp", "perf", t0.Add(12*time.Hour))
-	put("newest-other-fp", "fp2", "perf", t0.Add(48*time.Hour))
-	put("newest-other-stage", "fp", "gsm8k-eval", t0.Add(48*time.Hour))
-
-	tests := []struct {
-		name      string
-		fp, stage string
-		from      []string
-		wantSweep string // "" = not found
-	}{
-		{name: "any sweep: newest", fp: "fp", stage: "perf", wantSweep: "new"},
-		{name: "restricted to one", fp: "fp", stage: "perf", from: []string{"old"}, wantSweep: "old"},
-		{name: "restricted: newest among them", fp: "fp", stage: "perf", from: []string{"old", "mid"}, wantSweep: "mid"},
-		{name: "restricted to unknown sweep", fp: "fp", stage: "perf", from: []string{"nope"}},
-		{name: "other stage", fp: "fp", stage: "gsm8k-eval", wantSweep: "newest-other-stage"},
-		{name: "unknown fingerprint", fp: "fp3", stage: "perf"},
-		{name: "stage never run", fp: "fp", stage: "result-upload"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			o, found, err := s.LookupStageOutput(ctx, tc.fp, tc.stage, tc.from)
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+		put := func(sweep, fp, stage string, at time.Time) {
+			_, err := s.PutStageOutput(ctx, StageOutput{SweepID: sweep, PointID: "p-" + sweep, Fingerprint: fp, Stage: stage,
+				OutputJSON: []byte(fmt.Sprintf(`{"sweep":%q}`, sweep)), CreatedAt: at})
 			require.NoError(t, err)
-			if tc.wantSweep == "" {
-				assert.False(t, found)
-				assert.Nil(t, o)
-				return
-			}
-			require.True(t, found)
-			assert.Equal(t, tc.wantSweep, o.SweepID)
-			assert.JSONEq(t, fmt.Sprintf(`{"sweep":%q}`, tc.wantSweep), string(o.OutputJSON))
-		})
-	}
+		}
+		put("old", "fp", "perf", t0)
+		put("new", "fp", "perf", t0.Add(24*time.Hour))
+		put("mid", "fp", "perf", t0.Add(12*time.Hour))
+		put("newest-other-fp", "fp2", "perf", t0.Add(48*time.Hour))
+		put("newest-other-stage", "fp", "gsm8k-eval", t0.Add(48*time.Hour))
+
+		tests := []struct {
+			name      string
+			fp, stage string
+			from      []string
+			wantSweep string // "" = not found
+		}{
+			{name: "any sweep: newest", fp: "fp", stage: "perf", wantSweep: "new"},
+			{name: "restricted to one", fp: "fp", stage: "perf", from: []string{"old"}, wantSweep: "old"},
+			{name: "restricted: newest among them", fp: "fp", stage: "perf", from: []string{"old", "mid"}, wantSweep: "mid"},
+			{name: "restricted to unknown sweep", fp: "fp", stage: "perf", from: []string{"nope"}},
+			{name: "other stage", fp: "fp", stage: "gsm8k-eval", wantSweep: "newest-other-stage"},
+			{name: "unknown fingerprint", fp: "fp3", stage: "perf"},
+			{name: "stage never run", fp: "fp", stage: "result-upload"},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				o, found, err := s.LookupStageOutput(ctx, tc.fp, tc.stage, tc.from)
+				require.NoError(t, err)
+				if tc.wantSweep == "" {
+					assert.False(t, found)
+					assert.Nil(t, o)
+					return
+				}
+				require.True(t, found)
+				assert.Equal(t, tc.wantSweep, o.SweepID)
+				assert.JSONEq(t, fmt.Sprintf(`{"sweep":%q}`, tc.wantSweep), string(o.OutputJSON))
+			})
+		}
+	})
 }
 
 func TestPerfAndEvalUpserts(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _ := openTemp(t)
-	p := PerfResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "ck", ExpName: "e1", Conc: 32,
-		OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900, TPOTMedianMs: 22, E2ELMedianMs: 30000,
-		Simulated: true, JSON: []byte(`{"conc":32}`)}
-	require.NoError(t, s.PutPerf(ctx, p))
-	require.NoError(t, s.PutPerf(ctx, p))
-	p2 := p
-	p2.Conc, p2.PointID, p2.OutputTputPerGPU = 64, "p2", 1500
-	require.NoError(t, s.PutPerf(ctx, p2))
-	p.OutputTputPerGPU = 1100 // operator retry of the perf stage
-	require.NoError(t, s.PutPerf(ctx, p))
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		p := PerfResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "ck", ExpName: "e1", Conc: 32,
+			OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900, TPOTMedianMs: 22, E2ELMedianMs: 30000,
+			Simulated: true, JSON: []byte(`{"conc":32}`)}
+		require.NoError(t, s.PutPerf(ctx, p))
+		require.NoError(t, s.PutPerf(ctx, p))
+		p2 := p
+		p2.Conc, p2.PointID, p2.OutputTputPerGPU = 64, "p2", 1500
+		require.NoError(t, s.PutPerf(ctx, p2))
+		p.OutputTputPerGPU = 1100 // operator retry of the perf stage
+		require.NoError(t, s.PutPerf(ctx, p))
 
-	perf, err := s.Perf(ctx, "sw")
-	require.NoError(t, err)
-	require.Len(t, perf, 2)
-	assert.Equal(t, p, perf[0])
-	assert.Equal(t, p2, perf[1])
+		perf, err := s.Perf(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, perf, 2)
+		assert.Equal(t, p, perf[0])
+		assert.Equal(t, p2, perf[1])
 
-	e := EvalResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", EMStrict: 0.80, EMFlexible: 0.81, NEff: 1319, Passed: false, Floor: 0.9, JSON: []byte(`{}`)}
-	require.NoError(t, s.PutEval(ctx, e))
-	e.EMStrict, e.EMFlexible, e.Passed = 0.95, 0.96, true
-	require.NoError(t, s.PutEval(ctx, e))
-	evals, err := s.Evals(ctx, "sw")
-	require.NoError(t, err)
-	require.Len(t, evals, 1)
-	assert.Equal(t, e, evals[0])
+		e := EvalResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", EMStrict: 0.80, EMFlexible: 0.81, NEff: 1319, Passed: false, Floor: 0.9, JSON: []byte(`{}`)}
+		require.NoError(t, s.PutEval(ctx, e))
+		e.EMStrict, e.EMFlexible, e.Passed = 0.95, 0.96, true
+		require.NoError(t, s.PutEval(ctx, e))
+		evals, err := s.Evals(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, evals, 1)
+		assert.Equal(t, e, evals[0])
 
-	empty, err := s.Perf(ctx, "other")
-	require.NoError(t, err)
-	assert.Empty(t, empty)
+		empty, err := s.Perf(ctx, "other")
+		require.NoError(t, err)
+		assert.Empty(t, empty)
 
-	require.ErrorContains(t, s.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: "p"}), "fingerprint are required")
-	require.ErrorContains(t, s.PutEval(ctx, EvalResult{SweepID: "sw", PointID: "p", Fingerprint: "f", JSON: []byte("nope")}), "not valid JSON")
+		require.ErrorContains(t, s.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: "p"}), "fingerprint are required")
+		require.ErrorContains(t, s.PutEval(ctx, EvalResult{SweepID: "sw", PointID: "p", Fingerprint: "f", JSON: []byte("nope")}), "not valid JSON")
+	})
 }
 
 // TestConcurrentWriters has workers on two Store handles (as two worker
 // processes would) racing to write overlapping keys: every unique key must
 // end up exactly once, and exactly one writer must see inserted=true.
 func TestConcurrentWriters(t *testing.T) {
-	t.Parallel()
+	forEachBackend(t, func(t *testing.T, be backend) { testConcurrentWriters(t, be.newDSN(t)) })
+}
+
+func testConcurrentWriters(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "shared.db")
 	a, err := Open(ctx, path)
 	require.NoError(t, err)
 	defer a.Close()
@@ -445,10 +454,13 @@ func BenchmarkPutStageOutput(b *testing.B) {
 
 // TestConcurrentProcesses repeats the overlap race across real processes (the
 // test binary re-executed), since SQLite's POSIX locks behave differently
-// between processes than between handles in one process.
+// between processes than between handles in one process (and PostgreSQL
+// sessions of different processes must also insert each key once).
 func TestConcurrentProcesses(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "procs.db")
+	forEachBackend(t, func(t *testing.T, be backend) { testConcurrentProcesses(t, be.newDSN(t)) })
+}
+
+func testConcurrentProcesses(t *testing.T, path string) {
 	const procs, points = 3, 150
 	cmds := make([]*exec.Cmd, procs)
 	for i := range cmds {
@@ -514,4 +526,119 @@ func TestHelperWriterProcess(t *testing.T) {
 		require.NoError(t, s.UpsertPoint(ctx, Point{SweepID: "sw", PointID: fmt.Sprint(pi), Status: "completed"}))
 	}
 	fmt.Printf("inserted=%d\n", inserted)
+}
+
+func TestRebind(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		d    dialect
+		in   string
+		want string
+	}{
+		{name: "sqlite untouched", d: sqliteDialect, in: `SELECT ? WHERE a = ?`, want: `SELECT ? WHERE a = ?`},
+		{name: "postgres numbered", d: postgres, in: `INSERT INTO t (a, b, c) VALUES (?, ?, ?)`, want: `INSERT INTO t (a, b, c) VALUES ($1, $2, $3)`},
+		{name: "postgres skips literals", d: postgres, in: `SELECT '?', "a?b" FROM t WHERE x = ? AND y <> 'it''s?'`, want: `SELECT '?', "a?b" FROM t WHERE x = $1 AND y <> 'it''s?'`},
+		{name: "no placeholders", d: postgres, in: `SELECT 1`, want: `SELECT 1`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.d.rebind(tc.in))
+		})
+	}
+}
+
+func TestPointSpecKeptAcrossStatusUpdates(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		spec := []byte(`{"point_id":"p1","image":"lmsysorg/sglang:x","row":{"precision":"fp4"}}`)
+		t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+		require.NoError(t, s.UpsertPoint(ctx, Point{SweepID: "sw", PointID: "p1", Status: "running", SpecJSON: spec, UpdatedAt: t0}))
+		require.NoError(t, s.UpsertPoint(ctx, Point{SweepID: "sw", PointID: "p1", Status: "completed", UpdatedAt: t0.Add(time.Minute)}))
+		pts, err := s.Points(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, pts, 1)
+		assert.Equal(t, "completed", pts[0].Status)
+		assert.JSONEq(t, string(spec), string(pts[0].SpecJSON))
+		require.ErrorContains(t, s.UpsertPoint(ctx, Point{SweepID: "sw", PointID: "p2", SpecJSON: []byte("{")}), "spec_json is not valid JSON")
+	})
+}
+
+func TestStageRunsReplaceAndOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		t0 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
+		run := func(stage, outcome string, from, to time.Duration) StageRun {
+			r := StageRun{Stage: stage, Outcome: outcome, Rounds: 1, StartedAt: t0.Add(from)}
+			if to > 0 {
+				r.EndedAt = t0.Add(to)
+			}
+			return r
+		}
+		first := []StageRun{run("allocate", "ok", 0, time.Second), run("perf", "running", time.Second, 0)}
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", first))
+		final := []StageRun{run("allocate", "ok", 0, time.Second), run("perf", "ok", time.Second, 90*time.Second),
+			run("eval", "failed", 90*time.Second, 100*time.Second)}
+		final[2].Error, final[2].Rounds = "below floor", 2
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", final))
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", final)) // a retried write changes nothing
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p0", []StageRun{run("allocate", "ok", 0, 2*time.Second)}))
+		require.NoError(t, s.PutStageRuns(ctx, "other", "p1", []StageRun{run("allocate", "ok", 0, time.Second)}))
+
+		got, err := s.StageRuns(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, got, 4)
+		assert.Equal(t, "p0", got[0].PointID)
+		for i, want := range final {
+			g := got[i+1]
+			assert.Equal(t, "sw", g.SweepID)
+			assert.Equal(t, "p1", g.PointID)
+			assert.Equal(t, i, g.Seq)
+			assert.Equal(t, want.Stage, g.Stage)
+			assert.Equal(t, want.Outcome, g.Outcome)
+			assert.Equal(t, want.Rounds, g.Rounds)
+			assert.Equal(t, want.Error, g.Error)
+			assert.True(t, want.StartedAt.Equal(g.StartedAt), "stage %s start", want.Stage)
+			assert.True(t, want.EndedAt.Equal(g.EndedAt), "stage %s end", want.Stage)
+		}
+		assert.Equal(t, 89*time.Second, got[2].Duration())
+		assert.Zero(t, StageRun{StartedAt: t0}.Duration())
+
+		require.ErrorContains(t, s.PutStageRuns(ctx, "sw", "", nil), "point id are required")
+		require.ErrorContains(t, s.PutStageRuns(ctx, "sw", "p1", []StageRun{{Outcome: "ok"}}), "run 0 has no stage")
+	})
+}
+
+// TestMigrateFromV1 opens a store written by the first schema version and
+// checks the upgrade keeps its rows and adds what v2 brings.
+func TestMigrateFromV1(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		dsn := be.newDSN(t)
+		d := sqliteDialect
+		if be.name == "postgres" {
+			d = postgres
+		}
+		s, err := open(ctx, dsn, migrations[:1])
+		require.NoError(t, err)
+		_, err = s.exec(ctx, `INSERT INTO points (sweep_id, point_id, fingerprint, status, updated_at) VALUES (?, ?, ?, ?, ?)`, "sw", "p1", "fp", "completed", 1)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		assert.Equal(t, d.String(), be.name)
+
+		s, err = Open(ctx, dsn)
+		require.NoError(t, err)
+		defer s.Close()
+		pts, err := s.Points(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, pts, 1)
+		assert.Equal(t, "completed", pts[0].Status)
+		assert.Nil(t, pts[0].SpecJSON)
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", []StageRun{{Stage: "perf"}}))
+		var maxV int
+		require.NoError(t, s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&maxV))
+		assert.Equal(t, migrations[len(migrations)-1].version, maxV)
+	})
 }

@@ -1,0 +1,88 @@
+package results
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// StageRun is one stage of one point as the point workflow ran it: when it
+// started and ended, how it came out (ok, failed, skipped, reused, ...) and
+// how many operator rounds it took. Reports show them as stage timings.
+type StageRun struct {
+	SweepID, PointID string
+	Seq              int // position in the point's stage list, from 0
+	Stage, Outcome   string
+	Rounds           int
+	Error            string
+	StartedAt        time.Time
+	EndedAt          time.Time // zero while running
+}
+
+// Duration is EndedAt-StartedAt, or 0 when either is unknown.
+func (r StageRun) Duration() time.Duration {
+	if r.StartedAt.IsZero() || r.EndedAt.IsZero() || r.EndedAt.Before(r.StartedAt) {
+		return 0
+	}
+	return r.EndedAt.Sub(r.StartedAt)
+}
+
+// PutStageRuns replaces the recorded stage runs of one point with runs (in
+// order; Seq is assigned from the position). Replacing the whole list in one
+// transaction keeps a retried write idempotent and never leaves half a list.
+func (s *Store) PutStageRuns(ctx context.Context, sweepID, pointID string, runs []StageRun) error {
+	if sweepID == "" || pointID == "" {
+		return fmt.Errorf("results: stage runs of point %q (sweep %q): sweep id and point id are required", pointID, sweepID)
+	}
+	for i, r := range runs {
+		if r.Stage == "" {
+			return fmt.Errorf("results: stage runs of point %s (sweep %s): run %d has no stage", pointID, sweepID, i)
+		}
+	}
+	what := "put stage runs of point " + pointID + " (sweep " + sweepID + ")"
+	err := s.retryBusy(ctx, func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, s.d.rebind(`DELETE FROM stage_runs WHERE sweep_id = ? AND point_id = ?`), sweepID, pointID); err != nil {
+			return err
+		}
+		ins := s.d.rebind(`INSERT INTO stage_runs (sweep_id, point_id, seq, stage, outcome, rounds, error, started_at, ended_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		for i, r := range runs {
+			if _, err := tx.ExecContext(ctx, ins, sweepID, pointID, i, r.Stage, r.Outcome, r.Rounds, r.Error,
+				nullTime(r.StartedAt), nullTime(r.EndedAt)); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("results: %s: %w", what, err)
+	}
+	return nil
+}
+
+// StageRuns lists a sweep's stage runs by point and position.
+func (s *Store) StageRuns(ctx context.Context, sweepID string) ([]StageRun, error) {
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, seq, stage, outcome, rounds, error, started_at, ended_at
+		FROM stage_runs WHERE sweep_id = ? ORDER BY point_id, seq`, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("results: stage runs of %s: %w", sweepID, err)
+	}
+	defer rows.Close()
+	var out []StageRun
+	for rows.Next() {
+		var r StageRun
+		var started, ended sql.NullInt64
+		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Seq, &r.Stage, &r.Outcome, &r.Rounds, &r.Error, &started, &ended); err != nil {
+			return nil, fmt.Errorf("results: stage runs of %s: %w", sweepID, err)
+		}
+		r.StartedAt, r.EndedAt = fromNull(started), fromNull(ended)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
