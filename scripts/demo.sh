@@ -42,7 +42,7 @@ echo "== Temporal dev server"
 bin/starter server start
 
 echo "== worker for the simulated GB200 partition (log: $home/worker.log)"
-args=(--cluster configs/clusters/local-sim.yaml --sim-time-scale "${SWEEPFLOW_TIME_SCALE:-0.005}")
+args=(--cluster configs/clusters/local-sim.yaml --sim-time-scale "${SWEEPFLOW_TIME_SCALE:-1}" --perf-duration "${SWEEPFLOW_PERF_DURATION:-15s}")
 [ -n "$gsm8k" ] && args+=(--gsm8k-dir "$gsm8k")
 nohup bin/worker "${args[@]}" >"$home/worker.log" 2>&1 &
 worker_pid=$!

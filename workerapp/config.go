@@ -61,9 +61,9 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.EvalLimit, "eval-limit", 0, "score only the first N GSM8K questions (0: all 1319)")
 	fs.StringVar(&c.Thresholds, "thresholds", env("SWEEPFLOW_THRESHOLDS", "configs/thresholds.yaml"), "eval floors in InferenceX thresholds.yaml format")
 	fs.StringVar(&c.StarterBin, "starter-bin", env("SWEEPFLOW_STARTER_BIN", ""), "starter binary the local backend runs as the simulated engine (default: next to this binary, then PATH)")
-	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 0.01, "simulated cluster: time scale of the engine and of perf durations (0.01: a 3600 s run takes 36 s)")
+	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "simulated cluster: clock of the engine (0.1 = ten times faster; high concurrency needs 1 on 2 cores, or the host falls behind the model)")
 	fs.Float64Var(&c.SimAccuracy, "sim-accuracy", 0.95, "simulated cluster: probability a GSM8K answer is right")
-	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration, scaled on simulated clusters)")
+	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration on real clusters, 20 s of engine time on simulated ones)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
 }
@@ -132,7 +132,7 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		// and trace think times, or a 3600 s point would take an hour.
 		acts.Load.TimeScale = c.SimTimeScale
 		if acts.Load.Duration == 0 {
-			acts.Load.Duration = time.Duration(3600 * c.SimTimeScale * float64(time.Second))
+			acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))
 		}
 	default:
 		store.Close()
