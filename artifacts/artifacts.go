@@ -37,8 +37,9 @@ var ErrNotFound = errors.New("artifact not found")
 var ErrCorrupt = errors.New("artifact content does not match its sha256 key")
 
 // Open returns the store a URL names: "" (DefaultDir), a plain directory path
-// or "file:///dir" select the directory store; "s3://bucket/prefix" is
-// recognised but not built in yet.
+// or "file:///dir" select the directory store;
+// "s3://bucket/prefix?endpoint=host:port&region=R" selects S3-compatible
+// storage with credentials from the environment (see OpenS3).
 func Open(rawURL string) (Store, error) {
 	switch {
 	case rawURL == "":
@@ -56,7 +57,7 @@ func Open(rawURL string) (Store, error) {
 		}
 		return NewDirStore(u.Path)
 	case strings.HasPrefix(rawURL, "s3://"):
-		return nil, fmt.Errorf("artifacts: store URL %q: S3-compatible storage is not built in yet; use a directory or file:///dir", rawURL)
+		return openS3NoContext(rawURL)
 	case strings.Contains(rawURL, "://"):
 		return nil, fmt.Errorf("artifacts: store URL %q: unsupported scheme (want a directory, file:///dir or s3://bucket)", rawURL)
 	default:
@@ -173,7 +174,7 @@ func (s *DirStore) Open(ctx context.Context, uri string) (io.ReadCloser, error) 
 	if err != nil {
 		return nil, fmt.Errorf("artifacts: open %s: %v", uri, err)
 	}
-	return &verifyingReader{f: f, h: sha256.New(), want: sum, uri: uri}, nil
+	return &verifyingReader{r: f, h: sha256.New(), want: sum, uri: uri}, nil
 }
 
 // parseURI maps a URI back to a blob path, refusing anything outside the store.
@@ -230,14 +231,14 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 type verifyingReader struct {
-	f    *os.File
+	r    io.ReadCloser
 	h    hash.Hash
 	want string
 	uri  string
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
-	n, err := v.f.Read(p)
+	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	if err == io.EOF {
 		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
@@ -247,4 +248,4 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (v *verifyingReader) Close() error { return v.f.Close() }
+func (v *verifyingReader) Close() error { return v.r.Close() }

@@ -28,7 +28,7 @@ func TestOpenURL(t *testing.T) {
 	}{
 		{name: "plain path", url: filepath.Join(dir, "a"), root: filepath.Join(dir, "a")},
 		{name: "file url", url: "file://" + filepath.Join(dir, "b"), root: filepath.Join(dir, "b")},
-		{name: "s3 not yet", url: "s3://bucket/prefix", wantErr: "not built in yet"},
+		{name: "s3 bad parameter", url: "s3://bucket/prefix?endpiont=x", wantErr: `unknown parameter "endpiont"`},
 		{name: "unknown scheme", url: "gs://bucket", wantErr: "unsupported scheme"},
 		{name: "remote file host", url: "file://otherhost/x", wantErr: "must be local"},
 	}
