@@ -29,3 +29,7 @@ fi
 
 echo "== go test"
 go test -count=1 -timeout 25m "$@" ./...
+
+# The compose stack test is its own module (Docker's libraries): only with an engine.
+if docker info >/dev/null 2>&1; then (cd deploy/composetest && go test -count=1 -timeout 30m ./...)
+else echo "compose stack test: skipped (no Docker engine)"; fi
