@@ -1,0 +1,84 @@
+package regress
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func pt(key string, ok bool, perf *Perf, eval *Eval) Point {
+	status := "completed"
+	if !ok {
+		status = "failed"
+	}
+	return Point{Key: key, SweepID: "s", PointID: "p-" + key, Conc: 4, OK: ok, Status: status, Perf: perf, Eval: eval}
+}
+
+func TestCompare(t *testing.T) {
+	t.Parallel()
+	base := &Perf{OutputTputPerGPU: 1000, TTFTp90Ms: 200, Interactivity: 50}
+	th := DefaultThresholds()
+	cases := []struct {
+		name  string
+		cur   Point
+		base  *Point
+		th    Thresholds
+		kinds []string
+		pct   []float64
+	}{
+		{"unchanged", pt("a", true, base, nil), ptr(pt("a", true, base, nil)), th, nil, nil},
+		{"throughput -4.9 % is within 5 %", pt("a", true, &Perf{951, 200, 50}, nil), ptr(pt("a", true, base, nil)), th, nil, nil},
+		{"throughput -6 %", pt("a", true, &Perf{940, 200, 50}, nil), ptr(pt("a", true, base, nil)), th, []string{KindOutputTput}, []float64{-6}},
+		{"throughput up is fine", pt("a", true, &Perf{2000, 200, 50}, nil), ptr(pt("a", true, base, nil)), th, nil, nil},
+		{"ttft +10 % exactly is within", pt("a", true, &Perf{1000, 220, 50}, nil), ptr(pt("a", true, base, nil)), th, nil, nil},
+		{"ttft +20 %", pt("a", true, &Perf{1000, 240, 50}, nil), ptr(pt("a", true, base, nil)), th, []string{KindTTFT}, []float64{20}},
+		{"ttft down is fine", pt("a", true, &Perf{1000, 100, 50}, nil), ptr(pt("a", true, base, nil)), th, nil, nil},
+		{"interactivity -10 %", pt("a", true, &Perf{1000, 200, 45}, nil), ptr(pt("a", true, base, nil)), th, []string{KindInteractivity}, []float64{-10}},
+		{"a 1.2x slower engine trips all three", pt("a", true, &Perf{1000 / 1.2, 240.1, 50 / 1.2}, nil), ptr(pt("a", true, base, nil)), th,
+			[]string{KindOutputTput, KindTTFT, KindInteractivity}, []float64{-16.67, 20.05, -16.67}},
+		{"negative threshold turns a check off", pt("a", true, &Perf{500, 200, 50}, nil), ptr(pt("a", true, base, nil)),
+			Thresholds{OutputTputPerGPUDropPct: -1, TTFTp90RisePct: 10, InteractivityDropPct: 5}, nil, nil},
+		{"zero threshold flags any worsening", pt("a", true, &Perf{999, 200, 50}, nil), ptr(pt("a", true, base, nil)),
+			Thresholds{}, []string{KindOutputTput}, []float64{-0.1}},
+		{"no baseline: no perf findings", pt("a", true, &Perf{1, 1e9, 1}, nil), nil, th, nil, nil},
+		{"baseline of another key is ignored", pt("a", true, &Perf{1, 200, 50}, nil), ptr(pt("b", true, base, nil)), th, nil, nil},
+		{"zero baseline figure is skipped", pt("a", true, &Perf{1, 200, 50}, nil), ptr(pt("a", true, &Perf{0, 200, 50}, nil)), th, nil, nil},
+		{"NaN current is skipped", pt("a", true, &Perf{math.NaN(), 200, 50}, nil), ptr(pt("a", true, base, nil)), th, nil, nil},
+		{"eval below floor without baseline", pt("a", true, nil, &Eval{Score: 0.80, Floor: 0.85}), nil, th, []string{KindEvalBelowFloor}, []float64{0}},
+		{"eval passing", pt("a", true, nil, &Eval{Score: 0.9, Floor: 0.85, Passed: true}), nil, th, nil, nil},
+		{"new failure", pt("a", false, nil, nil), ptr(pt("a", true, base, nil)), th, []string{KindNewFailure}, []float64{0}},
+		{"failing again is not new", pt("a", false, nil, nil), ptr(pt("a", false, nil, nil)), th, nil, nil},
+		{"failing with no history is not new", pt("a", false, nil, nil), nil, th, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var bl []Point
+			if tc.base != nil {
+				bl = []Point{*tc.base}
+			}
+			got := Compare([]Point{tc.cur}, bl, tc.th)
+			require.Len(t, got, len(tc.kinds), "%+v", got)
+			for i, f := range got {
+				assert.Equal(t, tc.kinds[i], f.Kind)
+				assert.InDelta(t, tc.pct[i], f.ChangePct, 0.01)
+				assert.Equal(t, tc.cur.PointID, f.PointID)
+				assert.Contains(t, f.Message, tc.cur.PointID)
+				if tc.base != nil && tc.base.Key == tc.cur.Key {
+					assert.Equal(t, "s", f.BaselineSweep)
+				}
+			}
+		})
+	}
+}
+
+func TestCountAndPoints(t *testing.T) {
+	t.Parallel()
+	fs := []Finding{{Kind: KindTTFT, PointID: "b"}, {Kind: KindOutputTput, PointID: "a"}, {Kind: KindTTFT, PointID: "a"}}
+	assert.Equal(t, map[string]int{KindTTFT: 2, KindOutputTput: 1}, Count(fs))
+	assert.Equal(t, []string{"a", "b"}, Points(fs))
+	assert.Empty(t, Points(nil))
+}
+
+func ptr(p Point) *Point { return &p }
