@@ -1,0 +1,275 @@
+package report
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Series is one curve of the chart: one config key in one run.
+type Series struct {
+	Label    string // the config key
+	Baseline bool   // drawn dashed
+	Points   []XY
+}
+
+// XY is one point of a curve: x is interactivity (tok/s/user), y output
+// throughput per GPU; Conc and Label go into the tooltip.
+type XY struct {
+	X, Y  float64
+	Conc  int
+	Label string
+}
+
+// ChartOptions set the chart's text.
+type ChartOptions struct {
+	Title     string
+	Simulated bool // says so in the title and the legend
+	Width     int  // default 1000
+	Height    int  // default 560
+}
+
+// The palette is Okabe-Ito, readable for colour-blind viewers; a baseline
+// curve takes its config key's colour, dashed.
+var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
+
+// axis maps data values to pixels, linear or log10.
+type axis struct {
+	lo, hi   float64
+	log      bool
+	pxLo     float64
+	pxHi     float64
+	ticks    []float64
+	label    string
+	tickText func(float64) string
+}
+
+func (a axis) px(v float64) float64 {
+	if a.log {
+		v, lo, hi := math.Log10(v), math.Log10(a.lo), math.Log10(a.hi)
+		return a.pxLo + (v-lo)/(hi-lo)*(a.pxHi-a.pxLo)
+	}
+	return a.pxLo + (v-a.lo)/(a.hi-a.lo)*(a.pxHi-a.pxLo)
+}
+
+// newAxis picks a linear axis from 0, or a log axis when the data spans more
+// than two decades (simulated runs at different time scales do).
+func newAxis(vals []float64, pxLo, pxHi float64, label string) axis {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vals {
+		if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 1, 10
+	}
+	a := axis{pxLo: pxLo, pxHi: pxHi, label: label, tickText: tickText}
+	if hi/lo > 100 {
+		a.log = true
+		a.lo = math.Pow(10, math.Floor(math.Log10(lo)))
+		a.hi = math.Pow(10, math.Ceil(math.Log10(hi)))
+		for d := a.lo; d <= a.hi*1.0001; d *= 10 {
+			a.ticks = append(a.ticks, d)
+		}
+		a.label += " (log scale)"
+		return a
+	}
+	step := niceStep(hi / 5)
+	a.lo, a.hi = 0, math.Ceil(hi*1.05/step)*step
+	for v := 0.0; v <= a.hi+step/2; v += step {
+		a.ticks = append(a.ticks, v)
+	}
+	return a
+}
+
+// niceStep rounds a raw tick step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func tickText(v float64) string {
+	switch {
+	case v >= 1e6:
+		return trimZero(strconv.FormatFloat(v/1e6, 'f', 1, 64)) + "M"
+	case v >= 1e4:
+		return trimZero(strconv.FormatFloat(v/1e3, 'f', 1, 64)) + "k"
+	case v >= 100 || v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+}
+
+func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
+
+// Chart draws the InferenceX chart: output throughput per GPU (y) against
+// interactivity in tok/s/user (x), one curve per config key sorted by
+// interactivity, baseline curves dashed. It returns a standalone <svg>
+// element with no external references.
+func Chart(series []Series, o ChartOptions) string {
+	if o.Width == 0 {
+		o.Width = 1000
+	}
+	if o.Height == 0 {
+		o.Height = 560
+	}
+	const left, right, top, bottom = 90.0, 30.0, 56.0, 70.0
+	legendH := 22.0 * float64(len(series)+1)
+	plotBottom := float64(o.Height) - bottom
+	h := float64(o.Height) + legendH
+
+	var xs, ys []float64
+	for _, s := range series {
+		for _, p := range s.Points {
+			xs, ys = append(xs, p.X), append(ys, p.Y)
+		}
+	}
+	ax := newAxis(xs, left, float64(o.Width)-right, "Interactivity (tok/s/user)")
+	ay := newAxis(ys, plotBottom, top, "Output throughput per GPU (tok/s/GPU)")
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="pareto" xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img" aria-label="%s">`,
+		o.Width, h, o.Width, h, html.EscapeString(o.Title))
+	b.WriteString(`<rect x="0" y="0" width="100%" height="100%" fill="#ffffff"/>`)
+	title := o.Title
+	if o.Simulated {
+		title += " — SIMULATED DATA"
+	}
+	fmt.Fprintf(&b, `<text class="chart-title" x="%.0f" y="28" text-anchor="middle" font-size="18" font-weight="bold" fill="#111">%s</text>`,
+		float64(o.Width)/2, html.EscapeString(title))
+
+	// Grid and ticks.
+	b.WriteString(`<g class="grid" stroke="#e3e3e3" stroke-width="1">`)
+	for _, t := range ax.ticks {
+		x := ax.px(t)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, top, x, plotBottom)
+	}
+	for _, t := range ay.ticks {
+		y := ay.px(t)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, left, y, ax.pxHi, y)
+	}
+	b.WriteString(`</g>`)
+	b.WriteString(`<g class="axes" stroke="#333" stroke-width="1.5">`)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, left, plotBottom, ax.pxHi, plotBottom)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, left, top, left, plotBottom)
+	b.WriteString(`</g><g class="ticks" font-size="12" fill="#333">`)
+	for _, t := range ax.ticks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, ax.px(t), plotBottom+18, ax.tickText(t))
+	}
+	for _, t := range ay.ticks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, left-8, ay.px(t), ay.tickText(t))
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(&b, `<text class="x-label" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#111">%s</text>`,
+		(left+ax.pxHi)/2, plotBottom+44, html.EscapeString(ax.label))
+	fmt.Fprintf(&b, `<text class="y-label" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#111" transform="rotate(-90 %.1f %.1f)">%s</text>`,
+		22.0, (top+plotBottom)/2, 22.0, (top+plotBottom)/2, html.EscapeString(ay.label))
+
+	// Curves: baselines first, so the current run is drawn on top.
+	colors := map[string]string{}
+	for _, s := range series {
+		if _, ok := colors[s.Label]; !ok {
+			colors[s.Label] = palette[len(colors)%len(palette)]
+		}
+	}
+	var labels labelPlacer
+	ordered := append([]Series(nil), series...)
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Baseline && !ordered[j].Baseline })
+	for _, s := range ordered {
+		pts := append([]XY(nil), s.Points...)
+		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+		color := colors[s.Label]
+		kind, dash, width, opacity := "current", "", 2.5, 1.0
+		if s.Baseline {
+			kind, dash, width, opacity = "baseline", ` stroke-dasharray="8 5"`, 2.0, 0.75
+		}
+		var coords []string
+		for _, p := range pts {
+			if p.X > 0 && p.Y > 0 {
+				coords = append(coords, fmt.Sprintf("%.1f,%.1f", ax.px(p.X), ay.px(p.Y)))
+			}
+		}
+		fmt.Fprintf(&b, `<g class="series %s" data-config-key="%s">`, kind, html.EscapeString(s.Label))
+		if len(coords) > 1 {
+			fmt.Fprintf(&b, `<polyline class="curve %s" fill="none" stroke="%s" stroke-width="%.1f" stroke-opacity="%.2f"%s points="%s"/>`,
+				kind, color, width, opacity, dash, strings.Join(coords, " "))
+		}
+		for _, p := range pts {
+			if !(p.X > 0 && p.Y > 0) {
+				continue
+			}
+			fill := color
+			if s.Baseline {
+				fill = "#ffffff"
+			}
+			fmt.Fprintf(&b, `<circle class="pt %s" cx="%.1f" cy="%.1f" r="5" fill="%s" stroke="%s" stroke-width="2"><title>%s</title></circle>`,
+				kind, ax.px(p.X), ay.px(p.Y), fill, color,
+				html.EscapeString(fmt.Sprintf("%s conc %d: %.1f tok/s/user, %.1f tok/s/GPU", p.Label, p.Conc, p.X, p.Y)))
+			lx, ly := labels.place(ax.px(p.X), ay.px(p.Y), fmt.Sprintf("c%d", p.Conc))
+			fmt.Fprintf(&b, `<text class="conc-label" x="%.1f" y="%.1f" font-size="11" fill="%s">c%d</text>`, lx, ly, color, p.Conc)
+		}
+		b.WriteString(`</g>`)
+	}
+
+	// Legend under the plot.
+	ly := float64(o.Height) - 8
+	b.WriteString(`<g class="legend" font-size="13" fill="#111">`)
+	for _, s := range series {
+		ly += 22
+		dash, suffix := "", ""
+		if s.Baseline {
+			dash, suffix = ` stroke-dasharray="8 5"`, " (baseline)"
+		}
+		if o.Simulated {
+			suffix += " [simulated]"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`, left, ly-4, left+36, ly-4, colors[s.Label], dash)
+		fmt.Fprintf(&b, `<text class="legend-entry" x="%.1f" y="%.1f">%s</text>`, left+44, ly, html.EscapeString(s.Label+suffix))
+	}
+	b.WriteString(`</g></svg>`)
+	return b.String()
+}
+
+// labelPlacer puts each concurrency label next to its marker where it does
+// not overlap a label already placed (dense curves put markers close).
+type labelPlacer struct{ boxes [][4]float64 }
+
+func (l *labelPlacer) place(x, y float64, text string) (float64, float64) {
+	w, h := 6.5*float64(len(text)), 11.0
+	// Baseline-left corners to try: above right, below right, above left,
+	// below left, then further out.
+	tries := [][2]float64{{7, -7}, {7, 15}, {-7 - w, -7}, {-7 - w, 15}, {7, -19}, {7, 27}, {-7 - w, -19}, {-7 - w, 27}}
+	for _, t := range tries {
+		bx, by := x+t[0], y+t[1]
+		box := [4]float64{bx, by - h, bx + w, by}
+		if !l.overlaps(box) {
+			l.boxes = append(l.boxes, box)
+			return bx, by
+		}
+	}
+	bx, by := x+tries[0][0], y+tries[0][1]
+	l.boxes = append(l.boxes, [4]float64{bx, by - h, bx + w, by})
+	return bx, by
+}
+
+func (l *labelPlacer) overlaps(b [4]float64) bool {
+	for _, o := range l.boxes {
+		if b[0] < o[2] && o[0] < b[2] && b[1] < o[3] && o[1] < b[3] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,507 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+// pointView is one point's section.
+type pointView struct {
+	ID, ConfigKey, Topology, Status, FailedStage, Error, Fingerprint string
+	Conc                                                             int
+	Perf                                                             *results.PerfResult
+	Eval                                                             *results.EvalResult
+	Stages                                                           []stageView
+	StagesNote                                                       string
+	Total                                                            string
+	Simulated                                                        bool
+}
+
+type stageView struct {
+	Stage, Outcome, Start, Duration, Error string
+	Rounds                                 int
+	BarLeft, BarWidth                      float64 // percent of the point's span
+}
+
+type regressionView struct {
+	PointID, ConfigKey string
+	Conc               int
+	Tput, TTFT, Intvty cmpCell
+	Eval               cmpCell
+	Findings           []findingView
+	Status             string
+}
+
+type cmpCell struct {
+	Base, Cur, Delta string
+	Class            string // "worse", "better" or ""
+}
+
+type findingView struct{ Category, Message string }
+
+type summaryRow struct{ Name, Value string }
+
+type page struct {
+	Title       string
+	SweepID     string
+	Simulated   bool
+	Summary     []summaryRow
+	Chart       template.HTML
+	HasBaseline bool
+	BaselineID  string
+	Thresholds  regress.Thresholds
+	EvalDropPts float64
+	Regressions []regressionView
+	Counts      []summaryRow
+	Points      []pointView
+	Generated   string
+}
+
+// Render writes the page.
+func Render(w io.Writer, in *Input) error {
+	p := build(in)
+	return pageTmpl.Execute(w, p)
+}
+
+func build(in *Input) page {
+	cur := in.Current
+	sim := cur.Simulated() || (in.Baseline != nil && in.Baseline.Simulated())
+	p := page{
+		Title:     "sweepflow report: " + cur.Sweep.ID,
+		SweepID:   cur.Sweep.ID,
+		Simulated: sim,
+		Generated: in.Generated.UTC().Format(time.RFC3339),
+	}
+	p.Summary = summary(cur)
+	title := "Output throughput per GPU vs interactivity"
+	p.Chart = template.HTML(Chart(in.Series(), ChartOptions{Title: title, Simulated: sim}))
+	if in.Baseline != nil {
+		p.HasBaseline, p.BaselineID = true, in.Baseline.Sweep.ID
+		p.Thresholds, p.EvalDropPts = in.Thresholds, in.EvalDropPts
+		rows, fs := in.Findings()
+		p.Regressions = regressionRows(rows)
+		counts := map[string]int{}
+		for _, f := range fs {
+			counts[regress.Category(f.Kind)]++
+		}
+		for _, c := range []string{regress.CategorySlower, regress.CategoryLessAccurate, regress.CategoryEvalBelowFloor, regress.CategoryNewlyFailing, regress.CategoryMissing} {
+			p.Counts = append(p.Counts, summaryRow{c, fmt.Sprint(counts[c])})
+		}
+		p.Summary = append(p.Summary, summaryRow{"Baseline", in.Baseline.Sweep.ID}, summaryRow{"Regression findings", fmt.Sprint(len(fs))})
+	}
+	p.Points = points(cur)
+	return p
+}
+
+func summary(r *Run) []summaryRow {
+	s := r.Sweep
+	rows := []summaryRow{{"Sweep", s.ID}}
+	if s.Name != "" {
+		rows = append(rows, summaryRow{"Name", s.Name})
+	}
+	if s.Status != "" {
+		rows = append(rows, summaryRow{"Status", s.Status})
+	}
+	if !s.StartedAt.IsZero() {
+		rows = append(rows, summaryRow{"Started", s.StartedAt.UTC().Format("2006-01-02 15:04:05 MST")})
+	}
+	if !s.FinishedAt.IsZero() {
+		rows = append(rows, summaryRow{"Finished", s.FinishedAt.UTC().Format("2006-01-02 15:04:05 MST")})
+		if !s.StartedAt.IsZero() {
+			rows = append(rows, summaryRow{"Wall time", dur(s.FinishedAt.Sub(s.StartedAt))})
+		}
+	}
+	if s.Nightly {
+		rows = append(rows, summaryRow{"Nightly", "yes"})
+	}
+	if s.ReuseFrom != "" {
+		rows = append(rows, summaryRow{"Reuses outputs of", s.ReuseFrom})
+	}
+	byStatus := map[string]int{}
+	for _, p := range r.Points {
+		byStatus[orDash(p.Status)]++
+	}
+	var parts []string
+	for _, k := range sortedKeys(byStatus) {
+		parts = append(parts, fmt.Sprintf("%d %s", byStatus[k], k))
+	}
+	rows = append(rows, summaryRow{"Points", fmt.Sprintf("%d (%s)", len(r.Points), strings.Join(parts, ", "))})
+	passed := 0
+	for _, e := range r.Evals {
+		if e.Passed {
+			passed++
+		}
+	}
+	rows = append(rows, summaryRow{"Perf results", fmt.Sprint(len(r.Perf))},
+		summaryRow{"GSM8K evals passed", fmt.Sprintf("%d of %d", passed, len(r.Evals))})
+	if r.Simulated() {
+		rows = append(rows, summaryRow{"Data", "SIMULATED (figures come from the simulator, not from GPUs)"})
+	}
+	return rows
+}
+
+func points(r *Run) []pointView {
+	perf := map[string]*results.PerfResult{}
+	for i := range r.Perf {
+		perf[r.Perf[i].PointID] = &r.Perf[i]
+	}
+	evals := map[string]*results.EvalResult{}
+	for i := range r.Evals {
+		evals[r.Evals[i].PointID] = &r.Evals[i]
+	}
+	stages := map[string][]results.StageRun{}
+	for _, s := range r.Stages {
+		stages[s.PointID] = append(stages[s.PointID], s)
+	}
+	outputs := map[string][]results.StageOutput{}
+	for _, o := range r.Outputs {
+		outputs[o.PointID] = append(outputs[o.PointID], o)
+	}
+	seen := map[string]bool{}
+	var views []pointView
+	add := func(v pointView) {
+		v.Perf, v.Eval = perf[v.ID], evals[v.ID]
+		v.Simulated = (v.Perf != nil && v.Perf.Simulated) || (v.Eval != nil && v.Eval.Simulated)
+		v.Stages, v.Total, v.StagesNote = stageViews(stages[v.ID], outputs[v.ID], r.Sweep.StartedAt)
+		views = append(views, v)
+		seen[v.ID] = true
+	}
+	for _, p := range r.Points {
+		add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Topology: p.Topology, Status: p.Status, FailedStage: p.FailedStage,
+			Error: p.Error, Fingerprint: short(p.Fingerprint), Conc: p.Conc})
+	}
+	for _, p := range r.Perf { // perf without a point row (older ledgers)
+		if !seen[p.PointID] {
+			add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Fingerprint: short(p.Fingerprint), Conc: p.Conc})
+		}
+	}
+	sort.SliceStable(views, func(i, j int) bool {
+		if views[i].ConfigKey != views[j].ConfigKey {
+			return views[i].ConfigKey < views[j].ConfigKey
+		}
+		return views[i].Conc < views[j].Conc
+	})
+	return views
+}
+
+// stageViews lays out a point's stage timings: from the stage runs the
+// workflow recorded, else (older ledgers) from when each durable stage
+// output was written.
+func stageViews(runs []results.StageRun, outs []results.StageOutput, sweepStart time.Time) ([]stageView, string, string) {
+	if len(runs) == 0 {
+		if len(outs) == 0 {
+			return nil, "", "No stage timings recorded for this point."
+		}
+		var v []stageView
+		for _, o := range outs {
+			at := "-"
+			if !sweepStart.IsZero() {
+				at = "+" + dur(o.CreatedAt.Sub(sweepStart))
+			}
+			v = append(v, stageView{Stage: o.Stage, Outcome: "output recorded", Start: at, Duration: "-", Rounds: o.Attempt})
+		}
+		return v, "", "Stage runs were not recorded for this point; the times are when each durable output was written, from the sweep start."
+	}
+	start, end := runs[0].StartedAt, runs[0].EndedAt
+	for _, r := range runs {
+		if !r.StartedAt.IsZero() && (start.IsZero() || r.StartedAt.Before(start)) {
+			start = r.StartedAt
+		}
+		if r.EndedAt.After(end) {
+			end = r.EndedAt
+		}
+	}
+	span := end.Sub(start)
+	var v []stageView
+	for _, r := range runs {
+		sv := stageView{Stage: r.Stage, Outcome: orDash(r.Outcome), Start: "-", Duration: "-", Rounds: r.Rounds, Error: r.Error}
+		if !r.StartedAt.IsZero() && !start.IsZero() {
+			sv.Start = "+" + dur(r.StartedAt.Sub(start))
+		}
+		if d := r.Duration(); d > 0 {
+			sv.Duration = dur(d)
+		}
+		if span > 0 && !r.StartedAt.IsZero() {
+			sv.BarLeft = 100 * float64(r.StartedAt.Sub(start)) / float64(span)
+			sv.BarWidth = math.Max(0.5, 100*float64(r.Duration())/float64(span))
+		}
+		v = append(v, sv)
+	}
+	total := ""
+	if span > 0 {
+		total = dur(span)
+	}
+	return v, total, ""
+}
+
+func regressionRows(rows []regress.Row) []regressionView {
+	var out []regressionView
+	for _, r := range rows {
+		v := regressionView{}
+		var b, c *regress.Point = r.Baseline, r.Current
+		ref := c
+		if ref == nil {
+			ref = b
+		}
+		v.PointID, v.ConfigKey, v.Conc = ref.PointID, ref.ConfigKey, ref.Conc
+		switch {
+		case c == nil:
+			v.Status = "missing"
+		case b == nil:
+			v.Status = "new (no baseline)"
+		default:
+			v.Status = c.Status
+		}
+		var bp, cp *regress.Perf
+		if b != nil {
+			bp = b.Perf
+		}
+		if c != nil {
+			cp = c.Perf
+		}
+		get := func(p *regress.Perf, f func(*regress.Perf) float64) (float64, bool) {
+			if p == nil {
+				return 0, false
+			}
+			return f(p), true
+		}
+		v.Tput = cell(get(bp, func(p *regress.Perf) float64 { return p.OutputTputPerGPU }))(get(cp, func(p *regress.Perf) float64 { return p.OutputTputPerGPU }))(true, 1)
+		v.TTFT = cell(get(bp, func(p *regress.Perf) float64 { return p.TTFTp90Ms }))(get(cp, func(p *regress.Perf) float64 { return p.TTFTp90Ms }))(false, 1)
+		v.Intvty = cell(get(bp, func(p *regress.Perf) float64 { return p.Interactivity }))(get(cp, func(p *regress.Perf) float64 { return p.Interactivity }))(true, 1)
+		var be, ce *regress.Eval
+		if b != nil {
+			be = b.Eval
+		}
+		if c != nil {
+			ce = c.Eval
+		}
+		v.Eval = cmpCell{Base: "-", Cur: "-", Delta: ""}
+		if be != nil {
+			v.Eval.Base = fmt.Sprintf("%.4f", be.Score)
+		}
+		if ce != nil {
+			v.Eval.Cur = fmt.Sprintf("%.4f", ce.Score)
+			if !ce.Passed {
+				v.Eval.Class = "worse"
+				v.Eval.Delta = fmt.Sprintf("below floor %.2f", ce.Floor)
+			}
+		}
+		if be != nil && ce != nil && v.Eval.Delta == "" {
+			d := (ce.Score - be.Score) * 100
+			v.Eval.Delta = fmt.Sprintf("%+.1f pts", d)
+		}
+		for _, f := range r.Findings {
+			v.Findings = append(v.Findings, findingView{Category: regress.Category(f.Kind), Message: f.Message})
+			switch f.Kind {
+			case regress.KindOutputTput:
+				v.Tput.Class = "worse"
+			case regress.KindTTFT:
+				v.TTFT.Class = "worse"
+			case regress.KindInteractivity:
+				v.Intvty.Class = "worse"
+			case regress.KindEvalDrop, regress.KindEvalBelowFloor:
+				v.Eval.Class = "worse"
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// cell formats base -> current with the signed change; improvements beyond
+// 1 % are marked better (findings mark worse).
+func cell(base float64, hasBase bool) func(float64, bool) func(bool, int) cmpCell {
+	return func(cur float64, hasCur bool) func(bool, int) cmpCell {
+		return func(higherGood bool, prec int) cmpCell {
+			c := cmpCell{Base: "-", Cur: "-"}
+			if hasBase {
+				c.Base = num(base, prec)
+			}
+			if hasCur {
+				c.Cur = num(cur, prec)
+			}
+			if hasBase && hasCur {
+				if d, ok := regress.Delta(base, cur); ok {
+					c.Delta = fmt.Sprintf("%+.1f %%", d)
+					if (higherGood && d > 1) || (!higherGood && d < -1) {
+						c.Class = "better"
+					}
+				}
+			}
+			return c
+		}
+	}
+}
+
+func num(v float64, prec int) string {
+	if v == 0 {
+		return "0"
+	}
+	s := fmt.Sprintf("%.*f", prec, v)
+	// Thousands separators for readability.
+	intPart, frac := s, ""
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		intPart, frac = s[:i], s[i:]
+	}
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	out := b.String() + frac
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + dur(-d)
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+func short(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	return fp
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedKeys(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"num": num,
+	"pct": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f4":  func(v float64) string { return fmt.Sprintf("%.4f", v) },
+	"f2":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"pass": func(b bool) string {
+		if b {
+			return "pass"
+		}
+		return "FAIL"
+	},
+}).Parse(pageHTML))
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px 32px; color: #1b1b1b; background: #fff; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 28px 0 10px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 6px; font-family: ui-monospace, Menlo, Consolas, monospace; }
+.banner { background: #fff4d6; border: 1px solid #e0b100; padding: 8px 12px; margin: 10px 0; font-weight: bold; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px; }
+th, td { border: 1px solid #d8d8d8; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f4f5f7; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.worse { background: #fde2e1; color: #8a1111; font-weight: bold; }
+.better { background: #e3f5e6; color: #125c25; }
+.muted { color: #666; font-size: 12px; }
+.kv th { width: 180px; }
+.point { border: 1px solid #e2e2e2; border-radius: 4px; padding: 6px 14px 10px; margin: 12px 0; }
+.bar { position: relative; width: 320px; height: 12px; background: #f1f1f1; }
+.bar span { position: absolute; top: 0; height: 12px; background: #8a96a8; }
+.status-completed { color: #125c25; font-weight: bold; }
+.status-failed, .status-eval-failed, .status-aborted { color: #8a1111; font-weight: bold; }
+.chart { margin: 8px 0; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<div class="muted">generated {{.Generated}} by starter report</div>
+{{if .Simulated}}<div class="banner" id="simulated-banner">SIMULATED DATA: these figures come from sweepflow's simulated engine, not from GPUs.</div>{{end}}
+
+<h2>Sweep summary</h2>
+<table class="kv" id="summary">
+{{range .Summary}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>
+{{end}}</table>
+
+<h2>Output throughput per GPU vs interactivity</h2>
+<div class="chart">{{.Chart}}</div>
+<div class="muted">One curve per config key, each point a concurrency.{{if .HasBaseline}} Dashed curves with hollow markers: baseline {{.BaselineID}}.{{end}}</div>
+
+{{if .HasBaseline}}
+<h2>Regressions against {{.BaselineID}}</h2>
+<div class="muted">Thresholds: output throughput per GPU down more than {{pct .Thresholds.OutputTputPerGPUDropPct}} %, TTFT p90 up more than {{pct .Thresholds.TTFTp90RisePct}} %, interactivity down more than {{pct .Thresholds.InteractivityDropPct}} %, GSM8K down more than {{pct .EvalDropPts}} points or below its floor, a point that newly fails or is missing.</div>
+<table id="finding-counts"><tr>{{range .Counts}}<th>{{.Name}}</th>{{end}}</tr><tr>{{range .Counts}}<td class="n">{{.Value}}</td>{{end}}</tr></table>
+<table id="regressions">
+<tr><th>point</th><th>conc</th><th>status</th><th>output tok/s/GPU<br>base → current</th><th>Δ</th><th>TTFT p90 ms<br>base → current</th><th>Δ</th><th>interactivity tok/s/user<br>base → current</th><th>Δ</th><th>GSM8K strict<br>base → current</th><th>Δ</th><th>findings</th></tr>
+{{range .Regressions}}<tr class="regression-row">
+<td>{{.PointID}}<div class="muted">{{.ConfigKey}}</div></td><td class="n">{{.Conc}}</td><td>{{.Status}}</td>
+<td class="n {{.Tput.Class}}">{{.Tput.Base}} → {{.Tput.Cur}}</td><td class="n {{.Tput.Class}}">{{.Tput.Delta}}</td>
+<td class="n {{.TTFT.Class}}">{{.TTFT.Base}} → {{.TTFT.Cur}}</td><td class="n {{.TTFT.Class}}">{{.TTFT.Delta}}</td>
+<td class="n {{.Intvty.Class}}">{{.Intvty.Base}} → {{.Intvty.Cur}}</td><td class="n {{.Intvty.Class}}">{{.Intvty.Delta}}</td>
+<td class="n {{.Eval.Class}}">{{.Eval.Base}} → {{.Eval.Cur}}</td><td class="n {{.Eval.Class}}">{{.Eval.Delta}}</td>
+<td>{{range .Findings}}<div class="finding"><b>{{.Category}}</b>: {{.Message}}</div>{{else}}<span class="muted">none</span>{{end}}</td>
+</tr>
+{{end}}</table>
+{{end}}
+
+<h2>Points</h2>
+{{range .Points}}<div class="point" id="point-{{.ID}}">
+<h3>{{.ID}}</h3>
+<table class="kv">
+<tr><th>config key</th><td>{{.ConfigKey}}</td></tr>
+<tr><th>topology</th><td>{{.Topology}}</td></tr>
+<tr><th>concurrency</th><td>{{.Conc}}</td></tr>
+<tr><th>status</th><td class="status-{{.Status}}">{{.Status}}{{if .FailedStage}} (at {{.FailedStage}}){{end}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td></tr>
+<tr><th>fingerprint</th><td><code>{{.Fingerprint}}</code></td></tr>
+{{with .Perf}}<tr><th>output throughput / GPU</th><td class="n">{{num .OutputTputPerGPU 1}} tok/s/GPU</td></tr>
+<tr><th>total throughput / GPU</th><td class="n">{{num .TputPerGPU 1}} tok/s/GPU</td></tr>
+<tr><th>interactivity (median)</th><td class="n">{{num .Interactivity 1}} tok/s/user</td></tr>
+<tr><th>TTFT p90</th><td class="n">{{num .TTFTp90Ms 1}} ms</td></tr>
+<tr><th>TPOT median</th><td class="n">{{num .TPOTMedianMs 2}} ms</td></tr>
+<tr><th>E2EL median</th><td class="n">{{num .E2ELMedianMs 1}} ms</td></tr>{{end}}
+{{with .Eval}}<tr><th>GSM8K</th><td>strict {{f4 .EMStrict}}, flexible {{f4 .EMFlexible}}, n={{.NEff}}, floor {{f2 .Floor}}: <b>{{pass .Passed}}</b></td></tr>{{end}}
+{{if .Simulated}}<tr><th>data</th><td><b>simulated</b></td></tr>{{end}}
+</table>
+{{if .Stages}}<table class="stages">
+<tr><th>stage</th><th>outcome</th><th>start</th><th>duration</th><th>rounds</th><th>timeline{{if .Total}} ({{.Total}}){{end}}</th></tr>
+{{range .Stages}}<tr><td>{{.Stage}}</td><td>{{.Outcome}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td><td class="n">{{.Start}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Rounds}}</td>
+<td><div class="bar"><span style="left: {{pct .BarLeft}}%; width: {{pct .BarWidth}}%"></span></div></td></tr>
+{{end}}</table>{{end}}
+{{if .StagesNote}}<div class="muted">{{.StagesNote}}</div>{{end}}
+</div>
+{{end}}
+</body>
+</html>
+`

@@ -1,0 +1,153 @@
+// Package report renders one sweep as a single self-contained HTML page:
+// the sweep summary, a table per point (stage timings and key figures), the
+// regression table against a baseline sweep, and the chart InferenceX users
+// know (output throughput per GPU against interactivity, one curve per
+// config key, baseline dashed) as inline SVG. The page loads nothing from
+// the network: CSS is inline and there is no script.
+package report
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+// Run is one sweep's rows from the results store.
+type Run struct {
+	Sweep   results.Sweep
+	Found   bool // the sweeps table has the sweep row
+	Points  []results.Point
+	Perf    []results.PerfResult
+	Evals   []results.EvalResult
+	Stages  []results.StageRun
+	Outputs []results.StageOutput
+}
+
+// Simulated is true when any figure of the run came from the simulator.
+func (r *Run) Simulated() bool {
+	for _, p := range r.Perf {
+		if p.Simulated {
+			return true
+		}
+	}
+	for _, e := range r.Evals {
+		if e.Simulated {
+			return true
+		}
+	}
+	for _, o := range r.Outputs {
+		if o.Simulated {
+			return true
+		}
+	}
+	return false
+}
+
+// Input is everything the page shows.
+type Input struct {
+	Current  *Run
+	Baseline *Run // nil: no regression table, no dashed curves
+	// Thresholds and EvalDropPts drive the regression table.
+	Thresholds  regress.Thresholds
+	EvalDropPts float64
+	Generated   time.Time
+}
+
+// ErrNoSweep is returned when the store has nothing for a sweep ID.
+var ErrNoSweep = fmt.Errorf("report: sweep not found")
+
+// LoadRun reads one sweep from the store.
+func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error) {
+	r := &Run{}
+	var err error
+	if r.Sweep, r.Found, err = s.GetSweep(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if r.Points, err = s.Points(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if r.Perf, err = s.Perf(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if r.Evals, err = s.Evals(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if r.Stages, err = s.StageRuns(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if r.Outputs, err = s.StageOutputs(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if !r.Found && len(r.Points) == 0 && len(r.Perf) == 0 && len(r.Evals) == 0 {
+		return nil, fmt.Errorf("%w: %q has no rows in the results store", ErrNoSweep, sweepID)
+	}
+	if !r.Found {
+		r.Sweep.ID = sweepID
+	}
+	return r, nil
+}
+
+// Load reads the current sweep and, when baselineID is not empty, the
+// baseline sweep.
+func Load(ctx context.Context, s *results.Store, sweepID, baselineID string) (*Input, error) {
+	in := &Input{Thresholds: regress.DefaultThresholds(), EvalDropPts: regress.DefaultEvalDropPts, Generated: time.Now()}
+	var err error
+	if in.Current, err = LoadRun(ctx, s, sweepID); err != nil {
+		return nil, err
+	}
+	if baselineID != "" {
+		if in.Baseline, err = LoadRun(ctx, s, baselineID); err != nil {
+			return nil, fmt.Errorf("baseline: %w", err)
+		}
+	}
+	return in, nil
+}
+
+// chartSeries turns perf rows into one curve per config key.
+func chartSeries(r *Run, baseline bool) []Series {
+	by := map[string]*Series{}
+	var keys []string
+	for _, p := range r.Perf {
+		k := p.ConfigKey
+		if k == "" {
+			k = "(no config key)"
+		}
+		s, ok := by[k]
+		if !ok {
+			s = &Series{Label: k, Baseline: baseline}
+			by[k] = s
+			keys = append(keys, k)
+		}
+		s.Points = append(s.Points, XY{X: p.Interactivity, Y: p.OutputTputPerGPU, Conc: p.Conc, Label: k})
+	}
+	sort.Strings(keys)
+	out := make([]Series, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *by[k])
+	}
+	return out
+}
+
+// Series returns the chart's curves: the current run's, then the baseline's.
+func (in *Input) Series() []Series {
+	s := chartSeries(in.Current, false)
+	if in.Baseline != nil {
+		s = append(s, chartSeries(in.Baseline, true)...)
+	}
+	return s
+}
+
+// Findings compares the current run with the baseline (nil without one).
+func (in *Input) Findings() ([]regress.Row, []regress.Finding) {
+	if in.Baseline == nil {
+		return nil, nil
+	}
+	cur := regress.FromResults(in.Current.Sweep.ID, in.Current.Points, in.Current.Perf, in.Current.Evals)
+	base := regress.FromResults(in.Baseline.Sweep.ID, in.Baseline.Points, in.Baseline.Perf, in.Baseline.Evals)
+	fs := regress.CompareRuns(cur, base, in.Thresholds, in.EvalDropPts)
+	return regress.Rows(cur, base, fs), fs
+}

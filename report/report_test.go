@@ -1,0 +1,276 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+const (
+	aggKey    = "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg"
+	disaggKey = "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg"
+)
+
+// seedPoint is one point of the seed-like sweep the tests write.
+type seedPoint struct {
+	key  string
+	conc int
+	tput float64 // output tok/s/GPU
+	ivty float64 // tok/s/user
+	ttft float64 // ms
+	eval float64 // 0: no eval
+}
+
+var seedPoints = []seedPoint{
+	{aggKey, 1, 16, 353, 31, 0},
+	{aggKey, 4, 60, 340, 28, 0},
+	{disaggKey, 64, 450, 313, 90, 0.95},
+	{disaggKey, 128, 860, 293, 120, 0},
+	{disaggKey, 256, 840, 284, 180, 0.95},
+	{disaggKey, 768, 2100, 217, 900, 0.95},
+	{disaggKey, 1024, 2500, 189, 1300, 0},
+	{disaggKey, 1280, 2900, 166, 1600, 0.95},
+}
+
+func pointID(p seedPoint) string { return fmt.Sprintf("%s-c%d", p.key[len(p.key)-6:], p.conc) }
+
+// fillSweep writes a sweep; slow divides throughput and interactivity and
+// multiplies TTFT for the disagg key (the simulator's --slowdown), skip
+// leaves points out, failed marks points failed without figures.
+func fillSweep(t *testing.T, s *results.Store, id string, start time.Time, slow float64, skip, failed map[int]bool, evalShift float64) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: id, Name: "dsv4-gb200-agentx", Status: "completed", StartedAt: start, FinishedAt: start.Add(5 * time.Minute)}))
+	for i, sp := range seedPoints {
+		if skip[sp.conc] {
+			continue
+		}
+		pid := pointID(sp)
+		fp := fmt.Sprintf("fp-%s-%d", id, i)
+		st := "completed"
+		if failed[sp.conc] {
+			st = "failed"
+		}
+		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: id, PointID: pid, Fingerprint: fp, ConfigKey: sp.key, ExpName: pid,
+			Topology: "2P1D DEP16/DEP32", Conc: sp.conc, Status: st, FailedStage: map[bool]string{true: "perf"}[failed[sp.conc]]}))
+		t0 := start.Add(time.Duration(i) * 20 * time.Second)
+		runs := []results.StageRun{
+			{Stage: "allocate", Outcome: "ok", Rounds: 1, StartedAt: t0, EndedAt: t0.Add(2 * time.Second)},
+			{Stage: "bringup", Outcome: "ok", Rounds: 1, StartedAt: t0.Add(2 * time.Second), EndedAt: t0.Add(5 * time.Second)},
+			{Stage: "perf", Outcome: "ok", Rounds: 1, StartedAt: t0.Add(5 * time.Second), EndedAt: t0.Add(15 * time.Second)},
+		}
+		if failed[sp.conc] {
+			runs[2].Outcome, runs[2].Error = "failed", "engine crashed"
+			require.NoError(t, s.PutStageRuns(ctx, id, pid, runs))
+			continue
+		}
+		require.NoError(t, s.PutStageRuns(ctx, id, pid, runs))
+		f := 1.0
+		if sp.key == disaggKey {
+			f = slow
+		}
+		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: id, PointID: pid, Fingerprint: fp, ConfigKey: sp.key, ExpName: pid, Conc: sp.conc,
+			OutputTputPerGPU: sp.tput / f, Interactivity: sp.ivty / f, TTFTp90Ms: sp.ttft * f, TPOTMedianMs: 1000 / sp.ivty * f, Simulated: true}))
+		if sp.eval > 0 {
+			score := sp.eval + evalShift
+			require.NoError(t, s.PutEval(ctx, results.EvalResult{SweepID: id, PointID: pid, Fingerprint: fp, EMStrict: score, EMFlexible: score,
+				NEff: 1319, Floor: 0.91, Passed: score >= 0.91, Simulated: true}))
+		}
+	}
+}
+
+func openStore(t *testing.T) *results.Store {
+	t.Helper()
+	s, err := results.Open(context.Background(), filepath.Join(t.TempDir(), "results.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// twoNights writes a baseline night and a night slowed 1.2x with one point
+// failing, one missing and the evals 3 points lower.
+func twoNights(t *testing.T) *results.Store {
+	s := openStore(t)
+	day := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	fillSweep(t, s, "night-1", day, 1, nil, nil, 0)
+	fillSweep(t, s, "night-2", day.Add(24*time.Hour), 1.2, map[int]bool{1024: true}, map[int]bool{128: true}, -0.03)
+	return s
+}
+
+func TestChart(t *testing.T) {
+	t.Parallel()
+	cur := []Series{{Label: "a", Points: []XY{{X: 300, Y: 100, Conc: 4}, {X: 100, Y: 900, Conc: 64}, {X: 200, Y: 500, Conc: 16}}},
+		{Label: "b", Points: []XY{{X: 50, Y: 1200, Conc: 256}}}}
+	base := []Series{{Label: "a", Baseline: true, Points: []XY{{X: 310, Y: 120, Conc: 4}, {X: 110, Y: 950, Conc: 64}}}}
+	tests := []struct {
+		name           string
+		series         []Series
+		opts           ChartOptions
+		curves, dashed int
+		markers        int
+		contains       []string
+		notContains    []string
+	}{
+		{name: "current only", series: cur, opts: ChartOptions{Title: "T"}, curves: 1, markers: 4,
+			contains:    []string{`<svg id="pareto"`, "Interactivity (tok/s/user)", "Output throughput per GPU (tok/s/GPU)", `data-config-key="a"`, `data-config-key="b"`, ">c64<"},
+			notContains: []string{"SIMULATED", "stroke-dasharray", "log scale"}},
+		{name: "with baseline, simulated", series: append(append([]Series{}, cur...), base...), opts: ChartOptions{Title: "T", Simulated: true},
+			curves: 2, dashed: 1, markers: 6, contains: []string{"T — SIMULATED DATA", "a (baseline) [simulated]", `class="curve baseline"`}},
+		{name: "wide range goes log", series: []Series{{Label: "x", Points: []XY{{X: 1, Y: 5}, {X: 1000, Y: 50000}}}}, curves: 1, markers: 2,
+			contains: []string{"Interactivity (tok/s/user) (log scale)", "(tok/s/GPU) (log scale)"}},
+		{name: "non-positive points are left out", series: []Series{{Label: "x", Points: []XY{{X: 0, Y: 5}, {X: 10, Y: 50}, {X: 20, Y: 60}}}}, curves: 1, markers: 2},
+		{name: "empty", series: nil, curves: 0, markers: 0, contains: []string{"<svg", "</svg>"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svg := Chart(tc.series, tc.opts)
+			assert.Equal(t, tc.curves, strings.Count(svg, "<polyline "), "polylines")
+			assert.Equal(t, tc.dashed, strings.Count(svg, `<polyline class="curve baseline"`), "dashed curves")
+			assert.Equal(t, tc.markers, strings.Count(svg, "<circle "), "markers")
+			for _, c := range tc.contains {
+				assert.Contains(t, svg, c)
+			}
+			for _, c := range tc.notContains {
+				assert.NotContains(t, svg, c)
+			}
+			assert.NotContains(t, svg, "NaN")
+			assert.NotContains(t, svg, "Inf")
+		})
+	}
+}
+
+// TestChartCurveIsSortedAndMonotone checks the geometry: a curve runs left to
+// right by interactivity, and higher throughput is drawn higher up.
+func TestChartCurveIsSortedAndMonotone(t *testing.T) {
+	t.Parallel()
+	svg := Chart([]Series{{Label: "a", Points: []XY{{X: 300, Y: 100}, {X: 100, Y: 900}, {X: 200, Y: 500}}}}, ChartOptions{})
+	m := regexp.MustCompile(`<polyline [^>]*points="([^"]+)"`).FindStringSubmatch(svg)
+	require.Len(t, m, 2)
+	var xs, ys []float64
+	for _, pair := range strings.Fields(m[1]) {
+		var x, y float64
+		_, err := fmt.Sscanf(pair, "%f,%f", &x, &y)
+		require.NoError(t, err)
+		xs, ys = append(xs, x), append(ys, y)
+	}
+	require.Len(t, xs, 3)
+	assert.Less(t, xs[0], xs[1])
+	assert.Less(t, xs[1], xs[2])
+	assert.Less(t, ys[0], ys[1], "900 tok/s/GPU is above 500")
+	assert.Less(t, ys[1], ys[2])
+}
+
+func TestNiceStepAndTicks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		raw, want float64
+	}{{0.7, 1}, {1, 1}, {1.3, 2}, {3, 5}, {7, 10}, {240, 500}, {0.013, 0.02}, {0, 1}}
+	for _, tc := range tests {
+		assert.InDelta(t, tc.want, niceStep(tc.raw), 1e-12, "niceStep(%v)", tc.raw)
+	}
+	for v, want := range map[float64]string{0: "0", 250: "250", 12500: "12.5k", 2e6: "2M", 0.5: "0.5", 10000: "10k"} {
+		assert.Equal(t, want, tickText(v), "tickText(%v)", v)
+	}
+}
+
+func TestRenderWithBaseline(t *testing.T) {
+	t.Parallel()
+	s := twoNights(t)
+	in, err := Load(context.Background(), s, "night-2", "night-1")
+	require.NoError(t, err)
+	in.Generated = time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+
+	_, fs := in.Findings()
+	counts := map[string]int{}
+	for _, f := range fs {
+		counts[regress.Category(f.Kind)]++
+	}
+	// 6 disagg points ran both nights, minus the one failing now: 4 slowed
+	// 1.2x, each down 16.7 % in throughput and interactivity and up 20 % in
+	// TTFT p90 -> 12 "slower"; 128 newly fails; 1024 is missing; 3 of the
+	// remaining evals dropped 3 points (768, 1280, 256, 64 -> all four).
+	assert.Equal(t, map[string]int{regress.CategorySlower: 12, regress.CategoryNewlyFailing: 1, regress.CategoryMissing: 1, regress.CategoryLessAccurate: 4}, counts)
+
+	tests := []struct {
+		name string
+		want string
+	}{
+		{"title", "<title>sweepflow report: night-2</title>"},
+		{"simulated banner", `id="simulated-banner"`},
+		{"summary", `<th>Baseline</th><td>night-1</td>`},
+		{"regression table", `<table id="regressions">`},
+		{"slower finding", "<b>slower</b>: disagg-c768 output throughput per GPU"},
+		{"newly failing", "<b>newly-failing</b>: disagg-c128 now failed"},
+		{"missing", "<b>missing</b>: disagg-c1024 has a result in night-1 but none in this run"},
+		{"less accurate", "<b>less-accurate</b>: disagg-c64 eval 0.9500 -&gt; 0.9200"},
+		{"worse cell", `class="n worse">-16.7 %`},
+		{"point section", `id="point-disagg-c768"`},
+		{"stage timeline", `<td>perf</td><td>ok</td><td class="n">&#43;5.0 s</td><td class="n">10.0 s</td>`},
+		{"failed stage error", "engine crashed"},
+		{"chart", `<svg id="pareto"`},
+		{"baseline dashed", `class="curve baseline"`},
+		{"eval pass", "floor 0.91: <b>pass</b>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Contains(t, page, tc.want)
+		})
+	}
+	assertSelfContained(t, page)
+}
+
+// assertSelfContained fails on anything that would make the browser fetch:
+// scripts, stylesheets, images, fonts or frames by URL.
+func assertSelfContained(t *testing.T, page string) {
+	t.Helper()
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "@import", "url(", " src=", " href="} {
+		assert.NotContains(t, page, bad)
+	}
+	// The only URL is the SVG namespace, which is a name, not a fetch.
+	urls := regexp.MustCompile(`https?://[^"'\s<]+`).FindAllString(page, -1)
+	for _, u := range urls {
+		assert.Equal(t, "http://www.w3.org/2000/svg", u)
+	}
+}
+
+func TestRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	// An older ledger: perf rows and stage outputs, no point rows or runs.
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "old", StartedAt: start}))
+	require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: "old", PointID: "p1", Fingerprint: "f1", ConfigKey: aggKey, Conc: 4, OutputTputPerGPU: 60, Interactivity: 340}))
+	_, err := s.PutStageOutput(ctx, results.StageOutput{SweepID: "old", PointID: "p1", Fingerprint: "f1", Stage: "perf", Attempt: 1, CreatedAt: start.Add(90 * time.Second)})
+	require.NoError(t, err)
+	in, err := Load(ctx, s, "old", "")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+	assert.NotContains(t, page, `id="regressions"`)
+	assert.NotContains(t, page, "SIMULATED")
+	assert.Contains(t, page, `id="point-p1"`)
+	assert.Contains(t, page, "&#43;1m30s")
+	assert.Contains(t, page, "the times are when each durable output was written")
+	assertSelfContained(t, page)
+
+	_, err = Load(ctx, s, "nope", "")
+	require.ErrorIs(t, err, ErrNoSweep)
+	_, err = Load(ctx, s, "old", "nope")
+	require.ErrorContains(t, err, "baseline")
+}

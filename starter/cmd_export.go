@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/ixexport"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+func init() {
+	register(command{name: "export", summary: "write a sweep's results as InferenceX agg_bmk / agg_eval_all JSON rows", run: runExport})
+}
+
+// ledgerFlags locate the results store and the artifact store the way the
+// worker does (workerapp.Config): --results / SWEEPFLOW_RESULTS, else
+// <home>/results.db; --artifacts / SWEEPFLOW_ARTIFACTS, else <home>/artifacts;
+// home is --home / SWEEPFLOW_HOME, default .sweepflow.
+type ledgerFlags struct {
+	home, results, artifacts string
+}
+
+func (l *ledgerFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&l.home, "home", envOr("SWEEPFLOW_HOME", ".sweepflow"), "local state directory the worker writes (ledger, artifacts)")
+	fs.StringVar(&l.results, "results", os.Getenv("SWEEPFLOW_RESULTS"), "results store DSN: SQLite path or postgres://... (default: <home>/results.db)")
+	fs.StringVar(&l.artifacts, "artifacts", os.Getenv("SWEEPFLOW_ARTIFACTS"), "artifact store: directory, file:///dir or s3://bucket/prefix?endpoint=... (default: <home>/artifacts)")
+}
+
+// open opens the results store (which must exist: reading never creates an
+// empty ledger) and the artifact store (nil with a warning when it cannot be
+// opened: rows then carry the ledger's figures only).
+func (l *ledgerFlags) open(ctx context.Context) (*results.Store, artifacts.Store, []string, error) {
+	dsn := l.results
+	if dsn == "" {
+		dsn = filepath.Join(l.home, "results.db")
+		if _, err := os.Stat(dsn); err != nil {
+			return nil, nil, nil, &exitError{code: 1, msg: fmt.Sprintf("no results store at %s (run a sweep first, or pass --home or --results)", dsn)}
+		}
+	}
+	store, err := results.Open(ctx, dsn)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	art := l.artifacts
+	if art == "" {
+		art = filepath.Join(l.home, "artifacts")
+	}
+	var warnings []string
+	arts, err := artifacts.Open(art)
+	if err != nil {
+		warnings = append(warnings, fmt.Sprintf("artifact store %s: %v; using ledger figures only", art, err))
+		arts = nil
+	}
+	return store, arts, warnings, nil
+}
+
+func runExport(args []string) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	var lf ledgerFlags
+	lf.bind(fs)
+	sweep := fs.String("sweep", "", "sweep ID to export (required)")
+	format := fs.String("format", "ix", "output format: ix (InferenceX agg_bmk.json + agg_eval_all.json)")
+	out := fs.String("out", "", "directory to write the files into (default: ./export-<sweep>)")
+	asJSON := fs.Bool("json", false, "print a JSON summary instead of text")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *sweep == "" {
+		return &exitError{code: 2, msg: "--sweep ID is required"}
+	}
+	if *format != "ix" {
+		return &exitError{code: 2, msg: fmt.Sprintf("--format %q: only \"ix\" is supported", *format)}
+	}
+	dir := *out
+	if dir == "" {
+		dir = "export-" + *sweep
+	}
+	ctx := context.Background()
+	store, arts, warnings, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	e, err := ixexport.Build(ctx, store, arts, *sweep)
+	if errors.Is(err, ixexport.ErrNoSweep) {
+		return &exitError{code: 1, msg: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	e.Warnings = append(warnings, e.Warnings...)
+	paths, err := e.WriteDir(dir)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"sweep_id": *sweep, "files": paths, "bmk_rows": len(e.Bmk), "eval_rows": len(e.Evals), "warnings": nonNil(e.Warnings)})
+	}
+	for _, w := range e.Warnings {
+		fmt.Fprintln(os.Stderr, "warning: "+w)
+	}
+	fmt.Printf("%s: %d rows\n%s: %d rows\n", paths[0], len(e.Bmk), paths[1], len(e.Evals))
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

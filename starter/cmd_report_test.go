@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReportCommand(t *testing.T) {
+	t.Parallel()
+	home := ledgerHome(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantMsg  string
+		contains []string
+		absent   []string
+	}{
+		{name: "sweep alone", args: []string{"--home", home, "--sweep", "sw"},
+			contains: []string{`<svg id="pareto"`, `id="point-dsv4_p1x8_d0x8_conc4_kvdram-hicache"`, "SIMULATED DATA"}, absent: []string{`id="regressions"`}},
+		{name: "with baseline: 25 % slower is flagged", args: []string{"--home", home, "--sweep", "sw", "--baseline", "base"},
+			contains: []string{`id="regressions"`, "<b>slower</b>: dsv4_p1x8_d0x8_conc4_kvdram-hicache output throughput per GPU", `class="pt baseline"`}},
+		{name: "looser thresholds: nothing flagged", args: []string{"--home", home, "--sweep", "sw", "--baseline", "base",
+			"--max-tput-drop", "30", "--max-ttft-rise", "30", "--max-interactivity-drop", "30"},
+			contains: []string{`id="regressions"`}, absent: []string{"<b>slower</b>"}},
+		{name: "no sweep", args: []string{"--home", home}, wantCode: 2, wantMsg: "--sweep ID is required"},
+		{name: "baseline is the sweep", args: []string{"--home", home, "--sweep", "sw", "--baseline", "sw"}, wantCode: 2, wantMsg: "another sweep"},
+		{name: "unknown sweep", args: []string{"--home", home, "--sweep", "nope"}, wantCode: 1, wantMsg: `"nope" has no rows`},
+		{name: "unknown baseline", args: []string{"--home", home, "--sweep", "sw", "--baseline", "nope"}, wantCode: 1, wantMsg: "baseline"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "sub", "report.html")
+			err := runReport(append(tc.args, "--out", out))
+			if tc.wantCode != 0 {
+				var ee *exitError
+				require.ErrorAs(t, err, &ee)
+				assert.Equal(t, tc.wantCode, ee.code)
+				assert.Contains(t, ee.msg, tc.wantMsg)
+				return
+			}
+			require.NoError(t, err)
+			data, err := os.ReadFile(out)
+			require.NoError(t, err)
+			for _, c := range tc.contains {
+				assert.Contains(t, string(data), c)
+			}
+			for _, c := range tc.absent {
+				assert.NotContains(t, string(data), c)
+			}
+		})
+	}
+}
