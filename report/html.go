@@ -495,9 +495,9 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{if .Simulated}}<tr><th>data</th><td><b>simulated</b></td></tr>{{end}}
 </table>
 {{if .Stages}}<table class="stages">
-<tr><th>stage</th><th>outcome</th><th>start</th><th>duration</th><th>rounds</th><th>timeline{{if .Total}} ({{.Total}}){{end}}</th></tr>
-{{range .Stages}}<tr><td>{{.Stage}}</td><td>{{.Outcome}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td><td class="n">{{.Start}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Rounds}}</td>
-<td><div class="bar"><span style="left: {{pct .BarLeft}}%; width: {{pct .BarWidth}}%"></span></div></td></tr>
+<tr><th>stage</th><th>outcome</th><th>start</th><th>duration</th><th>rounds</th>{{if .Total}}<th>timeline ({{.Total}})</th>{{end}}</tr>
+{{$total := .Total}}{{range .Stages}}<tr><td>{{.Stage}}</td><td>{{.Outcome}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td><td class="n">{{.Start}}</td><td class="n">{{.Duration}}</td><td class="n">{{.Rounds}}</td>
+{{if $total}}<td><div class="bar"><span style="left: {{pct .BarLeft}}%; width: {{pct .BarWidth}}%"></span></div></td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{if .StagesNote}}<div class="muted">{{.StagesNote}}</div>{{end}}
 </div>

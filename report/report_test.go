@@ -221,6 +221,7 @@ func TestRenderWithBaseline(t *testing.T) {
 		{"point section", `id="point-disagg-c768"`},
 		{"stage timeline", `<td>perf</td><td>ok</td><td class="n">&#43;5.0 s</td><td class="n">10.0 s</td>`},
 		{"failed stage error", "engine crashed"},
+		{"timeline bar", `<div class="bar"><span style="left: `},
 		{"chart", `<svg id="pareto"`},
 		{"baseline dashed", `class="curve baseline"`},
 		{"eval pass", "floor 0.91: <b>pass</b>"},
