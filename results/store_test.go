@@ -438,17 +438,21 @@ func testConcurrentWriters(t *testing.T, path string) {
 	assert.Len(t, evals, points)
 }
 
-// BenchmarkPutStageOutput measures ledger write latency (WAL, synchronous=NORMAL).
+// BenchmarkPutStageOutput measures ledger write latency per backend
+// (SQLite: WAL, synchronous=NORMAL; PostgreSQL: the throwaway test cluster,
+// fsync off).
 func BenchmarkPutStageOutput(b *testing.B) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	require.NoError(b, err)
-	defer s.Close()
-	out := []byte(`{"output_tput_per_gpu":1234.5,"ttft_p90_ms":812.0}`)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		_, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p", Fingerprint: fmt.Sprint(i), Stage: "perf", OutputJSON: out})
-		require.NoError(b, err)
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, _ := be.open(b)
+			out := []byte(`{"output_tput_per_gpu":1234.5,"ttft_p90_ms":812.0}`)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p", Fingerprint: fmt.Sprint(i), Stage: "perf", OutputJSON: out})
+				require.NoError(b, err)
+			}
+		})
 	}
 }
 
