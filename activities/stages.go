@@ -31,7 +31,7 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (Allocation, err
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
 	defer hb.Stop()
 	al, err := a.Backend.Allocate(ctx, cluster.AllocRequest{
-		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes,
+		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath,
 		Status: func(s string) { hb.set(s) },
 	})
 	if err != nil {
@@ -231,14 +231,27 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
 	return nil
 }
 
-// RecordPoint stores the point's final status in the ledger.
+// RecordPoint stores the point's final status, its spec (exports read the
+// identity fields from it) and its stage timings in the ledger.
 func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 	p := rec.Point
-	return classify(a.Store.UpsertPoint(ctx, results.Point{
+	spec, err := json.Marshal(p)
+	if err != nil {
+		return classify(err)
+	}
+	if err := a.Store.UpsertPoint(ctx, results.Point{
 		SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, ConfigKey: p.ConfigKey,
 		ExpName: p.PointID, Topology: p.Topology, Conc: p.Conc, Status: rec.Status,
-		FailedStage: rec.FailedStage, Error: rec.Error,
-	}))
+		FailedStage: rec.FailedStage, Error: rec.Error, SpecJSON: spec, UpdatedAt: rec.At,
+	}); err != nil {
+		return classify(err)
+	}
+	runs := make([]results.StageRun, 0, len(rec.Stages))
+	for i, s := range rec.Stages {
+		runs = append(runs, results.StageRun{SweepID: p.SweepID, PointID: p.PointID, Seq: i, Stage: s.Stage,
+			Outcome: s.Outcome, Rounds: s.Rounds, Error: s.Error, StartedAt: s.Started, EndedAt: s.Ended})
+	}
+	return classify(a.Store.PutStageRuns(ctx, p.SweepID, p.PointID, runs))
 }
 
 // RecordSweep stores the sweep row in the ledger.

@@ -64,6 +64,10 @@ type PointSpec struct {
 	Deployment string `json:"deployment"`
 	// Faults injected on purpose (chaos testing, demos of the operator gate).
 	Faults []Fault `json:"faults,omitempty"`
+	// BaselineKey is the point's identity across nightly runs: the
+	// fingerprint's inputs without the image, plus the concurrency, so a
+	// nightly on a new image still finds last night's figures.
+	BaselineKey string `json:"baseline_key,omitempty"`
 }
 
 // Fault makes a stage fail on purpose for its first Times attempts.
@@ -162,10 +166,24 @@ type UploadInput struct {
 
 // PointRecord is the ledger row of a point's final state.
 type PointRecord struct {
-	Point       PointSpec `json:"point"`
-	Status      string    `json:"status"`
-	FailedStage string    `json:"failed_stage,omitempty"`
-	Error       string    `json:"error,omitempty"`
+	Point       PointSpec     `json:"point"`
+	Status      string        `json:"status"`
+	FailedStage string        `json:"failed_stage,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	Stages      []StageTiming `json:"stages,omitempty"`
+	// At is the workflow time of the record, so a late retry of an older
+	// record cannot roll the point back.
+	At time.Time `json:"at"`
+}
+
+// StageTiming is one stage of a point as the report shows it.
+type StageTiming struct {
+	Stage   string    `json:"stage"`
+	Outcome string    `json:"outcome"`
+	Rounds  int       `json:"rounds"`
+	Error   string    `json:"error,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitempty"`
 }
 
 // SweepRecord is the ledger row of a sweep.

@@ -361,7 +361,12 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 	defer cancel()
 	r.publish(dctx)
 	lctx := workflow.WithActivityOptions(dctx, ActivityOptions(stageLedger, r.in.TaskQueue, r.in.Tuning))
-	rec := activities.PointRecord{Point: r.in.Point, Status: r.state.Status, FailedStage: r.state.FailedStage, Error: r.state.LastError}
+	rec := activities.PointRecord{Point: r.in.Point, Status: r.state.Status, FailedStage: r.state.FailedStage,
+		Error: r.state.LastError, At: workflow.Now(dctx)}
+	for _, s := range r.state.Stages {
+		rec.Stages = append(rec.Stages, activities.StageTiming{Stage: s.Stage, Outcome: s.Outcome, Rounds: s.Rounds,
+			Error: s.Error, Started: s.Started, Ended: s.Ended})
+	}
 	if lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil); lerr != nil {
 		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
 	}
