@@ -120,3 +120,22 @@ func TestRunAgenticFailedTurnEndsSession(t *testing.T) {
 	assert.False(t, res.Requests[1].Success)
 	assert.Equal(t, 1, res.Aggregate.Failed)
 }
+
+func TestRunAgenticDurationRecyclesSessions(t *testing.T) {
+	t.Parallel()
+	srv := newFakeServer(t, &fakeServer{ttft: 2 * time.Millisecond})
+	trace := GenerateTrace(3, 2, 2, TraceShape{FirstInputTokens: 600, InputTokens: 8, OutputTokens: 4, MaxDelayMs: 1})
+	res, err := Run(context.Background(), Options{BaseURL: srv.URL(), Model: "m", Concurrency: 2, Trace: trace, Duration: 200 * time.Millisecond})
+	require.NoError(t, err)
+	markers := map[string]bool{}
+	for _, b := range srv.requestBodies() {
+		first := b["messages"].([]any)[0].(map[string]any)["content"].(string)
+		i := strings.Index(first, "[rid:")
+		require.GreaterOrEqual(t, i, 0)
+		markers[first[i:i+18]] = true
+	}
+	assert.Greater(t, len(markers), len(trace), "sessions are replayed again, each with a fresh marker")
+	for _, r := range res.Requests {
+		assert.Less(t, r.DispatchNs, (200 * time.Millisecond).Nanoseconds())
+	}
+}

@@ -1,8 +1,3 @@
-// Package loadgen is a streaming load generator for OpenAI-compatible
-// inference servers whose metrics follow vLLM/SGLang/InferenceX definitions
-// (see research/benchmarks.md §1): random ISL/OSL prompts or agentic
-// multi-turn session replay, closed-loop concurrency or open-loop arrivals on
-// an absolute schedule, and per-request records with monotonic timestamps.
 package loadgen
 
 import (

@@ -103,3 +103,21 @@ func TestAgainstSimulatorAgenticCacheHits(t *testing.T) {
 	assert.InDelta(t, rm.Cache.TheoreticalCacheHitRate, rm.Cache.ServerCacheHitRate, 0.15,
 		"the server caches about what the workload makes reusable")
 }
+
+func TestAgainstSimulatorFaults(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t, sim.Config{FixedTTFT: time.Millisecond, FixedITL: time.Millisecond,
+		Faults: sim.Faults{MidStreamErrorEvery: 4, ErrorBurstStart: 2, ErrorBurstLen: 2, ErrorStatus: 429}})
+	res, err := Run(context.Background(), Options{BaseURL: url, Concurrency: 1, NumPrompts: 12, ISL: 16, OSL: 8})
+	require.NoError(t, err)
+	a := res.Aggregate
+	assert.Equal(t, 2, a.ErrorCategories[ErrKindHTTP], "the 429 burst")
+	assert.Positive(t, a.ErrorCategories[ErrKindStreamError], "error payloads inside 200 streams are failures")
+	assert.Equal(t, a.Failed, a.ErrorCategories[ErrKindHTTP]+a.ErrorCategories[ErrKindStreamError])
+	for _, r := range res.Requests {
+		if r.ErrorKind == ErrKindHTTP {
+			assert.Equal(t, 429, r.Status)
+		}
+	}
+	assert.ErrorContains(t, res.Gate(), "gate failed")
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -60,9 +61,13 @@ type capacityPoint struct {
 	ChunkLagP50ms  float64 `json:"chunk_lag_p50_ms"`
 	ChunkLagP99ms  float64 `json:"chunk_lag_p99_ms"`
 	Unmatched      int     `json:"unmatched"`
-	CPUSeconds     float64 `json:"process_cpu_s"`
-	Check          string  `json:"check"`
-	Pass           bool    `json:"pass"`
+	Simulator      string  `json:"simulator"`     // in-process, child process or external
+	CPUSeconds     float64 `json:"process_cpu_s"` // this process during the run (warmup included)
+	// ClientCPUusPerChunk is the client's CPU per received chunk (warmup
+	// included) when the simulator runs in another process.
+	ClientCPUusPerChunk float64 `json:"client_cpu_us_per_chunk,omitempty"`
+	Check               string  `json:"check"`
+	Pass                bool    `json:"pass"`
 }
 
 func runBenchCapacity(args []string) error {
@@ -96,7 +101,8 @@ flags:`)
 	isl := fs.Int("isl", 128, "prompt tokens per request")
 	waves := fs.Int("waves", 3, "measured requests = waves x concurrency (after one warmup wave)")
 	rangeRatio := fs.Float64("random-range-ratio", 0.8, "OSL/ISL drawn from [ratio x L, L] so requests do not finish in lockstep")
-	baseURL := fs.String("base-url", "", "use an external simulator instead of an in-process one")
+	baseURL := fs.String("base-url", "", "use an external simulator instead of starting one")
+	simProcess := fs.Bool("sim-process", true, "run the simulator as a child process (starter sim serve) so it does not share this Go runtime; false runs it in-process")
 	asJSON := fs.Bool("json", false, "print the points as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole measurement here")
 	if err := fs.Parse(args); err != nil {
@@ -131,7 +137,7 @@ flags:`)
 	}
 	var out []capacityPoint
 	for _, sp := range specs {
-		p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL)
+		p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL, *simProcess)
 		if err != nil {
 			return err
 		}
@@ -190,12 +196,24 @@ func parseCapacityPoints(s string) ([]capacitySpec, error) {
 	return out, nil
 }
 
-func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, isl, osl, waves int, ratio float64, baseURL string) (capacityPoint, error) {
+func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, isl, osl, waves int, ratio float64, baseURL string, simProcess bool) (capacityPoint, error) {
 	p := capacityPoint{Concurrency: sp.conc, TTFTms: ms(ttft), ITLms: ms(sp.itl), Check: sp.check}
 	var lookup func(id string) (loadgen.ServerTimeline, bool)
 	url := baseURL
 	var srv *sim.Server
-	if url == "" {
+	switch {
+	case url != "":
+		p.Simulator = "external"
+	case simProcess:
+		p.Simulator = "child process"
+		u, stop, err := startSimProcess(ctx, ttft, sp.itl, (waves+2)*sp.conc)
+		if err != nil {
+			return p, err
+		}
+		defer stop()
+		url = u
+	default:
+		p.Simulator = "in-process"
 		var err error
 		srv, err = sim.New(sim.Config{FixedTTFT: ttft, FixedITL: sp.itl, TimelineCapacity: (waves + 2) * sp.conc})
 		if err != nil {
@@ -227,6 +245,15 @@ func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, 
 		return p, err
 	}
 	p.CPUSeconds = processCPU() - cpu0
+	total := 0
+	for _, set := range [][]loadgen.RequestRecord{res.Requests, res.Warmups} {
+		for i := range set {
+			total += len(set[i].ChunkNs)
+		}
+	}
+	if total > 0 && p.Simulator != "in-process" {
+		p.ClientCPUusPerChunk = 1e6 * p.CPUSeconds / float64(total)
+	}
 	if lookup == nil {
 		tls, err := fetchTimelines(ctx, url)
 		if err != nil {
@@ -281,6 +308,41 @@ func processCPU() float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
+// startSimProcess runs "<this binary> sim serve" in fast mode on a free
+// port and returns its URL and a function that stops it.
+func startSimProcess(ctx context.Context, ttft, itl time.Duration, timelines int) (string, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(cctx, exe, "sim", "serve", "--listen", "127.0.0.1:0", "--fast",
+		"--ttft-ms", strconv.FormatFloat(ms(ttft), 'f', -1, 64), "--itl-ms", strconv.FormatFloat(ms(itl), 'f', -1, 64),
+		"--timeline-capacity", strconv.Itoa(timelines))
+	cmd.Stderr = io.Discard
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return "", nil, fmt.Errorf("start simulator: %w", err)
+	}
+	stop := func() { cancel(); _ = cmd.Wait() }
+	const marker = "listening on "
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), marker); i >= 0 {
+			url := strings.TrimSpace(sc.Text()[i+len(marker):])
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return url, stop, nil
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("simulator child process exited before listening (%s sim serve)", exe)
+}
+
 // fetchTimelines reads every stored timeline from an external simulator.
 func fetchTimelines(ctx context.Context, base string) (map[string]loadgen.ServerTimeline, error) {
 	url := strings.TrimRight(base, "/") + "/sim/timelines"
@@ -316,7 +378,7 @@ func fetchTimelines(ctx context.Context, base string) (map[string]loadgen.Server
 
 func printCapacity(w io.Writer, pts []capacityPoint) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "conc\tITL ms\trequests\tchunks\tchunks/s\tCPU s\tTTFT err %\t|dTTFT| p50/p99 ms\tITL err %\t|dITL| p50/p99 ms\tlag p50/p99 ms\tcheck\t")
+	fmt.Fprintln(tw, "conc\tITL ms\trequests\tchunks\tchunks/s\tclient us/chunk\tTTFT err %\t|dTTFT| p50/p99 ms\tITL err %\t|dITL| p50/p99 ms\tlag p50/p99 ms\tcheck\t")
 	for _, p := range pts {
 		res := "-"
 		if p.Check != "none" {
@@ -326,11 +388,14 @@ func printCapacity(w io.Writer, pts []capacityPoint) {
 			}
 		}
 		fmt.Fprintf(tw, "%d\t%.1f\t%d\t%d\t%.0f\t%.1f\t%+.3f\t%.3f / %.3f\t%+.3f\t%.3f / %.3f\t%.3f / %.3f\t%s\t\n",
-			p.Concurrency, p.ITLms, p.Requests, p.Chunks, p.ChunksPerSec, p.CPUSeconds,
+			p.Concurrency, p.ITLms, p.Requests, p.Chunks, p.ChunksPerSec, p.ClientCPUusPerChunk,
 			p.TTFTMeanErrPct, p.TTFTAbsP50ms, p.TTFTAbsP99ms, p.ITLMeanErrPct, p.ITLAbsP50ms, p.ITLAbsP99ms,
 			p.ChunkLagP50ms, p.ChunkLagP99ms, res)
 	}
 	tw.Flush()
+	if len(pts) > 0 {
+		fmt.Fprintf(w, "simulator: %s, fast mode, TTFT %.0f ms, one token per chunk\n", pts[0].Simulator, pts[0].TTFTms)
+	}
 	fmt.Fprintf(w, "targets: capacity >= %d chunks/s; accuracy |mean err| <= %.0f%% and p99 |err| < %.1f ms for TTFT and ITL\n",
 		capacityTargetChunksPerSec, accuracyTargetMeanPct, accuracyTargetP99Ms)
 }

@@ -194,7 +194,7 @@ func TestCapacityPointsParse(t *testing.T) {
 func TestBenchCapacitySmall(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	err := benchCapacity(context.Background(), []string{"--points", "16:2ms:none", "--osl", "20", "--waves", "1", "--json"}, &stdout, &stderr)
+	err := benchCapacity(context.Background(), []string{"--points", "16:2ms:none", "--osl", "20", "--waves", "1", "--json", "--sim-process=false"}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	var pts []capacityPoint
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &pts))

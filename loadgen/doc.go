@@ -1,0 +1,68 @@
+// Package loadgen is a streaming load generator for OpenAI-compatible
+// inference servers whose numbers follow the definitions vLLM, SGLang and
+// InferenceX publish (research/benchmarks.md §1), measured by a client that
+// stays out of the way: one shared HTTP/1.1 transport sized to the
+// concurrency, a zero-allocation SSE path, and monotonic timestamps taken
+// when each socket read returns, before any parsing.
+//
+// # Workloads and load
+//
+// Random prompts: lengths uniform in [max(floor(L*r),1), L] (InferenceX's
+// random-range-ratio), built from a word list so that one word is one token
+// for the simulator (CountTokens); requested and server-reported prompt
+// tokens are both reported. max_tokens = OSL, optional ignore_eos, and
+// stream_options.include_usage is always sent.
+//
+// Agentic replay (Options.Trace): Concurrency live sessions; each turn
+// resends every earlier user input and the assistant replies as the server
+// returned them, then the new input. The first turn starts with the shared
+// hash_ids blocks and then a per-replay "[rid:<12 hex>]" marker, so sessions
+// share exactly the hash-id prefix and nothing else. Think time between turns
+// is capped at 10 s and multiplied by TimeScale.
+//
+// Closed loop (RequestRate 0 or +Inf): Concurrency workers pull requests in
+// order. Open loop: arrivals from Gamma(burstiness, 1/(rate*burstiness))
+// intervals on an absolute schedule (send i is due at start + the sum of the
+// first i intervals, so lateness never shifts later sends), capped at
+// Concurrency in flight. The wait between the scheduled dispatch and the
+// actual send is the client queue time, reported apart from TTFT.
+//
+// # Metrics (successful requests only)
+//
+//   - TTFT: send to the first chunk carrying non-empty content or reasoning
+//     (delta.content, delta.reasoning_content, delta.reasoning, or text).
+//   - E2EL: send to the last such chunk (vLLM); the usage chunk and [DONE]
+//     are not tokens. The record's end_ns is when the body was fully read.
+//   - TPOT per request: (E2EL - TTFT) / (OSL - 1) with OSL =
+//     usage.completion_tokens, only when OSL > 1; aggregated per request.
+//   - ITL: every gap between consecutive token-carrying chunks, pooled over
+//     all requests (chunk-weighted, as vLLM/SGLang/InferenceX).
+//   - Per-token ITL: each chunk gap g split evenly over the k tokens that
+//     chunk carried, i.e. k samples of g/k, pooled. k is the delta of
+//     cumulative usage.completion_tokens when the server sends usage on every
+//     chunk (vLLM continuous_usage_stats); otherwise the number of
+//     whitespace-separated words in the chunk's text, rescaled with
+//     largest-remainder rounding when those counts do not add up to
+//     usage.completion_tokens (record field token_count_source says which).
+//   - Throughput: completed requests, input (usage.prompt_tokens), output
+//     and total tokens divided by the time from the start of dispatch to the
+//     last completion.
+//   - Interactivity: InferenceX's 1000 / TPOT_ms applied to each TPOT
+//     statistic: mean_intvty from the mean TPOT, median_intvty from the
+//     median, p99_intvty from the p99 TPOT (the slow-tail user).
+//   - Per GPU: total / all GPUs, output / decode GPUs, input / prefill GPUs;
+//     aggregated serving uses all GPUs for each.
+//   - Statistics: mean, median, population std, p90, p99, p99.9 with numpy's
+//     linear-interpolated percentiles.
+//
+// Failures (transport errors, timeouts, non-200 status, {"error":...}
+// payloads inside a 200 stream, malformed chunks, streams without any token
+// chunk, streams without usage) are counted by kind and excluded from every
+// latency and token statistic. Result.Gate fails a run when more than 10% of
+// the measured requests failed or none succeeded.
+//
+// Output names follow InferenceX's processed results (agg_*.json: seconds,
+// mean_ttft, p99.9_e2el, tput_per_gpu, ...) plus request_metrics for agentic
+// runs, and "simulated": true when the server said so (X-Sweepflow-Simulated
+// header or system_fingerprint "sweepflow-simulated").
+package loadgen
