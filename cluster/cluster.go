@@ -16,6 +16,9 @@ type AllocRequest struct {
 	PointID   string
 	Nodes     int
 	TimeLimit time.Duration
+	// RecipePath is the point's recipe (root-relative CONFIG_FILE path); the
+	// Slurm backend reads its time limit and role layout from it.
+	RecipePath string
 	// Status is called with a human line while the request waits (e.g. the
 	// Slurm pending reason); the activity heartbeats it.
 	Status func(string)

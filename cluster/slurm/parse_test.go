@@ -1,0 +1,233 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/config"
+)
+
+func TestParseSbatch(t *testing.T) {
+	for _, tc := range []struct {
+		name, out, id string
+		bad           bool
+	}{
+		{name: "parsable", out: "4711\n", id: "4711"},
+		{name: "parsable with cluster", out: "4711;gb200\n", id: "4711"},
+		{name: "default", out: "Submitted batch job 18582\n", id: "18582"},
+		{name: "warning first", out: "sbatch: warning: can't honor --ntasks-per-node set to 1\n4712\n", id: "4712"},
+		{name: "empty", out: "", bad: true},
+		{name: "error text", out: "sbatch: error: Batch job submission failed: Invalid partition name specified\n", bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := ParseSbatch(tc.out)
+			if tc.bad {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.id, id)
+		})
+	}
+}
+
+// TestParseSrtctlApply is the contract test of the srtctl launcher on
+// recorded `srtctl apply --no-preflight -f recipe` output.
+func TestParseSrtctlApply(t *testing.T) {
+	for _, tc := range []struct {
+		file, id string
+		bad      bool
+	}{
+		{file: "testdata/srtctl-apply.txt", id: "18612"},
+		{file: "testdata/srtctl-apply-failed.txt", bad: true},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(tc.file)
+			require.NoError(t, err)
+			id, err := ParseSrtctlApply(string(data))
+			if tc.bad {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.id, id)
+		})
+	}
+	_, err := ParseSrtctlApply("✅ Job 1 submitted!\n✅ Job 2 submitted!\n")
+	require.ErrorContains(t, err, "2 jobs")
+}
+
+func TestParseState(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want JobState
+		bad  bool
+	}{
+		{in: "RUNNING", want: StateRunning},
+		{in: "R", want: StateRunning},
+		{in: "PD", want: StatePending},
+		{in: "CANCELLED by 0", want: StateCancelled},
+		{in: "CANCELLED+", want: StateCancelled},
+		{in: "NODE_FAIL", want: StateNodeFail},
+		{in: "OOM", want: StateOOM},
+		{in: "OUT_OF_MEMORY", want: StateOOM},
+		{in: " completed ", want: StateCompleted},
+		{in: "", bad: true},
+		{in: "EXPLODED", bad: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseState(tc.in)
+			if tc.bad {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestStateError(t *testing.T) {
+	for _, tc := range []struct {
+		state JobState
+		want  error // nil: alive
+	}{
+		{StateRunning, nil},
+		{StateConfiguring, nil},
+		{StateNodeFail, cluster.ErrAllocationLost},
+		{StatePreempted, cluster.ErrAllocationLost},
+		{StateCancelled, cluster.ErrAllocationLost},
+		{StateFailed, cluster.ErrAllocationLost},
+		{StateCompleted, cluster.ErrAllocationLost},
+		{StatePending, cluster.ErrAllocationLost}, // requeued after holding nodes
+		{StateOOM, cluster.ErrOOM},
+		{StateTimeout, cluster.ErrBadConfig},
+	} {
+		t.Run(string(tc.state), func(t *testing.T) {
+			err := StateError("12", tc.state, "NodeDown")
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.want)
+			assert.Contains(t, err.Error(), "slurm job 12 is "+string(tc.state))
+			for _, other := range []error{cluster.ErrAllocationLost, cluster.ErrOOM, cluster.ErrBadConfig} {
+				if other != tc.want {
+					assert.False(t, errors.Is(err, other), "%v must not also be %v", err, other)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSqueue(t *testing.T) {
+	out := "12|RUNNING|None|gb200-[01-12]|sweepflow.s1.p1\n13|PENDING|Resources|(null)|sweepflow.s1.p2\n14|NODE_FAIL|NodeDown|gb200-[01-16]|x|y\n"
+	got, err := ParseSqueue(out)
+	require.NoError(t, err)
+	require.Equal(t, []QueueEntry{
+		{JobID: "12", State: StateRunning, Reason: "None", Nodes: "gb200-[01-12]", Name: "sweepflow.s1.p1"},
+		{JobID: "13", State: StatePending, Reason: "Resources", Name: "sweepflow.s1.p2"},
+		{JobID: "14", State: StateNodeFail, Reason: "NodeDown", Nodes: "gb200-[01-16]", Name: "x|y"},
+	}, got)
+	empty, err := ParseSqueue("\n")
+	require.NoError(t, err)
+	assert.Empty(t, empty)
+	for _, bad := range []string{"12|RUNNING", "12|WEIRD|None|n|x"} {
+		_, err := ParseSqueue(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestParseSacct(t *testing.T) {
+	out := "21|NODE_FAIL|NodeDown|gb200-[01-16]\n21.batch|CANCELLED|None|gb200-01\n22|CANCELLED by 0|None|None assigned\n"
+	for _, tc := range []struct {
+		id    string
+		want  QueueEntry
+		found bool
+	}{
+		{id: "21", want: QueueEntry{JobID: "21", State: StateNodeFail, Reason: "NodeDown", Nodes: "gb200-[01-16]"}, found: true},
+		{id: "22", want: QueueEntry{JobID: "22", State: StateCancelled, Reason: "None"}, found: true},
+		{id: "23"},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			e, ok, err := ParseSacct(tc.id, out)
+			require.NoError(t, err)
+			require.Equal(t, tc.found, ok)
+			assert.Equal(t, tc.want, e)
+		})
+	}
+	_, _, err := ParseSacct("1", "1|BOGUS|x|y")
+	require.Error(t, err)
+}
+
+func TestExpandHostlist(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		bad  bool
+	}{
+		{in: "gb200-05", want: []string{"gb200-05"}},
+		{in: "gb200-[01-03]", want: []string{"gb200-01", "gb200-02", "gb200-03"}},
+		{in: "gb200-[01-02,07],login1", want: []string{"gb200-01", "gb200-02", "gb200-07", "login1"}},
+		{in: "blue-cn[9-11]", want: []string{"blue-cn9", "blue-cn10", "blue-cn11"}},
+		{in: "r[1-2]n[1-2]", want: []string{"r1n1", "r1n2", "r2n1", "r2n2"}},
+		{in: "", want: nil},
+		{in: "gb200-[03-01]", bad: true},
+		{in: "gb200-[a-b]", bad: true},
+		{in: "gb200-]01[", bad: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ExpandHostlist(tc.in)
+			if tc.bad {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestFormatTimeLimitAndJobName(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		8 * time.Hour: "08:00:00", 90 * time.Second: "00:02:00", 0: "00:01:00", 26*time.Hour + 5*time.Minute: "1-02:05:00",
+	} {
+		assert.Equal(t, want, FormatTimeLimit(d), d.String())
+	}
+	assert.Equal(t, "sweepflow.s_1.dsv4_p1x8_conc4", JobName("sweepflow", "s/1", "dsv4_p1x8_conc4"))
+}
+
+func TestLayout(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	l, err := Layout(nil, nodes)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"frontend": {"n1"}}, l)
+
+	// The seed 2P1D DEP16/DEP32 recipe: 8 prefill nodes, then 8 decode nodes.
+	rec, err := config.LoadRecipe("../../configs", "recipes/sglang/deepseek-v4-0813/gb200/agentic/disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache.yaml")
+	require.NoError(t, err)
+	var sixteen []string
+	for i := 1; i <= 16; i++ {
+		sixteen = append(sixteen, fmt.Sprintf("gb200-%02d", i))
+	}
+	l, err = Layout(rec, sixteen)
+	require.NoError(t, err)
+	assert.Equal(t, sixteen[:8], l["prefill"])
+	assert.Equal(t, sixteen[8:], l["decode"])
+	assert.Equal(t, []string{"gb200-01"}, l["frontend"])
+	_, err = Layout(rec, nodes)
+	require.ErrorIs(t, err, cluster.ErrBadConfig)
+
+	agg, err := config.LoadRecipe("../../configs", "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml")
+	require.NoError(t, err)
+	l, err = Layout(agg, nodes[:2])
+	require.NoError(t, err)
+	assert.Equal(t, nodes[:2], l["agg"])
+}

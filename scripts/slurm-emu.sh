@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# One-machine emulation of an 18-node GB200 NVL72 Slurm partition, with
+# Debian's real slurmctld, slurmd and munge: 18 slurmd processes
+# (slurmd -N gb200-NN) on 127.0.0.1 ports 17001-17018 behind one slurmctld.
+# No GRES: the cluster profile (configs/clusters/slurm-emu.yaml) supplies the
+# 4 GPUs per node. Jobs take whole nodes and queue for them as on the rack.
+#
+#   scripts/slurm-emu.sh start    install the packages if missing, start the
+#                                 daemons (a no-op if they already run) and
+#                                 wait for 18 idle nodes
+#   scripts/slurm-emu.sh stop     stop the daemons this script started (by
+#                                 pid) and remove its state directory
+#   scripts/slurm-emu.sh status   exit 0 when the emulation answers
+#   scripts/slurm-emu.sh env      print `export SLURM_CONF=...` for eval
+#
+# SWEEPFLOW_SLURM_EMU_OWNER, when set at start, is written to $dir/owner so a
+# later caller knows who started the daemons (tests adopt and stop only an
+# emulation a test started).
+# Everything lives in $SWEEPFLOW_SLURM_EMU_DIR (default
+# /tmp/sweepflow-slurm-emu): slurm.conf, a private munge key and socket, spool,
+# logs and pid files. Clients find the emulation through SLURM_CONF, so a real
+# /etc/slurm is never touched. Needs root (slurmd runs job steps as the user).
+set -euo pipefail
+
+dir="${SWEEPFLOW_SLURM_EMU_DIR:-/tmp/sweepflow-slurm-emu}"
+nodes=18
+partition="${SWEEPFLOW_SLURM_EMU_PARTITION:-gb200}"
+ctld_port="${SWEEPFLOW_SLURM_EMU_CTLD_PORT:-17000}"
+conf="$dir/slurm.conf"
+export SLURM_CONF="$conf"
+
+log() { echo "slurm-emu: $*" >&2; }
+
+node_name() { printf 'gb200-%02d' "$1"; }
+
+install_packages() {
+  local need=()
+  for pkg in slurmctld slurmd slurm-client munge; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+  [ ${#need[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    log "missing Debian packages: ${need[*]} (run as root to install them)"
+    exit 1
+  fi
+  log "installing ${need[*]}"
+  apt-get update -qq
+  # policy-rc.d keeps Debian from starting the packaged services: this
+  # script runs its own daemons on its own ports.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
+# alive PIDFILE NAME: the pid in the file runs and is NAME (not a reused pid).
+alive() {
+  local pid
+  [ -f "$1" ] || return 1
+  pid=$(cat "$1" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  grep -q "$2" "/proc/$pid/comm" 2>/dev/null
+}
+
+write_conf() {
+  local host
+  host=$(hostname -s)
+  cat >"$conf" <<EOF
+# Written by scripts/slurm-emu.sh: an 18-node GB200 NVL72 partition on one machine.
+ClusterName=sweepflow-emu
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+StateSaveLocation=$dir/ctld
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SwitchType=switch/none
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+# Scheduling reacts within a second or two, and a cancelled job's
+# processes get SIGKILL 2 s after SIGTERM, so tests and demos stay quick.
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1,sched_min_interval=100000
+KillWait=2
+MinJobAge=600
+InactiveLimit=0
+SlurmdTimeout=60
+SlurmctldTimeout=60
+# slurmd reports this host's CPUs; the configured shape wins.
+SlurmdParameters=config_overrides
+NodeName=gb200-[01-$(printf '%02d' $nodes)] NodeHostname=$host NodeAddr=127.0.0.1 Port=17001-$((17000 + nodes)) CPUs=1 State=UNKNOWN
+PartitionName=$partition Nodes=gb200-[01-$(printf '%02d' $nodes)] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+EOF
+}
+
+start_munge() {
+  alive "$dir/run/munged.pid" munged && return 0
+  mkdir -p "$dir/munge"
+  chmod 700 "$dir/munge"
+  if [ ! -s "$dir/munge/munge.key" ]; then
+    head -c 1024 /dev/urandom >"$dir/munge/munge.key"
+    chmod 600 "$dir/munge/munge.key"
+  fi
+  munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+    --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed"
+  for _ in $(seq 50); do
+    [ -S "$dir/munge/munge.socket" ] && alive "$dir/run/munged.pid" munged && return 0
+    sleep 0.1
+  done
+  log "munged did not start (see $dir/log/munged.log)"
+  exit 1
+}
+
+# daemon PIDFILE COMM CMD...: run CMD in the foreground mode of the daemon,
+# detached, and record its pid ourselves so stop kills exactly it.
+daemon() {
+  local pidfile=$1 comm=$2
+  shift 2
+  alive "$pidfile" "$comm" && return 0
+  setsid "$@" </dev/null >>"$dir/log/$(basename "$pidfile" .pid).out" 2>&1 &
+  echo $! >"$pidfile"
+}
+
+# ready: every node answers (idle, or busy with jobs of an earlier caller).
+ready() {
+  local up
+  up=$(sinfo -h -p "$partition" -t idle,alloc,mix,comp -o '%D' 2>/dev/null | awk '{s+=$1} END {print s+0}')
+  [ "$up" -ge "$nodes" ]
+}
+
+start() {
+  install_packages
+  if [ "$(id -u)" != 0 ]; then
+    log "must run as root: slurmd starts job steps as the submitting user"
+    exit 1
+  fi
+  if alive "$dir/run/slurmctld.pid" slurmctld && ready; then
+    log "already running ($conf)"
+    return 0
+  fi
+  mkdir -p "$dir/run" "$dir/log" "$dir/ctld"
+  for i in $(seq "$nodes"); do mkdir -p "$dir/spool/$(node_name "$i")"; done
+  write_conf
+  start_munge
+  # -i: ignore state from an earlier run of this directory.
+  daemon "$dir/run/slurmctld.pid" slurmctld slurmctld -D -i -f "$conf"
+  for i in $(seq "$nodes"); do
+    local n
+    n=$(node_name "$i")
+    daemon "$dir/run/slurmd-$n.pid" slurmd slurmd -D -N "$n" -f "$conf"
+  done
+  for _ in $(seq 300); do
+    if ready; then
+      [ -n "${SWEEPFLOW_SLURM_EMU_OWNER:-}" ] && echo "$SWEEPFLOW_SLURM_EMU_OWNER" >"$dir/owner"
+      log "up: $nodes nodes in partition $partition (SLURM_CONF=$conf)"
+      return 0
+    fi
+    sleep 0.2
+  done
+  log "the partition did not come up within 60 s; logs in $dir/log:"
+  tail -n 20 "$dir/log/slurmctld.log" >&2 || true
+  sinfo >&2 || true
+  exit 1
+}
+
+stop() {
+  [ -d "$dir" ] || return 0
+  local f pids=()
+  # Jobs first, so slurmd kills their processes while it still runs.
+  if [ -f "$conf" ] && alive "$dir/run/slurmctld.pid" slurmctld; then
+    scancel --partition "$partition" >/dev/null 2>&1 || true
+    for _ in $(seq 50); do
+      [ -z "$(squeue -h -p "$partition" -o %i 2>/dev/null)" ] && break
+      sleep 0.2
+    done
+  fi
+  for f in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+    [ -f "$f" ] || continue
+    local comm
+    case "$(basename "$f")" in
+      slurmd-*) comm=slurmd ;;
+      slurmctld.pid) comm=slurmctld ;;
+      munged.pid) comm=munged ;;
+    esac
+    if alive "$f" "$comm"; then
+      local pid
+      pid=$(cat "$f")
+      kill "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 100); do
+      [ -d "/proc/$pid" ] || break
+      sleep 0.1
+    done
+    [ -d "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null || true
+  done
+  rm -rf "$dir"
+  log "stopped"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) alive "$dir/run/slurmctld.pid" slurmctld && ready ;;
+  env) echo "export SLURM_CONF=$conf" ;;
+  *)
+    echo "usage: $0 start|stop|status|env" >&2
+    exit 2
+    ;;
+esac
