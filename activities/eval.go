@@ -40,11 +40,15 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, erro
 	if mode == "" {
 		mode = gsm8k.ModeLMEval
 	}
-	res, err := gsm8k.Run(ctx, gsm8k.Options{
+	wctx, watch := a.watchAllocation(ctx, in.Alloc)
+	res, err := gsm8k.Run(wctx, gsm8k.Options{
 		BaseURL: in.Endpoint.URL, Model: p.Model, Mode: mode, Limit: a.GSM8K.Limit, Concurrency: conc,
 		TrainPath: a.GSM8K.TrainPath, TestPath: a.GSM8K.TestPath, CacheDir: a.GSM8K.CacheDir,
 		Progress: func(done, total int) { hb.set(evalProgress{done, total}) },
 	})
+	if lost := watch(err != nil); lost != nil {
+		return EvalSummary{}, classify(lost)
+	}
 	var failed *gsm8k.FailedRequestsError
 	if errors.As(err, &failed) {
 		return EvalSummary{}, classify(err)

@@ -74,7 +74,11 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
 	o.ISL, o.OSL, o.IgnoreEOS = 512, 64, true
 	o.NumPrompts = loadgen.DefaultNumWarmups(o.Concurrency)
 	o.Progress = func(done, total int) { hb.set(loadProgress{"warmup", done, total}) }
-	res, err := loadgen.Run(ctx, o)
+	wctx, watch := a.watchAllocation(ctx, in.Alloc)
+	res, err := loadgen.Run(wctx, o)
+	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
+		return classify(lost)
+	}
 	if err != nil {
 		return classify(err)
 	}
@@ -103,7 +107,11 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 		o.NumPrompts = len(o.Trace)
 	}
 	o.Progress = func(done, total int) { hb.set(loadProgress{"perf", done, total}) }
-	res, err := loadgen.Run(ctx, o)
+	wctx, watch := a.watchAllocation(ctx, in.Alloc)
+	res, err := loadgen.Run(wctx, o)
+	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
+		return PerfSummary{}, classify(lost)
+	}
 	if err != nil {
 		return PerfSummary{}, classify(err)
 	}

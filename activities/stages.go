@@ -145,7 +145,11 @@ func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
 	if err := a.Backend.Teardown(ctx, toCluster(in.Alloc)); err != nil {
 		return classify(err)
 	}
-	a.log(ctx).Info("torn down", zap.String("job", in.Alloc.JobID))
+	logs, err := a.collectJobLogs(ctx, in.Alloc)
+	if err != nil {
+		a.log(ctx).Warn("collecting job logs failed", zap.String("job", in.Alloc.JobID), zap.Error(err))
+	}
+	a.log(ctx).Info("torn down", zap.String("job", in.Alloc.JobID), zap.String("logs", logs))
 	return nil
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	PerfDuration  time.Duration
 	Control       bool
 	MaxActivities int
+	// SlurmQueueWait bounds how long a point's Slurm job may stay PENDING
+	// before the point goes to the operator gate (0: no bound).
+	SlurmQueueWait time.Duration
 
 	cluster *config.Cluster
 }
@@ -66,6 +69,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration on real clusters, 20 s of engine time on simulated ones)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
+	fs.DurationVar(&c.SlurmQueueWait, "slurm-queue-wait", 0, "slurm clusters: a job pending longer than this goes to the operator gate (0: wait as long as the allocate stage allows)")
 }
 
 // ClusterName is the loaded profile's name (after Activities).
@@ -131,6 +135,17 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		// The simulated engine runs on a scaled clock; so do perf durations
 		// and trace think times, or a 3600 s point would take an hour.
 		acts.Load.TimeScale = c.SimTimeScale
+		if acts.Load.Duration == 0 {
+			acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))
+		}
+	case config.BackendSlurm:
+		b, err := c.slurmBackend(cl, ev.TestPath)
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		acts.Backend = b
+		acts.Load.TimeScale = c.SimTimeScale // the serving step is the simulator
 		if acts.Load.Duration == 0 {
 			acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))
 		}

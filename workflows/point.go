@@ -78,6 +78,8 @@ type pointRun struct {
 	state    PointState
 	waiting  bool
 	decision *Decision
+	// reallocations counts fresh allocations after a lost one.
+	reallocations int
 }
 
 // PointWorkflow runs the stages of one sweep point on one allocation:
@@ -156,61 +158,30 @@ func (r *pointRun) run(ctx workflow.Context) error {
 
 	if needPerf || needEval {
 		var alloc activities.Allocation
-		skipped, err := r.stage(ctx, activities.StageAllocate, func(actx workflow.Context) error {
-			return workflow.ExecuteActivity(actx, r.acts.Allocate, p).Get(actx, &alloc)
-		})
-		if err != nil || skipped {
-			return err
-		}
+		allocated := false
 		// Teardown runs whatever happens next, also when the point is
 		// cancelled: a disconnected context survives the cancellation.
-		defer r.teardown(ctx, alloc)
-
-		in := activities.StageInput{Point: p, Alloc: alloc}
-		var ck activities.CheckpointOutput
-		if skipped, err := r.stage(ctx, activities.StageCheckpoint, func(actx workflow.Context) error {
-			return workflow.ExecuteActivity(actx, r.acts.StageCheckpoint, in).Get(actx, &ck)
-		}); err != nil || skipped {
-			return err
-		}
-		if needPerf {
-			if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
+		defer func() {
+			if allocated {
+				r.teardown(ctx, alloc)
+			}
+		}()
+		for {
+			stop, err := r.onAllocation(ctx, &alloc, &allocated, needPerf, needEval)
+			if isAllocationLost(err) && ctx.Err() == nil {
+				// Node failure, preemption or an external cancel: release
+				// what is left and start again on a fresh allocation; the
+				// stages already done (perf) are not repeated.
+				r.reallocations++
+				workflow.GetLogger(ctx).Warn("allocation lost, re-allocating", "point", p.PointID, "error", rootMessage(err))
+				r.teardown(ctx, alloc)
+				allocated = false
+				continue
+			}
+			if err != nil || stop {
 				return err
 			}
-			if _, err := r.stage(ctx, activities.StageWarmup, func(actx workflow.Context) error {
-				return workflow.ExecuteActivity(actx, r.acts.Warmup, in).Get(actx, nil)
-			}); err != nil {
-				return err
-			}
-			var perf activities.PerfSummary
-			skipped, err := r.stage(ctx, activities.StagePerf, func(actx workflow.Context) error {
-				return workflow.ExecuteActivity(actx, r.acts.Perf, in).Get(actx, &perf)
-			})
-			if err != nil {
-				return err
-			}
-			if !skipped {
-				r.state.Perf = &perf
-			}
-		}
-		if needEval {
-			// The eval runs with real draft verification: a server started
-			// with synthetic acceptance for perf is restarted without it.
-			if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "eval") {
-				if ok, err := r.bringUp(ctx, &in, "eval"); err != nil || !ok {
-					return err
-				}
-			}
-			var ev activities.EvalSummary
-			skipped, err := r.stage(ctx, activities.StageEval, func(actx workflow.Context) error {
-				return workflow.ExecuteActivity(actx, r.acts.Eval, in).Get(actx, &ev)
-			})
-			if err != nil {
-				return err
-			}
-			if !skipped {
-				r.state.Eval = &ev
-			}
+			break
 		}
 	}
 
@@ -225,6 +196,77 @@ func (r *pointRun) run(ctx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.Upload, up).Get(actx, nil)
 	})
 	return err
+}
+
+// onAllocation allocates nodes and runs the stages that need them. stop
+// reports that the operator skipped a stage that ends the point.
+func (r *pointRun) onAllocation(ctx workflow.Context, alloc *activities.Allocation, allocated *bool, needPerf, needEval bool) (stop bool, err error) {
+	p := r.in.Point
+	skipped, err := r.stage(ctx, activities.StageAllocate, func(actx workflow.Context) error {
+		return workflow.ExecuteActivity(actx, r.acts.Allocate, p).Get(actx, alloc)
+	})
+	if err != nil || skipped {
+		return true, err
+	}
+	*allocated = true
+
+	in := activities.StageInput{Point: p, Alloc: *alloc}
+	var ck activities.CheckpointOutput
+	if skipped, err := r.stage(ctx, activities.StageCheckpoint, func(actx workflow.Context) error {
+		return workflow.ExecuteActivity(actx, r.acts.StageCheckpoint, in).Get(actx, &ck)
+	}); err != nil || skipped {
+		return true, err
+	}
+	if needPerf && r.state.Perf == nil {
+		if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
+			return true, err
+		}
+		if _, err := r.stage(ctx, activities.StageWarmup, func(actx workflow.Context) error {
+			return workflow.ExecuteActivity(actx, r.acts.Warmup, in).Get(actx, nil)
+		}); err != nil {
+			return true, err
+		}
+		var perf activities.PerfSummary
+		skipped, err := r.stage(ctx, activities.StagePerf, func(actx workflow.Context) error {
+			return workflow.ExecuteActivity(actx, r.acts.Perf, in).Get(actx, &perf)
+		})
+		if err != nil {
+			return true, err
+		}
+		if !skipped {
+			r.state.Perf = &perf
+		}
+	}
+	if needEval && r.state.Eval == nil {
+		// The eval runs with real draft verification: a server started
+		// with synthetic acceptance for perf is restarted without it.
+		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "eval") {
+			if ok, err := r.bringUp(ctx, &in, "eval"); err != nil || !ok {
+				return true, err
+			}
+		}
+		var ev activities.EvalSummary
+		skipped, err := r.stage(ctx, activities.StageEval, func(actx workflow.Context) error {
+			return workflow.ExecuteActivity(actx, r.acts.Eval, in).Get(actx, &ev)
+		})
+		if err != nil {
+			return true, err
+		}
+		if !skipped {
+			r.state.Eval = &ev
+		}
+	}
+	return false, nil
+}
+
+// maxReallocations bounds how often a point starts over on fresh nodes after
+// losing its allocation; past it the loss goes to the operator gate.
+const maxReallocations = 3
+
+// isAllocationLost: the stage failed because the nodes are gone.
+func isAllocationLost(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == "AllocationLost"
 }
 
 // bringUp starts the server for a mode. It reports ok=false when the operator
@@ -273,6 +315,10 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		if ctx.Err() != nil {
 			run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
 			r.state.Status = StatusCancelled
+			return false, err
+		}
+		if name != activities.StageAllocate && isAllocationLost(err) && r.reallocations < maxReallocations {
+			run.Outcome, run.Ended, run.Error = "allocation lost", workflow.Now(ctx), rootMessage(err)
 			return false, err
 		}
 		run.Error = rootMessage(err)
