@@ -26,9 +26,22 @@ type Sweep struct {
 	// SYNTHETIC_ACCEPTANCE_LENGTH.
 	GoldenAL string
 	Thinking bool // thinking_on (default) or thinking_off golden values
+	// Regression holds the tolerances a nightly run compares with.
+	Regression Regression
 }
 
-var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals", "golden-al", "thinking"}
+// Regression is the optional `regression:` mapping of a sweep file: how much
+// worse than its baseline a nightly point may get, in percent, before it is
+// reported. A negative value turns that check off.
+type Regression struct {
+	OutputTputPerGPUDropPct float64 // output-tput-per-gpu-drop-pct, default 5
+	TTFTp90RisePct          float64 // ttft-p90-rise-pct, default 10
+	InteractivityDropPct    float64 // interactivity-drop-pct, default 5
+}
+
+var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals", "golden-al", "thinking", "regression"}
+
+var regressionFields = []string{"output-tput-per-gpu-drop-pct", "ttft-p90-rise-pct", "interactivity-drop-pct"}
 
 // LoadSweep reads and validates a sweep file.
 func LoadSweep(path string) (*Sweep, error) {
@@ -57,7 +70,8 @@ func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
 		return nil, errs.errs.Err()
 	}
 	dir := filepath.Dir(abs)
-	s := &Sweep{Path: abs, Evals: true, Thinking: true}
+	s := &Sweep{Path: abs, Evals: true, Thinking: true,
+		Regression: Regression{OutputTputPerGPUDropPct: 5, TTFTp90RisePct: 10, InteractivityDropPct: 5}}
 	s.Name = m.reqStr("name")
 	if s.Name != "" && !nameRe.MatchString(s.Name) {
 		d.errorf(m.value["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", s.Name)
@@ -92,6 +106,19 @@ func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
 	}
 	if v, ok := m.optBool("thinking"); ok {
 		s.Thinking = v
+	}
+	if n := m.get("regression"); n != nil {
+		if rm := d.mapping(n, "regression", regressionFields); rm != nil {
+			dst := map[string]*float64{"output-tput-per-gpu-drop-pct": &s.Regression.OutputTputPerGPUDropPct,
+				"ttft-p90-rise-pct": &s.Regression.TTFTp90RisePct, "interactivity-drop-pct": &s.Regression.InteractivityDropPct}
+			for _, key := range regressionFields { // file order of errors: fixed
+				if v := rm.get(key); v != nil {
+					if f, _, ok := d.number(v, rm.field(key)); ok {
+						*dst[key] = f
+					}
+				}
+			}
+		}
 	}
 	if err := errs.errs.Err(); err != nil {
 		return nil, err

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -13,37 +17,108 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/matrix"
+	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
 func init() {
-	register(command{name: "schedule create", summary: "create a Temporal Schedule that runs a sweep on a cron (e.g. nightly)", run: runScheduleCreate})
+	register(command{name: "schedule create", summary: "create a nightly regression schedule: run a sweep on a cron, compare with its baseline", run: runScheduleCreate})
 	register(command{name: "schedule list", summary: "list sweepflow schedules with their next runs", run: runScheduleList})
+	register(command{name: "schedule backfill", summary: "run a schedule for past nights now (one run per missed action)", run: runScheduleBackfill})
 	register(command{name: "schedule delete", summary: "delete a schedule (running sweeps go on)", run: runScheduleDelete})
+}
+
+type scheduleFlags struct {
+	cron, tz, sweepFile, clusterFile string
+	baseline, webhook                string
+	catchup, jitter                  time.Duration
+	pause, fast                      bool
+}
+
+func (f *scheduleFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.cron, "cron", "0 2 * * *", "cron expression")
+	fs.StringVar(&f.tz, "timezone", "UTC", "IANA time zone of the cron expression")
+	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file to run (its regression: mapping sets the thresholds)")
+	fs.StringVar(&f.clusterFile, "cluster", "", "cluster profile overriding the sweep file's")
+	fs.StringVar(&f.baseline, "baseline", "", "pin the baseline to this sweep ID (default: each point's last completed nightly)")
+	fs.StringVar(&f.webhook, "webhook", "", "POST a JSON summary of each night to this http(s) URL")
+	fs.DurationVar(&f.catchup, "catchup-window", time.Hour, "how late a missed run may still start")
+	fs.DurationVar(&f.jitter, "jitter", 0, "random delay added to each run's start")
+	fs.BoolVar(&f.pause, "pause-on-failure", false, "pause the schedule when a night fails (the sweep or the comparison could not run)")
+	fs.BoolVar(&f.fast, "fast-retries", false, "short retry intervals and operator timeout (demos and tests)")
+}
+
+// nightlySchedule builds the schedule: a NightlyWorkflow per cron tick, one
+// at a time (overlap SKIP: a night still running makes the next one skip).
+func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *workflows.NightlyInput, error) {
+	if _, err := time.LoadLocation(f.tz); err != nil {
+		return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: fmt.Sprintf("--timezone %q: %v", f.tz, err)}
+	}
+	if f.webhook != "" {
+		u, err := url.Parse(f.webhook)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: "--webhook must be an http:// or https:// URL"}
+		}
+	}
+	if f.catchup < 10*time.Second {
+		return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: "--catchup-window must be at least 10s"}
+	}
+	req := sweepRequest{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, Nightly: true}
+	if f.fast {
+		req.Tuning = fastTuning()
+	}
+	in, _, err := buildSweep(req)
+	if err != nil {
+		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
+	}
+	sw, err := config.LoadSweep(f.sweepFile)
+	if err != nil {
+		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
+	}
+	// Each night's sweep ID derives from its workflow ID (the schedule
+	// appends the night's time).
+	in.SweepID = ""
+	nin := &workflows.NightlyInput{Sweep: *in, Baseline: f.baseline, Webhook: f.webhook,
+		Thresholds: regress.Thresholds{OutputTputPerGPUDropPct: sw.Regression.OutputTputPerGPUDropPct,
+			TTFTp90RisePct: sw.Regression.TTFTp90RisePct, InteractivityDropPct: sw.Regression.InteractivityDropPct}}
+	baseline := f.baseline
+	if baseline == "" {
+		baseline = "each point's last completed nightly"
+	}
+	return client.ScheduleOptions{
+		ID:             name,
+		Spec:           client.ScheduleSpec{CronExpressions: []string{f.cron}, TimeZoneName: f.tz, Jitter: f.jitter},
+		Overlap:        enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		CatchupWindow:  f.catchup,
+		PauseOnFailure: f.pause,
+		Note:           fmt.Sprintf("sweepflow nightly: %s (%d points) on %s vs %s", in.Name, len(in.Points), in.Cluster, baseline),
+		Action: &client.ScheduleWorkflowAction{
+			ID:            name + "-" + in.Name,
+			Workflow:      workflows.NightlyWorkflow,
+			Args:          []any{*nin},
+			TaskQueue:     temporalx.ControlQueue,
+			StaticSummary: fmt.Sprintf("nightly %s: sweep %s (%d points on %s) vs %s", name, in.Name, len(in.Points), in.Cluster, baseline),
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				workflows.SAKind.ValueSet(workflows.KindNightly), workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
+		},
+	}, nin, nil
 }
 
 func runScheduleCreate(args []string) error {
 	fs := flag.NewFlagSet("schedule create", flag.ContinueOnError)
-	cron := fs.String("cron", "0 2 * * *", "cron expression")
-	tz := fs.String("timezone", "UTC", "IANA time zone of the cron expression")
-	sweepFile := fs.String("sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file to run")
-	clusterFile := fs.String("cluster", "", "cluster profile overriding the sweep file's")
-	catchup := fs.Duration("catchup-window", time.Hour, "how late a missed run may still start")
-	pause := fs.Bool("pause-on-failure", false, "pause the schedule when a run fails")
+	var f scheduleFlags
+	f.bind(fs)
 	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter schedule create NAME --cron EXPR --timezone TZ --sweep FILE"}
-	}
-	if _, err := time.LoadLocation(*tz); err != nil {
-		return &exitError{code: 2, msg: fmt.Sprintf("--timezone %q: %v", *tz, err)}
+		return &exitError{code: 2, msg: "usage: starter schedule create NAME --cron EXPR --timezone TZ --sweep FILE [--baseline SWEEP] [--webhook URL] [--pause-on-failure] [--catchup-window 1h]"}
 	}
 	name := fs.Arg(0)
-	in, _, err := buildSweep(sweepRequest{SweepFile: *sweepFile, ClusterFile: *clusterFile, Nightly: true})
+	opts, nin, err := nightlySchedule(name, f)
 	if err != nil {
-		return &exitError{code: 1, msg: oneLine(err)}
+		return err
 	}
-	// Each run's workflow ID (the schedule appends the time) is its sweep ID.
-	in.SweepID = ""
 	c, err := temporalx.Dial(nil)
 	if err != nil {
 		return err
@@ -51,32 +126,62 @@ func runScheduleCreate(args []string) error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:             name,
-		Spec:           client.ScheduleSpec{CronExpressions: []string{*cron}, TimeZoneName: *tz},
-		Overlap:        enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		CatchupWindow:  *catchup,
-		PauseOnFailure: *pause,
-		Note:           fmt.Sprintf("sweepflow: %s (%d points) on %s", in.Name, len(in.Points), in.Cluster),
-		Action: &client.ScheduleWorkflowAction{
-			ID:            in.Name + "-" + name,
-			Workflow:      workflows.SweepWorkflow,
-			Args:          []any{*in},
-			TaskQueue:     temporalx.ControlQueue,
-			StaticSummary: fmt.Sprintf("%s sweep %s: %d points on %s", name, in.Name, len(in.Points), in.Cluster),
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				workflows.SAKind.ValueSet(workflows.KindSweep), workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
-		},
-	})
+	h, err := c.ScheduleClient().Create(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("creating schedule %s: %w", name, err)
 	}
-	desc, err := h.Describe(ctx)
-	if err == nil && len(desc.Info.NextActionTimes) > 0 {
-		fmt.Printf("schedule %s created: %q (%s), overlap SKIP; next run %s\n", name, *cron, *tz, desc.Info.NextActionTimes[0].Format(time.RFC3339))
-	} else {
-		fmt.Printf("schedule %s created: %q (%s), overlap SKIP\n", name, *cron, *tz)
+	th := nin.Thresholds
+	fmt.Printf("schedule %s created: %q (%s), overlap SKIP, catch-up %s, pause on failure %v\n", name, f.cron, f.tz, f.catchup, f.pause)
+	fmt.Printf("  regression thresholds: output tput/GPU %s, TTFT p90 %s, interactivity %s\n",
+		threshold("-", th.OutputTputPerGPUDropPct), threshold("+", th.TTFTp90RisePct), threshold("-", th.InteractivityDropPct))
+	if desc, err := h.Describe(ctx); err == nil && len(desc.Info.NextActionTimes) > 0 {
+		fmt.Printf("  next run %s\n", desc.Info.NextActionTimes[0].Format(time.RFC3339))
 	}
+	fmt.Printf("  nights with regressions: SweepflowKind=\"nightly\" AND RegressionCount > 0\n")
+	return nil
+}
+
+// threshold shows a tolerance: "-5 %", or "off" when negative.
+func threshold(sign string, pct float64) string {
+	if pct < 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%s%g %%", sign, pct)
+}
+
+func runScheduleBackfill(args []string) error {
+	fs := flag.NewFlagSet("schedule backfill", flag.ContinueOnError)
+	from := fs.String("from", "", "start of the period, RFC 3339 (e.g. 2026-11-28T00:00:00Z)")
+	to := fs.String("to", "", "end of the period, RFC 3339")
+	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 || *from == "" || *to == "" {
+		return &exitError{code: 2, msg: "usage: starter schedule backfill NAME --from RFC3339 --to RFC3339"}
+	}
+	start, err := time.Parse(time.RFC3339, *from)
+	if err != nil {
+		return &exitError{code: 2, msg: fmt.Sprintf("--from: %v", err)}
+	}
+	end, err := time.Parse(time.RFC3339, *to)
+	if err != nil {
+		return &exitError{code: 2, msg: fmt.Sprintf("--to: %v", err)}
+	}
+	if !end.After(start) {
+		return &exitError{code: 2, msg: "--to must be after --from"}
+	}
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// BUFFER_ALL: backfilled nights run one after another, in order, so each
+	// compares with the one before it.
+	err = c.ScheduleClient().GetHandle(ctx, fs.Arg(0)).Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{
+		{Start: start, End: end, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ALL}}})
+	if err != nil {
+		return fmt.Errorf("backfilling schedule %s: %w", fs.Arg(0), err)
+	}
+	fmt.Printf("schedule %s: backfill of %s .. %s requested\n", fs.Arg(0), start.Format(time.RFC3339), end.Format(time.RFC3339))
 	return nil
 }
 
@@ -147,4 +252,33 @@ func runScheduleDelete(args []string) error {
 	}
 	fmt.Printf("schedule %s deleted\n", fs.Arg(0))
 	return nil
+}
+
+// baselineKey identifies a point across nightly runs: what its fingerprint
+// covers (plan.Fingerprint: the canonical row without conc and exp-name, the
+// recipe's path and bytes, the model and the launcher version) except the
+// image, so a nightly that picks up a new image still finds last night's
+// figures, plus the concurrency (points of one row share a fingerprint).
+func baselineKey(row *matrix.Row, r *config.Recipe, launcherVersion string, conc int) string {
+	h := sha256.New()
+	part := func(name string, data []byte) {
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+		h.Write([]byte{'\n'})
+	}
+	part("sweepflow-baseline", []byte("1"))
+	part("row", []byte(matrix.Canonical(row.Fields.Without("conc", "exp-name", "image"))))
+	if r != nil {
+		ref := r.Path
+		if r.Selector != "" {
+			ref += ":" + r.Selector
+		}
+		part("recipe-path", []byte(ref))
+		part("recipe", r.Raw)
+	}
+	if row.Entry != nil {
+		part("model", []byte(row.Entry.Model))
+	}
+	part("launcher", []byte(launcherVersion))
+	return hex.EncodeToString(h.Sum(nil))[:32] + "-c" + strconv.Itoa(conc)
 }

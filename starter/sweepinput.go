@@ -78,6 +78,7 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 			Fingerprint: pt.Fingerprint, Eval: pt.Eval && sw.Evals, Model: pt.Model, ModelPrefix: pt.ModelPrefix,
 			Image: pt.Image, RecipePath: pt.RecipePath, Row: pt.Row, ISL: pt.ISL, OSL: pt.OSL,
 			DurationSec: pt.DurationSec, Deployment: pt.Topology, Faults: faults[pt.ExpName],
+			BaselineKey: baselineKey(p.Rows[pt.RowIndex], pt.Recipe, p.LauncherVersion, pt.Conc),
 		}
 		if pt.Recipe != nil {
 			if m, ok := cl.Models[pt.Recipe.Model.Path]; ok {

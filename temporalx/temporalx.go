@@ -14,6 +14,8 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
+
+	"github.com/sweepflow/sweepflow/codec"
 )
 
 // Task queues. Workflows run on the control queue; a cluster's activities run
@@ -33,7 +35,9 @@ func SDKLogger(l *zap.Logger) tlog.Logger {
 
 // ClientOptions reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
 // TEMPORAL_TLS_* and the CLI's TOML profile (envconfig). Unset, it points at
-// the embedded dev server on localhost:7233.
+// the embedded dev server on localhost:7233. With SWEEPFLOW_CODEC_KEY or
+// SWEEPFLOW_CODEC_KEY_FILE set, every payload is AES-GCM encrypted (package
+// codec); starter and worker both come through here, so they agree.
 func ClientOptions(l *zap.Logger) (client.Options, error) {
 	opts, err := envconfig.LoadDefaultClientOptions()
 	if err != nil {
@@ -44,6 +48,13 @@ func ClientOptions(l *zap.Logger) (client.Options, error) {
 	}
 	if l != nil {
 		opts.Logger = SDKLogger(l)
+	}
+	conv, _, on, err := codec.FromEnv()
+	if err != nil {
+		return client.Options{}, err
+	}
+	if on {
+		opts.DataConverter, opts.FailureConverter = conv.DataConverter, conv.FailureConverter
 	}
 	return opts, nil
 }

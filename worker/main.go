@@ -42,11 +42,11 @@ func run() error {
 		return err
 	}
 	defer closeFn()
-	c, err := temporalx.Dial(log)
+	c, closeClient, err := cfg.Dial(log)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer closeClient()
 	w, err := workerapp.Start(c, workerapp.Options{
 		ClusterName: cfg.ClusterName(), Control: cfg.Control, Activities: acts,
 		MaxConcurrentActivities: cfg.MaxActivities, Logger: log,

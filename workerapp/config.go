@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
@@ -18,7 +19,9 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/local"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/metrics"
 	"github.com/sweepflow/sweepflow/results"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // Config is the worker's configuration, from flags (and environment
@@ -41,6 +44,13 @@ type Config struct {
 	// SlurmQueueWait bounds how long a point's Slurm job may stay PENDING
 	// before the point goes to the operator gate (0: no bound).
 	SlurmQueueWait time.Duration
+
+	// SimSlowdown multiplies the simulated engine's latencies (1.2 = a 20 %
+	// slower engine): a worker-side knob, as a new engine build would be, so
+	// nightly regression tests change nothing in the workflow input.
+	SimSlowdown float64
+	// MetricsAddr serves Prometheus /metrics when set (see Dial).
+	MetricsAddr string
 
 	cluster *config.Cluster
 }
@@ -66,6 +76,8 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.StarterBin, "starter-bin", env("SWEEPFLOW_STARTER_BIN", ""), "starter binary the local backend runs as the simulated engine (default: next to this binary, then PATH)")
 	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "simulated cluster: clock of the engine (0.1 = ten times faster; high concurrency needs 1 on 2 cores, or the host falls behind the model)")
 	fs.Float64Var(&c.SimAccuracy, "sim-accuracy", 0.95, "simulated cluster: probability a GSM8K answer is right")
+	fs.Float64Var(&c.SimSlowdown, "sim-slowdown", 1, "simulated cluster: multiply every engine latency (1.2 = a 20% slower engine)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("SWEEPFLOW_METRICS_ADDR", ""), "serve Prometheus metrics on ADDR/metrics, e.g. 127.0.0.1:9464 (SDK and sweepflow metrics)")
 	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration on real clusters, 20 s of engine time on simulated ones)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
@@ -172,6 +184,9 @@ func (c *Config) localBackend(cl *config.Cluster, home, gsm8kTest string) (clust
 		"--gpus-per-node", "{gpus_per_node}", "--model", "{model}",
 		"--time-scale", strconv.FormatFloat(c.SimTimeScale, 'f', -1, 64),
 		"--accuracy", strconv.FormatFloat(c.SimAccuracy, 'f', -1, 64)}
+	if c.SimSlowdown > 0 && c.SimSlowdown != 1 {
+		serve = append(serve, "--slowdown", strconv.FormatFloat(c.SimSlowdown, 'f', -1, 64))
+	}
 	if gsm8kTest != "" {
 		serve = append(serve, "--gsm8k", gsm8kTest)
 	}
@@ -199,4 +214,38 @@ func (c *Config) starterBinary() (string, error) {
 func isExec(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// Dial connects to Temporal with temporalx.ClientOptions (and so the payload
+// codec when a key is configured). With MetricsAddr set, the client's metrics
+// handler feeds a Prometheus registry served on MetricsAddr/metrics; the
+// worker interceptor (workerapp.Start) adds sweepflow's own metrics to it.
+// stop closes the client and the metrics server.
+func (c *Config) Dial(log *zap.Logger) (cl client.Client, stop func(), err error) {
+	opts, err := temporalx.ClientOptions(log)
+	if err != nil {
+		return nil, nil, err
+	}
+	stopMetrics := func() {}
+	if c.MetricsAddr != "" {
+		reg, err := metrics.New(log, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		addr, stopSrv, err := reg.Serve(c.MetricsAddr)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.MetricsHandler = reg.SDKHandler()
+		stopMetrics = func() { stopSrv(); _ = reg.Close() }
+		if log != nil {
+			log.Info("serving metrics", zap.String("url", "http://"+addr+"/metrics"))
+		}
+	}
+	cl, err = client.Dial(opts)
+	if err != nil {
+		stopMetrics()
+		return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	}
+	return cl, func() { cl.Close(); stopMetrics() }, nil
 }

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/metrics"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -41,9 +43,11 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		cw := worker.New(c, temporalx.ControlQueue, worker.Options{
 			WorkerStopTimeout:        10 * time.Second,
 			DeadlockDetectionTimeout: 5 * time.Second,
+			Interceptors:             []interceptor.WorkerInterceptor{metrics.NewInterceptor()},
 		})
 		cw.RegisterWorkflow(workflows.SweepWorkflow)
 		cw.RegisterWorkflow(workflows.PointWorkflow)
+		cw.RegisterWorkflow(workflows.NightlyWorkflow)
 		w.ws = append(w.ws, cw)
 	}
 	if o.Activities != nil {
@@ -53,6 +57,9 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		aw := worker.New(c, temporalx.ClusterQueue(o.ClusterName), worker.Options{
 			MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 			WorkerStopTimeout:                  30 * time.Second,
+			// Observation only (stage durations, points by status): metrics
+			// go to the client's handler, a no-op unless --metrics-addr.
+			Interceptors: []interceptor.WorkerInterceptor{metrics.NewInterceptor()},
 		})
 		aw.RegisterActivity(o.Activities)
 		w.ws = append(w.ws, aw)

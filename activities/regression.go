@@ -1,0 +1,256 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+// BaselineLatestNightly is the Baseline of a report that compared each
+// point with its last completed nightly.
+const BaselineLatestNightly = "latest-nightly"
+
+// RegressionPoint is one point of a finished nightly sweep as the workflow
+// saw it; its figures are read from the ledger, not carried in history.
+type RegressionPoint struct {
+	PointID     string `json:"point_id"`
+	ConfigKey   string `json:"config_key"`
+	Conc        int    `json:"conc"`
+	BaselineKey string `json:"baseline_key"`
+	Status      string `json:"status"`
+}
+
+// RegressionRequest asks for a nightly sweep's comparison with its baseline.
+type RegressionRequest struct {
+	NightlyID string `json:"nightly_id"`
+	SweepID   string `json:"sweep_id"`
+	// Night is the scheduled time of this nightly: the baseline is the last
+	// completed nightly before it.
+	Night time.Time `json:"night"`
+	// Baseline pins a sweep to compare with; empty means the latest nightly.
+	Baseline   string             `json:"baseline,omitempty"`
+	Thresholds regress.Thresholds `json:"thresholds"`
+	Points     []RegressionPoint  `json:"points"`
+}
+
+// RegressionReport is the outcome, stored in the ledger and as an artifact.
+type RegressionReport struct {
+	NightlyID  string             `json:"nightly_id"`
+	SweepID    string             `json:"sweep_id"`
+	Night      time.Time          `json:"night"`
+	Baseline   string             `json:"baseline"`
+	Thresholds regress.Thresholds `json:"thresholds"`
+	Points     int                `json:"points"`
+	// Compared counts points that had a baseline; NoBaseline lists the
+	// others (first night, new configs).
+	Compared        int               `json:"compared"`
+	NoBaseline      []string          `json:"no_baseline,omitempty"`
+	BaselineSweeps  map[string]string `json:"baseline_sweeps,omitempty"` // point -> sweep compared with
+	Findings        []regress.Finding `json:"findings"`
+	RegressedPoints []string          `json:"regressed_points"`
+	ReportURI       string            `json:"report_uri,omitempty"`
+}
+
+// okStatus: the point ran to the end, so its figures exist.
+func okStatus(s string) bool { return s == "completed" || s == "eval-failed" }
+
+// CompareWithBaseline records the nightly's points under their baseline
+// keys, compares each with its baseline (regress.Compare), and stores the
+// report in the ledger and the artifact store. Idempotent: a retry rewrites
+// the same rows.
+func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequest) (RegressionReport, error) {
+	rep := RegressionReport{NightlyID: req.NightlyID, SweepID: req.SweepID, Night: req.Night, Baseline: req.Baseline,
+		Thresholds: req.Thresholds, Points: len(req.Points), Findings: []regress.Finding{}, RegressedPoints: []string{},
+		BaselineSweeps: map[string]string{}}
+	if rep.Baseline == "" {
+		rep.Baseline = BaselineLatestNightly
+	}
+	var nps []results.NightlyPoint
+	for _, p := range req.Points {
+		if p.BaselineKey != "" {
+			nps = append(nps, results.NightlyPoint{SweepID: req.SweepID, PointID: p.PointID, BaselineKey: p.BaselineKey, Status: p.Status, Night: req.Night})
+		}
+	}
+	if err := a.Store.PutNightlyPoints(ctx, nps); err != nil {
+		return rep, classify(err)
+	}
+	perf, err := a.Store.Perf(ctx, req.SweepID)
+	if err != nil {
+		return rep, classify(err)
+	}
+	evals, err := a.Store.Evals(ctx, req.SweepID)
+	if err != nil {
+		return rep, classify(err)
+	}
+	var cur, base []regress.Point
+	for _, p := range req.Points {
+		c := regress.Point{Key: p.BaselineKey, SweepID: req.SweepID, PointID: p.PointID, ConfigKey: p.ConfigKey, Conc: p.Conc,
+			OK: okStatus(p.Status), Status: p.Status}
+		for i := range perf {
+			if perf[i].PointID == p.PointID {
+				c.Perf = toRegressPerf(&perf[i])
+			}
+		}
+		for i := range evals {
+			if evals[i].PointID == p.PointID {
+				c.Eval = toRegressEval(&evals[i])
+			}
+		}
+		if c.Key == "" {
+			c.Key = "no-key:" + p.PointID // checked against its floor only
+			cur = append(cur, c)
+			rep.NoBaseline = append(rep.NoBaseline, p.PointID)
+			continue
+		}
+		cur = append(cur, c)
+		var b results.Baseline
+		var found bool
+		if req.Baseline != "" {
+			b, found, err = a.Store.PinnedBaseline(ctx, req.Baseline, p.BaselineKey, p.PointID)
+		} else {
+			// A failing point is compared with the previous night whatever
+			// its outcome (is the failure new?); a running one with the
+			// last night that completed (are its figures worse?).
+			b, found, err = a.Store.LatestNightly(ctx, p.BaselineKey, req.Night, req.SweepID, c.OK)
+		}
+		if err != nil {
+			return rep, classify(err)
+		}
+		if !found {
+			rep.NoBaseline = append(rep.NoBaseline, p.PointID)
+			continue
+		}
+		rep.Compared++
+		rep.BaselineSweeps[p.PointID] = b.SweepID
+		base = append(base, regress.Point{Key: p.BaselineKey, SweepID: b.SweepID, PointID: b.PointID, OK: okStatus(b.Status),
+			Status: b.Status, Perf: toRegressPerf(b.Perf), Eval: toRegressEval(b.Eval)})
+	}
+	rep.Findings = append(rep.Findings, regress.Compare(cur, base, req.Thresholds)...)
+	rep.RegressedPoints = append(rep.RegressedPoints, regress.Points(rep.Findings)...)
+
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return rep, classify(err)
+	}
+	dir := filepath.Join(a.StateDir, "scratch", sanitize(req.SweepID), "regression")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return rep, classify(err)
+	}
+	path := filepath.Join(dir, "regression_"+sanitize(req.SweepID)+".json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return rep, classify(err)
+	}
+	if rep.ReportURI, err = a.putArtifact(ctx, path); err != nil {
+		return rep, classify(err)
+	}
+	if data, err = json.Marshal(rep); err != nil {
+		return rep, classify(err)
+	}
+	if err := a.Store.PutRegressionReport(ctx, results.RegressionReport{SweepID: req.SweepID, NightlyID: req.NightlyID,
+		Baseline: rep.Baseline, Findings: len(rep.Findings), JSON: data, ArtifactURI: rep.ReportURI}); err != nil {
+		return rep, classify(err)
+	}
+	a.log(ctx).Info("regression report", zap.String("sweep", req.SweepID), zap.Int("findings", len(rep.Findings)),
+		zap.Int("compared", rep.Compared), zap.Strings("regressed", rep.RegressedPoints))
+	return rep, nil
+}
+
+func toRegressPerf(p *results.PerfResult) *regress.Perf {
+	if p == nil {
+		return nil
+	}
+	return &regress.Perf{OutputTputPerGPU: p.OutputTputPerGPU, TTFTp90Ms: p.TTFTp90Ms, Interactivity: p.Interactivity}
+}
+
+func toRegressEval(e *results.EvalResult) *regress.Eval {
+	if e == nil {
+		return nil
+	}
+	return &regress.Eval{Score: e.EMStrict, Floor: e.Floor, Passed: e.Passed}
+}
+
+// NightlySummary is a nightly's outcome: the nightly workflow's result and
+// the JSON body its webhook receives.
+type NightlySummary struct {
+	NightlyID       string            `json:"nightly_id"`
+	SweepID         string            `json:"sweep_id"`
+	Night           time.Time         `json:"night"`
+	Baseline        string            `json:"baseline"`
+	Points          int               `json:"points"`
+	Compared        int               `json:"compared"`
+	Counts          map[string]int    `json:"counts"` // point statuses
+	Regressions     int               `json:"regressions"`
+	RegressedPoints []string          `json:"regressed_points"`
+	Findings        []regress.Finding `json:"findings"`
+	ReportURI       string            `json:"report_uri,omitempty"`
+}
+
+// WebhookRequest posts a nightly's summary, as JSON, to a URL.
+type WebhookRequest struct {
+	URL     string         `json:"url"`
+	Summary NightlySummary `json:"summary"`
+}
+
+// ErrWebhookRejected is the error type of a webhook that answered with a
+// client error: retrying the same body will not help.
+const ErrWebhookRejected = "WebhookRejected"
+
+// PostWebhook POSTs the summary as JSON; 2xx is success, other 4xx (but
+// 408 and 429) fail for good, anything else is retried by the activity's
+// policy.
+func (a *Activities) PostWebhook(ctx context.Context, req WebhookRequest) error {
+	body, err := json.Marshal(req.Summary)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("webhook: %v", err), ErrWebhookRejected, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// Webhook URLs often embed a token: errors name only scheme and host.
+	where := redactURL(req.URL)
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, req.URL, bytes.NewReader(body))
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError("webhook "+where+": invalid URL", ErrWebhookRejected, nil)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("User-Agent", "sweepflow-nightly")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: %v", where, err), "Transient")
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch c := resp.StatusCode; {
+	case c >= 200 && c < 300:
+		return nil
+	case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), ErrWebhookRejected, nil)
+	default:
+		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), "Transient")
+	}
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + "/..."
+}

@@ -1,0 +1,155 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+func newLedgerActs(t *testing.T) *Activities {
+	dir := t.TempDir()
+	store, err := results.Open(context.Background(), filepath.Join(dir, "results.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	arts, err := artifacts.Open(filepath.Join(dir, "artifacts"))
+	require.NoError(t, err)
+	return &Activities{Store: store, Artifacts: arts, StateDir: filepath.Join(dir, "state")}
+}
+
+// TestCompareWithBaseline runs three nights through the ledger: night 1 sets
+// the baseline, night 2 is 20 % slower on c1 and fails c4 (a new failure),
+// night 3 fails c4 again (not new) and is compared with night 1's c1 since
+// night 2's c1 is its latest completed run.
+func TestCompareWithBaseline(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
+	putPerf := func(sweep, point string, tput, ttft, intvty float64) {
+		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: point, Fingerprint: "fp-" + point,
+			Conc: 1, OutputTputPerGPU: tput, TTFTp90Ms: ttft, Interactivity: intvty}))
+	}
+	compare := func(sweep string, d int, statuses map[string]string) RegressionReport {
+		req := RegressionRequest{NightlyID: "nightly-" + sweep, SweepID: sweep, Night: night(d), Thresholds: regress.DefaultThresholds()}
+		for _, id := range []string{"c1", "c4"} {
+			req.Points = append(req.Points, RegressionPoint{PointID: id, ConfigKey: "k", BaselineKey: "key-" + id, Status: statuses[id]})
+		}
+		rep, err := a.CompareWithBaseline(ctx, req)
+		require.NoError(t, err)
+		return rep
+	}
+
+	putPerf("n1", "c1", 1000, 200, 50)
+	putPerf("n1", "c4", 800, 300, 20)
+	rep := compare("n1", 1, map[string]string{"c1": "completed", "c4": "completed"})
+	assert.Equal(t, 0, rep.Compared)
+	assert.ElementsMatch(t, []string{"c1", "c4"}, rep.NoBaseline)
+	assert.Empty(t, rep.Findings)
+
+	putPerf("n2", "c1", 1000/1.2, 240, 50/1.2)
+	rep = compare("n2", 2, map[string]string{"c1": "completed", "c4": "failed"})
+	assert.Equal(t, 2, rep.Compared)
+	kinds := map[string][]string{}
+	for _, f := range rep.Findings {
+		kinds[f.PointID] = append(kinds[f.PointID], f.Kind)
+		assert.Equal(t, "n1", f.BaselineSweep)
+	}
+	assert.Equal(t, map[string][]string{
+		"c1": {regress.KindOutputTput, regress.KindTTFT, regress.KindInteractivity},
+		"c4": {regress.KindNewFailure},
+	}, kinds)
+	assert.Equal(t, []string{"c1", "c4"}, rep.RegressedPoints)
+
+	// Stored in the ledger and as an artifact with the same content.
+	stored, ok, err := a.Store.GetRegressionReport(ctx, "n2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 4, stored.Findings)
+	assert.Equal(t, rep.ReportURI, stored.ArtifactURI)
+	rc, err := a.Artifacts.Open(ctx, rep.ReportURI)
+	require.NoError(t, err)
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	require.NoError(t, err)
+	var fromArtifact RegressionReport
+	require.NoError(t, json.Unmarshal(data, &fromArtifact))
+	assert.Len(t, fromArtifact.Findings, 4)
+	assert.Contains(t, string(data), "c1 output throughput per GPU")
+
+	// Retried activity: same report, no duplicate rows.
+	again := compare("n2", 2, map[string]string{"c1": "completed", "c4": "failed"})
+	assert.Len(t, again.Findings, 4)
+
+	putPerf("n3", "c1", 1000/1.2, 240, 50/1.2)
+	rep = compare("n3", 3, map[string]string{"c1": "completed", "c4": "failed"})
+	assert.Equal(t, "n2", rep.BaselineSweeps["c1"], "the latest completed night")
+	assert.Equal(t, "n2", rep.BaselineSweeps["c4"], "the previous night, failed too")
+	assert.Empty(t, rep.Findings, "same speed as night 2, and c4's failure is not new")
+
+	// A pinned baseline compares with that sweep whatever came since.
+	req := RegressionRequest{SweepID: "n3", Night: night(3), Baseline: "n1", Thresholds: regress.DefaultThresholds(),
+		Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key-c1", Status: "completed"}}}
+	rep, err = a.CompareWithBaseline(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "n1", rep.Baseline)
+	require.Len(t, rep.Findings, 3)
+	assert.Equal(t, "n1", rep.Findings[0].BaselineSweep)
+}
+
+func TestPostWebhook(t *testing.T) {
+	var got []byte
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	a := &Activities{}
+	cases := []struct {
+		name         string
+		status       int
+		url          string
+		wantErr      bool
+		nonRetryable bool
+	}{
+		{"ok", http.StatusOK, srv.URL + "/hook", false, false},
+		{"accepted", http.StatusAccepted, srv.URL + "/hook", false, false},
+		{"not found is final", http.StatusNotFound, srv.URL + "/hook", true, true},
+		{"rate limited is retried", http.StatusTooManyRequests, srv.URL + "/hook", true, false},
+		{"server error is retried", http.StatusBadGateway, srv.URL + "/hook", true, false},
+		{"unreachable is retried", 0, "http://127.0.0.1:1/secret-token", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status = tc.status
+			err := a.PostWebhook(context.Background(), WebhookRequest{URL: tc.url, Summary: NightlySummary{NightlyID: "n", Regressions: 1,
+				RegressedPoints: []string{"c1"}}})
+			if !tc.wantErr {
+				require.NoError(t, err)
+				var body NightlySummary
+				require.NoError(t, json.Unmarshal(got, &body))
+				assert.Equal(t, 1, body.Regressions)
+				assert.Equal(t, []string{"c1"}, body.RegressedPoints)
+				return
+			}
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "secret-token", "the URL path may hold a token")
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			assert.Equal(t, tc.nonRetryable, app.NonRetryable())
+		})
+	}
+}

@@ -1,0 +1,161 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/regress"
+)
+
+func nightlyInput(webhook string) NightlyInput {
+	return NightlyInput{
+		Sweep: SweepInput{Name: "dsv4-agg", Cluster: "local-sim", TaskQueue: "cluster-local-sim", NodeBudget: 4,
+			ReuseFrom: []string{"must-not-reuse"}, Force: []string{"perf"},
+			Points: []activities.PointSpec{
+				{PointID: "c1", ConfigKey: "k", Conc: 1, Nodes: 2, BaselineKey: "bk-c1"},
+				{PointID: "c4", ConfigKey: "k", Conc: 4, Nodes: 2, BaselineKey: "bk-c4"},
+			}},
+		Thresholds: regress.DefaultThresholds(),
+		Webhook:    webhook,
+	}
+}
+
+type nightlyRun struct {
+	env      *testsuite.TestWorkflowEnvironment
+	sweepIn  SweepInput
+	req      activities.RegressionRequest
+	webhook  *activities.WebhookRequest
+	attrs    []temporal.SearchAttributes
+	hookErr  error
+	sweepErr error
+}
+
+func runNightly(t *testing.T, in NightlyInput, findings []regress.Finding, r *nightlyRun) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	r.env = env
+	env.RegisterWorkflow(NightlyWorkflow)
+	env.RegisterWorkflow(SweepWorkflow)
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	night := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(saScheduledStart.ValueSet(night))))
+	env.OnWorkflow(SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
+		r.sweepIn = in
+		if r.sweepErr != nil {
+			return nil, r.sweepErr
+		}
+		return &SweepProgress{SweepID: in.SweepID, Counts: map[string]int{StatusCompleted: 1, StatusFailed: 1},
+			Points: []PointProgress{{PointID: "c1", Status: StatusCompleted}, {PointID: "c4", Status: StatusFailed}}}, nil
+	})
+	env.OnActivity(a.CompareWithBaseline, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.RegressionRequest) (activities.RegressionReport, error) {
+		r.req = req
+		return activities.RegressionReport{SweepID: req.SweepID, Compared: 2, Findings: findings, RegressedPoints: regress.Points(findings),
+			ReportURI: "file:///report.json"}, nil
+	})
+	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.WebhookRequest) error {
+		r.webhook = &req
+		return r.hookErr
+	})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		r.attrs = append(r.attrs, args.Get(0).(temporal.SearchAttributes))
+	}).Return(nil)
+	env.ExecuteWorkflow(NightlyWorkflow, in)
+	require.True(t, env.IsWorkflowCompleted())
+}
+
+func lastInt(attrs []temporal.SearchAttributes, key temporal.SearchAttributeKeyInt64) (int64, bool) {
+	for i := len(attrs) - 1; i >= 0; i-- {
+		if v, ok := attrs[i].GetInt64(key); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+func TestNightlyWorkflow(t *testing.T) {
+	findings := []regress.Finding{
+		{Kind: regress.KindOutputTput, PointID: "c1", Message: "c1 output throughput per GPU down"},
+		{Kind: regress.KindNewFailure, PointID: "c4", Message: "c4 now failed"},
+	}
+	cases := []struct {
+		name        string
+		webhook     string
+		hookErr     error
+		findings    []regress.Finding
+		wantCount   int64
+		wantHookErr string
+	}{
+		{"regressions and webhook", "http://127.0.0.1:1/hook", nil, findings, 2, ""},
+		{"clean night, no webhook", "", nil, nil, 0, ""},
+		{"dead webhook does not fail the night", "http://127.0.0.1:1/hook",
+			temporal.NewNonRetryableApplicationError("webhook http://127.0.0.1:1/...: HTTP 404", activities.ErrWebhookRejected, nil), findings, 2, "HTTP 404"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &nightlyRun{hookErr: tc.hookErr}
+			runNightly(t, nightlyInput(tc.webhook), tc.findings, r)
+			require.NoError(t, r.env.GetWorkflowError())
+			var res NightlyResult
+			require.NoError(t, r.env.GetWorkflowResult(&res))
+
+			// The sweep runs as a child, measured tonight: no reuse.
+			nid := "default-test-workflow-id"
+			assert.Equal(t, NightlySweepID(nid), r.sweepIn.SweepID)
+			assert.True(t, r.sweepIn.Nightly)
+			assert.Empty(t, r.sweepIn.ReuseFrom)
+			assert.Empty(t, r.sweepIn.Force)
+
+			// The comparison gets the night, the keys and tonight's statuses.
+			assert.Equal(t, time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), r.req.Night.UTC())
+			assert.Equal(t, []activities.RegressionPoint{
+				{PointID: "c1", ConfigKey: "k", Conc: 1, BaselineKey: "bk-c1", Status: StatusCompleted},
+				{PointID: "c4", ConfigKey: "k", Conc: 4, BaselineKey: "bk-c4", Status: StatusFailed},
+			}, r.req.Points)
+			assert.Equal(t, regress.DefaultThresholds(), r.req.Thresholds)
+
+			n, ok := lastInt(r.attrs, SARegressionCount)
+			require.True(t, ok, "RegressionCount is set")
+			assert.Equal(t, tc.wantCount, n)
+			assert.Equal(t, int(tc.wantCount), res.Summary.Regressions)
+			assert.Equal(t, map[string]int{StatusCompleted: 1, StatusFailed: 1}, res.Summary.Counts)
+
+			if tc.webhook == "" {
+				assert.Nil(t, r.webhook)
+				return
+			}
+			require.NotNil(t, r.webhook)
+			assert.Equal(t, tc.webhook, r.webhook.URL)
+			body := r.webhook.Summary
+			assert.Equal(t, int(tc.wantCount), body.Regressions)
+			assert.Equal(t, []string{"c1", "c4"}, body.RegressedPoints)
+			assert.Equal(t, activities.BaselineLatestNightly, body.Baseline)
+			if tc.wantHookErr != "" {
+				assert.Contains(t, res.WebhookError, tc.wantHookErr)
+			} else {
+				assert.Empty(t, res.WebhookError)
+			}
+		})
+	}
+}
+
+func TestNightlyWorkflowSweepFailure(t *testing.T) {
+	r := &nightlyRun{sweepErr: errors.New("sweep blew up")}
+	runNightly(t, nightlyInput(""), nil, r)
+	err := r.env.GetWorkflowError()
+	require.Error(t, err, "a sweep that cannot run fails the night (and may pause the schedule)")
+	assert.Contains(t, err.Error(), "sweep blew up")
+	assert.Empty(t, r.req.SweepID, "no comparison without a sweep")
+	_, ok := lastInt(r.attrs, SARegressionCount)
+	assert.False(t, ok)
+}
