@@ -44,7 +44,9 @@ func starterIn(t *testing.T, dir string, args ...string) planResult {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestPlanHelperProcess$", "--"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SWEEPFLOW_PLAN_HELPER=1")
+	// Copied configs sit in a temp dir: point the sweep's golden-AL
+	// reference at the shared InferenceX data explicitly.
+	cmd.Env = append(os.Environ(), "SWEEPFLOW_PLAN_HELPER=1", "SWEEPFLOW_INFERENCEX="+filepath.Join(sharedDir(), "inferencex"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
