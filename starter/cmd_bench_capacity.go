@@ -105,6 +105,7 @@ flags:`)
 	simProcess := fs.Bool("sim-process", true, "run the simulator as a child process (starter sim serve) so it does not share this Go runtime; false runs it in-process")
 	asJSON := fs.Bool("json", false, "print the points as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole measurement here")
+	clientProcs := fs.Int("client-procs", 0, "GOMAXPROCS for the client (0 = leave as is); the simulator child keeps its own default")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -123,6 +124,9 @@ flags:`)
 	}
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
+	if *clientProcs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*clientProcs))
 	}
 	if *cpuProfile != "" {
 		pf, err := os.Create(*cpuProfile)
@@ -320,6 +324,12 @@ func startSimProcess(ctx context.Context, ttft, itl time.Duration, timelines int
 		"--ttft-ms", strconv.FormatFloat(ms(ttft), 'f', -1, 64), "--itl-ms", strconv.FormatFloat(ms(itl), 'f', -1, 64),
 		"--timeline-capacity", strconv.Itoa(timelines))
 	cmd.Stderr = io.Discard
+	// The child sizes its own runtime: drop a GOMAXPROCS meant for the client.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
