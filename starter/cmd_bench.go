@@ -191,6 +191,9 @@ func (f *benchFlags) options() (loadgen.Options, error) {
 	if f.rangeRatio <= 0 || f.rangeRatio > 1 {
 		return o, fmt.Errorf("--random-range-ratio must be in (0, 1] (got %g)", f.rangeRatio)
 	}
+	if f.trace == "" && (f.isl < 1 || f.osl < 1) {
+		return o, fmt.Errorf("--isl and --osl must be >= 1 (got %d, %d)", f.isl, f.osl)
+	}
 	if f.timeScale <= 0 {
 		return o, fmt.Errorf("--time-scale must be > 0 (got %g)", f.timeScale)
 	}
@@ -226,11 +229,11 @@ func (f *benchFlags) options() (loadgen.Options, error) {
 
 // printBenchTable renders the aggregate for humans.
 func printBenchTable(w io.Writer, a *loadgen.Aggregate) {
-	sim := ""
+	simNote := ""
 	if a.Simulated {
-		sim = "  [SIMULATED: numbers come from the sweepflow simulator, not hardware]"
+		simNote = "  [SIMULATED: numbers come from the sweepflow simulator, not hardware]"
 	}
-	fmt.Fprintf(w, "Serving benchmark: %s  model %s  %s%s\n", a.BaseURL+a.Endpoint, a.Model, a.ScenarioType, sim)
+	fmt.Fprintf(w, "Serving benchmark: %s  model %s  %s%s\n", a.BaseURL+a.Endpoint, a.Model, a.ScenarioType, simNote)
 	rate := "inf (closed loop)"
 	if !math.IsInf(float64(a.RequestRate), 1) && a.RequestRate != 0 {
 		rate = fmt.Sprintf("%g req/s (burstiness %g)", float64(a.RequestRate), a.Burstiness)

@@ -152,6 +152,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bad deployment", []string{"--deployment", "banana"}, "--deployment"},
 		{"deployment and counts", []string{"--deployment", "TP8 agg", "--total-gpus", "8"}, "exclusive"},
 		{"bad ratio", []string{"--random-range-ratio", "1.5"}, "--random-range-ratio"},
+		{"zero osl", []string{"--osl", "0"}, "--isl and --osl must be >= 1"},
 		{"missing trace", []string{"--trace", "/nonexistent/trace.jsonl"}, "no such file"},
 		{"bad extra body", []string{"--extra-body", "[1]"}, "--extra-body"},
 		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
