@@ -62,6 +62,7 @@ type capacityPoint struct {
 	ChunkLagP99ms  float64 `json:"chunk_lag_p99_ms"`
 	Unmatched      int     `json:"unmatched"`
 	Simulator      string  `json:"simulator"`     // in-process, child process or external
+	Pinned         bool    `json:"pinned"`        // client on CPU 0, simulator on the others
 	CPUSeconds     float64 `json:"process_cpu_s"` // this process during the run (warmup included)
 	// ClientCPUusPerChunk is the client's CPU per received chunk (warmup
 	// included) when the simulator runs in another process.
@@ -102,6 +103,7 @@ flags:`)
 	waves := fs.Int("waves", 3, "measured requests = waves x concurrency (after one warmup wave)")
 	rangeRatio := fs.Float64("random-range-ratio", 0.8, "OSL/ISL drawn from [ratio x L, L] so requests do not finish in lockstep")
 	baseURL := fs.String("base-url", "", "use an external simulator instead of starting one")
+	pin := fs.Bool("pin", true, "for accuracy points, pin the client to CPU 0 and the simulator child to the other CPUs so the two processes do not preempt each other (Linux, >= 2 CPUs)")
 	simProcess := fs.Bool("sim-process", true, "run the simulator as a child process (starter sim serve) so it does not share this Go runtime; false runs it in-process")
 	asJSON := fs.Bool("json", false, "print the points as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole measurement here")
@@ -141,7 +143,7 @@ flags:`)
 	}
 	var out []capacityPoint
 	for _, sp := range specs {
-		p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL, *simProcess)
+		p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL, *simProcess, *pin)
 		if err != nil {
 			return err
 		}
@@ -200,8 +202,25 @@ func parseCapacityPoints(s string) ([]capacitySpec, error) {
 	return out, nil
 }
 
-func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, isl, osl, waves int, ratio float64, baseURL string, simProcess bool) (capacityPoint, error) {
+func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, isl, osl, waves int, ratio float64, baseURL string, simProcess, pin bool) (capacityPoint, error) {
 	p := capacityPoint{Concurrency: sp.conc, TTFTms: ms(ttft), ITLms: ms(sp.itl), Check: sp.check}
+	// Pinning separates the client from a simulator child for accuracy
+	// points; capacity points leave both free, since the simulator alone
+	// needs more than one CPU at 100k chunks/s.
+	var simCPUs []int
+	if pin && sp.check == "accuracy" && simProcess && baseURL == "" && runtime.NumCPU() >= 2 {
+		for c := 1; c < runtime.NumCPU(); c++ {
+			simCPUs = append(simCPUs, c)
+		}
+		if restore, ok := pinProcess([]int{0}); ok {
+			defer restore()
+			// One CPU: a second P would only make two threads take turns on it.
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			p.Pinned = true
+		} else {
+			simCPUs = nil
+		}
+	}
 	var lookup func(id string) (loadgen.ServerTimeline, bool)
 	url := baseURL
 	var srv *sim.Server
@@ -210,7 +229,7 @@ func runCapacityPoint(ctx context.Context, sp capacitySpec, ttft time.Duration, 
 		p.Simulator = "external"
 	case simProcess:
 		p.Simulator = "child process"
-		u, stop, err := startSimProcess(ctx, ttft, sp.itl, (waves+2)*sp.conc)
+		u, stop, err := startSimProcess(ctx, ttft, sp.itl, (waves+2)*sp.conc, simCPUs)
 		if err != nil {
 			return p, err
 		}
@@ -314,7 +333,7 @@ func processCPU() float64 {
 
 // startSimProcess runs "<this binary> sim serve" in fast mode on a free
 // port and returns its URL and a function that stops it.
-func startSimProcess(ctx context.Context, ttft, itl time.Duration, timelines int) (string, func(), error) {
+func startSimProcess(ctx context.Context, ttft, itl time.Duration, timelines int, cpus []int) (string, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", nil, err
@@ -335,7 +354,11 @@ func startSimProcess(ctx context.Context, ttft, itl time.Duration, timelines int
 		cancel()
 		return "", nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if len(cpus) > 0 {
+		start = func() error { return startPinned(cmd.Start, cpus) }
+	}
+	if err := start(); err != nil {
 		cancel()
 		return "", nil, fmt.Errorf("start simulator: %w", err)
 	}
@@ -388,7 +411,7 @@ func fetchTimelines(ctx context.Context, base string) (map[string]loadgen.Server
 
 func printCapacity(w io.Writer, pts []capacityPoint) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "conc\tITL ms\trequests\tchunks\tchunks/s\tclient us/chunk\tTTFT err %\t|dTTFT| p50/p99 ms\tITL err %\t|dITL| p50/p99 ms\tlag p50/p99 ms\tcheck\t")
+	fmt.Fprintln(tw, "conc\tpinned\tITL ms\trequests\tchunks\tchunks/s\tclient us/chunk\tTTFT err %\t|dTTFT| p50/p99 ms\tITL err %\t|dITL| p50/p99 ms\tlag p50/p99 ms\tcheck\t")
 	for _, p := range pts {
 		res := "-"
 		if p.Check != "none" {
@@ -397,8 +420,8 @@ func printCapacity(w io.Writer, pts []capacityPoint) {
 				res = p.Check + " ok"
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%d\t%d\t%.0f\t%.1f\t%+.3f\t%.3f / %.3f\t%+.3f\t%.3f / %.3f\t%.3f / %.3f\t%s\t\n",
-			p.Concurrency, p.ITLms, p.Requests, p.Chunks, p.ChunksPerSec, p.ClientCPUusPerChunk,
+		fmt.Fprintf(tw, "%d\t%v\t%.1f\t%d\t%d\t%.0f\t%.1f\t%+.3f\t%.3f / %.3f\t%+.3f\t%.3f / %.3f\t%.3f / %.3f\t%s\t\n",
+			p.Concurrency, p.Pinned, p.ITLms, p.Requests, p.Chunks, p.ChunksPerSec, p.ClientCPUusPerChunk,
 			p.TTFTMeanErrPct, p.TTFTAbsP50ms, p.TTFTAbsP99ms, p.ITLMeanErrPct, p.ITLAbsP50ms, p.ITLAbsP99ms,
 			p.ChunkLagP50ms, p.ChunkLagP99ms, res)
 	}
