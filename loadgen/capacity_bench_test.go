@@ -22,8 +22,11 @@ import (
 // flush of the first chunk), ITL error the client's chunk gap minus the
 // simulator's; *_mean_err_% compares the means, *_p99_abs_ms is the 99th
 // percentile of the absolute per-request (TTFT) or per-gap (ITL) error.
-// "starter bench capacity" runs the same measurement with the simulator in a
-// separate process and prints a table.
+// This benchmark keeps the simulator in the test process, so the two share
+// one Go runtime and the timing errors include the simulator's scheduling;
+// "starter bench capacity" is the reference measurement: it runs the
+// simulator as a separate process (pinned apart from the client for the
+// accuracy point) and prints a table.
 func BenchmarkClientCapacity(b *testing.B) {
 	for _, tc := range []struct {
 		conc, osl int
