@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,6 +109,7 @@ func newITEnv(t *testing.T) *itEnv {
 	t.Setenv("TEMPORAL_ADDRESS", e.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
 	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)
+	t.Cleanup(func() { killServers(e.home) })
 	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
 		filepath.Join(e.home, "local-sim", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -510,4 +512,20 @@ func TestIntegrationCLI(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	out, code = e.cli("schedule", "create", "bad", "--timezone", "Mars/Olympus", "--sweep", sweepFile)
 	require.Equal(t, 2, code, out)
+}
+
+// killServers stops simulated engines a test left behind (a point cut off
+// before its teardown): they run in their own process groups by design.
+func killServers(home string) {
+	pids, _ := filepath.Glob(filepath.Join(home, "local-cluster", "jobs", "*", "server.pid"))
+	for _, f := range pids {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
 }

@@ -94,6 +94,7 @@ func newUIEnv(t *testing.T, uiPort int, extra ...string) (*itEnv, string) {
 	// The local-sim profile's roots follow SWEEPFLOW_DATA_DIR: keep them in
 	// this test's home, not in the checkout's .sweepflow/.
 	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)
+	t.Cleanup(func() { killServers(e.home) })
 	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
 		filepath.Join(e.home, "local-sim", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
 	require.NoError(t, err, string(out))
