@@ -37,7 +37,7 @@ func (a *Activities) perfDuration(p PointSpec) time.Duration {
 func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
 	o := loadgen.Options{
 		BaseURL: ep.URL, Model: p.Model, Concurrency: max(p.Conc, 1),
-		Seed: a.Load.Seed, TimeScale: a.Load.TimeScale,
+		Seed: a.Load.Seed, TimeScale: a.Load.TimeScale, ClockScale: a.Load.TimeScale,
 		PrefillGPUs: p.PrefillGPUs, DecodeGPUs: p.DecodeGPUs, TotalGPUs: p.GPUs,
 	}
 	if p.PrefillGPUs == 0 || p.DecodeGPUs == 0 {

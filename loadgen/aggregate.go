@@ -69,7 +69,10 @@ type Aggregate struct {
 	IgnoreEOS        bool    `json:"ignore_eos"`
 	Seed             int64   `json:"seed"`
 	DurationLimit    float64 `json:"duration_limit,omitempty"` // --duration, seconds
-	StartedAt        string  `json:"started_at"`               // RFC 3339, UTC
+	// ClockScale is set when times were converted from a time-scaled
+	// simulator's clock (Options.ClockScale).
+	ClockScale float64 `json:"clock_scale,omitempty"`
+	StartedAt  string  `json:"started_at"` // RFC 3339, UTC
 
 	NumRequestsTotal      int            `json:"num_requests_total"`
 	NumRequestsSuccessful int            `json:"num_requests_successful"`

@@ -151,3 +151,24 @@ func (r *RequestRecord) reconcileTokens() {
 		r.ChunkTokens[rems[j].i]++
 	}
 }
+
+// toEngineTime converts records measured against a server whose clock runs
+// at scale times real time into that server's time, and recomputes the
+// derived metrics.
+func toEngineTime(recs []RequestRecord, scale float64) {
+	conv := func(ns int64) int64 {
+		if ns < 0 {
+			return ns // "none" markers stay
+		}
+		return int64(float64(ns) / scale)
+	}
+	for i := range recs {
+		r := &recs[i]
+		r.DispatchNs, r.SendNs, r.WrittenNs = conv(r.DispatchNs), conv(r.SendNs), conv(r.WrittenNs)
+		r.FirstTokenNs, r.LastTokenNs, r.EndNs = conv(r.FirstTokenNs), conv(r.LastTokenNs), conv(r.EndNs)
+		for j, ns := range r.ChunkNs {
+			r.ChunkNs[j] = conv(ns)
+		}
+		r.finish()
+	}
+}

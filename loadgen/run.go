@@ -72,6 +72,12 @@ type Options struct {
 	// Extra fields merged into every request body (e.g. temperature);
 	// may override max_tokens and ignore_eos.
 	Extra map[string]any
+	// ClockScale is the rate of the server's clock against real time: the
+	// simulator's --time-scale (0.1 = ten times faster). Measured times are
+	// divided by it so every figure reads in the engine's own time and a
+	// compressed run reports the latencies and throughputs of the model it
+	// simulates. 0 or 1: a real engine, nothing is converted.
+	ClockScale float64
 }
 
 // DefaultNumWarmups is InferenceX's warmup count: 2 x concurrency.
@@ -221,6 +227,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	scenario := ScenarioFixedSeqLen
 	if rc.agentic {
 		scenario = ScenarioAgentic
+	}
+	if s := opts.ClockScale; s > 0 && s != 1 {
+		toEngineTime(res.Requests, s)
+		toEngineTime(res.Warmups, s)
+		res.Aggregate.ClockScale = s
+		res.Aggregate.DurationLimit /= s
 	}
 	computeAggregate(&res.Aggregate, res.Requests, scenario)
 	for i := range res.Warmups {

@@ -121,3 +121,38 @@ func TestAgainstSimulatorFaults(t *testing.T) {
 	}
 	assert.ErrorContains(t, res.Gate(), "gate failed")
 }
+
+// TestClockScaleReportsEngineTime runs the simulator five times faster than
+// real time: with ClockScale the client reports the model's own latencies,
+// without it the compressed wall-clock ones.
+func TestClockScaleReportsEngineTime(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t, sim.Config{FixedTTFT: 100 * time.Millisecond, FixedITL: 20 * time.Millisecond, TimeScale: 0.2, Seed: 1})
+	opts := Options{BaseURL: url, Concurrency: 4, NumPrompts: 12, ISL: 32, OSL: 10, RandomRangeRatio: 1, IgnoreEOS: true, Seed: 5}
+	tests := []struct {
+		name       string
+		clockScale float64
+		wantTTFT   float64 // seconds
+		wantITL    float64
+	}{
+		{"wall clock", 0, 0.020, 0.004},
+		{"engine time", 0.2, 0.100, 0.020},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			o.ClockScale = tc.clockScale
+			res, err := Run(context.Background(), o)
+			require.NoError(t, err)
+			require.NoError(t, res.Gate())
+			a := res.Aggregate
+			// Sleeps only overshoot: a lower bound at the model value and a
+			// generous upper bound for a busy 2-core machine.
+			assert.GreaterOrEqual(t, a.MedianTTFT, tc.wantTTFT*0.97)
+			assert.Less(t, a.MedianTTFT, tc.wantTTFT*1.6)
+			assert.GreaterOrEqual(t, a.MedianITL, tc.wantITL*0.97)
+			assert.Less(t, a.MedianITL, tc.wantITL*1.6)
+			assert.Equal(t, tc.clockScale, a.ClockScale)
+		})
+	}
+}
