@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,7 +76,11 @@ func sharedDir() string {
 	return d
 }
 
-func newITEnv(t *testing.T) *itEnv {
+func newITEnv(t *testing.T) *itEnv { return newITEnvWith(t, 0) }
+
+// newITEnvWith starts the dev server, with its Web UI on uiPort when it is
+// not 0; extra goes to `temporal server start-dev`.
+func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 	if testing.Short() {
 		t.Skip("integration test: needs the Temporal dev server")
 	}
@@ -91,23 +96,29 @@ func newITEnv(t *testing.T) *itEnv {
 	if _, err := os.Stat(filepath.Join(gsm, "test.jsonl")); err != nil {
 		t.Fatalf("GSM8K split not found at %s (set SWEEPFLOW_SHARED)", gsm)
 	}
-	var extra []string
 	for name, typ := range workflows.SearchAttributeTypes() {
 		extra = append(extra, "--search-attribute", name+"="+typ)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+	opts := testsuite.DevServerOptions{
 		ExistingPath: bin, LogLevel: "error", ExtraArgs: extra,
 		ClientOptions: &client.Options{Logger: temporalx.SDKLogger(zap.NewNop())},
 		Stdout:        io.Discard, Stderr: io.Discard,
-	})
+	}
+	if uiPort != 0 {
+		opts.EnableUI, opts.UIPort = true, strconv.Itoa(uiPort)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := testsuite.StartDevServer(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
 	e := &itEnv{t: t, c: srv.Client(), addr: srv.FrontendHostPort(), temporal: bin, home: t.TempDir(),
 		starterBin: starterBinary(t), gsm8kDir: gsm}
 	t.Setenv("TEMPORAL_ADDRESS", e.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
+	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
+	// The local-sim profile's roots follow SWEEPFLOW_DATA_DIR: keep them in
+	// this test's home, not in the checkout's .sweepflow/.
 	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)
 	t.Cleanup(func() { killServers(e.home) })
 	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",

@@ -26,11 +26,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/codec"
-	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -62,43 +59,7 @@ func freePort(t *testing.T) int {
 // newUIEnv is newITEnv with the dev server's Web UI on uiPort; extra goes
 // to `temporal server start-dev`. It returns the env and the UI's base URL.
 func newUIEnv(t *testing.T, uiPort int, extra ...string) (*itEnv, string) {
-	if testing.Short() {
-		t.Skip("integration test: needs the Temporal dev server")
-	}
-	wd, _ := os.Getwd()
-	bin, err := temporalx.CLIPath(wd)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install the Temporal CLI: %v", err)
-		}
-		t.Skipf("no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
-	}
-	gsm := filepath.Join(sharedDir(), "datasets", "gsm8k")
-	for name, typ := range workflows.SearchAttributeTypes() {
-		extra = append(extra, "--search-attribute", name+"="+typ)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath: bin, LogLevel: "error", ExtraArgs: extra, EnableUI: true, UIPort: strconv.Itoa(uiPort),
-		ClientOptions: &client.Options{Logger: temporalx.SDKLogger(zap.NewNop())},
-		Stdout:        io.Discard, Stderr: io.Discard,
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	e := &itEnv{t: t, c: srv.Client(), addr: srv.FrontendHostPort(), temporal: bin, home: t.TempDir(),
-		starterBin: starterBinary(t), gsm8kDir: gsm}
-	t.Setenv("TEMPORAL_ADDRESS", e.addr)
-	t.Setenv("TEMPORAL_NAMESPACE", "default")
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
-	// The local-sim profile's roots follow SWEEPFLOW_DATA_DIR: keep them in
-	// this test's home, not in the checkout's .sweepflow/.
-	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)
-	t.Cleanup(func() { killServers(e.home) })
-	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
-		filepath.Join(e.home, "local-sim", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
-	require.NoError(t, err, string(out))
-	return e, fmt.Sprintf("http://127.0.0.1:%d", uiPort)
+	return newITEnvWith(t, uiPort, extra...), fmt.Sprintf("http://127.0.0.1:%d", uiPort)
 }
 
 // chromiumFlags are webui.md's: a fresh profile each run (no stale column
