@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -119,13 +118,11 @@ func runScheduleCreate(args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	h, err := c.ScheduleClient().Create(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("creating schedule %s: %w", name, err)
@@ -167,13 +164,11 @@ func runScheduleBackfill(args []string) error {
 	if !end.After(start) {
 		return &exitError{code: 2, msg: "--to must be after --from"}
 	}
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	// BUFFER_ALL: backfilled nights run one after another, in order, so each
 	// compares with the one before it.
 	err = c.ScheduleClient().GetHandle(ctx, fs.Arg(0)).Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{
@@ -191,13 +186,11 @@ func runScheduleList(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	it, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{})
 	if err != nil {
 		return err
@@ -240,13 +233,11 @@ func runScheduleDelete(args []string) error {
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		return &exitError{code: 2, msg: "usage: starter schedule delete NAME"}
 	}
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	if err := c.ScheduleClient().GetHandle(ctx, fs.Arg(0)).Delete(ctx); err != nil {
 		return fmt.Errorf("deleting schedule %s: %w", fs.Arg(0), err)
 	}

@@ -206,13 +206,11 @@ func runStatus(args []string) error {
 	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
 		return &exitError{code: 2, msg: "usage: starter status SWEEP_ID [--json]"}
 	}
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	v, err := collect(ctx, c, fs.Arg(0))
 	if err != nil {
 		return err
@@ -368,13 +366,11 @@ func decideCmd(action string) func([]string) error {
 		if err := fs.Parse(reorder(args)); err != nil || (fs.NArg() == 0) == (*sweep == "") {
 			return &exitError{code: 2, msg: fmt.Sprintf("usage: starter %s POINT_WORKFLOW_ID... | --sweep SWEEP_ID [--reason TEXT]", action)}
 		}
-		c, err := temporalx.Dial(nil)
+		ctx, c, done, err := connect(60 * time.Second)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
+		defer done()
 		ids := fs.Args()
 		if *sweep != "" {
 			if ids, err = waitingPoints(ctx, c, *sweep); err != nil {

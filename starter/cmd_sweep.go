@@ -60,6 +60,17 @@ func envOr(k, def string) string {
 	return def
 }
 
+// connect dials Temporal (TEMPORAL_ADDRESS etc., or the embedded server) and
+// gives the command a deadline; done closes both.
+func connect(timeout time.Duration) (context.Context, client.Client, func(), error) {
+	c, err := temporalx.Dial(nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return ctx, c, func() { cancel(); c.Close() }, nil
+}
+
 func fastTuning() workflows.Tuning {
 	return workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second, OperatorTimeout: 2 * time.Hour}
 }
@@ -184,13 +195,11 @@ func runRerun(args []string) error {
 		return err
 	}
 	old := fs.Arg(0)
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	prev, err := querySweep(ctx, c, old)
 	if err != nil {
 		return err
@@ -284,13 +293,11 @@ func runCancel(args []string) error {
 	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
 		return &exitError{code: 2, msg: "usage: starter cancel SWEEP_ID"}
 	}
-	c, err := temporalx.Dial(nil)
+	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	defer done()
 	if err := c.CancelWorkflow(ctx, fs.Arg(0), ""); err != nil {
 		return fmt.Errorf("cancelling %s: %w", fs.Arg(0), err)
 	}
