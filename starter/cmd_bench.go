@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +43,7 @@ flags:`
 // benchFlags are the `starter bench` flags, kept in a struct so tests can
 // drive the command in-process.
 type benchFlags struct {
+	clockScale                     float64
 	baseURL, endpoint, model       string
 	conc, numPrompts, numWarmups   int
 	rate                           string
@@ -95,6 +97,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.deployment, "deployment", "", `topology giving the GPU counts, e.g. "2P1D DEP16/DEP32" or "TP8 agg"`)
 	fs.IntVar(&f.gpusPerNode, "gpus-per-node", sim.DefaultGPUsPerNode, "GPUs per node for --deployment (node count only)")
 	fs.DurationVar(&f.timeout, "request-timeout", loadgen.DefaultRequestTimeout, "per-request deadline")
+	fs.Float64Var(&f.clockScale, "clock-scale", 0, "rate of the server's clock against real time (the simulator's --time-scale); figures are converted to it. 0: ask the simulator's /sim/info, 1 for any other server")
 	fs.Float64Var(&f.timeScale, "time-scale", 1, "multiply trace think-time delays (after the 10 s cap) by this")
 	fs.BoolVar(&f.asJSON, "json", false, "print the aggregate JSON on stdout instead of the table")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress line on a terminal")
@@ -119,6 +122,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if f.saveRequests == "" {
 			f.saveRequests = filepath.Join(f.outDir, "requests.jsonl")
 		}
+	}
+	opts.ClockScale = f.clockScale
+	if opts.ClockScale == 0 {
+		opts.ClockScale = simClockScale(ctx, opts.BaseURL)
 	}
 	// The client keeps every chunk timestamp; fewer GCs keep it off the
 	// critical path (GOGC in the environment still wins).
@@ -243,6 +250,9 @@ func printBenchTable(w io.Writer, a *loadgen.Aggregate) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Requests\t%d ok, %d failed (%.1f%%)\n", a.Completed, a.Failed, 100*a.ErrorRate)
 	fmt.Fprintf(tw, "Duration\t%.2f s\n", a.Duration)
+	if a.ClockScale > 0 {
+		fmt.Fprintf(tw, "Clock\tserver time-scale %g: all times converted to the engine's clock\n", a.ClockScale)
+	}
 	fmt.Fprintf(tw, "Prompt tokens / request\trequested %.1f, server %.1f (cached %d total)\n", a.MeanRequestedInputTokens, a.MeanInputTokens, a.TotalCachedTokens)
 	fmt.Fprintf(tw, "Output tokens / request\t%.1f in %.1f chunks\n", a.MeanOutputTokens, a.MeanChunksPerRequest)
 	fmt.Fprintf(tw, "Request throughput\t%.2f req/s\n", a.RequestThroughput)
@@ -394,4 +404,28 @@ flags:`)
 		return err
 	}
 	return f.Close()
+}
+
+// simClockScale asks a sweepflow simulator for its time scale, so a bench
+// against a compressed simulator reports the model's own latencies. Any
+// other server (no /sim/info) runs in real time.
+func simClockScale(ctx context.Context, baseURL string) float64 {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/sim/info", nil)
+	if err != nil {
+		return 1
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 1
+	}
+	defer resp.Body.Close()
+	var info struct {
+		TimeScale float64 `json:"time_scale"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info) != nil || info.TimeScale <= 0 {
+		return 1
+	}
+	return info.TimeScale
 }
