@@ -364,6 +364,8 @@ func (e *itEnv) recordHistories(files map[string]string) {
 		out, err := exec.Command(e.temporal, "workflow", "show", "--address", e.addr, "-w", wid, "--output", "json").Output()
 		require.NoError(e.t, err, wid)
 		require.NoError(e.t, os.WriteFile(filepath.Join(dir, name), out, 0o644))
+		// Workflows that derive child IDs from their own ID replay under it.
+		require.NoError(e.t, os.WriteFile(filepath.Join(dir, strings.TrimSuffix(name, ".json")+".wid"), []byte(wid), 0o644))
 	}
 }
 

@@ -105,6 +105,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	res2 := night(2, 1.2)
 	// Night 3 is back to normal speed: faster than night 2, its baseline.
 	res3 := night(3, 1)
+	e.recordHistories(map[string]string{"nightly-regressed.json": night2})
 
 	points := []string{"dsv4_p1x8_d0x8_conc1_kvdram-hicache", "dsv4_p1x8_d0x8_conc4_kvdram-hicache"}
 

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 )
 
 // TestReplayRecordedHistories replays histories recorded on the real dev
-// server (happy point, operator retry, abort, ledger reuse, a whole sweep).
+// server (happy point, operator retry, abort, ledger reuse, a whole sweep,
+// a nightly that found regressions).
 // A change to the workflows that would break running sweeps fails here.
 // Re-record with SWEEPFLOW_RECORD_HISTORIES=1 go test ./starter -run TestIntegrationOperatorGateAndRerun
 // only for intended, versioned changes.
@@ -24,7 +28,17 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(SweepWorkflow)
 			r.RegisterWorkflow(PointWorkflow)
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+			r.RegisterWorkflow(NightlyWorkflow)
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			hist, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			// The recorded workflow ID (a nightly names its child sweep after it).
+			var opts worker.ReplayWorkflowHistoryOptions
+			if wid, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".wid"); err == nil {
+				opts.OriginalExecution = workflow.Execution{ID: string(wid)}
+			}
+			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, opts))
 		})
 	}
 }
