@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sweepflow/sweepflow/internal/jsonesc"
 )
 
 // words is the vocabulary prompts are built from. Each entry is one
@@ -162,7 +164,7 @@ func (b *bodyBuilder) build(dst []byte, msgs []message, maxTokens int, ignoreEOS
 			if i > 0 {
 				dst = append(dst, `\n`...)
 			}
-			dst = appendJSONStringBody(dst, m.content)
+			dst = jsonesc.AppendBytes(dst, m.content)
 		}
 		dst = append(dst, '"')
 	}
@@ -176,52 +178,9 @@ func (b *bodyBuilder) build(dst []byte, msgs []message, maxTokens int, ignoreEOS
 	return append(dst, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s as a quoted JSON string.
 func appendJSONString(dst, s []byte) []byte {
 	dst = append(dst, '"')
-	dst = appendJSONStringBody(dst, s)
+	dst = jsonesc.AppendBytes(dst, s)
 	return append(dst, '"')
-}
-
-// appendJSONStringBody escapes s for a JSON string body; invalid UTF-8 becomes
-// U+FFFD as in encoding/json.
-func appendJSONStringBody(dst, s []byte) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
 }

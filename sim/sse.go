@@ -3,7 +3,8 @@ package sim
 import (
 	"net/http"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/sweepflow/sweepflow/internal/jsonesc"
 )
 
 // sseWriter writes one request's SSE stream. The constant head of every
@@ -143,42 +144,4 @@ func appendUsage(b []byte, prompt, completion, cached int) []byte {
 }
 
 // appendEscaped appends s as the inside of a JSON string.
-func appendEscaped(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	return append(b, s[start:]...)
-}
+func appendEscaped(b []byte, s string) []byte { return jsonesc.Append(b, s) }
