@@ -70,23 +70,9 @@ func (p *Parser) Parse(data []byte, c *Chunk) error {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "id":
-			v, ok, err := p.str(&p.id)
-			if err != nil {
-				return err
-			}
-			c.ID = nil
-			if ok {
-				c.ID = v
-			}
+			return p.strInto(&p.id, &c.ID)
 		case "system_fingerprint":
-			v, ok, err := p.str(&p.fp)
-			if err != nil {
-				return err
-			}
-			c.SystemFingerprint = nil
-			if ok {
-				c.SystemFingerprint = v
-			}
+			return p.strInto(&p.fp, &c.SystemFingerprint)
 		case "object":
 			v, ok, err := p.str(&p.obj)
 			if err != nil {
@@ -119,23 +105,9 @@ func (p *Parser) Parse(data []byte, c *Chunk) error {
 				return s.object(func(k []byte) error {
 					switch string(k) {
 					case "text":
-						v, ok, err := p.str(&p.content)
-						if err != nil {
-							return err
-						}
-						c.Content = nil
-						if ok {
-							c.Content = v
-						}
+						return p.strInto(&p.content, &c.Content)
 					case "finish_reason":
-						v, ok, err := p.str(&p.fr)
-						if err != nil {
-							return err
-						}
-						c.FinishReason = nil
-						if ok {
-							c.FinishReason = v
-						}
+						return p.strInto(&p.fr, &c.FinishReason)
 					case "delta":
 						c.Content = nil
 						rc, rs, hasRC, hasRS = nil, nil, false, false
@@ -145,14 +117,7 @@ func (p *Parser) Parse(data []byte, c *Chunk) error {
 						return s.object(func(dk []byte) error {
 							switch string(dk) {
 							case "content":
-								v, ok, err := p.str(&p.content)
-								if err != nil {
-									return err
-								}
-								c.Content = nil
-								if ok {
-									c.Content = v
-								}
+								return p.strInto(&p.content, &c.Content)
 							case "reasoning_content":
 								v, ok, err := p.str(&p.rc)
 								if err != nil {
@@ -173,7 +138,6 @@ func (p *Parser) Parse(data []byte, c *Chunk) error {
 					default:
 						return s.skip(0)
 					}
-					return nil
 				})
 			})
 		case "usage":
@@ -225,6 +189,16 @@ func (p *Parser) Parse(data []byte, c *Chunk) error {
 	if objectIsError && !c.IsError {
 		c.IsError, c.Error = true, data
 	}
+	return nil
+}
+
+// strInto reads a string value into *dst (nil for null or a non-string).
+func (p *Parser) strInto(scratch *[]byte, dst *[]byte) error {
+	v, _, err := p.str(scratch)
+	if err != nil {
+		return err
+	}
+	*dst = v
 	return nil
 }
 
