@@ -168,44 +168,22 @@ func (b *Backend) StageCheckpoint(ctx context.Context, alloc cluster.Allocation,
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return cluster.StageReport{}, fmt.Errorf("%w: checkpoint %s not found on the shared root", cluster.ErrBadConfig, src)
 	}
-	var (
-		mu     sync.Mutex
-		report = cluster.StageReport{Nodes: len(alloc.Nodes)}
-		errs   []error
-		wg     sync.WaitGroup
-	)
-	for _, node := range alloc.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			opts := staging.Options{Src: src, Dst: filepath.Join(b.cfg.NodeLocalRoot, node, rel)}
-			if done := resume[node]; len(done) > 0 {
-				opts.Resume = &staging.Progress{Done: done}
+	return cluster.StageOnNodes(ctx, alloc.Nodes, func(ctx context.Context, node string) (*staging.Report, error) {
+		opts := staging.Options{Src: src, Dst: filepath.Join(b.cfg.NodeLocalRoot, node, rel)}
+		if done := resume[node]; len(done) > 0 {
+			opts.Resume = &staging.Progress{Done: done}
+		}
+		opts.OnProgress = func(p staging.Progress) {
+			if progress != nil {
+				progress(cluster.StageProgress{Node: node, Done: p.Done, BytesCopied: p.BytesCopied})
 			}
-			opts.OnProgress = func(p staging.Progress) {
-				if progress != nil {
-					progress(cluster.StageProgress{Node: node, Done: p.Done, BytesCopied: p.BytesCopied})
-				}
-			}
-			rep, err := staging.Stage(ctx, opts)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if errors.Is(err, staging.ErrChecksumMismatch) {
-					err = fmt.Errorf("%w: %v", cluster.ErrChecksum, err)
-				}
-				errs = append(errs, fmt.Errorf("node %s: %w", node, err))
-				return
-			}
-			report.FilesCopied += rep.FilesCopied
-			report.FilesSkipped += rep.FilesSkipped
-			report.BytesCopied += rep.BytesCopied
-			report.BytesSkipped += rep.BytesSkipped
-			report.Manifest = rep.ManifestSHA256
-		}()
-	}
-	wg.Wait()
-	return report, errors.Join(errs...)
+		}
+		rep, err := staging.Stage(ctx, opts)
+		if errors.Is(err, staging.ErrChecksumMismatch) {
+			err = fmt.Errorf("%w: %v", cluster.ErrChecksum, err)
+		}
+		return rep, err
+	})
 }
 
 func pidFile(alloc cluster.Allocation) string { return filepath.Join(alloc.WorkDir, "server.pid") }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/staging"
@@ -53,32 +52,10 @@ func (b *Backend) StageCheckpoint(ctx context.Context, alloc cluster.Allocation,
 	if err := os.MkdirAll(stageDir, 0o755); err != nil {
 		return cluster.StageReport{}, err
 	}
-	var (
-		mu     sync.Mutex
-		report = cluster.StageReport{Nodes: len(alloc.Nodes)}
-		errs   []error
-		wg     sync.WaitGroup
-	)
-	for _, node := range alloc.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, err := b.stageNode(ctx, alloc, node, src, NodePath(dst, node), stageDir, resume[node], progress)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("node %s: %w", node, err))
-				return
-			}
-			report.FilesCopied += rep.FilesCopied
-			report.FilesSkipped += rep.FilesSkipped
-			report.BytesCopied += rep.BytesCopied
-			report.BytesSkipped += rep.BytesSkipped
-			report.Manifest = rep.ManifestSHA256
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	report, err := cluster.StageOnNodes(ctx, alloc.Nodes, func(ctx context.Context, node string) (*staging.Report, error) {
+		return b.stageNode(ctx, alloc, node, src, NodePath(dst, node), stageDir, resume[node], progress)
+	})
+	if err != nil {
 		// A step that failed because the job died is an allocation loss,
 		// whatever srun printed.
 		if cerr := b.Check(ctx, alloc); cerr != nil && !errors.Is(err, cluster.ErrChecksum) {
