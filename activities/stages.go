@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,19 +264,8 @@ func (a *Activities) RecordSweep(ctx context.Context, rec SweepRecord) error {
 	data, _ := json.Marshal(rec)
 	return classify(a.Store.UpsertSweep(ctx, results.Sweep{
 		ID: rec.SweepID, Name: rec.Name, ConfigJSON: string(data), Status: rec.Status,
-		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, ReuseFrom: joinComma(rec.ReuseFrom), Nightly: rec.Nightly,
+		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, ReuseFrom: strings.Join(rec.ReuseFrom, ","), Nightly: rec.Nightly,
 	}))
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
 }
 
 // putArtifact stores a local file in the artifact store and returns its URI.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,7 +160,7 @@ func parseFaults(specs []string, p *plan.Plan) (map[string][]activities.Fault, e
 			}
 			times = n
 		}
-		if !contains(stages, parts[1]) {
+		if !slices.Contains(stages, parts[1]) {
 			return nil, fmt.Errorf("--inject-fault %q: unknown stage %q (want one of %s)", s, parts[1], strings.Join(stages, ", "))
 		}
 		var match []string
@@ -178,15 +179,6 @@ func parseFaults(specs []string, p *plan.Plan) (map[string][]activities.Fault, e
 		out[match[0]] = append(out[match[0]], activities.Fault{Stage: parts[1], Times: times})
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // goldenALOf returns the sweep's golden AL file and thinking mode.
