@@ -13,7 +13,7 @@ import (
 )
 
 // fakeServer is a minimal OpenAI-compatible server that answers GSM8K test
-// questions from the real split. It exists to drive failure paths (status
+// questions from the split it is given. It exists to drive failure paths (status
 // codes, timeouts, malformed replies) that a well-behaved simulator never
 // produces; accuracy tests run against the sweepflow simulator.
 type fakeServer struct {

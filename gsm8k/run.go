@@ -33,8 +33,9 @@ type Options struct {
 	RetryBackoff time.Duration
 	// Seed is the request seed (default 1234, what lm-eval sends).
 	Seed int64
-	// TrainPath and TestPath are paths or URLs of the JSONL splits (default
-	// DefaultTrainURL / DefaultTestURL, cached in CacheDir).
+	// TrainPath and TestPath are paths or URLs of the JSONL splits. Empty
+	// means Resolve's default: $SWEEPFLOW_GSM8K_DIR, else the verified
+	// canonical files cached in CacheDir (downloaded on first use).
 	TrainPath, TestPath string
 	CacheDir            string
 	// Progress, if set, is called after each document completes, serially.
@@ -146,11 +147,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Limit < 0 || opts.Concurrency < 0 || opts.MaxTokens < 0 {
 		return nil, errors.New("gsm8k: Limit, Concurrency and MaxTokens must not be negative")
 	}
-	if opts.TestPath == "" {
-		opts.TestPath = DefaultTestURL
-	}
-	if opts.TrainPath == "" {
-		opts.TrainPath = DefaultTrainURL
+	if opts.TestPath == "" || (opts.TrainPath == "" && opts.Mode != ModeCoT) {
+		sp, err := Resolve(ctx, Source{CacheDir: opts.CacheDir})
+		if err != nil {
+			return nil, err
+		}
+		opts.TestPath = orDefault(opts.TestPath, sp.Test)
+		opts.TrainPath = orDefault(opts.TrainPath, sp.Train)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = 64

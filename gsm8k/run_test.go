@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fakeOpts runs against f on the fixture splits.
 func fakeOpts(f *fakeServer, mode Mode, limit int) Options {
 	return Options{
 		BaseURL: f.URL, Model: "fake", Mode: mode, Limit: limit, Concurrency: 16,
@@ -23,7 +24,7 @@ func fakeOpts(f *fakeServer, mode Mode, limit int) Options {
 
 func TestRunModesAgainstFake(t *testing.T) {
 	t.Parallel()
-	test, train := realSplits(t)
+	test, train := fixtureSplits(t)
 	cases := []struct {
 		mode          Mode
 		reasoningOnly bool
@@ -39,20 +40,20 @@ func TestRunModesAgainstFake(t *testing.T) {
 			t.Parallel()
 			f := newFakeServer(t, test)
 			f.reasoningOnly = tc.reasoningOnly
-			f.wrong = func(id int) bool { return id%10 == 3 } // exactly 10 % wrong
-			res, err := Run(context.Background(), fakeOpts(f, tc.mode, 100))
+			f.wrong = func(id int) bool { return id%10 == 3 } // exactly 10 % of the first 10 wrong
+			res, err := Run(context.Background(), fakeOpts(f, tc.mode, 10))
 			require.NoError(t, err)
 			s := res.Summary
 			assert.Equal(t, tc.mode.Task(), s.Task)
-			assert.Equal(t, 100, s.NEff)
+			assert.Equal(t, 10, s.NEff)
 			assert.InDelta(t, 0.90, s.EMStrict, 1e-12)
 			assert.InDelta(t, 0.90, s.EMFlexible, 1e-12)
-			assert.InDelta(t, 0.0301511344577763, s.EMStrictSE, 1e-12) // sqrt(.9*.1/99)
+			assert.InDelta(t, 0.1, s.EMStrictSE, 1e-12) // sqrt(.9*.1/9)
 			assert.Zero(t, s.InvalidRate)
 			assert.Zero(t, res.FailedRequests)
 			assert.False(t, res.Simulated)
-			assert.Equal(t, 100, f.paths[tc.path])
-			require.Len(t, res.Samples, 100)
+			assert.Equal(t, 10, f.paths[tc.path])
+			require.Len(t, res.Samples, 10)
 			for i, smp := range res.Samples {
 				assert.Equal(t, i, smp.DocID)
 				assert.Equal(t, 1, smp.Attempts)
@@ -83,7 +84,7 @@ func TestRunModesAgainstFake(t *testing.T) {
 
 func TestRunRetriesTransientErrors(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	test, _ := fixtureSplits(t)
 	cases := []struct {
 		name string
 		code int
@@ -102,9 +103,9 @@ func TestRunRetriesTransientErrors(t *testing.T) {
 				}
 				return 0
 			}
-			res, err := Run(context.Background(), fakeOpts(f, ModeLMEval, 40))
+			res, err := Run(context.Background(), fakeOpts(f, ModeLMEval, 0))
 			require.NoError(t, err)
-			assert.Equal(t, 40, res.Summary.NEff)
+			assert.Equal(t, fixtureTestLen, res.Summary.NEff)
 			assert.Equal(t, 1.0, res.Summary.EMStrict)
 			for _, s := range res.Samples {
 				assert.Equal(t, 3, s.Attempts)
@@ -115,7 +116,7 @@ func TestRunRetriesTransientErrors(t *testing.T) {
 
 func TestRunRetriesTimeouts(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	test, _ := fixtureSplits(t)
 	f := newFakeServer(t, test)
 	f.delay = func(id, attempt int) time.Duration {
 		if id%5 == 0 && attempt == 1 {
@@ -123,11 +124,11 @@ func TestRunRetriesTimeouts(t *testing.T) {
 		}
 		return 0
 	}
-	opts := fakeOpts(f, ModeLMEval, 20)
+	opts := fakeOpts(f, ModeLMEval, 0)
 	opts.RequestTimeout = 100 * time.Millisecond
 	res, err := Run(context.Background(), opts)
 	require.NoError(t, err)
-	assert.Equal(t, 20, res.Summary.NEff)
+	assert.Equal(t, fixtureTestLen, res.Summary.NEff)
 	for _, s := range res.Samples {
 		if s.DocID%5 == 0 {
 			assert.Equal(t, 2, s.Attempts, "doc %d timed out once", s.DocID)
@@ -137,7 +138,8 @@ func TestRunRetriesTimeouts(t *testing.T) {
 
 func TestRunFailedRequests(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	// 200 documents, so that one failure is half a percent.
+	path, test := synthSplit(t, 200)
 	cases := []struct {
 		name      string
 		failing   func(id int) bool
@@ -163,6 +165,7 @@ func TestRunFailedRequests(t *testing.T) {
 				return 0
 			}
 			opts := fakeOpts(f, ModeLMEval, 200)
+			opts.TestPath = path
 			opts.Retries = 2
 			res, err := Run(context.Background(), opts)
 			require.NotNil(t, res)
@@ -196,12 +199,12 @@ func TestRunFailedRequests(t *testing.T) {
 
 func TestRunAbortsEarlyWhenServerIsDown(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	path, test := synthSplit(t, 1319) // a full-size run, to show it stops early
 	f := newFakeServer(t, test)
 	url := f.URL
 	f.Close() // connection refused for every request
 	opts := Options{BaseURL: url, Model: "m", Mode: ModeLMEval, Limit: 1319, Concurrency: 4,
-		TestPath: testSplit, TrainPath: trainSplit, RetryBackoff: time.Millisecond, Retries: 1}
+		TestPath: path, TrainPath: trainSplit, RetryBackoff: time.Millisecond, Retries: 1}
 	start := time.Now()
 	res, err := Run(context.Background(), opts)
 	var fre *FailedRequestsError
@@ -216,7 +219,7 @@ func TestRunAbortsEarlyWhenServerIsDown(t *testing.T) {
 
 func TestRunSimulatedMarkers(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	test, _ := fixtureSplits(t)
 	for _, tc := range []struct {
 		name        string
 		header      bool
@@ -240,12 +243,13 @@ func TestRunSimulatedMarkers(t *testing.T) {
 
 func TestRunConcurrencyAndProgress(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	path, test := synthSplit(t, 120)
 	f := newFakeServer(t, test)
 	f.delay = func(int, int) time.Duration { return 20 * time.Millisecond }
 	var mu sync.Mutex
 	var seen []int
 	opts := fakeOpts(f, ModeLMEval, 120)
+	opts.TestPath = path
 	opts.Concurrency = 12
 	opts.Progress = func(done, total int) {
 		mu.Lock()
@@ -264,12 +268,12 @@ func TestRunConcurrencyAndProgress(t *testing.T) {
 
 func TestRunCancel(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	test, _ := fixtureSplits(t)
 	f := newFakeServer(t, test)
 	f.delay = func(int, int) time.Duration { return time.Second }
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	_, err := Run(ctx, fakeOpts(f, ModeLMEval, 100))
+	_, err := Run(ctx, fakeOpts(f, ModeLMEval, 0))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "cancelled")
 }
@@ -299,7 +303,8 @@ func TestRunBadOptions(t *testing.T) {
 
 func TestSamplesLogRescoresIdentically(t *testing.T) {
 	t.Parallel()
-	test, _ := realSplits(t)
+	// 150 documents, so that one failed request stays under 1 %.
+	path, test := synthSplit(t, 150)
 	for _, mode := range []Mode{ModeLMEval, ModeInferenceX, ModeCoT} {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
@@ -311,7 +316,9 @@ func TestSamplesLogRescoresIdentically(t *testing.T) {
 				}
 				return 0
 			}
-			res, err := Run(context.Background(), fakeOpts(f, mode, 150))
+			opts := fakeOpts(f, mode, 150)
+			opts.TestPath = path
+			res, err := Run(context.Background(), opts)
 			require.NoError(t, err)
 			var buf bytes.Buffer
 			require.NoError(t, WriteSamplesJSONL(&buf, res.Samples))

@@ -7,17 +7,57 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
+// thresholdCase is one Floor lookup.
+type thresholdCase struct {
+	task, prefix string
+	want         float64
+	ok           bool
+}
+
+func checkFloors(t *testing.T, th *Thresholds, cases []thresholdCase) {
+	t.Helper()
+	for _, tc := range cases {
+		got, ok := th.Floor(tc.task, tc.prefix)
+		assert.Equal(t, tc.ok, ok, "%s/%s", tc.task, tc.prefix)
+		assert.Equal(t, tc.want, got, "%s/%s", tc.task, tc.prefix)
+	}
+}
+
+func TestLoadThresholdsFixture(t *testing.T) {
+	t.Parallel()
+	th, err := LoadThresholds(filepath.Join("testdata", "thresholds.yaml"))
+	require.NoError(t, err)
+	checkFloors(t, th, []thresholdCase{
+		{"gsm8k", "dsv4", 0.91, true},
+		{"gsm8k", "alpha", 0.94, true},
+		{"gsm8k", "beta", 0.90, true},  // beta overrides another task: default
+		{"gsm8k", "gamma", 0.90, true}, // no override: default
+		{"gsm8k", "", 0.90, true},
+		{"swebench_lite", "beta", 0.40, true},
+		{"swebench_lite", "dsv4", 0.50, true}, // dsv4 overrides only gsm8k
+		{"gsm8k_cot", "dsv4", 0, false},
+	})
+}
+
+// The repository's own floors, which the worker gates on by default.
+func TestLoadThresholdsRepoConfig(t *testing.T) {
+	t.Parallel()
+	th, err := LoadThresholds(filepath.Join("..", "configs", "thresholds.yaml"))
+	require.NoError(t, err)
+	checkFloors(t, th, []thresholdCase{{"gsm8k", "dsv4", 0.91, true}, {"gsm8k", "", 0.90, true}})
+}
+
+// TestLoadThresholdsInferenceXFile reads InferenceX's own file (reference
+// test).
 func TestLoadThresholdsInferenceXFile(t *testing.T) {
 	t.Parallel()
-	th, err := LoadThresholds(filepath.Join("..", "..", "shared", "inferencex", "thresholds.yaml"))
+	th, err := LoadThresholds(filepath.Join(reftest.InferenceX(t, "thresholds.yaml"), "thresholds.yaml"))
 	require.NoError(t, err)
-	cases := []struct {
-		task, prefix string
-		want         float64
-		ok           bool
-	}{
+	checkFloors(t, th, []thresholdCase{
 		{"gsm8k", "dsv4", 0.91, true},
 		{"gsm8k", "dsr1", 0.91, true},
 		{"gsm8k", "glm5", 0.94, true},
@@ -25,12 +65,7 @@ func TestLoadThresholdsInferenceXFile(t *testing.T) {
 		{"gsm8k", "", 0.90, true},
 		{"swebench_lite", "dsv4", 0.50, true}, // dsv4 overrides only gsm8k
 		{"gsm8k_cot", "dsv4", 0, false},
-	}
-	for _, tc := range cases {
-		got, ok := th.Floor(tc.task, tc.prefix)
-		assert.Equal(t, tc.ok, ok, "%s/%s", tc.task, tc.prefix)
-		assert.Equal(t, tc.want, got, "%s/%s", tc.task, tc.prefix)
-	}
+	})
 }
 
 func TestParseThresholdsErrors(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 func TestParseDeployment(t *testing.T) {
@@ -90,7 +92,67 @@ func FuzzParseDeployment(f *testing.F) {
 	})
 }
 
+// checkMatrixRows parses every multinode row of the matrix files in files
+// and returns how many it parsed; single-node rows are skipped.
+func checkMatrixRows(t *testing.T, files []string) int {
+	t.Helper()
+	parsed := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".evals.json") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var rows []json.RawMessage
+		require.NoError(t, json.Unmarshal(data, &rows))
+		for i, raw := range rows {
+			row, err := ParseMatrixRow(raw, 0)
+			if err != nil && strings.Contains(err.Error(), "field prefill: missing") {
+				continue // single-node row
+			}
+			require.NoError(t, err, "%s row %d", f, i)
+			require.NoError(t, row.Deployment(4).Validate(), "%s row %d", f, i)
+			parsed++
+		}
+	}
+	return parsed
+}
+
+// TestMatrixRows reads rows of our own written in InferenceX's
+// expected-matrix format (testdata/matrix-rows.json).
+func TestMatrixRows(t *testing.T) {
+	t.Parallel()
+	const file = "testdata/matrix-rows.json"
+	tests := []struct {
+		index int
+		dep   string
+		al    float64
+		hasAL bool
+	}{
+		{0, "1P1D DEP8/DEP8", 2.2, true},
+		{1, "TP8 agg", 1.8, true},
+		{2, "TP8 agg", 0, false}, // disagg: true with decode num-worker 0
+		{3, "2P1D DEP4/DEP16", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dep, func(t *testing.T) {
+			row, err := LoadMatrixRow(file, tc.index)
+			require.NoError(t, err)
+			assert.Equal(t, tc.dep, row.Deployment(4).String())
+			al, ok := row.SyntheticAcceptanceLength()
+			assert.Equal(t, tc.hasAL, ok)
+			assert.Equal(t, tc.al, al)
+		})
+	}
+	_, err := LoadMatrixRow(file, 4)
+	require.ErrorContains(t, err, "field [4].prefill: missing")
+	assert.Equal(t, 4, checkMatrixRows(t, []string{file}), "the single-node row is skipped")
+}
+
+// TestMatrixRowsFromInferenceX reads InferenceX's own expected matrices
+// (reference test).
 func TestMatrixRowsFromInferenceX(t *testing.T) {
+	matrixDir := filepath.Join(reftest.InferenceX(t, "expected-matrix"), "expected-matrix")
 	tests := []struct {
 		file  string
 		index int
@@ -112,29 +174,10 @@ func TestMatrixRowsFromInferenceX(t *testing.T) {
 			assert.Equal(t, tc.al, al)
 		})
 	}
-	// every multinode row in the shared expected matrices parses
+	// every multinode row in InferenceX's expected matrices parses
 	files, err := filepath.Glob(filepath.Join(matrixDir, "*.json"))
 	require.NoError(t, err)
-	parsed := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, ".evals.json") {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var rows []json.RawMessage
-		require.NoError(t, json.Unmarshal(data, &rows))
-		for i, raw := range rows {
-			row, err := ParseMatrixRow(raw, 0)
-			if err != nil && strings.Contains(err.Error(), "field prefill: missing") {
-				continue // single-node row
-			}
-			require.NoError(t, err, "%s row %d", f, i)
-			require.NoError(t, row.Deployment(4).Validate(), "%s row %d", f, i)
-			parsed++
-		}
-	}
-	assert.Greater(t, parsed, 50)
+	assert.Greater(t, checkMatrixRows(t, files), 50)
 }
 
 func TestMatrixRowErrors(t *testing.T) {

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 type gsmDoc struct {
@@ -90,14 +93,14 @@ func chatFewShot(shots []gsmDoc, q string) map[string]any {
 	}
 }
 
-// Not parallel: CPU-heavy, so it runs before the timing-sensitive tests.
-func TestGSM8KAccuracyOverTestSplit(t *testing.T) {
-	test := readGSM(t, gsm8kTestPath)
-	train := readGSM(t, gsm8kTrainPath)
-	require.Len(t, test, 1319)
-	shots := train[:5]
+// checkAccuracy serves the questions in testPath and checks that strict
+// exact_match is within 3σ of the configured accuracy for two seeds, that
+// the seeds get different questions wrong, and that accuracies 1 and 0 are
+// exact.
+func checkAccuracy(t *testing.T, testPath string, shots []gsmDoc) {
+	test := readGSM(t, testPath)
 	run := func(seed int64, accuracy float64) (correct []bool) {
-		_, url := startServer(t, Config{FastMode: true, GSM8KPath: gsm8kTestPath, Accuracy: accuracy, Seed: seed})
+		_, url := startServer(t, Config{FastMode: true, GSM8KPath: testPath, Accuracy: accuracy, Seed: seed})
 		res := runConcurrent(t, 16, len(test), func(i int) (string, any) {
 			return url + "/v1/chat/completions", chatFewShot(shots, test[i].Question)
 		})
@@ -132,8 +135,9 @@ func TestGSM8KAccuracyOverTestSplit(t *testing.T) {
 	}
 	a := run(42, 0.95)
 	b := run(43, 0.95)
-	sigma := math.Sqrt(0.95 * 0.05 / 1319)
-	t.Logf("strict exact_match at accuracy 0.95: seed 42 %.4f, seed 43 %.4f (n=1319, 3σ=%.4f)", rate(a), rate(b), 3*sigma)
+	n := len(test)
+	sigma := math.Sqrt(0.95 * 0.05 / float64(n))
+	t.Logf("strict exact_match at accuracy 0.95: seed 42 %.4f, seed 43 %.4f (n=%d, 3σ=%.4f)", rate(a), rate(b), n, 3*sigma)
 	for _, c := range [][]bool{a, b} {
 		assert.InDelta(t, 0.95, rate(c), 3*sigma, "score within 3σ of the configured accuracy")
 	}
@@ -149,12 +153,26 @@ func TestGSM8KAccuracyOverTestSplit(t *testing.T) {
 	assert.Equal(t, 0.0, rate(run(42, 0)), "wrong answers are never accidentally right")
 }
 
+// Not parallel: CPU-heavy, so it runs before the timing-sensitive tests.
+func TestGSM8KAccuracy(t *testing.T) {
+	checkAccuracy(t, synthGSM8K(t, 600), readGSM(t, gsm8kTrainPath)[:5])
+}
+
+// TestGSM8KAccuracyOverTestSplit is the same check over the real 1,319
+// questions (reference test). Not parallel, as above.
+func TestGSM8KAccuracyOverTestSplit(t *testing.T) {
+	dir := reftest.GSM8K(t)
+	test := readGSM(t, filepath.Join(dir, "test.jsonl"))
+	require.Len(t, test, 1319)
+	checkAccuracy(t, filepath.Join(dir, "test.jsonl"), readGSM(t, filepath.Join(dir, "train.jsonl"))[:5])
+}
+
 func TestGSM8KPromptStyles(t *testing.T) {
 	t.Parallel()
 	test := readGSM(t, gsm8kTestPath)
 	train := readGSM(t, gsm8kTrainPath)
 	_, url := startServer(t, Config{FastMode: true, GSM8KPath: gsm8kTestPath, Accuracy: 1, Seed: 1})
-	q := test[100]
+	q := test[10] // not among the test[:8] shots below
 
 	t.Run("lm-eval completion prompt with Question: stop", func(t *testing.T) {
 		var b strings.Builder

@@ -121,10 +121,14 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		return nil, nil, err
 	}
 	ev := activities.EvalConfig{Mode: gsm8k.Mode(c.EvalMode), Limit: c.EvalLimit, DefaultFloor: 0}
-	if c.GSM8KDir != "" {
-		ev.TestPath = filepath.Join(c.GSM8KDir, "test.jsonl")
-		ev.TrainPath = filepath.Join(c.GSM8KDir, "train.jsonl")
+	// The simulator and the eval stage read the same local splits: the
+	// --gsm8k-dir, else the verified cache, else one download.
+	sp, err := gsm8k.Resolve(ctx, gsm8k.Source{Dir: c.GSM8KDir})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
 	}
+	ev.TestPath, ev.TrainPath = sp.Test, sp.Train
 	if c.Thresholds != "" {
 		if ev.Thresholds, err = gsm8k.LoadThresholds(c.Thresholds); err != nil {
 			store.Close()
