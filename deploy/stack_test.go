@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/zap"
 
+	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -56,14 +57,6 @@ func cleanEnv(extra ...string) []string {
 		env = append(env, kv)
 	}
 	return append(env, extra...)
-}
-
-func sharedGSM8K() string {
-	d := os.Getenv("SWEEPFLOW_SHARED")
-	if d == "" {
-		d, _ = filepath.Abs(filepath.Join("..", "..", "shared"))
-	}
-	return filepath.Join(d, "datasets", "gsm8k")
 }
 
 // TestStackOnDevServer runs what the compose stack runs, minus Docker: the
@@ -127,10 +120,7 @@ func TestStackOnDevServer(t *testing.T) {
 	w := cf.Services["worker"]
 	data := t.TempDir()
 	ckpt := strings.Replace(w.Environment["SWEEPFLOW_SIM_CHECKPOINT"], w.Environment["SWEEPFLOW_DATA_DIR"], data, 1)
-	gsm := sharedGSM8K()
-	if _, err := os.Stat(filepath.Join(gsm, "test.jsonl")); err != nil {
-		gsm = t.TempDir() // empty: the entrypoint tries the download and goes on without
-	}
+	gsm := gsm8kfixture.Dir(t) // the real split with SWEEPFLOW_GSM8K_DIR, else ours
 	args := append([]string{filepath.Join(root, "deploy", "worker-entrypoint.sh")}, w.Command...)
 	args = append(args, "--sim-time-scale", "0.002", "--perf-duration", "2s")
 	worker := exec.Command("sh", args...)

@@ -1,25 +1,37 @@
 package goldenal
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("SWEEPFLOW_SHARED"); d != "" {
-		return d
-	}
-	d, err := filepath.Abs(filepath.Join("..", "..", "shared"))
+// TestSeedTable reads the repository's own copy of the seed's golden AL
+// figures, which the seed sweep uses by default.
+func TestSeedTable(t *testing.T) {
+	tab, err := Load(filepath.Join("..", "configs", "golden-al", "dsv4-pro-0813-dspark.yaml"))
 	require.NoError(t, err)
-	return d
+	got, err := tab.Lookup("deepseek-ai/DeepSeek-V4-Pro-0813", true, 6)
+	require.NoError(t, err)
+	require.InDelta(t, 3.77, got, 1e-9, "DSpark, 6 draft tokens, thinking on")
+}
+
+// TestSeedTableMatchesInferenceX is a reference test: our copy of the seed's
+// table must hold exactly InferenceX's figures.
+func TestSeedTableMatchesInferenceX(t *testing.T) {
+	ix := reftest.InferenceX(t, "golden_al_distribution")
+	theirs, err := Load(filepath.Join(ix, "golden_al_distribution", "dsv4-pro-0813-dspark.yaml"))
+	require.NoError(t, err)
+	ours, err := Load(filepath.Join("..", "configs", "golden-al", "dsv4-pro-0813-dspark.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, theirs["deepseek-v4-pro-0813"], ours["deepseek-v4-pro-0813"])
 }
 
 func TestLookupRealFiles(t *testing.T) {
-	dir := filepath.Join(sharedDir(t), "inferencex", "golden_al_distribution")
+	dir := filepath.Join(reftest.InferenceX(t, "golden_al_distribution"), "golden_al_distribution")
 	tests := []struct {
 		file     string
 		model    string

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 // BenchmarkLoadMaster measures strict loading of InferenceX's whole
 // nvidia-master.yaml (152 keys, ~10k lines).
 func BenchmarkLoadMaster(b *testing.B) {
-	path := filepath.Join(sharedDir(b), "inferencex", "nvidia-master.yaml")
+	path := filepath.Join(reftest.InferenceX(b, "nvidia-master.yaml"), "nvidia-master.yaml")
 	for b.Loop() {
 		if _, err := config.LoadMaster(path); err != nil {
 			b.Fatal(err)

@@ -13,34 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
-// sharedDir finds the read-only reference material: $SWEEPFLOW_SHARED, or
-// ../shared next to the repository root.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("SWEEPFLOW_SHARED"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "go.mod not found above the test directory")
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	_, err = os.Stat(filepath.Join(shared, "inferencex", "nvidia-master.yaml"))
-	require.NoError(t, err, "reference data missing: set SWEEPFLOW_SHARED to the shared/ directory")
-	return shared
-}
-
+// loadReference reads InferenceX's master config, runners and expected
+// generator output from SWEEPFLOW_INFERENCEX, or skips: these are reference
+// tests, and users have no InferenceX checkout beside the repository.
 func loadReference(t testing.TB) (*config.Master, *config.Runners, string) {
 	t.Helper()
-	ix := filepath.Join(sharedDir(t), "inferencex")
+	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "expected-matrix")
 	m, err := config.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
 	require.NoError(t, err)
 	r, err := config.LoadRunners(filepath.Join(ix, "runners.yaml"))

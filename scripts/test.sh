@@ -1,16 +1,60 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, workflowcheck, then every Go test
 # (unit, fuzz seeds, replay, integration on the real Temporal dev server).
+#
+# It does its own set-up: as root on Debian or Ubuntu it installs the system
+# packages the tests use (Slurm, munge, Chromium, PostgreSQL) when missing;
+# without root, a test whose tool is missing skips with one line naming the
+# package. Go modules, the pinned Temporal CLI and workflowcheck are fetched
+# or built once and cached under ~/.cache/sweepflow.
+#
+# Reference tests compare sweepflow with InferenceX, lm-eval and srt-slurm on
+# their own data, which users do not have. They run when these name it, and
+# skip with one line each otherwise (counted at the end):
+#   SWEEPFLOW_INFERENCEX  an InferenceX reference directory (configs,
+#                         expected matrices, golden AL tables)
+#   SWEEPFLOW_GSM8K_DIR   a directory holding GSM8K test.jsonl and train.jsonl
+#   SWEEPFLOW_SRT_SLURM   srt-slurm's rendered process sets
+# Arguments go to `go test` (e.g. -run X, -short).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cache="${SWEEPFLOW_CACHE:-$HOME/.cache/sweepflow}"
 
+echo "== system packages"
+pkgs=(chromium postgresql slurmctld slurmd slurm-client munge)
+need=()
+if command -v dpkg >/dev/null; then
+  for pkg in "${pkgs[@]}"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+fi
+if [ ${#need[@]} -eq 0 ]; then
+  echo "present (or not a Debian system): ${pkgs[*]}"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+else
+  echo "missing: ${need[*]} (not root: the tests that need them skip; install them to run those)"
+fi
+
+echo "== Go modules, Temporal CLI, workflowcheck"
+go mod download
 "$root/scripts/install-temporal.sh"
 export SWEEPFLOW_TEMPORAL_BIN="$root/bin/temporal"
-# Tests read the shared reference data (GSM8K, InferenceX configs) in place.
-export SWEEPFLOW_SHARED="${SWEEPFLOW_SHARED:-$(cd "$root/.." && pwd)/shared}"
-export SWEEPFLOW_INFERENCEX="${SWEEPFLOW_INFERENCEX:-$SWEEPFLOW_SHARED/inferencex}"
+if [ ! -x "$cache/bin/workflowcheck" ]; then
+  (cd /tmp && GOBIN="$cache/bin" GOFLAGS=-mod=mod go install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0)
+fi
+
+# Each skipped reference test appends a line here (internal/reftest).
+skiplog="${SWEEPFLOW_REFSKIP_LOG:-}"
+if [ -z "$skiplog" ]; then
+  skiplog=$(mktemp)
+  trap 'rm -f "$skiplog"' EXIT
+fi
+export SWEEPFLOW_REFSKIP_LOG="$skiplog"
+: >"$skiplog"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -23,14 +67,25 @@ echo "== go vet"
 go vet ./...
 
 echo "== workflowcheck"
-if [ ! -x "$cache/bin/workflowcheck" ]; then
-  (cd /tmp && GOBIN="$cache/bin" GOFLAGS=-mod=mod go install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0)
-fi
 "$cache/bin/workflowcheck" -show-pos ./workflows/...
 
 echo "== go test"
-go test -count=1 -timeout 25m "$@" ./...
+status=0
+go test -count=1 -timeout 25m "$@" ./... || status=$?
 
 # The compose stack test is its own module (Docker's libraries): only with an engine.
-if docker info >/dev/null 2>&1; then (cd deploy/composetest && go test -count=1 -timeout 30m ./...)
-else echo "compose stack test: skipped (no Docker engine)"; fi
+if docker info >/dev/null 2>&1; then
+  (cd deploy/composetest && go test -count=1 -timeout 30m ./...) || status=$?
+else
+  echo "compose stack test: skipped (no Docker engine)"
+fi
+
+echo
+n=$(grep -c . "$skiplog" || true)
+if [ "$n" -gt 0 ]; then
+  vars=$(grep -o 'set SWEEPFLOW_[A-Z0-9_]*' "$skiplog" | sort -u | sed 's/^set //' | paste -sd, - | sed 's/,/, /g')
+  echo "reference tests: $n skipped (set $vars to run them)"
+else
+  echo "reference tests: 0 skipped"
+fi
+exit $status

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -106,11 +107,15 @@ func TestParseScalar(t *testing.T) {
 	assert.Equal(t, "True", parseScalar("True"))
 }
 
-var (
-	evalTestSplit  = filepath.Join("..", "..", "shared", "datasets", "gsm8k", "test.jsonl")
-	evalTrainSplit = filepath.Join("..", "..", "shared", "datasets", "gsm8k", "train.jsonl")
-	evalThresholds = filepath.Join("..", "..", "shared", "inferencex", "thresholds.yaml")
-)
+// The project's own floors (dsv4: 0.91).
+var evalThresholds = filepath.Join("..", "configs", "thresholds.yaml")
+
+// evalSplits is the real GSM8K split when SWEEPFLOW_GSM8K_DIR names it, else
+// a generated one of ours with enough questions for a 300-question eval.
+func evalSplits(t *testing.T) (test, train string) {
+	d := gsm8kfixture.Dir(t)
+	return filepath.Join(d, "test.jsonl"), filepath.Join(d, "train.jsonl")
+}
 
 // TestEvalGSM8KCLIAgainstSim drives `starter eval gsm8k` end to end against
 // the simulator over HTTP, then rescores its sample log with
@@ -129,6 +134,7 @@ func TestEvalGSM8KCLIAgainstSim(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			evalTestSplit, evalTrainSplit := evalSplits(t)
 			s, err := sim.New(sim.Config{GSM8KPath: evalTestSplit, Accuracy: tc.accuracy, Seed: 3, FastMode: true, Model: "sim"})
 			require.NoError(t, err)
 			srv := httptest.NewServer(s.Handler())
@@ -186,6 +192,7 @@ func TestEvalGSM8KCLIAgainstSim(t *testing.T) {
 
 func TestEvalGSM8KCLITable(t *testing.T) {
 	t.Parallel()
+	evalTestSplit, _ := evalSplits(t)
 	s, err := sim.New(sim.Config{GSM8KPath: evalTestSplit, Accuracy: 1, Seed: 1, FastMode: true, Model: "sim"})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())

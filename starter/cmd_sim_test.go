@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -133,12 +135,15 @@ func waitForAddr(t *testing.T, lines <-chan string) string {
 
 func TestSimServeInProcess(t *testing.T) {
 	t.Parallel()
+	gsm := t.TempDir()
+	require.NoError(t, gsm8kfixture.Write(gsm, 5, 1))
+	question, _, gold := gsm8kfixture.Problem(3)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := lineWriter{lines: make(chan string, 16)}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- simServe(ctx, []string{"--listen", "127.0.0.1:0", "--deployment", "1P1D DEP8/DEP16", "--time-scale", "0.01",
-			"--gsm8k", "../../shared/datasets/gsm8k/test.jsonl", "--accuracy", "1", "--log-level", "warn"}, out, io.Discard, func(string) string { return "" })
+			"--gsm8k", filepath.Join(gsm, "test.jsonl"), "--accuracy", "1", "--log-level", "warn"}, out, io.Discard, func(string) string { return "" })
 	}()
 	url := waitForAddr(t, out.lines)
 	resp, err := http.Get(url + "/health")
@@ -146,12 +151,15 @@ func TestSimServeInProcess(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.Equal(t, "true", resp.Header.Get("X-Sweepflow-Simulated"))
-	body := `{"messages":[{"role":"user","content":"Question: Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her friends every day with four. She sells the remainder at the farmers' market daily for $2 per fresh duck egg. How much in dollars does she make every day at the farmers' market?\nAnswer:"}],"temperature":0}`
+	req, err := json.Marshal(map[string]any{"temperature": 0,
+		"messages": []map[string]string{{"role": "user", "content": "Question: " + question + "\nAnswer:"}}})
+	require.NoError(t, err)
+	body := string(req)
 	resp, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Contains(t, string(b), `#### 18`)
+	assert.Contains(t, string(b), "#### "+gold)
 	assert.Contains(t, string(b), `"simulated":true`)
 	cancel()
 	require.NoError(t, <-errc, "graceful stop on context cancel")

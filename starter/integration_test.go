@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workerapp"
@@ -68,14 +69,6 @@ func starterBinary(t *testing.T) string {
 	return filepath.Join(buildOnce.dir, "starter")
 }
 
-func sharedDir() string {
-	if d := os.Getenv("SWEEPFLOW_SHARED"); d != "" {
-		return d
-	}
-	d, _ := filepath.Abs(filepath.Join("..", "..", "shared"))
-	return d
-}
-
 func newITEnv(t *testing.T) *itEnv { return newITEnvWith(t, 0) }
 
 // newITEnvWith starts the dev server, with its Web UI on uiPort when it is
@@ -92,10 +85,8 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 		}
 		t.Skipf("no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
 	}
-	gsm := filepath.Join(sharedDir(), "datasets", "gsm8k")
-	if _, err := os.Stat(filepath.Join(gsm, "test.jsonl")); err != nil {
-		t.Fatalf("GSM8K split not found at %s (set SWEEPFLOW_SHARED)", gsm)
-	}
+	// The real split when SWEEPFLOW_GSM8K_DIR names it, else our own.
+	gsm := gsm8kfixture.Dir(t)
 	for name, typ := range workflows.SearchAttributeTypes() {
 		extra = append(extra, "--search-attribute", name+"="+typ)
 	}
@@ -116,7 +107,6 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 		starterBin: starterBinary(t), gsm8kDir: gsm}
 	t.Setenv("TEMPORAL_ADDRESS", e.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
 	// The local-sim profile's roots follow SWEEPFLOW_DATA_DIR: keep them in
 	// this test's home, not in the checkout's .sweepflow/.
 	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)

@@ -42,7 +42,6 @@ next:
 // over HTTP: the SDK's metrics and sweepflow's must both be there.
 func TestIntegrationWorkerMetrics(t *testing.T) {
 	e := newITEnv(t)
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := e.workerConfig()
 	cmd := exec.Command(workerBinary(t), "--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,

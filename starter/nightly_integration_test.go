@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -62,7 +61,6 @@ func (e *itEnv) waitNightly(id string, within time.Duration) workflows.NightlyRe
 // (so the comparison is not a check that always fires).
 func TestIntegrationNightlyRegression(t *testing.T) {
 	e := newITEnv(t)
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
 	var mu sync.Mutex
 	var hooks []workflows.NightlySummary
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 // TestPlanHelperProcess is not a test: TestPlanCommand re-executes the test
@@ -44,9 +46,7 @@ func starterIn(t *testing.T, dir string, args ...string) planResult {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestPlanHelperProcess$", "--"}, args...)...)
 	cmd.Dir = dir
-	// Copied configs sit in a temp dir: point the sweep's golden-AL
-	// reference at the shared InferenceX data explicitly.
-	cmd.Env = append(os.Environ(), "SWEEPFLOW_PLAN_HELPER=1", "SWEEPFLOW_INFERENCEX="+filepath.Join(sharedDir(), "inferencex"))
+	cmd.Env = append(os.Environ(), "SWEEPFLOW_PLAN_HELPER=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -214,13 +214,7 @@ func TestPlanErrorsAreOneLine(t *testing.T) {
 func TestPlanIXJSONParity(t *testing.T) {
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
-	shared := os.Getenv("SWEEPFLOW_SHARED")
-	if shared == "" {
-		shared = filepath.Join(repo, "..", "shared")
-	}
-	ix := filepath.Join(shared, "inferencex")
-	_, err = os.Stat(filepath.Join(ix, "nvidia-master.yaml"))
-	require.NoError(t, err, "reference data missing: set SWEEPFLOW_SHARED")
+	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "expected-matrix")
 
 	keys := []string{"dsv4-fp4-gb300-dynamo-sglang-agentic-agg", "dsr1-fp4-b200-dynamo-trt"}
 	for _, mode := range []struct{ flag, suffix string }{{"--no-evals", ".json"}, {"--evals-only", ".evals.json"}} {

@@ -31,7 +31,7 @@ func aggSweepCopy(t *testing.T, edit func(string) string, extra string) string {
 		"config-keys: [dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg]\n" +
 		"cluster: " + filepath.Join(repo, "configs", "clusters", "local-sim.yaml") + "\n" +
 		"recipes-root: " + filepath.Join(repo, "configs") + "\n" +
-		"golden-al: " + filepath.Join(sharedDir(), "inferencex", "golden_al_distribution", "dsv4-pro-0813-dspark.yaml") + "\n" + extra
+		"golden-al: " + filepath.Join(repo, "configs", "golden-al", "dsv4-pro-0813-dspark.yaml") + "\n" + extra
 	path := filepath.Join(dir, "sweep.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(sweep), 0o644))
 	return path

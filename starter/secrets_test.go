@@ -88,7 +88,6 @@ func (e *itEnv) leaks(sweepID string, needles map[string]string) map[string]int 
 // Temporal CLI decode the encrypted history.
 func TestSecretsNeverInHistory(t *testing.T) {
 	e := newITEnv(t)
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
 	hfToken := "hf_" + randomHex(t, 16)
 	s3Key := "s3sk_" + randomHex(t, 16)
 	t.Setenv("HF_TOKEN", hfToken)

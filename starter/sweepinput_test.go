@@ -10,7 +10,6 @@ import (
 )
 
 func TestBuildSweepSeed(t *testing.T) {
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
 	in, p, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.NoError(t, err)
 	require.Len(t, in.Points, 8)
@@ -38,7 +37,6 @@ func TestBuildSweepSeed(t *testing.T) {
 }
 
 func TestBuildSweepErrors(t *testing.T) {
-	t.Setenv("SWEEPFLOW_INFERENCEX", filepath.Join(sharedDir(), "inferencex"))
 	req := sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"}
 	tests := []struct {
 		name   string
@@ -70,7 +68,7 @@ func TestBuildSweepErrors(t *testing.T) {
 	text = strings.ReplaceAll(text, "../runners.yaml", filepath.Join(abs, "runners.yaml"))
 	text = strings.ReplaceAll(text, "../clusters/gb200-nvl72.yaml", filepath.Join(abs, "clusters", "gb200-nvl72.yaml"))
 	text = strings.ReplaceAll(text, "recipes-root: ..", "recipes-root: "+abs)
-	text = strings.ReplaceAll(text, "${SWEEPFLOW_INFERENCEX:-../../../shared/inferencex}/golden_al_distribution/dsv4-pro-0813-dspark.yaml", filepath.Join(dir, "golden_al_distribution.yaml"))
+	text = strings.ReplaceAll(text, "${SWEEPFLOW_GOLDEN_AL:-../golden-al/dsv4-pro-0813-dspark.yaml}", filepath.Join(dir, "golden_al_distribution.yaml"))
 	sweepFile := filepath.Join(dir, "sweep.yaml")
 	require.NoError(t, os.WriteFile(sweepFile, []byte(text), 0o644))
 	_, _, err = buildSweep(sweepRequest{SweepFile: sweepFile, ClusterFile: "../configs/clusters/local-sim.yaml"})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,6 +70,44 @@ func workerDataDir(t *testing.T, composeFile string) string {
 	return d
 }
 
+// missingImages lists the images of services without a build section that
+// the local Docker engine does not have (${VAR:-default} tags at defaults).
+func missingImages(t *testing.T, composeFile string) []string {
+	t.Helper()
+	data, err := os.ReadFile(composeFile)
+	require.NoError(t, err)
+	var cf struct {
+		Services map[string]struct {
+			Image string         `yaml:"image"`
+			Build map[string]any `yaml:"build"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &cf))
+	seen := map[string]bool{}
+	var missing []string
+	for _, svc := range cf.Services {
+		if svc.Build != nil || svc.Image == "" {
+			continue
+		}
+		img := os.Expand(svc.Image, func(v string) string {
+			name, def, ok := strings.Cut(v, ":-")
+			if val := os.Getenv(name); val != "" || !ok {
+				return val
+			}
+			return def
+		})
+		if seen[img] {
+			continue
+		}
+		seen[img] = true
+		if exec.Command("docker", "image", "inspect", img).Run() != nil {
+			missing = append(missing, img)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -84,6 +123,10 @@ func TestComposeStackRunsOnePoint(t *testing.T) {
 	}
 	root := repoRoot(t)
 	composeFile := filepath.Join(root, "docker-compose.yml")
+	if missing := missingImages(t, composeFile); len(missing) > 0 {
+		// No registry here: an image that is not already loaded cannot be had.
+		t.Skipf("compose stack test skipped: images not present locally and not buildable from this repository: %s", strings.Join(missing, ", "))
+	}
 	dataDir := workerDataDir(t, composeFile)
 
 	// The host side of the test: the repository's starter.
@@ -99,11 +142,7 @@ func TestComposeStackRunsOnePoint(t *testing.T) {
 		"SWEEPFLOW_TEMPORAL_PORT": strconv.Itoa(freePort(t)),
 		"SWEEPFLOW_UI_PORT":       strconv.Itoa(freePort(t)),
 	}
-	shared := os.Getenv("SWEEPFLOW_SHARED")
-	if shared == "" {
-		shared = filepath.Join(root, "..", "shared")
-	}
-	if gsm := filepath.Join(shared, "datasets", "gsm8k"); fileExists(filepath.Join(gsm, "test.jsonl")) {
+	if gsm := os.Getenv("SWEEPFLOW_GSM8K_DIR"); fileExists(filepath.Join(gsm, "test.jsonl")) {
 		env["SWEEPFLOW_GSM8K_DIR"], _ = filepath.Abs(gsm) // else the worker downloads it
 	}
 
