@@ -9,9 +9,9 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./starter ./worker
 
 FROM debian:13-slim
-# curl: the entrypoint downloads GSM8K when no copy is mounted.
+# ca-certificates: the worker downloads GSM8K when no copy is mounted.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl \
+ && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data sweepflow \
  && mkdir -p /data && chown sweepflow /data

@@ -1,11 +1,9 @@
 package gsm8k
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
@@ -68,20 +68,7 @@ func realSplits(t testing.TB) (test, train []Doc, testPath, trainPath string) {
 // failure-rate limits, concurrency, early aborts.
 func synthSplit(t testing.TB, n int) (string, []Doc) {
 	t.Helper()
-	var b bytes.Buffer
-	for i := range n {
-		boxes, per, sold := 2+i%7, 3+i%11, i%5
-		total := boxes * per
-		line, err := json.Marshal(map[string]string{
-			"question": fmt.Sprintf("Stall %d has %d boxes with %d plums in each box and sells %d plums. How many plums are left at stall %d?", i, boxes, per, sold, i),
-			"answer": fmt.Sprintf("The boxes hold %d * %d = <<%d*%d=%d>>%d plums.\n%d - %d = <<%d-%d=%d>>%d plums are left.\n#### %d",
-				boxes, per, boxes, per, total, total, total, sold, total, sold, total-sold, total-sold, total-sold),
-		})
-		require.NoError(t, err)
-		b.Write(append(line, '\n'))
-	}
-	p := filepath.Join(t.TempDir(), "test.jsonl")
-	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
+	p := gsm8kfixture.Split(t, n)
 	docs, err := Load(p, "")
 	require.NoError(t, err)
 	require.Len(t, docs, n)

@@ -4,49 +4,31 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 )
 
 // The GSM8K fixture: problems written for sweepflow in GSM8K's format (see
-// testdata/gsm8k/README.md). Reference tests read the real split through
+// ../gsm8k/testdata/gsm8k/README.md). Reference tests read the real split through
 // reftest.GSM8K instead.
 const (
-	gsm8kTestPath  = "testdata/gsm8k/test.jsonl"
-	gsm8kTrainPath = "testdata/gsm8k/train.jsonl"
+	gsm8kTestPath  = "../gsm8k/testdata/gsm8k/test.jsonl"
+	gsm8kTrainPath = "../gsm8k/testdata/gsm8k/train.jsonl"
 )
 
 // synthGSM8K writes n distinct generated problems (our own, in GSM8K's
 // format) for tests that measure a rate and need more questions than the
 // fixture has.
-func synthGSM8K(t testing.TB, n int) string {
-	t.Helper()
-	var b bytes.Buffer
-	for i := range n {
-		boxes, per, sold := 2+i%7, 3+i%11, i%5
-		total := boxes * per
-		line, err := json.Marshal(gsmDoc{
-			Question: fmt.Sprintf("Stall %d has %d boxes with %d plums in each box and sells %d plums. How many plums are left at stall %d?", i, boxes, per, sold, i),
-			Answer: fmt.Sprintf("The boxes hold %d * %d = <<%d*%d=%d>>%d plums.\n%d - %d = <<%d-%d=%d>>%d plums are left.\n#### %d",
-				boxes, per, boxes, per, total, total, total, sold, total, sold, total-sold, total-sold, total-sold),
-		})
-		require.NoError(t, err)
-		b.Write(append(line, '\n'))
-	}
-	p := filepath.Join(t.TempDir(), "test.jsonl")
-	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
-	return p
-}
+func synthGSM8K(t testing.TB, n int) string { return gsm8kfixture.Split(t, n) }
 
 // startServer runs the simulator behind a real 127.0.0.1 listener.
 func startServer(t testing.TB, cfg Config) (*Server, string) {

@@ -58,8 +58,10 @@ lm-evaluation-harness does. Exit status: 0 done (and gate passed, if gated),
 3 score below the floor (eval-failed; still written), 1 error or more than 1%
 failed requests.
 
-The splits default to the public GSM8K JSONL files, downloaded once into
-$XDG_CACHE_HOME/sweepflow/gsm8k:
+The splits default to $SWEEPFLOW_GSM8K_DIR (a directory holding test.jsonl
+and train.jsonl), else the verified cache in $XDG_CACHE_HOME/sweepflow/gsm8k,
+else one download from the public GSM8K JSONL files, checked by size and
+sha256:
   test:  ` + gsm8k.DefaultTestURL + `
   train: ` + gsm8k.DefaultTrainURL + `
 
@@ -83,8 +85,8 @@ func evalGSM8K(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 30*time.Minute, "per-request timeout")
 	retries := fs.Int("retries", 5, "retries on 429/5xx/network errors (0 = none)")
 	seed := fs.Int64("seed", gsm8k.DefaultSeed, "request seed")
-	testPath := fs.String("test", gsm8k.DefaultTestURL, "test split JSONL path or URL")
-	trainPath := fs.String("train", gsm8k.DefaultTrainURL, "train split JSONL path or URL (few-shot exemplars)")
+	testPath := fs.String("test", "", "test split JSONL path or URL (default: see above)")
+	trainPath := fs.String("train", "", "train split JSONL path or URL, for few-shot exemplars (default: see above)")
 	cacheDir := fs.String("cache-dir", "", "dataset cache directory (default $XDG_CACHE_HOME/sweepflow/gsm8k)")
 	outJSON := fs.String("output-json", "", "write the eval JSON record here")
 	samplesOut := fs.String("samples-jsonl", "", "write the per-sample log here")

@@ -78,6 +78,17 @@ func Write(dir string, nTest, nTrain int) error {
 	return nil
 }
 
+// Split writes n generated test problems to a temporary test.jsonl and
+// returns its path.
+func Split(t testing.TB, n int) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := Write(d, n, 0); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(d, "test.jsonl")
+}
+
 // Dir returns the real split's directory when SWEEPFLOW_GSM8K_DIR names one,
 // else a temporary directory holding a generated split (400 test and 50
 // train problems), so whole-eval tests run on a bare clone too.
