@@ -383,7 +383,7 @@ func (e *itEnv) startWorkerProcess(logName string) *exec.Cmd {
 	cfg := e.workerConfig()
 	cmd := exec.Command(workerBinary(e.t), "--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
 		"--eval-limit", "40", "--thresholds", cfg.Thresholds, "--starter-bin", e.starterBin,
-		"--sim-time-scale", "0.002", "--perf-duration", "8s")
+		"--sim-time-scale", "0.002", "--sim-accuracy", strconv.FormatFloat(cfg.SimAccuracy, 'f', -1, 64), "--perf-duration", "8s")
 	logf, err := os.Create(filepath.Join(e.home, logName))
 	require.NoError(e.t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
