@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
-	flag "github.com/spf13/pflag"
 	"io"
 	"math"
 	"net/http"
@@ -20,6 +18,9 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/sim"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/spf13/cobra"
 	"io"
 	"net/http"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/sim"

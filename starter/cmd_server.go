@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/cobra"
-	flag "github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"

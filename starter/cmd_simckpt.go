@@ -3,10 +3,11 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"github.com/spf13/cobra"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 )
 
 func init() {
