@@ -3,6 +3,8 @@ module github.com/sweepflow/sweepflow
 go 1.26.0
 
 require (
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
 	github.com/stretchr/testify v1.12.1
 	go.temporal.io/sdk v1.51.0
 	go.uber.org/zap v1.28.0
@@ -10,6 +12,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0
 )
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect
 
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect

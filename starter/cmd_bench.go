@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -20,13 +19,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
+
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
 func init() {
-	register(command{name: "bench", summary: "benchmark an OpenAI-compatible endpoint (InferenceX metrics, vllm bench serve flags)", run: runBench})
-	register(command{name: "bench trace-gen", summary: "write a deterministic synthetic agentic trace (JSONL) for bench --trace", run: runBenchTraceGen})
+	register("bench", newBenchCmd)
+	register("bench trace-gen", newBenchTraceGenCmd)
 }
 
 const benchUsage = `usage: starter bench --base-url URL [--concurrency N] [--isl N --osl N | --trace F.jsonl] [flags]
@@ -36,9 +38,7 @@ ITL, E2EL (mean/median/p90/p99/p99.9), interactivity and per-GPU throughput
 with InferenceX's definitions. --output-json writes the aggregate (InferenceX
 agg_*.json field names, latencies in seconds); --save-requests one JSONL
 record per request. Exit status: 0 ok, 1 error or gate failed (more than 10%
-of requests failed, or none succeeded), 2 usage.
-
-flags:`
+of requests failed, or none succeeded), 2 usage.`
 
 // benchFlags are the `starter bench` flags, kept in a struct so tests can
 // drive the command in-process.
@@ -63,16 +63,22 @@ type benchFlags struct {
 	extraBody                      string
 }
 
-func runBench(args []string) error { return bench(context.Background(), args, os.Stdout, os.Stderr) }
-
-func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func newBenchCmd() *cobra.Command {
 	var f benchFlags
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), benchUsage)
-		fs.PrintDefaults()
-	}
+	c := &cobra.Command{Use: "bench", Short: "benchmark an OpenAI-compatible endpoint (InferenceX metrics, vllm bench serve flags)", Long: benchUsage, Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runBench(c.Context(), f, c.OutOrStdout(), c.ErrOrStderr())
+		}}
+	f.bind(c.Flags())
+	return c
+}
+
+// bench runs `starter bench args` in-process.
+func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return execute(ctx, newBenchCmd(), args, stdout, stderr)
+}
+
+func (f *benchFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.baseURL, "base-url", "http://127.0.0.1:8000", "server base URL")
 	fs.StringVar(&f.endpoint, "endpoint", "/v1/chat/completions", "API endpoint: /v1/chat/completions or /v1/completions")
 	fs.StringVar(&f.model, "model", "", "model name (default: the first model the server lists)")
@@ -102,15 +108,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.asJSON, "json", false, "print the aggregate JSON on stdout instead of the table")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress line on a terminal")
 	fs.StringVar(&f.extraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"temperature":0}'`)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: "unexpected argument " + fs.Arg(0)}
-	}
+}
+
+func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error {
 	opts, err := f.options()
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
@@ -346,21 +346,21 @@ func (p *benchProgress) finish() {
 	}
 }
 
-func runBenchTraceGen(args []string) error { return benchTraceGen(args, os.Stdout) }
-
+// benchTraceGen runs `starter bench trace-gen args` in-process.
 func benchTraceGen(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bench trace-gen", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: starter bench trace-gen [--sessions N --turns N --seed S] [--out F.jsonl]
+	return execute(nil, newBenchTraceGenCmd(), args, stdout, nil)
+}
+
+func newBenchTraceGenCmd() *cobra.Command {
+	c := &cobra.Command{Use: "trace-gen", Short: "write a deterministic synthetic agentic trace (JSONL) for bench --trace",
+		Long: `usage: starter bench trace-gen [--sessions N --turns N --seed S] [--out F.jsonl]
 
 Writes a deterministic synthetic agentic trace for "starter bench --trace":
 one session per line {session_id, turns:[{input_tokens, output_tokens,
 delay_ms, hash_ids}]}. Every session opens with the same hash_ids (a shared
-system prompt); the same flags always give the same file.
-
-flags:`)
-		fs.PrintDefaults()
-	}
+system prompt); the same flags always give the same file.`,
+		Args: noArgs}
+	fs := c.Flags()
 	sessions := fs.Int("sessions", 16, "number of sessions")
 	turns := fs.Int("turns", 8, "turns per session")
 	seed := fs.Int64("seed", 1, "generator seed")
@@ -371,39 +371,34 @@ flags:`)
 	fs.IntVar(&shape.InputTokens, "input", 256, "later turns' new input tokens, drawn from [input/4, input]")
 	fs.IntVar(&shape.OutputTokens, "output-tokens", 256, "reply tokens, drawn from [output/4, output]")
 	fs.Float64Var(&shape.MaxDelayMs, "max-delay-ms", 2000, "think time drawn from [0, max] ms")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		stdout := c.OutOrStdout()
+		if *sessions < 1 || *turns < 1 || shape.SharedPrefixBlocks < 0 || shape.FirstInputTokens < 1 ||
+			shape.InputTokens < 1 || shape.OutputTokens < 1 || shape.MaxDelayMs < 0 {
+			return &exitError{code: 2, msg: "--sessions, --turns, --first-input, --input and --output-tokens must be >= 1; --shared-blocks and --max-delay-ms >= 0"}
 		}
-		return &exitError{code: 2, msg: err.Error()}
+		// TraceShape reads 0 as "default"; on the command line 0 means none.
+		if shape.SharedPrefixBlocks == 0 {
+			shape.SharedPrefixBlocks = -1
+		}
+		if shape.MaxDelayMs == 0 {
+			shape.MaxDelayMs = -1
+		}
+		tr := loadgen.GenerateTrace(*seed, *sessions, *turns, shape)
+		if *out == "" {
+			return loadgen.WriteTrace(stdout, tr)
+		}
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		if err := loadgen.WriteTrace(f, tr); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: "unexpected argument " + fs.Arg(0)}
-	}
-	if *sessions < 1 || *turns < 1 || shape.SharedPrefixBlocks < 0 || shape.FirstInputTokens < 1 ||
-		shape.InputTokens < 1 || shape.OutputTokens < 1 || shape.MaxDelayMs < 0 {
-		return &exitError{code: 2, msg: "--sessions, --turns, --first-input, --input and --output-tokens must be >= 1; --shared-blocks and --max-delay-ms >= 0"}
-	}
-	// TraceShape reads 0 as "default"; on the command line 0 means none.
-	if shape.SharedPrefixBlocks == 0 {
-		shape.SharedPrefixBlocks = -1
-	}
-	if shape.MaxDelayMs == 0 {
-		shape.MaxDelayMs = -1
-	}
-	tr := loadgen.GenerateTrace(*seed, *sessions, *turns, shape)
-	if *out == "" {
-		return loadgen.WriteTrace(stdout, tr)
-	}
-	f, err := os.Create(*out)
-	if err != nil {
-		return err
-	}
-	if err := loadgen.WriteTrace(f, tr); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return c
 }
 
 // simClockScale asks a sweepflow simulator for its time scale, so a bench

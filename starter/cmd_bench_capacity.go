@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,12 +18,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
 func init() {
-	register(command{name: "bench capacity", summary: "measure the load generator itself: chunks/s and timestamp accuracy against the simulator", run: runBenchCapacity})
+	register("bench capacity", newBenchCapacityCmd)
 }
 
 // Targets from the acceptance criteria of the load generator.
@@ -71,15 +71,14 @@ type capacityPoint struct {
 	Pass                bool    `json:"pass"`
 }
 
-func runBenchCapacity(args []string) error {
-	return benchCapacity(context.Background(), args, os.Stdout, os.Stderr)
+// benchCapacity runs `starter bench capacity args` in-process.
+func benchCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return execute(ctx, newBenchCapacityCmd(), args, stdout, stderr)
 }
 
-func benchCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench capacity", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: starter bench capacity [flags]
+func newBenchCapacityCmd() *cobra.Command {
+	c := &cobra.Command{Use: "capacity", Short: "measure the load generator itself: chunks/s and timestamp accuracy against the simulator", Args: noArgs,
+		Long: `usage: starter bench capacity [flags]
 
 Measures the load generator, not a server: it streams from the simulator's
 fixed-latency fast mode over TCP on 127.0.0.1 with one token per chunk and
@@ -91,11 +90,8 @@ Default points: c1280 with a 10 ms ITL (capacity: target >= 100,000 chunks/s)
 and c256 with a 20 ms ITL (accuracy: mean TTFT and ITL within 1%, p99
 absolute error under 0.5 ms). The simulator runs in this process unless
 --base-url names one started with "starter sim serve --ttft-ms T --itl-ms I"
-(then --ttft/--itl must match it and timelines come from /sim/timelines).
-
-flags:`)
-		fs.PrintDefaults()
-	}
+(then --ttft/--itl must match it and timelines come from /sim/timelines).`}
+	fs := c.Flags()
 	points := fs.String("points", "1280:10ms:capacity,256:20ms:accuracy", "comma-separated conc:itl:check points (check = capacity|accuracy|none)")
 	ttft := fs.Duration("ttft", 50*time.Millisecond, "simulator fixed TTFT")
 	osl := fs.Int("osl", 200, "output tokens per request (one per chunk)")
@@ -108,63 +104,58 @@ flags:`)
 	asJSON := fs.Bool("json", false, "print the points as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole measurement here")
 	clientProcs := fs.Int("client-procs", 0, "GOMAXPROCS for the client (0 = leave as is); the simulator child keeps its own default")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: "unexpected argument " + fs.Arg(0)}
-	}
-	specs, err := parseCapacityPoints(*points)
-	if err != nil {
-		return &exitError{code: 2, msg: "--points: " + err.Error()}
-	}
-	if *osl < 2 || *isl < 1 || *waves < 1 || *rangeRatio <= 0 || *rangeRatio > 1 {
-		return &exitError{code: 2, msg: "--osl must be >= 2, --isl and --waves >= 1, --random-range-ratio in (0, 1]"}
-	}
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-	}
-	if *clientProcs > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*clientProcs))
-	}
-	if *cpuProfile != "" {
-		pf, err := os.Create(*cpuProfile)
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		ctx, stdout, stderr := c.Context(), c.OutOrStdout(), c.ErrOrStderr()
+		specs, err := parseCapacityPoints(*points)
 		if err != nil {
-			return err
+			return &exitError{code: 2, msg: "--points: " + err.Error()}
 		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			pf.Close()
-			return err
+		if *osl < 2 || *isl < 1 || *waves < 1 || *rangeRatio <= 0 || *rangeRatio > 1 {
+			return &exitError{code: 2, msg: "--osl must be >= 2, --isl and --waves >= 1, --random-range-ratio in (0, 1]"}
 		}
-		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		if os.Getenv("GOGC") == "" {
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+		}
+		if *clientProcs > 0 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*clientProcs))
+		}
+		if *cpuProfile != "" {
+			pf, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				pf.Close()
+				return err
+			}
+			defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		}
+		var out []capacityPoint
+		for _, sp := range specs {
+			p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL, *simProcess, *pin)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+			if !*asJSON {
+				fmt.Fprintf(stderr, "c%d: %.0f chunks/s, TTFT err %.2f%% (p99 %.3f ms), ITL err %.2f%% (p99 %.3f ms)\n",
+					p.Concurrency, p.ChunksPerSec, p.TTFTMeanErrPct, p.TTFTAbsP99ms, p.ITLMeanErrPct, p.ITLAbsP99ms)
+			}
+		}
+		if *asJSON {
+			b, _ := json.MarshalIndent(out, "", "  ")
+			fmt.Fprintln(stdout, string(b))
+		} else {
+			printCapacity(stdout, out)
+		}
+		for _, p := range out {
+			if !p.Pass {
+				return &exitError{code: 1, msg: fmt.Sprintf("c%d %s check failed", p.Concurrency, p.Check)}
+			}
+		}
+		return nil
 	}
-	var out []capacityPoint
-	for _, sp := range specs {
-		p, err := runCapacityPoint(ctx, sp, *ttft, *isl, *osl, *waves, *rangeRatio, *baseURL, *simProcess, *pin)
-		if err != nil {
-			return err
-		}
-		out = append(out, p)
-		if !*asJSON {
-			fmt.Fprintf(stderr, "c%d: %.0f chunks/s, TTFT err %.2f%% (p99 %.3f ms), ITL err %.2f%% (p99 %.3f ms)\n",
-				p.Concurrency, p.ChunksPerSec, p.TTFTMeanErrPct, p.TTFTAbsP99ms, p.ITLMeanErrPct, p.ITLAbsP99ms)
-		}
-	}
-	if *asJSON {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		printCapacity(stdout, out)
-	}
-	for _, p := range out {
-		if !p.Pass {
-			return &exitError{code: 1, msg: fmt.Sprintf("c%d %s check failed", p.Concurrency, p.Check)}
-		}
-	}
-	return nil
+	return c
 }
 
 type capacitySpec struct {

@@ -155,7 +155,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"zero osl", []string{"--osl", "0"}, "--isl and --osl must be >= 1"},
 		{"missing trace", []string{"--trace", "/nonexistent/trace.jsonl"}, "no such file"},
 		{"bad extra body", []string{"--extra-body", "[1]"}, "--extra-body"},
-		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
+		{"unknown flag", []string{"--nope"}, "unknown flag: --nope"},
 		{"stray argument", []string{"extra"}, "unexpected argument"},
 	}
 	for _, tc := range cases {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,11 +12,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
+
 	"github.com/sweepflow/sweepflow/codec"
 )
 
 func init() {
-	register(command{name: "codec-server", summary: "serve the payload codec so the Web UI and temporal CLI can decrypt histories", run: runCodecServer})
+	register("codec-server", func() *cobra.Command {
+		var fl codecServerFlags
+		c := &cobra.Command{Use: "codec-server", Short: "serve the payload codec so the Web UI and temporal CLI can decrypt histories", Args: noArgs,
+			RunE: func(*cobra.Command, []string) error { return runCodecServer(fl) }}
+		fl.bind(c.Flags())
+		return c
+	})
 }
 
 // codecServerConfig is the parsed command line of codec-server.
@@ -27,15 +35,19 @@ type codecServerConfig struct {
 	codec   *codec.AESGCM
 }
 
-func parseCodecServer(args []string) (*codecServerConfig, error) {
-	fs := flag.NewFlagSet("codec-server", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:8081", "address to serve /encode and /decode on (anyone who reaches it can decrypt: keep it on a trusted interface)")
-	keyFile := fs.String("key-file", "", "file with the key (base64 of 32 bytes, or 32 raw bytes); default: "+codec.EnvKey+" or "+codec.EnvKeyFile)
-	keyB64 := fs.String("key", "", "the key as base64 (visible in the process list: prefer --key-file or "+codec.EnvKey+")")
-	origins := fs.String("ui-origin", "http://127.0.0.1:8233,http://localhost:8233", "comma-separated Web UI origins allowed to call it from a browser (* for any)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		return nil, &exitError{code: 2, msg: "usage: starter codec-server [--listen ADDR] [--key-file FILE | --key BASE64] [--ui-origin URL,...]"}
-	}
+type codecServerFlags struct {
+	listen, keyFile, keyB64, origins string
+}
+
+func (f *codecServerFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8081", "address to serve /encode and /decode on (anyone who reaches it can decrypt: keep it on a trusted interface)")
+	fs.StringVar(&f.keyFile, "key-file", "", "file with the key (base64 of 32 bytes, or 32 raw bytes); default: "+codec.EnvKey+" or "+codec.EnvKeyFile)
+	fs.StringVar(&f.keyB64, "key", "", "the key as base64 (visible in the process list: prefer --key-file or "+codec.EnvKey+")")
+	fs.StringVar(&f.origins, "ui-origin", "http://127.0.0.1:8233,http://localhost:8233", "comma-separated Web UI origins allowed to call it from a browser (* for any)")
+}
+
+func parseCodecServer(f codecServerFlags) (*codecServerConfig, error) {
+	listen, keyFile, keyB64, origins := &f.listen, &f.keyFile, &f.keyB64, &f.origins
 	var key []byte
 	var err error
 	switch {
@@ -70,8 +82,8 @@ func parseCodecServer(args []string) (*codecServerConfig, error) {
 	return cfg, nil
 }
 
-func runCodecServer(args []string) error {
-	cfg, err := parseCodecServer(args)
+func runCodecServer(f codecServerFlags) error {
+	cfg, err := parseCodecServer(f)
 	if err != nil {
 		return err
 	}

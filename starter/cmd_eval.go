@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,18 +13,22 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sweepflow/sweepflow/gsm8k"
 )
 
 func init() {
-	register(command{name: "eval gsm8k", summary: "score an OpenAI-compatible endpoint on GSM8K (lm-eval scoring)", run: runEvalGSM8K})
-	register(command{name: "eval gsm8k-score", summary: "rescore a GSM8K samples JSONL offline", run: runEvalGSM8KScore})
+	register("eval gsm8k", newEvalGSM8KCmd)
+	register("eval gsm8k-score", newEvalGSM8KScoreCmd)
 }
 
 // identityFlags collects repeated --identity key=value pairs.
 type identityFlags map[string]any
 
 func (f identityFlags) String() string { return fmt.Sprint(map[string]any(f)) }
+
+func (f identityFlags) Type() string { return "key=value" }
 
 func (f identityFlags) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
@@ -63,19 +66,16 @@ and train.jsonl), else the verified cache in $XDG_CACHE_HOME/sweepflow/gsm8k,
 else one download from the public GSM8K JSONL files, checked by size and
 sha256:
   test:  ` + gsm8k.DefaultTestURL + `
-  train: ` + gsm8k.DefaultTrainURL + `
+  train: ` + gsm8k.DefaultTrainURL
 
-flags:`
-
-func runEvalGSM8K(args []string) error { return evalGSM8K(args, os.Stdout, os.Stderr) }
-
+// evalGSM8K runs `starter eval gsm8k args` in-process.
 func evalGSM8K(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval gsm8k", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), evalGSM8KUsage)
-		fs.PrintDefaults()
-	}
+	return execute(nil, newEvalGSM8KCmd(), args, stdout, stderr)
+}
+
+func newEvalGSM8KCmd() *cobra.Command {
+	c := &cobra.Command{Use: "gsm8k", Short: "score an OpenAI-compatible endpoint on GSM8K (lm-eval scoring)", Long: evalGSM8KUsage, Args: noArgs}
+	fs := c.Flags()
 	baseURL := fs.String("base-url", "", "server base URL, e.g. http://127.0.0.1:8000 (required)")
 	model := fs.String("model", "", "model name sent in requests (required)")
 	modeS := fs.String("mode", "", "lm-eval | inferencex | cot (required)")
@@ -96,91 +96,86 @@ func evalGSM8K(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the eval JSON record on stdout instead of a table")
 	identity := identityFlags{}
 	fs.Var(identity, "identity", "point identity field key=value for the eval JSON (repeatable), e.g. hw=gb200 conc=64")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+		if *baseURL == "" || *model == "" || *modeS == "" {
+			return &exitError{code: 2, msg: "--base-url, --model and --mode are required"}
 		}
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: "unexpected argument " + fs.Arg(0)}
-	}
-	if *baseURL == "" || *model == "" || *modeS == "" {
-		return &exitError{code: 2, msg: "--base-url, --model and --mode are required"}
-	}
-	mode, err := gsm8k.ParseMode(*modeS)
-	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	if *limit < 0 || *conc < 1 || *maxTokens < 0 || *retries < 0 || *floor < 0 || *floor > 1 {
-		return &exitError{code: 2, msg: "--limit, --max-tokens and --retries must be >= 0, --concurrency >= 1, --floor in [0, 1]"}
-	}
-	var th *gsm8k.Thresholds
-	if *thresholds != "" {
-		if th, err = gsm8k.LoadThresholds(*thresholds); err != nil {
-			return err
+		mode, err := gsm8k.ParseMode(*modeS)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
 		}
-	}
-	if *prefix != "" {
-		identity["model_prefix"] = *prefix
-	}
-	if _, ok := identity["model"]; !ok {
-		identity["model"] = *model
-	}
+		if *limit < 0 || *conc < 1 || *maxTokens < 0 || *retries < 0 || *floor < 0 || *floor > 1 {
+			return &exitError{code: 2, msg: "--limit, --max-tokens and --retries must be >= 0, --concurrency >= 1, --floor in [0, 1]"}
+		}
+		var th *gsm8k.Thresholds
+		if *thresholds != "" {
+			if th, err = gsm8k.LoadThresholds(*thresholds); err != nil {
+				return err
+			}
+		}
+		if *prefix != "" {
+			identity["model_prefix"] = *prefix
+		}
+		if _, ok := identity["model"]; !ok {
+			identity["model"] = *model
+		}
 
-	opts := gsm8k.Options{
-		BaseURL: *baseURL, Model: *model, Mode: mode, Limit: *limit, Concurrency: *conc,
-		MaxTokens: *maxTokens, RequestTimeout: *timeout, Retries: *retries, Seed: *seed,
-		TrainPath: *trainPath, TestPath: *testPath, CacheDir: *cacheDir,
-		APIKey: os.Getenv("OPENAI_API_KEY"),
-	}
-	if *retries == 0 {
-		opts.Retries = -1
-	}
-	prog := newProgressLine(stderr, "gsm8k "+string(mode))
-	opts.Progress = prog.update
+		opts := gsm8k.Options{
+			BaseURL: *baseURL, Model: *model, Mode: mode, Limit: *limit, Concurrency: *conc,
+			MaxTokens: *maxTokens, RequestTimeout: *timeout, Retries: *retries, Seed: *seed,
+			TrainPath: *trainPath, TestPath: *testPath, CacheDir: *cacheDir,
+			APIKey: os.Getenv("OPENAI_API_KEY"),
+		}
+		if *retries == 0 {
+			opts.Retries = -1
+		}
+		prog := newProgressLine(stderr, "gsm8k "+string(mode))
+		opts.Progress = prog.update
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	res, runErr := gsm8k.Run(ctx, opts)
-	prog.finish()
-	var fre *gsm8k.FailedRequestsError
-	if runErr != nil && !errors.As(runErr, &fre) {
-		return runErr
-	}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		res, runErr := gsm8k.Run(ctx, opts)
+		prog.finish()
+		var fre *gsm8k.FailedRequestsError
+		if runErr != nil && !errors.As(runErr, &fre) {
+			return runErr
+		}
 
-	var verdict *gsm8k.Verdict
-	if f, ok := resolveFloor(*floor, th, res.Summary.Task, *prefix); ok {
-		v := gsm8k.Gate(res.Summary, f)
-		verdict = &v
-	}
-	rec := gsm8k.EvalRecord(res.Summary, identity, res.Simulated, verdict)
-	if *outJSON != "" {
-		if err := writeJSONFile(*outJSON, rec); err != nil {
-			return err
+		var verdict *gsm8k.Verdict
+		if f, ok := resolveFloor(*floor, th, res.Summary.Task, *prefix); ok {
+			v := gsm8k.Gate(res.Summary, f)
+			verdict = &v
 		}
-	}
-	if *samplesOut != "" {
-		if err := writeSamples(*samplesOut, res.Samples); err != nil {
-			return err
+		rec := gsm8k.EvalRecord(res.Summary, identity, res.Simulated, verdict)
+		if *outJSON != "" {
+			if err := writeJSONFile(*outJSON, rec); err != nil {
+				return err
+			}
 		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rec); err != nil {
-			return err
+		if *samplesOut != "" {
+			if err := writeSamples(*samplesOut, res.Samples); err != nil {
+				return err
+			}
 		}
-	} else {
-		printEvalTable(stdout, res, verdict)
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+		} else {
+			printEvalTable(stdout, res, verdict)
+		}
+		if fre != nil {
+			return fre
+		}
+		if verdict != nil && !verdict.Passed {
+			return &exitError{code: 3, msg: "eval-failed: " + verdict.Reason}
+		}
+		return nil
 	}
-	if fre != nil {
-		return fre
-	}
-	if verdict != nil && !verdict.Passed {
-		return &exitError{code: 3, msg: "eval-failed: " + verdict.Reason}
-	}
-	return nil
+	return c
 }
 
 // resolveFloor picks the gate floor: --floor, else the thresholds file
@@ -285,53 +280,51 @@ func (p *progressLine) finish() {
 	}
 }
 
-func runEvalGSM8KScore(args []string) error { return evalGSM8KScore(args, os.Stdin, os.Stdout) }
-
+// evalGSM8KScore runs `starter eval gsm8k-score args` in-process.
 func evalGSM8KScore(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("eval gsm8k-score", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: starter eval gsm8k-score --mode lm-eval|inferencex|cot --samples F.jsonl
+	c := newEvalGSM8KScoreCmd()
+	if stdin != nil {
+		c.SetIn(stdin)
+	}
+	return execute(nil, c, args, stdout, nil)
+}
+
+func newEvalGSM8KScoreCmd() *cobra.Command {
+	c := &cobra.Command{Use: "gsm8k-score", Short: "rescore a GSM8K samples JSONL offline", Args: noArgs,
+		Long: `usage: starter eval gsm8k-score --mode lm-eval|inferencex|cot --samples F.jsonl
 
 Rescores responses offline. Each line is {"doc_id": int, "response": str,
 "gold": str}; gold may be the full dataset answer or "#### N". A samples log
-from "starter eval gsm8k --samples-jsonl" is accepted as is. Prints JSON.
-
-flags:`)
-		fs.PrintDefaults()
-	}
+from "starter eval gsm8k --samples-jsonl" is accepted as is. Prints JSON.`}
+	fs := c.Flags()
 	modeS := fs.String("mode", "", "lm-eval | inferencex | cot (required)")
 	samples := fs.String("samples", "", "samples JSONL file, or - for stdin (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		stdin, stdout := c.InOrStdin(), c.OutOrStdout()
+		if *modeS == "" || *samples == "" {
+			return &exitError{code: 2, msg: "--mode and --samples are required"}
 		}
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: "unexpected argument " + fs.Arg(0)}
-	}
-	if *modeS == "" || *samples == "" {
-		return &exitError{code: 2, msg: "--mode and --samples are required"}
-	}
-	mode, err := gsm8k.ParseMode(*modeS)
-	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	r := stdin
-	name := "<stdin>"
-	if *samples != "-" {
-		f, err := os.Open(*samples)
+		mode, err := gsm8k.ParseMode(*modeS)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		r := stdin
+		name := "<stdin>"
+		if *samples != "-" {
+			f, err := os.Open(*samples)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			r, name = f, *samples
+		}
+		out, err := gsm8k.RescoreJSONL(r, name, mode)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		r, name = f, *samples
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(out)
 	}
-	out, err := gsm8k.RescoreJSONL(r, name, mode)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return c
 }

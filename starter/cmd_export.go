@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/artifacts"
 	"github.com/sweepflow/sweepflow/ixexport"
@@ -15,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "export", summary: "write a sweep's results as InferenceX agg_bmk / agg_eval_all JSON rows", run: runExport})
+	register("export", newExportCmd)
 }
 
 // ledgerFlags locate the results store and the artifact store the way the
@@ -60,58 +62,58 @@ func (l *ledgerFlags) open(ctx context.Context) (*results.Store, artifacts.Store
 	return store, arts, warnings, nil
 }
 
-func runExport(args []string) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+func runExport(args []string) error { return execute(nil, newExportCmd(), args, nil, nil) }
+
+func newExportCmd() *cobra.Command {
+	c := &cobra.Command{Use: "export", Short: "write a sweep's results as InferenceX agg_bmk / agg_eval_all JSON rows", Args: noArgs}
+	fs := c.Flags()
 	var lf ledgerFlags
 	lf.bind(fs)
 	sweep := fs.String("sweep", "", "sweep ID to export (required)")
 	format := fs.String("format", "ix", "output format: ix (InferenceX agg_bmk.json + agg_eval_all.json)")
 	out := fs.String("out", "", "directory to write the files into (default: ./export-<sweep>)")
 	asJSON := fs.Bool("json", false, "print a JSON summary instead of text")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
+	c.RunE = func(*cobra.Command, []string) error {
+		if *sweep == "" {
+			return &exitError{code: 2, msg: "--sweep ID is required"}
+		}
+		if *format != "ix" {
+			return &exitError{code: 2, msg: fmt.Sprintf("--format %q: only \"ix\" is supported", *format)}
+		}
+		dir := *out
+		if dir == "" {
+			dir = "export-" + *sweep
+		}
+		ctx := context.Background()
+		store, arts, warnings, err := lf.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		e, err := ixexport.Build(ctx, store, arts, *sweep)
+		if errors.Is(err, ixexport.ErrNoSweep) {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		if err != nil {
+			return err
+		}
+		e.Warnings = append(warnings, e.Warnings...)
+		paths, err := e.WriteDir(dir)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(map[string]any{"sweep_id": *sweep, "files": paths, "bmk_rows": len(e.Bmk), "eval_rows": len(e.Evals), "warnings": nonNil(e.Warnings)})
+		}
+		for _, w := range e.Warnings {
+			fmt.Fprintln(os.Stderr, "warning: "+w)
+		}
+		fmt.Printf("%s: %d rows\n%s: %d rows\n", paths[0], len(e.Bmk), paths[1], len(e.Evals))
+		return nil
 	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if *sweep == "" {
-		return &exitError{code: 2, msg: "--sweep ID is required"}
-	}
-	if *format != "ix" {
-		return &exitError{code: 2, msg: fmt.Sprintf("--format %q: only \"ix\" is supported", *format)}
-	}
-	dir := *out
-	if dir == "" {
-		dir = "export-" + *sweep
-	}
-	ctx := context.Background()
-	store, arts, warnings, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	e, err := ixexport.Build(ctx, store, arts, *sweep)
-	if errors.Is(err, ixexport.ErrNoSweep) {
-		return &exitError{code: 1, msg: err.Error()}
-	}
-	if err != nil {
-		return err
-	}
-	e.Warnings = append(warnings, e.Warnings...)
-	paths, err := e.WriteDir(dir)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"sweep_id": *sweep, "files": paths, "bmk_rows": len(e.Bmk), "eval_rows": len(e.Evals), "warnings": nonNil(e.Warnings)})
-	}
-	for _, w := range e.Warnings {
-		fmt.Fprintln(os.Stderr, "warning: "+w)
-	}
-	fmt.Printf("%s: %d rows\n%s: %d rows\n", paths[0], len(e.Bmk), paths[1], len(e.Evals))
-	return nil
+	return c
 }
 
 func nonNil(s []string) []string {

@@ -3,15 +3,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/matrix"
@@ -19,7 +21,21 @@ import (
 )
 
 func init() {
-	register(command{name: "plan", summary: "expand a sweep into points (nodes, GPUs, evals) or print InferenceX matrix JSON", run: runPlan})
+	register("plan", func() *cobra.Command {
+		var f planFlags
+		c := &cobra.Command{Use: "plan", Short: "expand a sweep into points (nodes, GPUs, evals) or print InferenceX matrix JSON",
+			Long: `Expands a sweep into points (nodes, GPUs, evals), or prints the InferenceX
+matrix JSON of master config files.
+
+usage:
+  starter plan --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--cluster FILE] [--json]
+  starter plan --config-files F... --runner-config R --config-keys K... [--no-evals|--evals-only] --format ix-json`,
+			Annotations: map[string]string{annotationListFlags: strings.Join(planListFlags, ",")},
+			Args:        noArgs,
+			RunE:        func(*cobra.Command, []string) error { return runPlan(&f) }}
+		f.bind(c.Flags())
+		return c
+	})
 }
 
 // listFlag is a repeatable flag; `--flag a b c` is rewritten to
@@ -28,11 +44,16 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, " ") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+func (l *listFlag) Type() string       { return "strings" }
 
-var planListFlags = map[string]bool{"config-files": true, "config-keys": true, "conc": true, "seq-lens": true, "scenario-type": true}
+// annotationListFlags marks a command whose list flags take every following
+// non-flag argument; it holds their comma-separated names.
+const annotationListFlags = "sweepflow/list-flags"
+
+var planListFlags = []string{"config-files", "config-keys", "conc", "seq-lens", "scenario-type"}
 
 // expandListArgs lets list flags take every following non-flag argument.
-func expandListArgs(args []string, lists map[string]bool) []string {
+func expandListArgs(args []string, lists []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -40,7 +61,7 @@ func expandListArgs(args []string, lists map[string]bool) []string {
 			return append(out, args[i:]...)
 		}
 		name := strings.TrimLeft(a, "-")
-		if !strings.HasPrefix(a, "-") || strings.Contains(name, "=") || !lists[name] {
+		if !strings.HasPrefix(a, "-") || strings.Contains(name, "=") || !slices.Contains(lists, name) {
 			out = append(out, a)
 			continue
 		}
@@ -63,10 +84,7 @@ type planFlags struct {
 	indent                                                                         int
 }
 
-func runPlan(args []string) error {
-	var f planFlags
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
 	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against; overrides sweep and cluster")
@@ -83,16 +101,9 @@ func runPlan(args []string) error {
 	fs.Var(&f.scenarioTypes, "scenario-type", "ix-json: fixed-seq-len and/or agentic-coding")
 	fs.StringVar(&f.nodeFilter, "runner-node-filter", "", "ix-json: expand the runner label into runners containing this text")
 	fs.StringVar(&f.launcherVersion, "launcher-version", "", "launcher version hashed into fingerprints (default from the cluster)")
-	if err := fs.Parse(expandListArgs(args, planListFlags)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printPlanUsage(fs)
-			return nil
-		}
-		return &exitError{code: 2, msg: err.Error() + " (see starter plan -h)"}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q (see starter plan -h)", fs.Arg(0))}
-	}
+}
+
+func runPlan(f *planFlags) error {
 	if f.jsonOut {
 		f.format = "json"
 	}
@@ -103,21 +114,11 @@ func runPlan(args []string) error {
 	defer out.Flush()
 	switch f.format {
 	case "ix-json":
-		return planIXJSON(out, &f)
+		return planIXJSON(out, f)
 	case "table", "json":
-		return planPoints(out, &f)
+		return planPoints(out, f)
 	}
 	return &exitError{code: 2, msg: fmt.Sprintf("unknown --format %q (want table, json or ix-json)", f.format)}
-}
-
-func printPlanUsage(fs *flag.FlagSet) {
-	fmt.Fprintln(os.Stderr, `usage:
-  starter plan --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--cluster FILE] [--json]
-  starter plan --config-files F... --runner-config R --config-keys K... [--no-evals|--evals-only] --format ix-json
-
-flags:`)
-	fs.SetOutput(os.Stderr)
-	fs.PrintDefaults()
 }
 
 // configError turns loader errors into one clean line and exit status 1.

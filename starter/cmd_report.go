@@ -4,21 +4,25 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/report"
 )
 
 func init() {
-	register(command{name: "report", summary: "write a self-contained HTML report of a sweep (Pareto chart, regressions vs a baseline)", run: runReport})
+	register("report", newReportCmd)
 }
 
-func runReport(args []string) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+func runReport(args []string) error { return execute(nil, newReportCmd(), args, nil, nil) }
+
+func newReportCmd() *cobra.Command {
+	c := &cobra.Command{Use: "report", Short: "write a self-contained HTML report of a sweep (Pareto chart, regressions vs a baseline)", Args: noArgs}
+	fs := c.Flags()
 	var lf ledgerFlags
 	lf.bind(fs)
 	sweep := fs.String("sweep", "", "sweep ID to report (required)")
@@ -29,49 +33,46 @@ func runReport(args []string) error {
 	fs.Float64Var(&th.TTFTp90RisePct, "max-ttft-rise", th.TTFTp90RisePct, "regression: TTFT p90 up more than this many percent")
 	fs.Float64Var(&th.InteractivityDropPct, "max-interactivity-drop", th.InteractivityDropPct, "regression: interactivity down more than this many percent")
 	evalDrop := fs.Float64("max-eval-drop", regress.DefaultEvalDropPts, "regression: GSM8K strict score down more than this many percentage points")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
-	if *sweep == "" {
-		return &exitError{code: 2, msg: "--sweep ID is required"}
-	}
-	if *baseline == *sweep {
-		return &exitError{code: 2, msg: "--baseline must name another sweep"}
-	}
-	ctx := context.Background()
-	store, _, _, err := lf.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	in, err := report.Load(ctx, store, *sweep, *baseline)
-	if errors.Is(err, report.ErrNoSweep) {
-		return &exitError{code: 1, msg: err.Error()}
-	}
-	if err != nil {
-		return err
-	}
-	in.Thresholds, in.EvalDropPts = th, *evalDrop
-	var buf bytes.Buffer
-	if err := report.Render(&buf, in); err != nil {
-		return err
-	}
-	if dir := filepath.Dir(*out); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	c.RunE = func(*cobra.Command, []string) error {
+		if *sweep == "" {
+			return &exitError{code: 2, msg: "--sweep ID is required"}
+		}
+		if *baseline == *sweep {
+			return &exitError{code: 2, msg: "--baseline must name another sweep"}
+		}
+		ctx := context.Background()
+		store, _, _, err := lf.open(ctx)
+		if err != nil {
 			return err
 		}
+		defer store.Close()
+		in, err := report.Load(ctx, store, *sweep, *baseline)
+		if errors.Is(err, report.ErrNoSweep) {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		if err != nil {
+			return err
+		}
+		in.Thresholds, in.EvalDropPts = th, *evalDrop
+		var buf bytes.Buffer
+		if err := report.Render(&buf, in); err != nil {
+			return err
+		}
+		if dir := filepath.Dir(*out); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		_, fsn := in.Findings()
+		fmt.Printf("wrote %s (%d points, %d perf results", *out, len(in.Current.Points), len(in.Current.Perf))
+		if in.Baseline != nil {
+			fmt.Printf(", %d regression findings vs %s", len(fsn), *baseline)
+		}
+		fmt.Println(")")
+		return nil
 	}
-	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	_, fsn := in.Findings()
-	fmt.Printf("wrote %s (%d points, %d perf results", *out, len(in.Current.Points), len(in.Current.Perf))
-	if in.Baseline != nil {
-		fmt.Printf(", %d regression findings vs %s", len(fsn), *baseline)
-	}
-	fmt.Println(")")
-	return nil
+	return c
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -24,10 +25,37 @@ import (
 )
 
 func init() {
-	register(command{name: "schedule create", summary: "create a nightly regression schedule: run a sweep on a cron, compare with its baseline", run: runScheduleCreate})
-	register(command{name: "schedule list", summary: "list sweepflow schedules with their next runs", run: runScheduleList})
-	register(command{name: "schedule backfill", summary: "run a schedule for past nights now (one run per missed action)", run: runScheduleBackfill})
-	register(command{name: "schedule delete", summary: "delete a schedule (running sweeps go on)", run: runScheduleDelete})
+	register("schedule create", func() *cobra.Command {
+		var f scheduleFlags
+		c := &cobra.Command{Use: "create NAME", Short: "create a nightly regression schedule: run a sweep on a cron, compare with its baseline", Args: exactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error { return runScheduleCreate(args[0], f) }}
+		f.bind(c.Flags())
+		return c
+	})
+	register("schedule list", func() *cobra.Command {
+		var jsonOut bool
+		c := &cobra.Command{Use: "list", Short: "list sweepflow schedules with their next runs", Args: noArgs,
+			RunE: func(*cobra.Command, []string) error { return runScheduleList(jsonOut) }}
+		c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+		return c
+	})
+	register("schedule backfill", func() *cobra.Command {
+		var from, to string
+		c := &cobra.Command{Use: "backfill NAME", Short: "run a schedule for past nights now (one run per missed action)", Args: exactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				if from == "" || to == "" {
+					return usageError("--from and --to are required (usage: %s --from RFC3339 --to RFC3339)", c.UseLine())
+				}
+				return runScheduleBackfill(args[0], from, to)
+			}}
+		c.Flags().StringVar(&from, "from", "", "start of the period, RFC 3339 (e.g. 2026-11-28T00:00:00Z)")
+		c.Flags().StringVar(&to, "to", "", "end of the period, RFC 3339")
+		return c
+	})
+	register("schedule delete", func() *cobra.Command {
+		return &cobra.Command{Use: "delete NAME", Short: "delete a schedule (running sweeps go on)", Args: exactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error { return runScheduleDelete(args[0]) }}
+	})
 }
 
 type scheduleFlags struct {
@@ -106,14 +134,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 	}, nin, nil
 }
 
-func runScheduleCreate(args []string) error {
-	fs := flag.NewFlagSet("schedule create", flag.ContinueOnError)
-	var f scheduleFlags
-	f.bind(fs)
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter schedule create NAME --cron EXPR --timezone TZ --sweep FILE [--baseline SWEEP] [--webhook URL] [--pause-on-failure] [--catchup-window 1h]"}
-	}
-	name := fs.Arg(0)
+func runScheduleCreate(name string, f scheduleFlags) error {
 	opts, nin, err := nightlySchedule(name, f)
 	if err != nil {
 		return err
@@ -146,18 +167,12 @@ func threshold(sign string, pct float64) string {
 	return fmt.Sprintf("%s%g %%", sign, pct)
 }
 
-func runScheduleBackfill(args []string) error {
-	fs := flag.NewFlagSet("schedule backfill", flag.ContinueOnError)
-	from := fs.String("from", "", "start of the period, RFC 3339 (e.g. 2026-11-28T00:00:00Z)")
-	to := fs.String("to", "", "end of the period, RFC 3339")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 || *from == "" || *to == "" {
-		return &exitError{code: 2, msg: "usage: starter schedule backfill NAME --from RFC3339 --to RFC3339"}
-	}
-	start, err := time.Parse(time.RFC3339, *from)
+func runScheduleBackfill(name, from, to string) error {
+	start, err := time.Parse(time.RFC3339, from)
 	if err != nil {
 		return &exitError{code: 2, msg: fmt.Sprintf("--from: %v", err)}
 	}
-	end, err := time.Parse(time.RFC3339, *to)
+	end, err := time.Parse(time.RFC3339, to)
 	if err != nil {
 		return &exitError{code: 2, msg: fmt.Sprintf("--to: %v", err)}
 	}
@@ -171,21 +186,16 @@ func runScheduleBackfill(args []string) error {
 	defer done()
 	// BUFFER_ALL: backfilled nights run one after another, in order, so each
 	// compares with the one before it.
-	err = c.ScheduleClient().GetHandle(ctx, fs.Arg(0)).Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{
+	err = c.ScheduleClient().GetHandle(ctx, name).Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{
 		{Start: start, End: end, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ALL}}})
 	if err != nil {
-		return fmt.Errorf("backfilling schedule %s: %w", fs.Arg(0), err)
+		return fmt.Errorf("backfilling schedule %s: %w", name, err)
 	}
-	fmt.Printf("schedule %s: backfill of %s .. %s requested\n", fs.Arg(0), start.Format(time.RFC3339), end.Format(time.RFC3339))
+	fmt.Printf("schedule %s: backfill of %s .. %s requested\n", name, start.Format(time.RFC3339), end.Format(time.RFC3339))
 	return nil
 }
 
-func runScheduleList(args []string) error {
-	fs := flag.NewFlagSet("schedule list", flag.ContinueOnError)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
+func runScheduleList(jsonOut bool) error {
 	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
@@ -213,7 +223,7 @@ func runScheduleList(args []string) error {
 		}
 		rows = append(rows, r)
 	}
-	if *jsonOut {
+	if jsonOut {
 		return json.NewEncoder(os.Stdout).Encode(rows)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
@@ -228,20 +238,16 @@ func runScheduleList(args []string) error {
 	return tw.Flush()
 }
 
-func runScheduleDelete(args []string) error {
-	fs := flag.NewFlagSet("schedule delete", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter schedule delete NAME"}
-	}
+func runScheduleDelete(name string) error {
 	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := c.ScheduleClient().GetHandle(ctx, fs.Arg(0)).Delete(ctx); err != nil {
-		return fmt.Errorf("deleting schedule %s: %w", fs.Arg(0), err)
+	if err := c.ScheduleClient().GetHandle(ctx, name).Delete(ctx); err != nil {
+		return fmt.Errorf("deleting schedule %s: %w", name, err)
 	}
-	fmt.Printf("schedule %s deleted\n", fs.Arg(0))
+	fmt.Printf("schedule %s deleted\n", name)
 	return nil
 }
 

@@ -2,19 +2,31 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
 func init() {
-	register(command{name: "server start", summary: "start the embedded Temporal dev server (SQLite, Web UI, search attributes)", run: runServerStart})
-	register(command{name: "server stop", summary: "stop the embedded Temporal dev server started by `server start`", run: runServerStop})
+	register("server start", func() *cobra.Command {
+		c := &cobra.Command{Use: "start", Short: "start the embedded Temporal dev server (SQLite, Web UI, search attributes)", Args: noArgs}
+		build := devServerFlags(c.Flags())
+		c.RunE = func(*cobra.Command, []string) error { return runServerStart(build) }
+		return c
+	})
+	register("server stop", func() *cobra.Command {
+		c := &cobra.Command{Use: "stop", Short: "stop the embedded Temporal dev server started by `server start`", Args: noArgs}
+		build := devServerFlags(c.Flags())
+		c.RunE = func(*cobra.Command, []string) error { return runServerStop(build) }
+		return c
+	})
 }
 
 // homeDir is where sweepflow keeps its local state: the dev server's
@@ -45,12 +57,7 @@ func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
 	}
 }
 
-func runServerStart(args []string) error {
-	fs := flag.NewFlagSet("server start", flag.ContinueOnError)
-	build := devServerFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
+func runServerStart(build func() (temporalx.DevServer, error)) error {
 	d, err := build()
 	if err != nil {
 		return err
@@ -69,12 +76,7 @@ func runServerStart(args []string) error {
 	return nil
 }
 
-func runServerStop(args []string) error {
-	fs := flag.NewFlagSet("server stop", flag.ContinueOnError)
-	build := devServerFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
+func runServerStop(build func() (temporalx.DevServer, error)) error {
 	d, err := build()
 	if err != nil {
 		return err

@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -19,13 +19,13 @@ import (
 )
 
 func init() {
-	register(command{name: "sim serve", summary: "run the simulated OpenAI-compatible engine (latency model of a deployment, GSM8K answers, faults)", run: runSimServe})
-}
-
-func runSimServe(args []string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return simServe(ctx, args, os.Stdout, os.Stderr, os.Getenv)
+	register("sim serve", func() *cobra.Command {
+		return newSimServeCmd(os.Getenv, func(c *cobra.Command, cfg sim.Config, opts simServeOptions) error {
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serveSim(ctx, cfg, opts, c.OutOrStdout(), c.ErrOrStderr())
+		})
+	})
 }
 
 // simServeOptions is what the flags decide besides sim.Config.
@@ -35,12 +35,16 @@ type simServeOptions struct {
 	logJSON  bool
 }
 
-// simServe parses flags, starts the engine and serves until ctx ends.
+// simServe runs `starter sim serve args` in-process: it parses the flags,
+// starts the engine and serves until ctx ends.
 func simServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	cfg, opts, err := simConfigFromFlags(args, stderr, getenv)
-	if err != nil {
-		return err
-	}
+	return execute(ctx, newSimServeCmd(getenv, func(c *cobra.Command, cfg sim.Config, opts simServeOptions) error {
+		return serveSim(c.Context(), cfg, opts, c.OutOrStdout(), c.ErrOrStderr())
+	}), args, stdout, stderr)
+}
+
+// serveSim starts the engine and serves until ctx ends.
+func serveSim(ctx context.Context, cfg sim.Config, opts simServeOptions, stdout, stderr io.Writer) error {
 	logger, err := simLogger(stderr, opts.logLevel, opts.logJSON)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
@@ -84,12 +88,25 @@ func simLogger(w io.Writer, level string, jsonFormat bool) (*zap.Logger, error) 
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), lvl)), nil
 }
 
-// simConfigFromFlags turns `starter sim serve` flags into a sim.Config.
-// Exactly one of --deployment, --row-json and the explicit --prefill-*/
-// --decode-* numbers picks the deployment (default: sim.DefaultDeployment).
+// simConfigFromFlags turns `starter sim serve` flags into a sim.Config
+// without serving.
 func simConfigFromFlags(args []string, stderr io.Writer, getenv func(string) string) (sim.Config, simServeOptions, error) {
-	fs := flag.NewFlagSet("sim serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var cfg sim.Config
+	var opts simServeOptions
+	err := execute(nil, newSimServeCmd(getenv, func(_ *cobra.Command, c sim.Config, o simServeOptions) error {
+		cfg, opts = c, o
+		return nil
+	}), args, io.Discard, stderr)
+	return cfg, opts, err
+}
+
+// newSimServeCmd builds `starter sim serve`: it turns the flags into a
+// sim.Config and hands it to serve. Exactly one of --deployment, --row-json
+// and the explicit --prefill-*/--decode-* numbers picks the deployment
+// (default: sim.DefaultDeployment).
+func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg sim.Config, opts simServeOptions) error) *cobra.Command {
+	c := &cobra.Command{Use: "serve", Short: "run the simulated OpenAI-compatible engine (latency model of a deployment, GSM8K answers, faults)", Args: noArgs}
+	fs := c.Flags()
 	var (
 		opts                                         simServeOptions
 		deployment, rowJSON                          string
@@ -145,122 +162,124 @@ func simConfigFromFlags(args []string, stderr io.Writer, getenv func(string) str
 	fs.DurationVar(&stallFor, "stall-for", time.Second, "fault: stall length (scaled by --time-scale)")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&opts.logJSON, "log-json", false, "log JSON lines instead of console text")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return sim.Config{}, opts, &exitError{code: 0}
-		}
-		return sim.Config{}, opts, &exitError{code: 2, msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return sim.Config{}, opts, &exitError{code: 2, msg: "unexpected arguments: " + strings.Join(fs.Args(), " ")}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	usage := func(format string, a ...any) error { return &exitError{code: 2, msg: fmt.Sprintf(format, a...)} }
+	// config reads the parsed flags, the environment and the row file.
+	config := func(stderr io.Writer) (sim.Config, simServeOptions, error) {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		usage := func(format string, a ...any) error { return &exitError{code: 2, msg: fmt.Sprintf(format, a...)} }
 
-	explicit := false
-	for _, n := range []string{"prefill-workers", "prefill-tp", "prefill-ep", "prefill-dpa", "decode-workers", "decode-tp", "decode-ep", "decode-dpa"} {
-		explicit = explicit || set[n]
-	}
-	sources := 0
-	for _, on := range []bool{deployment != "", rowJSON != "", explicit} {
-		if on {
-			sources++
+		explicit := false
+		for _, n := range []string{"prefill-workers", "prefill-tp", "prefill-ep", "prefill-dpa", "decode-workers", "decode-tp", "decode-ep", "decode-dpa"} {
+			explicit = explicit || set[n]
 		}
-	}
-	if sources > 1 {
-		return sim.Config{}, opts, usage("pick the deployment one way: --deployment, --row-json or the --prefill-*/--decode-* numbers")
-	}
-	cfg := sim.Config{
-		Model: model, TimeScale: timeScale, Accuracy: accuracy, Reasoning: reasoning, GSM8KPath: gsm8k,
-		Seed: seed, Slowdown: slow, TimelineCapacity: timelineCap, DefaultMaxTokens: defaultMax,
-		ContextLength: contextLen, IdleTimeout: idle,
-		FixedTTFT: time.Duration(ttftMS * float64(time.Millisecond)),
-		FixedITL:  time.Duration(itlMS * float64(time.Millisecond)),
-		FastMode:  fast || set["ttft-ms"] || set["itl-ms"],
-		Faults: sim.Faults{
-			HealthFailFor: healthFail, DieAfter: dieAfter, ErrorStatus: errStatus, ErrorEvery: errEvery,
-			ErrorBurstStart: burstStart, ErrorBurstLen: burstLen, MidStreamErrorEvery: midEvery,
-			StallEvery: stallEvery, StallFor: stallFor,
-		},
-	}
-	if timeScale <= 0 {
-		return cfg, opts, usage("--time-scale must be > 0, got %g", timeScale)
-	}
-	if slow <= 0 {
-		return cfg, opts, usage("--slowdown must be > 0, got %g", slow)
-	}
-	if ttftMS < 0 || itlMS < 0 {
-		return cfg, opts, usage("--ttft-ms and --itl-ms must not be negative")
-	}
-	if gpusPerNode < 1 {
-		return cfg, opts, usage("--gpus-per-node must be >= 1, got %d", gpusPerNode)
-	}
-	var rowAL float64
-	var rowHasAL bool
-	var rowSpec string
-	switch {
-	case deployment != "":
-		d, err := sim.ParseDeployment(deployment)
-		if err != nil {
-			return cfg, opts, usage("--deployment: %v", err)
+		sources := 0
+		for _, on := range []bool{deployment != "", rowJSON != "", explicit} {
+			if on {
+				sources++
+			}
 		}
-		cfg.Deployment = d
-	case rowJSON != "":
-		row, err := sim.LoadMatrixRow(rowJSON, rowIndex)
-		if err != nil {
-			return cfg, opts, usage("--row-json %v", err)
+		if sources > 1 {
+			return sim.Config{}, opts, usage("pick the deployment one way: --deployment, --row-json or the --prefill-*/--decode-* numbers")
 		}
-		cfg.Deployment = row.Deployment(gpusPerNode)
-		if cfg.Model == "" {
-			cfg.Model = row.Model
+		cfg := sim.Config{
+			Model: model, TimeScale: timeScale, Accuracy: accuracy, Reasoning: reasoning, GSM8KPath: gsm8k,
+			Seed: seed, Slowdown: slow, TimelineCapacity: timelineCap, DefaultMaxTokens: defaultMax,
+			ContextLength: contextLen, IdleTimeout: idle,
+			FixedTTFT: time.Duration(ttftMS * float64(time.Millisecond)),
+			FixedITL:  time.Duration(itlMS * float64(time.Millisecond)),
+			FastMode:  fast || set["ttft-ms"] || set["itl-ms"],
+			Faults: sim.Faults{
+				HealthFailFor: healthFail, DieAfter: dieAfter, ErrorStatus: errStatus, ErrorEvery: errEvery,
+				ErrorBurstStart: burstStart, ErrorBurstLen: burstLen, MidStreamErrorEvery: midEvery,
+				StallEvery: stallEvery, StallFor: stallFor,
+			},
 		}
-		rowAL, rowHasAL = row.SyntheticAcceptanceLength()
-		rowSpec = row.SpecDecoding
-	case explicit:
-		if !set["prefill-tp"] {
-			return cfg, opts, usage("--prefill-tp is required with explicit deployment numbers")
+		if timeScale <= 0 {
+			return cfg, opts, usage("--time-scale must be > 0, got %g", timeScale)
 		}
-		d := sim.Deployment{
-			PrefillWorkers: orInt(pWorkers, set["prefill-workers"], 1), PrefillTP: pTP,
-			PrefillEP: orInt(pEP, set["prefill-ep"], 1), PrefillDPA: pDPA,
-			DecodeWorkers: dWorkers, DecodeTP: orInt(dTP, set["decode-tp"], pTP),
-			DecodeEP: orInt(dEP, set["decode-ep"], 1), DecodeDPA: dDPA,
-			Disagg: dWorkers > 0,
+		if slow <= 0 {
+			return cfg, opts, usage("--slowdown must be > 0, got %g", slow)
 		}
-		if !d.Disagg { // aggregated: decode mirrors prefill, as InferenceX rows do
-			d.DecodeTP, d.DecodeEP, d.DecodeDPA = d.PrefillTP, d.PrefillEP, d.PrefillDPA
+		if ttftMS < 0 || itlMS < 0 {
+			return cfg, opts, usage("--ttft-ms and --itl-ms must not be negative")
 		}
-		if err := d.Validate(); err != nil {
-			return cfg, opts, usage("deployment flags: %v", err)
+		if gpusPerNode < 1 {
+			return cfg, opts, usage("--gpus-per-node must be >= 1, got %d", gpusPerNode)
 		}
-		cfg.Deployment = d
-	default:
-		cfg.Deployment, _ = sim.ParseDeployment(sim.DefaultDeployment)
-	}
-	cfg.Deployment.GPUsPerNode = gpusPerNode
+		var rowAL float64
+		var rowHasAL bool
+		var rowSpec string
+		switch {
+		case deployment != "":
+			d, err := sim.ParseDeployment(deployment)
+			if err != nil {
+				return cfg, opts, usage("--deployment: %v", err)
+			}
+			cfg.Deployment = d
+		case rowJSON != "":
+			row, err := sim.LoadMatrixRow(rowJSON, rowIndex)
+			if err != nil {
+				return cfg, opts, usage("--row-json %v", err)
+			}
+			cfg.Deployment = row.Deployment(gpusPerNode)
+			if cfg.Model == "" {
+				cfg.Model = row.Model
+			}
+			rowAL, rowHasAL = row.SyntheticAcceptanceLength()
+			rowSpec = row.SpecDecoding
+		case explicit:
+			if !set["prefill-tp"] {
+				return cfg, opts, usage("--prefill-tp is required with explicit deployment numbers")
+			}
+			d := sim.Deployment{
+				PrefillWorkers: orInt(pWorkers, set["prefill-workers"], 1), PrefillTP: pTP,
+				PrefillEP: orInt(pEP, set["prefill-ep"], 1), PrefillDPA: pDPA,
+				DecodeWorkers: dWorkers, DecodeTP: orInt(dTP, set["decode-tp"], pTP),
+				DecodeEP: orInt(dEP, set["decode-ep"], 1), DecodeDPA: dDPA,
+				Disagg: dWorkers > 0,
+			}
+			if !d.Disagg { // aggregated: decode mirrors prefill, as InferenceX rows do
+				d.DecodeTP, d.DecodeEP, d.DecodeDPA = d.PrefillTP, d.PrefillEP, d.PrefillDPA
+			}
+			if err := d.Validate(); err != nil {
+				return cfg, opts, usage("deployment flags: %v", err)
+			}
+			cfg.Deployment = d
+		default:
+			cfg.Deployment, _ = sim.ParseDeployment(sim.DefaultDeployment)
+		}
+		cfg.Deployment.GPUsPerNode = gpusPerNode
 
-	envAL, envHasAL, err := sim.SyntheticAcceptanceFromEnv(getenv)
-	if err != nil {
-		return cfg, opts, usage("environment: %v", err)
-	}
-	switch {
-	case set["acceptance-length"]:
-		if al < 1 {
-			return cfg, opts, usage("--acceptance-length must be >= 1, got %g", al)
+		envAL, envHasAL, err := sim.SyntheticAcceptanceFromEnv(getenv)
+		if err != nil {
+			return cfg, opts, usage("environment: %v", err)
 		}
-		cfg.AcceptanceLength = al
-	case envHasAL:
-		cfg.AcceptanceLength = envAL
-	case rowHasAL:
-		cfg.AcceptanceLength = rowAL
-	default:
-		cfg.AcceptanceLength = 1
-		if rowSpec != "" && rowSpec != "none" {
-			fmt.Fprintf(stderr, "warning: the row uses spec-decoding %q but sets no synthetic acceptance length; simulating AL 1 (pass --acceptance-length)\n", rowSpec)
+		switch {
+		case set["acceptance-length"]:
+			if al < 1 {
+				return cfg, opts, usage("--acceptance-length must be >= 1, got %g", al)
+			}
+			cfg.AcceptanceLength = al
+		case envHasAL:
+			cfg.AcceptanceLength = envAL
+		case rowHasAL:
+			cfg.AcceptanceLength = rowAL
+		default:
+			cfg.AcceptanceLength = 1
+			if rowSpec != "" && rowSpec != "none" {
+				fmt.Fprintf(stderr, "warning: the row uses spec-decoding %q but sets no synthetic acceptance length; simulating AL 1 (pass --acceptance-length)\n", rowSpec)
+			}
 		}
+		return cfg, opts, nil
 	}
-	return cfg, opts, nil
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		cfg, opts, err := config(c.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		return serve(c, cfg, opts)
+	}
+	return c
 }
 
 // orInt returns v if the flag was set, else def.

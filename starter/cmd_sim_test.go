@@ -74,8 +74,8 @@ func TestSimServeFlags(t *testing.T) {
 		{name: "bad AL", args: []string{"--acceptance-length", "0.5"}, wantErr: ">= 1"},
 		{name: "bad env AL", env: env("SYNTHETIC_ACCEPTANCE", "true", "SYNTHETIC_ACCEPTANCE_LENGTH", "x"), wantErr: "SYNTHETIC_ACCEPTANCE_LENGTH"},
 		{name: "bad time scale", args: []string{"--time-scale", "0"}, wantErr: "--time-scale"},
-		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected arguments"},
-		{name: "unknown flag", args: []string{"--nope"}, wantErr: "flag provided but not defined"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: `unexpected argument "serve"`},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "unknown flag: --nope"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

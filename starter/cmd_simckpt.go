@@ -2,51 +2,53 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 )
 
 func init() {
-	register(command{name: "sim checkpoint", summary: "write a small simulated checkpoint (safetensors-like shards) for the simulated cluster", run: runSimCheckpoint})
+	register("sim checkpoint", newSimCheckpointCmd)
 }
 
-// runSimCheckpoint writes deterministic shard files so checkpoint staging
+// newSimCheckpointCmd writes deterministic shard files so checkpoint staging
 // has real bytes to copy, hash and verify on a machine without the model.
-func runSimCheckpoint(args []string) error {
-	fs := flag.NewFlagSet("sim checkpoint", flag.ContinueOnError)
+func newSimCheckpointCmd() *cobra.Command {
+	c := &cobra.Command{Use: "checkpoint", Short: "write a small simulated checkpoint (safetensors-like shards) for the simulated cluster", Args: noArgs}
+	fs := c.Flags()
 	dir := fs.String("dir", "", "checkpoint directory to create (e.g. <shared-root>/deepseek-ai/DeepSeek-V4-Pro-0813)")
 	shards := fs.Int("shards", 8, "number of shard files")
 	shardMiB := fs.Int("shard-mib", 8, "size of each shard in MiB")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
-	if *dir == "" || *shards <= 0 || *shardMiB <= 0 {
-		return &exitError{code: 2, msg: "usage: starter sim checkpoint --dir DIR [--shards N] [--shard-mib M]"}
-	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		return err
-	}
-	meta := `{"simulated": true, "note": "sweepflow simulated checkpoint: random bytes, not model weights"}` + "\n"
-	if err := os.WriteFile(filepath.Join(*dir, "config.json"), []byte(meta), 0o644); err != nil {
-		return err
-	}
-	written := 0
-	for i := 1; i <= *shards; i++ {
-		path := filepath.Join(*dir, fmt.Sprintf("model-%05d-of-%05d.safetensors", i, *shards))
-		want := int64(*shardMiB) << 20
-		if st, err := os.Stat(path); err == nil && st.Size() == want {
-			continue // already there: the same seed writes the same bytes
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if *dir == "" || *shards <= 0 || *shardMiB <= 0 {
+			return usageError("--dir is required, --shards and --shard-mib must be >= 1 (usage: %s)", c.UseLine())
 		}
-		if err := writeShard(path, want, uint64(i)); err != nil {
+		if err := os.MkdirAll(*dir, 0o755); err != nil {
 			return err
 		}
-		written++
+		meta := `{"simulated": true, "note": "sweepflow simulated checkpoint: random bytes, not model weights"}` + "\n"
+		if err := os.WriteFile(filepath.Join(*dir, "config.json"), []byte(meta), 0o644); err != nil {
+			return err
+		}
+		written := 0
+		for i := 1; i <= *shards; i++ {
+			path := filepath.Join(*dir, fmt.Sprintf("model-%05d-of-%05d.safetensors", i, *shards))
+			want := int64(*shardMiB) << 20
+			if st, err := os.Stat(path); err == nil && st.Size() == want {
+				continue // already there: the same seed writes the same bytes
+			}
+			if err := writeShard(path, want, uint64(i)); err != nil {
+				return err
+			}
+			written++
+		}
+		fmt.Printf("simulated checkpoint at %s: %d shards x %d MiB (%d written)\n", *dir, *shards, *shardMiB, written)
+		return nil
 	}
-	fmt.Printf("simulated checkpoint at %s: %d shards x %d MiB (%d written)\n", *dir, *shards, *shardMiB, written)
-	return nil
+	return c
 }
 
 func writeShard(path string, size int64, seed uint64) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +12,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sweepflow/sweepflow/staging"
 )
 
 func init() {
-	register(command{name: "stage", summary: "copy a checkpoint to a node-local dir, verified by size+sha256 manifest", run: runStage})
+	register("stage", newStageCmd)
 }
 
 // exitChecksumMismatch tells a parent process (an activity running this via
@@ -36,42 +37,40 @@ type stageEvent struct {
 	ChecksumMismatch bool `json:"checksum_mismatch,omitempty"`
 }
 
-func runStage(args []string) error {
-	fs := flag.NewFlagSet("stage", flag.ContinueOnError)
+func runStage(args []string) error { return execute(nil, newStageCmd(), args, nil, nil) }
+
+func newStageCmd() *cobra.Command {
+	c := &cobra.Command{Use: "stage", Short: "copy a checkpoint to a node-local dir, verified by size+sha256 manifest", Args: noArgs}
+	fs := c.Flags()
 	src := fs.String("src", "", "checkpoint directory on the shared filesystem (required)")
 	dst := fs.String("dst", "", "node-local destination directory (required)")
 	asJSON := fs.Bool("json", false, "print JSON lines (progress, then report or error) to stdout")
 	verify := fs.Bool("verify", false, "re-hash every existing destination file, even ones --resume lists")
 	parallel := fs.Int("parallel", 4, "files copied at once")
 	resume := fs.String("resume", "", "JSON file holding a previous attempt's progress (a progress line's \"progress\" object)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	c.RunE = func(*cobra.Command, []string) error {
+		switch {
+		case *src == "" || *dst == "":
+			return &exitError{code: 2, msg: "--src and --dst are required"}
+		case *parallel < 1:
+			return &exitError{code: 2, msg: fmt.Sprintf("--parallel %d: must be at least 1", *parallel)}
 		}
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	switch {
-	case fs.NArg() > 0:
-		return &exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	case *src == "" || *dst == "":
-		return &exitError{code: 2, msg: "--src and --dst are required"}
-	case *parallel < 1:
-		return &exitError{code: 2, msg: fmt.Sprintf("--parallel %d: must be at least 1", *parallel)}
-	}
-	opts := staging.Options{Src: *src, Dst: *dst, Parallel: *parallel, VerifyExisting: *verify}
-	if *resume != "" {
-		p, err := readResume(*resume)
-		if err != nil {
-			return &exitError{code: 2, msg: err.Error()}
+		opts := staging.Options{Src: *src, Dst: *dst, Parallel: *parallel, VerifyExisting: *verify}
+		if *resume != "" {
+			p, err := readResume(*resume)
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			opts.Resume = p
 		}
-		opts.Resume = p
-	}
 
-	// SIGTERM is how srun/scancel stop us: cancel so no temp file survives.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	start := time.Now()
-	return stageMain(ctx, opts, *asJSON, os.Stdout, os.Stderr, start)
+		// SIGTERM is how srun/scancel stop us: cancel so no temp file survives.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		start := time.Now()
+		return stageMain(ctx, opts, *asJSON, os.Stdout, os.Stderr, start)
+	}
+	return c
 }
 
 func stageMain(ctx context.Context, opts staging.Options, asJSON bool, stdout, stderr io.Writer, start time.Time) error {

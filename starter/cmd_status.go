@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -24,11 +24,24 @@ import (
 )
 
 func init() {
-	register(command{name: "status", summary: "show a sweep's points: stage, status, attempt, elapsed, key figures", run: runStatus})
-	register(command{name: "watch", summary: "follow a sweep live until it ends", run: runWatch})
-	register(command{name: "retry", summary: "operator decision: retry the failed stage of a waiting point (or --sweep: all)", run: decideCmd(workflows.ActionRetry)})
-	register(command{name: "skip", summary: "operator decision: skip the failed stage of a waiting point (or --sweep: all)", run: decideCmd(workflows.ActionSkip)})
-	register(command{name: "abort", summary: "operator decision: abort a waiting point with teardown (or --sweep: all)", run: decideCmd(workflows.ActionAbort)})
+	register("status", func() *cobra.Command {
+		var jsonOut bool
+		c := &cobra.Command{Use: "status SWEEP_ID", Short: "show a sweep's points: stage, status, attempt, elapsed, key figures", Args: exactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error { return runStatus(args[0], jsonOut) }}
+		c.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+		return c
+	})
+	register("watch", func() *cobra.Command {
+		var o watchOptions
+		c := &cobra.Command{Use: "watch SWEEP_ID", Short: "follow a sweep live until it ends", Args: exactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error { return runWatch(args[0], o) }}
+		c.Flags().BoolVar(&o.json, "json", false, "print a JSON line per change")
+		c.Flags().DurationVar(&o.interval, "interval", 2*time.Second, "refresh interval")
+		return c
+	})
+	register("retry", decideCmd(workflows.ActionRetry, "operator decision: retry the failed stage of a waiting point (or --sweep: all)"))
+	register("skip", decideCmd(workflows.ActionSkip, "operator decision: skip the failed stage of a waiting point (or --sweep: all)"))
+	register("abort", decideCmd(workflows.ActionAbort, "operator decision: abort a waiting point with teardown (or --sweep: all)"))
 }
 
 // pointView is one row of `starter status`.
@@ -200,22 +213,17 @@ func printSweep(w io.Writer, v *sweepView) {
 	}
 }
 
-func runStatus(args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter status SWEEP_ID [--json]"}
-	}
+func runStatus(id string, jsonOut bool) error {
 	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
 	defer done()
-	v, err := collect(ctx, c, fs.Arg(0))
+	v, err := collect(ctx, c, id)
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
@@ -322,19 +330,13 @@ func signature(v *sweepView) string {
 	return b.String()
 }
 
-func runWatch(args []string) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	jsonOut := fs.Bool("json", false, "print a JSON line per change")
-	interval := fs.Duration("interval", 2*time.Second, "refresh interval")
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter watch SWEEP_ID [--json] [--interval 2s]"}
-	}
+func runWatch(id string, o watchOptions) error {
 	c, err := temporalx.Dial(nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return watch(c, fs.Arg(0), watchOptions{json: *jsonOut, interval: *interval})
+	return watch(c, id, o)
 }
 
 // waitingPoints lists the points of a sweep that wait for an operator.
@@ -358,49 +360,60 @@ func waitingPoints(ctx context.Context, c client.Client, sweepID string) ([]stri
 	}
 }
 
-func decideCmd(action string) func([]string) error {
-	return func(args []string) error {
-		fs := flag.NewFlagSet(action, flag.ContinueOnError)
-		sweep := fs.String("sweep", "", "apply to every point of this sweep that waits for an operator")
-		reason := fs.String("reason", "", "why (recorded in the point's state)")
-		if err := fs.Parse(reorder(args)); err != nil || (fs.NArg() == 0) == (*sweep == "") {
-			return &exitError{code: 2, msg: fmt.Sprintf("usage: starter %s POINT_WORKFLOW_ID... | --sweep SWEEP_ID [--reason TEXT]", action)}
-		}
-		ctx, c, done, err := connect(60 * time.Second)
-		if err != nil {
+// decideCmd builds `starter retry|skip|abort POINT_WORKFLOW_ID... | --sweep SWEEP_ID`.
+func decideCmd(action, short string) func() *cobra.Command {
+	return func() *cobra.Command {
+		var sweep, reason string
+		c := &cobra.Command{Use: action + " {POINT_WORKFLOW_ID... | --sweep SWEEP_ID}", Short: short,
+			Args: func(c *cobra.Command, args []string) error {
+				if (len(args) == 0) == (sweep == "") {
+					return usageError("give point workflow IDs or --sweep SWEEP_ID, not both (usage: %s)", c.UseLine())
+				}
+				return nil
+			},
+			RunE: func(_ *cobra.Command, args []string) error { return decide(action, args, sweep, reason) }}
+		c.Flags().StringVar(&sweep, "sweep", "", "apply to every point of this sweep that waits for an operator")
+		c.Flags().StringVar(&reason, "reason", "", "why (recorded in the point's state)")
+		return c
+	}
+}
+
+// decide sends the operator decision to the points ids, or to every
+// waiting point of sweep.
+func decide(action string, ids []string, sweep, reason string) error {
+	ctx, c, done, err := connect(60 * time.Second)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if sweep != "" {
+		if ids, err = waitingPoints(ctx, c, sweep); err != nil {
 			return err
 		}
-		defer done()
-		ids := fs.Args()
-		if *sweep != "" {
-			if ids, err = waitingPoints(ctx, c, *sweep); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return &exitError{code: 1, msg: fmt.Sprintf("no point of sweep %s waits for an operator", *sweep)}
-			}
+		if len(ids) == 0 {
+			return &exitError{code: 1, msg: fmt.Sprintf("no point of sweep %s waits for an operator", sweep)}
 		}
-		var errs []error
-		for _, id := range ids {
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
-				Args: []any{workflows.Decision{Action: action, Reason: *reason}},
-			})
-			var msg string
-			if err == nil {
-				err = h.Get(ctx, &msg)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", id, err))
-				continue
-			}
-			fmt.Printf("%s: %s\n", id, msg)
-		}
-		if len(errs) > 0 {
-			return &exitError{code: 1, msg: errors.Join(errs...).Error()}
-		}
-		return nil
 	}
+	var errs []error
+	for _, id := range ids {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
+			Args: []any{workflows.Decision{Action: action, Reason: reason}},
+		})
+		var msg string
+		if err == nil {
+			err = h.Get(ctx, &msg)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		fmt.Printf("%s: %s\n", id, msg)
+	}
+	if len(errs) > 0 {
+		return &exitError{code: 1, msg: errors.Join(errs...).Error()}
+	}
+	return nil
 }
 
 func countsLine(c map[string]int) string {

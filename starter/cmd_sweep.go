@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -21,9 +22,24 @@ import (
 )
 
 func init() {
-	register(command{name: "sweep start", summary: "plan a sweep and start it on Temporal (prints the sweep ID and Web UI link)", run: runSweepStart})
-	register(command{name: "rerun", summary: "start a new run of a sweep that reuses every stage output whose fingerprint matches", run: runRerun})
-	register(command{name: "cancel", summary: "cancel a sweep (running points tear down)", run: runCancel})
+	register("sweep start", func() *cobra.Command {
+		var f startFlags
+		c := &cobra.Command{Use: "start", Short: "plan a sweep and start it on Temporal (prints the sweep ID and Web UI link)", Args: noArgs,
+			RunE: func(*cobra.Command, []string) error { return runSweepStart(f) }}
+		f.bind(c.Flags())
+		return c
+	})
+	register("rerun", func() *cobra.Command {
+		var f startFlags
+		c := &cobra.Command{Use: "rerun SWEEP_ID", Short: "start a new run of a sweep that reuses every stage output whose fingerprint matches", Args: exactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error { return runRerun(c.Flags(), f, args[0]) }}
+		f.bind(c.Flags())
+		return c
+	})
+	register("cancel", func() *cobra.Command {
+		return &cobra.Command{Use: "cancel SWEEP_ID", Short: "cancel a sweep (running points tear down)", Args: exactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error { return runCancel(args[0]) }}
+	})
 }
 
 // multiFlag collects a repeatable string flag.
@@ -31,6 +47,7 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, strings.Split(v, ",")...); return nil }
+func (m *multiFlag) Type() string       { return "strings" }
 
 type startFlags struct {
 	sweepFile, clusterFile, id string
@@ -75,13 +92,7 @@ func fastTuning() workflows.Tuning {
 	return workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second, OperatorTimeout: 2 * time.Hour}
 }
 
-func runSweepStart(args []string) error {
-	fs := flag.NewFlagSet("sweep start", flag.ContinueOnError)
-	var f startFlags
-	f.bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
+func runSweepStart(f startFlags) error {
 	req := sweepRequest{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults}
 	if f.fast {
 		req.Tuning = fastTuning()
@@ -181,20 +192,10 @@ func oneLine(err error) string {
 	return s
 }
 
-func runRerun(args []string) error {
-	fs := flag.NewFlagSet("rerun", flag.ContinueOnError)
-	var f startFlags
-	f.bind(fs)
-	if err := fs.Parse(reorder(args)); err != nil {
-		return &exitError{code: 2}
-	}
-	if fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter rerun SWEEP_ID [--force perf|eval] [--id NEW_ID]"}
-	}
+func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 	if err := checkStages(f.force); err != nil {
 		return err
 	}
-	old := fs.Arg(0)
 	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
@@ -261,46 +262,15 @@ func setFlag(fs *flag.FlagSet, name string) bool {
 	return found
 }
 
-// reorder moves positional arguments after the flags so `starter rerun ID
-// --force eval` works like `starter rerun --force eval ID`.
-func reorder(args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") {
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !boolFlag(a) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-			continue
-		}
-		pos = append(pos, a)
-	}
-	return append(flags, pos...)
-}
-
-func boolFlag(a string) bool {
-	switch strings.TrimLeft(a, "-") {
-	case "json", "wait", "fast-retries", "all", "no-color":
-		return true
-	}
-	return false
-}
-
-func runCancel(args []string) error {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
-	if err := fs.Parse(reorder(args)); err != nil || fs.NArg() != 1 {
-		return &exitError{code: 2, msg: "usage: starter cancel SWEEP_ID"}
-	}
+func runCancel(id string) error {
 	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := c.CancelWorkflow(ctx, fs.Arg(0), ""); err != nil {
-		return fmt.Errorf("cancelling %s: %w", fs.Arg(0), err)
+	if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+		return fmt.Errorf("cancelling %s: %w", id, err)
 	}
-	fmt.Printf("cancel requested for %s: running points tear down and the sweep ends\n", fs.Arg(0))
+	fmt.Printf("cancel requested for %s: running points tear down and the sweep ends\n", id)
 	return nil
 }

@@ -176,7 +176,7 @@ func TestPlanErrorsAreOneLine(t *testing.T) {
 		{"conflicting flags", "", "", "", []string{"--no-evals", "--evals-only"}, 2,
 			[]string{"starter plan: --no-evals and --evals-only are mutually exclusive"}},
 		{"unknown flag", "", "", "", []string{"--nodes", "3"}, 2,
-			[]string{"starter plan: flag provided but not defined: -nodes"}},
+			[]string{"starter plan: unknown flag: --nodes (see starter plan --help)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

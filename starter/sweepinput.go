@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,44 +140,14 @@ func absPath(p string) string {
 	return a
 }
 
-// parseFaults reads --inject-fault POINT:STAGE[:TIMES] (POINT may be a
-// unique substring of the exp-name).
+// parseFaults reads --inject-fault POINT:STAGE[:TIMES] against the plan's
+// exp-names (activities.ParseFaults).
 func parseFaults(specs []string, p *plan.Plan) (map[string][]activities.Fault, error) {
-	out := map[string][]activities.Fault{}
-	stages := []string{activities.StageAllocate, activities.StageCheckpoint, activities.StageBringUp,
-		activities.StageWarmup, activities.StagePerf, activities.StageEval, activities.StageUpload}
-	for _, s := range specs {
-		parts := strings.Split(s, ":")
-		if len(parts) < 2 || len(parts) > 3 {
-			return nil, fmt.Errorf("--inject-fault %q: want POINT:STAGE[:TIMES]", s)
-		}
-		times := 1000000 // until an operator intervenes
-		if len(parts) == 3 {
-			n, err := strconv.Atoi(parts[2])
-			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("--inject-fault %q: TIMES must be a positive integer", s)
-			}
-			times = n
-		}
-		if !slices.Contains(stages, parts[1]) {
-			return nil, fmt.Errorf("--inject-fault %q: unknown stage %q (want one of %s)", s, parts[1], strings.Join(stages, ", "))
-		}
-		var match []string
-		for _, pt := range p.Points {
-			if pt.ExpName == parts[0] {
-				match = []string{pt.ExpName}
-				break
-			}
-			if strings.Contains(pt.ExpName, parts[0]) {
-				match = append(match, pt.ExpName)
-			}
-		}
-		if len(match) != 1 {
-			return nil, fmt.Errorf("--inject-fault %q: point %q matches %d points", s, parts[0], len(match))
-		}
-		out[match[0]] = append(out[match[0]], activities.Fault{Stage: parts[1], Times: times})
+	names := make([]string, len(p.Points))
+	for i, pt := range p.Points {
+		names[i] = pt.ExpName
 	}
-	return out, nil
+	return activities.ParseFaults(specs, names)
 }
 
 // goldenALOf returns the sweep's golden AL file and thinking mode.
