@@ -115,6 +115,9 @@ func (p *Process) EnvKeys() []string { return p.Env.Keys() }
 // EnvValue returns one env_to_set value.
 func (p *Process) EnvValue(k string) (string, bool) { return p.Env.Get(k), p.Env.Has(k) }
 
+// CommandLine is the command as a shell would read it.
+func (p *Process) CommandLine() string { return shJoin(p.Command) }
+
 // Payload is the `bash -c` script with the given preamble in place of ours
 // (the reference test swaps in srt-slurm's, whose text is not ours to copy).
 func (p *Process) Payload(preamble *string) string {
