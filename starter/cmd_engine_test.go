@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const seedAgg = "../configs/recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml"
+
+func TestEngineRender(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(t *testing.T, out string)
+		wantErr string
+	}{
+		{"json placeholders", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]", "--json", "--reference-placeholders", "--synthetic-acceptance", "3.77"},
+			func(t *testing.T, out string) {
+				var procs []map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &procs))
+				require.Len(t, procs, 6)
+				for _, f := range []string{"output", "nodelist", "command", "env_to_set", "container_mounts", "srun_options", "mpi", "argv"} {
+					assert.Contains(t, procs[1], f)
+				}
+				assert.Equal(t, "{LOG_DIR}/gb200-01_agg_w0.out", procs[1]["output"])
+				assert.Equal(t, "3.77", procs[1]["env_to_set"].(map[string]any)["SGLANG_SIMULATE_ACC_LEN"])
+				assert.Contains(t, procs[1]["container_mounts"], "{MODEL_DIR:DeepSeek-V4-Pro-0813}")
+			}, ""},
+		{"listing with real paths", []string{"--recipe", seedAgg, "--nodes", "gb200-01,gb200-02", "--cluster", "../configs/clusters/gb200-nvl72.yaml",
+			"--addrs", "10.9.0.[1-2]", "--log-dir", "/x/logs"},
+			func(t *testing.T, out string) {
+				assert.Contains(t, out, "recipe agg-gb200-tp8-c1-dspark6-hicache: 6 processes")
+				assert.Contains(t, out, "HEAD_NODE_IP=10.9.0.1")
+				assert.Contains(t, out, "--dump-config-to /x/logs/gb200-01_config.json")
+				assert.NotContains(t, out, "SGLANG_SIMULATE_ACC_LEN")
+			}, ""},
+		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
+		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},
+		{"alias without profile", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]"}, nil, "give --model-dir"},
+		{"missing recipe", []string{"--nodes", "gb200-01"}, nil, "usage: starter engine render"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := engineRender(tt.args, &out)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, strings.TrimSpace(out.String()))
+		})
+	}
+}
