@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -12,26 +11,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/engine"
 )
 
 func init() {
-	register(command{name: "engine render", summary: "print the processes srt-slurm would launch for a recipe on given nodes",
-		run: func(args []string) error { return engineRender(args, os.Stdout) }})
+	register("engine render", newEngineRenderCmd)
 }
 
-const engineRenderUsage = "usage: starter engine render --recipe FILE --nodes gb200-[01-NN] [--json] [--synthetic-acceptance AL] " +
-	"[--reference-placeholders] [--cluster PROFILE] [--model-dir DIR] [--image IMAGE] [--log-dir DIR] [--srt-root DIR] " +
-	"[--infmax-workspace DIR] [--addrs LIST] [--job-id ID]"
-
-// engineRender renders a recipe's process set: the JSON list (--json) or a
-// listing for people.
+// engineRender runs `starter engine render args...` in process.
 func engineRender(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("engine render", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	recipeFile := fs.String("recipe", "", "srt-slurm recipe file (FILE or FILE:override_<name>)")
-	nodesFlag := fs.String("nodes", "", "allocation in Slurm hostlist syntax, e.g. gb200-[01-18] or gb200-01,gb200-02")
+	return execute(nil, newEngineRenderCmd(), args, stdout, nil)
+}
+
+// newEngineRenderCmd renders a recipe's process set: the JSON list (--json)
+// or a listing for people.
+func newEngineRenderCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "render --recipe FILE --nodes HOSTLIST",
+		Short: "print the processes srt-slurm would launch for a recipe on given nodes",
+		Example: "  starter engine render --recipe configs/recipes/.../agg-gb200-tp8-c1-dspark6-hicache.yaml \\\n" +
+			"      --nodes 'gb200-[01-02]' --json --reference-placeholders --synthetic-acceptance 3.77",
+		Args: noArgs,
+	}
+	fs := c.Flags()
+	recipeFile := fs.String("recipe", "", "srt-slurm recipe file (FILE or FILE:override_<name>) (required)")
+	nodesFlag := fs.String("nodes", "", "allocation in Slurm hostlist syntax, e.g. gb200-[01-18] or gb200-01,gb200-02 (required)")
 	asJSON := fs.Bool("json", false, "print the process set as JSON (the srt-slurm reference fields)")
 	al := fs.Float64("synthetic-acceptance", 0, "render a throughput run with this golden acceptance length (InferenceX's rewrite); 0: eval run")
 	placeholders := fs.Bool("reference-placeholders", false, "print paths and addresses as srt-slurm's reference renders do ({LOG_DIR}, 10.0.0.N, ...)")
@@ -43,40 +50,50 @@ func engineRender(args []string, stdout io.Writer) error {
 	infmax := fs.String("infmax-workspace", os.Getenv("INFMAX_WORKSPACE"), "InferenceX checkout mounted at /infmax-workspace (default: $INFMAX_WORKSPACE; empty: none)")
 	addrs := fs.String("addrs", "", "node addresses in --nodes order (default: DNS, else the node name)")
 	jobID := fs.String("job-id", "", "Slurm job id for srun --jobid (default: $SLURM_JOB_ID; 4242 with --reference-placeholders)")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprintln(stdout, engineRenderUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if *recipeFile == "" || *nodesFlag == "" {
+			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
 		}
-		return &exitError{code: 2, msg: err.Error() + "\n" + engineRenderUsage}
+		return engineRenderRun(c.OutOrStdout(), engineRenderFlags{
+			recipe: *recipeFile, nodes: *nodesFlag, json: *asJSON, al: *al, placeholders: *placeholders,
+			cluster: *clusterFile, modelDir: *modelDir, image: *image, logDir: *logDir, srtRoot: *srtRoot,
+			infmax: *infmax, addrs: *addrs, jobID: *jobID,
+		})
 	}
-	if fs.NArg() != 0 || *recipeFile == "" || *nodesFlag == "" {
-		return &exitError{code: 2, msg: engineRenderUsage}
-	}
-	nodes, err := engine.ParseHostlist(*nodesFlag)
+	return c
+}
+
+type engineRenderFlags struct {
+	recipe, nodes                             string
+	json, placeholders                        bool
+	al                                        float64
+	cluster, modelDir, image, logDir, srtRoot string
+	infmax, addrs, jobID                      string
+}
+
+func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
+	nodes, err := engine.ParseHostlist(f.nodes)
 	if err != nil {
 		return &exitError{code: 2, msg: "--nodes: " + err.Error()}
 	}
-	recipe, err := loadRecipeFile(*recipeFile)
+	recipe, err := loadRecipeFile(f.recipe)
 	if err != nil {
 		return err
 	}
 	var cluster *config.Cluster
-	if *clusterFile != "" {
-		if cluster, err = config.LoadCluster(*clusterFile); err != nil {
+	if f.cluster != "" {
+		if cluster, err = config.LoadCluster(f.cluster); err != nil {
 			return err
 		}
 	}
-	model := *modelDir
+	model := f.modelDir
 	if model == "" {
 		model = resolveModelDir(recipe, cluster)
 	}
 
-	opt := engine.Options{SyntheticAL: *al}
+	opt := engine.Options{SyntheticAL: f.al}
 	alloc := engine.Allocation{Nodes: nodes}
-	if *placeholders {
+	if f.placeholders {
 		name := filepath.Base(model)
 		if model == "" {
 			name = fallbackModelName(recipe)
@@ -90,38 +107,38 @@ func engineRender(args []string, stdout io.Writer) error {
 		if model == "" && !strings.HasPrefix(recipe.Model.Path, "hf:") {
 			return &exitError{code: 2, msg: fmt.Sprintf("recipe model %q is an alias: give --model-dir, or --cluster with a profile that lists it", recipe.Model.Path)}
 		}
-		root := *srtRoot
+		root := f.srtRoot
 		if root == "" && cluster != nil {
 			root = cluster.RecipesRoot
 		}
 		if root == "" {
 			return &exitError{code: 2, msg: "give --srt-root (the srt-slurm checkout) or --cluster with a recipes-root"}
 		}
-		ld := *logDir
+		ld := f.logDir
 		if ld == "" {
 			ld = filepath.Join("outputs", "logs")
 		}
 		if ld, err = filepath.Abs(ld); err != nil {
 			return err
 		}
-		img := *image
+		img := f.image
 		if img == "" {
 			img = recipe.Model.Container
 		}
-		opt.Paths = engine.Paths{LogDir: ld, ModelDir: model, ModelName: filepath.Base(model), Image: img, SrtRoot: root, InfmaxWorkspace: *infmax}
+		opt.Paths = engine.Paths{LogDir: ld, ModelDir: model, ModelName: filepath.Base(model), Image: img, SrtRoot: root, InfmaxWorkspace: f.infmax}
 		opt.JobID = os.Getenv("SLURM_JOB_ID")
-		if alloc.Addrs, err = nodeAddrs(nodes, *addrs); err != nil {
+		if alloc.Addrs, err = nodeAddrs(nodes, f.addrs); err != nil {
 			return &exitError{code: 2, msg: "--addrs: " + err.Error()}
 		}
 	}
-	if *jobID != "" {
-		opt.JobID = *jobID
+	if f.jobID != "" {
+		opt.JobID = f.jobID
 	}
 	procs, err := engine.Render(recipe, alloc, opt)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")

@@ -42,7 +42,7 @@ func TestEngineRender(t *testing.T) {
 		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
 		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},
 		{"alias without profile", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]"}, nil, "give --model-dir"},
-		{"missing recipe", []string{"--nodes", "gb200-01"}, nil, "usage: starter engine render"},
+		{"missing recipe", []string{"--nodes", "gb200-01"}, nil, "--recipe and --nodes are required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
