@@ -209,36 +209,6 @@ func TestErrors(t *testing.T) {
 	require.Error(t, err, "a recipe without a name is refused by the loader")
 }
 
-func TestParseHostlist(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    []string
-		wantErr string
-	}{
-		{"gb200-[01-03]", []string{"gb200-01", "gb200-02", "gb200-03"}, ""},
-		{"gb200-01,gb200-02", []string{"gb200-01", "gb200-02"}, ""},
-		{"n[8-10]", []string{"n8", "n9", "n10"}, ""},
-		{"a[1,3-4],b", []string{"a1", "a3", "a4", "b"}, ""},
-		{"r[1-2]-n[01-02]", []string{"r1-n01", "r1-n02", "r2-n01", "r2-n02"}, ""},
-		{"10.0.0.[1-2]", []string{"10.0.0.1", "10.0.0.2"}, ""},
-		{"gb200-[01-02", nil, "unbalanced '['"},
-		{"gb200-[03-01]", nil, "bad range"},
-		{"a,a", nil, "names a twice"},
-		{"", nil, "empty node list"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseHostlist(tt.in)
-			if tt.wantErr != "" {
-				require.ErrorContains(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
 func TestPythonFormatting(t *testing.T) {
 	floats := map[float64]string{0.85: "0.85", 2: "2.0", 1e-5: "1e-05", 1e16: "1e+16", 123456789012345.0: "123456789012345.0",
 		0.0001: "0.0001", -3.5: "-3.5", 1.5e20: "1.5e+20", 0: "0.0"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/hostlist"
 )
 
 func init() {
@@ -72,7 +73,7 @@ type engineRenderFlags struct {
 }
 
 func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
-	nodes, err := engine.ParseHostlist(f.nodes)
+	nodes, err := hostlist.Expand(f.nodes)
 	if err != nil {
 		return &exitError{code: 2, msg: "--nodes: " + err.Error()}
 	}
@@ -195,7 +196,7 @@ func fallbackModelName(r *config.Recipe) string {
 // keeps the name (as srt-slurm falls back to the hostname).
 func nodeAddrs(nodes []string, list string) ([]string, error) {
 	if list != "" {
-		addrs, err := engine.ParseHostlist(list)
+		addrs, err := hostlist.Expand(list)
 		if err != nil {
 			return nil, err
 		}

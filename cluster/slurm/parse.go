@@ -3,11 +3,11 @@ package slurm
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/hostlist"
 )
 
 // JobState is a Slurm job state as squeue and sacct print it (long form).
@@ -205,69 +205,16 @@ func ParseSacct(jobID, out string) (QueueEntry, bool, error) {
 	return QueueEntry{}, false, nil
 }
 
-// ExpandHostlist expands a Slurm hostlist ("gb200-[01-03,07],login1") into
-// names, keeping zero padding.
+// ExpandHostlist expands squeue's node list; a job without nodes has none.
 func ExpandHostlist(s string) ([]string, error) {
-	var out []string
-	for _, item := range splitTop(strings.TrimSpace(s)) {
-		if item == "" {
-			continue
-		}
-		open := strings.IndexByte(item, '[')
-		if open < 0 {
-			out = append(out, item)
-			continue
-		}
-		end := strings.IndexByte(item, ']')
-		if end < open {
-			return nil, fmt.Errorf("slurm: bad hostlist %q", s)
-		}
-		prefix, body, suffix := item[:open], item[open+1:end], item[end+1:]
-		rest, err := ExpandHostlist(suffix)
-		if err != nil {
-			return nil, err
-		}
-		if len(rest) == 0 {
-			rest = []string{""}
-		}
-		for _, r := range strings.Split(body, ",") {
-			lo, hi, isRange := strings.Cut(r, "-")
-			if !isRange {
-				hi = lo
-			}
-			a, err1 := strconv.Atoi(lo)
-			b, err2 := strconv.Atoi(hi)
-			if err1 != nil || err2 != nil || b < a || b-a > 1<<16 {
-				return nil, fmt.Errorf("slurm: bad range %q in hostlist %q", r, s)
-			}
-			for n := a; n <= b; n++ {
-				for _, sfx := range rest {
-					out = append(out, fmt.Sprintf("%s%0*d%s", prefix, len(lo), n, sfx))
-				}
-			}
-		}
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
 	}
-	return out, nil
-}
-
-// splitTop splits on commas outside brackets.
-func splitTop(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	for i, c := range s {
-		switch c {
-		case '[':
-			depth++
-		case ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
+	nodes, err := hostlist.Expand(s)
+	if err != nil {
+		return nil, fmt.Errorf("slurm: %w", err)
 	}
-	return append(parts, s[start:])
+	return nodes, nil
 }
 
 // FormatTimeLimit renders a duration as sbatch --time (D-HH:MM:SS or

@@ -1,4 +1,6 @@
-package engine
+// Package hostlist expands Slurm's hostlist syntax, which both sbatch/squeue
+// output and the engine launcher's allocations use.
+package hostlist
 
 import (
 	"fmt"
@@ -6,10 +8,11 @@ import (
 	"strings"
 )
 
-// ParseHostlist expands Slurm hostlist syntax: "gb200-[01-18]",
+// Expand expands Slurm hostlist syntax: "gb200-[01-18]",
 // "gb200-01,gb200-02", "rack[1-2]-n[01,03]". Zero padding follows the
-// range's start ("[01-18]" gives 01..18), as scontrol does.
-func ParseHostlist(s string) ([]string, error) {
+// range's start ("[01-18]" gives 01..18), as scontrol does. An empty list,
+// an empty entry or a node named twice is an error.
+func Expand(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, fmt.Errorf("empty node list")
