@@ -134,7 +134,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		var pr workflows.SweepProgress
 		require.NoError(t, wr.Get(ctx, &pr), "the sweep's result decodes with this client")
 		require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
-		fp := in.Points[0].Fingerprint
+		fp := in.Points[0].Identity
 		return e.leaks(id, map[string]string{"hf token": hfToken, "s3 key": s3Key, "fingerprint": fp}), fp
 	}
 
