@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -118,4 +119,18 @@ func (s *Store) GetSweepPlan(ctx context.Context, sweepID string) (SweepPlan, bo
 		p.Files = append(p.Files, f)
 	}
 	return p, true, rows.Err()
+}
+
+// ReadPlanFiles reads the content of every file named in files.
+func ReadPlanFiles(files []PlanFile) ([]PlanFile, error) {
+	out := make([]PlanFile, 0, len(files))
+	for _, f := range files {
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("results: plan file %s: %w", f.Path, err)
+		}
+		f.Content = data
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ export SWEEPFLOW_TEMPORAL_BIN="$root/bin/temporal"
 # Tests read the shared reference data (GSM8K, InferenceX configs) in place.
 export SWEEPFLOW_SHARED="${SWEEPFLOW_SHARED:-$(cd "$root/.." && pwd)/shared}"
 export SWEEPFLOW_INFERENCEX="${SWEEPFLOW_INFERENCEX:-$SWEEPFLOW_SHARED/inferencex}"
+export SWEEPFLOW_GSM8K_DIR="${SWEEPFLOW_GSM8K_DIR:-$SWEEPFLOW_SHARED/datasets/gsm8k}"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -180,7 +180,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	assert.Equal(t, points, hooks[1].RegressedPoints)
 
 	// No reuse: night 2 measured its own perf.
-	perf, _ := e.activityRuns(workflows.PointWorkflowID(sweep2, points[0]), "Perf")
+	perf, _ := e.activityRuns(workflows.PointWorkflowID(sweep2, simID(t, points[0])), "Perf")
 	assert.Equal(t, 1, perf)
 }
 

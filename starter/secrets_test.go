@@ -164,7 +164,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	point := workflows.PointWorkflowID("secrets-codec", "dsv4_p1x8_d0x8_conc1_kvdram-hicache")
+	point := workflows.PointWorkflowID("secrets-codec", simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
 	// `temporal workflow show -o json` prints payload data as base64:
 	// decode every data field and search the plain bytes.
 	show := func(args ...string) string {
