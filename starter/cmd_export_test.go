@@ -45,7 +45,7 @@ func ledgerHome(t *testing.T) string {
 		start := time.Date(2026, 11, 1+i, 2, 0, 0, 0, time.UTC)
 		require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: sweep, Name: "seed", Status: "completed", StartedAt: start, FinishedAt: start.Add(time.Minute)}))
 		pid := "dsv4_p1x8_d0x8_conc4_kvdram-hicache"
-		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: sweep, PointID: pid, Identity: "id" + sweep, ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
+		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: sweep, PointID: pid, Identity: "id" + sweep, BaselineKey: "agg-c4", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
 			ExpName: pid, Topology: "TP8 agg", Conc: 4, Status: "completed", SpecJSON: spec}))
 		agg := put("agg.json", map[string]any{"simulated": true, "num_requests_total": 96, "num_requests_successful": 96, "num_prefill_gpu": 8, "num_decode_gpu": 0,
 			"request_metrics": map[string]any{"latency": map[string]any{"ttft": map[string]float64{"p90": 0.0106 * slow}}}})

@@ -72,7 +72,7 @@ func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.Swee
 	var pts []activities.PointSpec
 	for _, p := range in.Points {
 		for _, k := range keep {
-			if p.PointID == k {
+			if p.ExpName == k {
 				pts = append(pts, p)
 			}
 		}
