@@ -57,6 +57,11 @@ type Activities struct {
 	GSM8K       EvalConfig
 	Load        PerfConfig
 	GPUsPerNode int
+	// Simulated says the backend serves sweepflow's simulator, not a real
+	// engine; Engine names what serves ("simulator", "srtctl"). Both are
+	// part of every stored output's measurement profile.
+	Simulated bool
+	Engine    string
 	// StateDir keeps small per-point files (fault counters).
 	StateDir       string
 	HealthInterval time.Duration

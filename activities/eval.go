@@ -30,16 +30,18 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, erro
 		return EvalSummary{}, classify(fmt.Errorf("eval without an endpoint"))
 	}
 	p := in.Point
+	var prev EvalSummary
+	if a.earlier(ctx, p, StageEval, &prev) {
+		a.log(ctx).Info("eval already recorded by an earlier attempt", zap.String("point", p.PointID))
+		return prev, nil
+	}
 	conc := a.GSM8K.Concurrency
 	if conc <= 0 {
 		conc = max(p.Conc, 1)
 	}
 	hb := startHeartbeat(ctx, 0, evalProgress{})
 	defer hb.Stop()
-	mode := a.GSM8K.Mode
-	if mode == "" {
-		mode = gsm8k.ModeLMEval
-	}
+	mode := a.evalMode()
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := gsm8k.Run(wctx, gsm8k.Options{
 		BaseURL: in.Endpoint.URL, Model: p.Model, Mode: mode, Limit: a.GSM8K.Limit, Concurrency: conc,
@@ -56,20 +58,15 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, erro
 	if err != nil {
 		return EvalSummary{}, classify(err)
 	}
-	floor := a.GSM8K.DefaultFloor
-	if a.GSM8K.Thresholds != nil {
-		if f, ok := a.GSM8K.Thresholds.Floor(res.Summary.Task, p.ModelPrefix); ok {
-			floor = f
-		}
-	}
+	floor := a.evalFloor(p)
 	verdict := gsm8k.Gate(res.Summary, floor)
 
 	dir, err := a.scratch(p, StageEval)
 	if err != nil {
 		return EvalSummary{}, classify(err)
 	}
-	identity := map[string]any{"model_prefix": p.ModelPrefix, "model": p.Model, "conc": p.Conc, "exp_name": p.PointID,
-		"config_key": p.ConfigKey, "topology": p.Topology, "fingerprint": p.Fingerprint, "sweep_id": p.SweepID, "image": p.Image}
+	identity := map[string]any{"model_prefix": p.ModelPrefix, "model": p.Model, "conc": p.Conc, "exp_name": p.ExpName, "point_id": p.PointID,
+		"config_key": p.ConfigKey, "topology": p.Topology, "identity": p.Identity, "sweep_id": p.SweepID, "image": p.Image}
 	rec := gsm8k.EvalRecord(res.Summary, identity, res.Simulated, &verdict)
 	resultPath := filepath.Join(dir, "eval_"+sanitize(p.PointID)+".json")
 	data, _ := json.MarshalIndent(rec, "", "  ")
@@ -97,7 +94,7 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, erro
 		return EvalSummary{}, classify(err)
 	}
 	// Durable as soon as it exists: a later failure does not cost the eval.
-	if err := a.putStage(ctx, p, StageEval, out, []string{out.ResultURI, out.SamplesURI}, out.Simulated); err != nil {
+	if err := a.putStage(ctx, p, StageEval, out, []string{out.ResultURI, out.SamplesURI}, out.Simulated, nil); err != nil {
 		return EvalSummary{}, classify(err)
 	}
 	a.log(ctx).Info("eval done", zap.Float64("em_strict", out.EMStrict), zap.Float64("em_flexible", out.EMFlexible),

@@ -47,14 +47,7 @@ func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
 		o.ISL, o.OSL, o.RandomRangeRatio, o.IgnoreEOS = p.ISL, p.OSL, 0.8, true
 		return o
 	}
-	per := a.Load.SessionsPerConc
-	if per <= 0 {
-		per = 4
-	}
-	turns := a.Load.TurnsPerSession
-	if turns <= 0 {
-		turns = 6
-	}
+	per, turns := a.traceShape()
 	o.Trace = loadgen.GenerateTrace(a.Load.Seed+int64(p.Conc), per*o.Concurrency, turns, loadgen.TraceShape{})
 	return o
 }
@@ -99,6 +92,11 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 		return PerfSummary{}, classify(fmt.Errorf("perf without an endpoint"))
 	}
 	p := in.Point
+	var prev PerfSummary
+	if a.earlier(ctx, p, StagePerf, &prev) {
+		a.log(ctx).Info("perf already recorded by an earlier attempt", zap.String("point", p.PointID))
+		return prev, nil
+	}
 	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "perf"})
 	defer hb.Stop()
 	o := a.options(p, *in.Endpoint)
@@ -142,7 +140,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 	if out.RequestsURI, err = a.putArtifact(ctx, reqPath); err != nil {
 		return PerfSummary{}, classify(err)
 	}
-	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated); err != nil {
+	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated, nil); err != nil {
 		return PerfSummary{}, classify(err)
 	}
 	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU),

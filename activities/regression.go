@@ -120,7 +120,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 		var b results.Baseline
 		var found bool
 		if req.Baseline != "" {
-			b, found, err = a.Store.PinnedBaseline(ctx, req.Baseline, p.BaselineKey, p.PointID)
+			b, found, err = a.Store.PinnedBaseline(ctx, req.Baseline, p.BaselineKey)
 		} else {
 			// A failing point is compared with the previous night whatever
 			// its outcome (is the failure new?); a running one with the
@@ -173,7 +173,8 @@ func toRegressPerf(p *results.PerfResult) *regress.Perf {
 	if p == nil {
 		return nil
 	}
-	return &regress.Perf{OutputTputPerGPU: p.OutputTputPerGPU, TTFTp90Ms: p.TTFTp90Ms, Interactivity: p.Interactivity}
+	perf := p.PerfSummary
+	return &perf
 }
 
 func toRegressEval(e *results.EvalResult) *regress.Eval {

@@ -38,8 +38,8 @@ func TestCompareWithBaseline(t *testing.T) {
 	a := newLedgerActs(t)
 	night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
 	putPerf := func(sweep, point string, tput, ttft, intvty float64) {
-		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: point, Fingerprint: "fp-" + point,
-			Conc: 1, OutputTputPerGPU: tput, TTFTp90Ms: ttft, Interactivity: intvty}))
+		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: point, Identity: "id-" + point,
+			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: ttft, Interactivity: intvty}}))
 	}
 	compare := func(sweep string, d int, statuses map[string]string) RegressionReport {
 		req := RegressionRequest{NightlyID: "nightly-" + sweep, SweepID: sweep, Night: night(d), Thresholds: regress.DefaultThresholds()}

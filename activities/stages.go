@@ -154,51 +154,6 @@ func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
 	return nil
 }
 
-// LookupReuse returns the durable outputs the ledger holds for a fingerprint.
-func (a *Activities) LookupReuse(ctx context.Context, req ReuseRequest) (Reused, error) {
-	var out Reused
-	for _, stage := range req.Stages {
-		so, ok, err := a.Store.LookupStageOutput(ctx, req.Fingerprint, stage, req.FromSweeps)
-		if err != nil {
-			return out, classify(err)
-		}
-		if !ok {
-			continue
-		}
-		switch stage {
-		case StagePerf:
-			var s PerfSummary
-			if json.Unmarshal(so.OutputJSON, &s) == nil {
-				out.Perf, out.PerfSweep = &s, so.SweepID
-			}
-		case StageEval:
-			var s EvalSummary
-			if json.Unmarshal(so.OutputJSON, &s) == nil {
-				out.Eval, out.EvalSweep = &s, so.SweepID
-			}
-		}
-	}
-	return out, nil
-}
-
-// putStage records a durable stage output in the ledger, once per
-// (sweep, fingerprint, stage): a retried or crashed attempt cannot duplicate it.
-func (a *Activities) putStage(ctx context.Context, p PointSpec, stage string, out any, uris []string, simulated bool) error {
-	data, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	attempt := 1
-	if activity.IsActivity(ctx) {
-		attempt = int(activity.GetInfo(ctx).Attempt)
-	}
-	_, err = a.Store.PutStageOutput(ctx, results.StageOutput{
-		SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, Stage: stage,
-		Attempt: attempt, OutputJSON: data, ArtifactURIs: uris, Simulated: simulated,
-	})
-	return err
-}
-
 // Upload writes the point's typed result rows (perf aggregate, eval verdict)
 // for this sweep, including outputs reused from earlier sweeps.
 func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
@@ -206,30 +161,38 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
 		return err
 	}
 	p := in.Point
+	// The stage output goes first: for a reused output it records where the
+	// figures came from, and it carries the profile the typed rows repeat.
 	if in.Perf != nil {
-		data, _ := json.Marshal(in.Perf)
-		if err := a.Store.PutPerf(ctx, results.PerfResult{
-			SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, ConfigKey: p.ConfigKey,
-			ExpName: p.PointID, Conc: p.Conc, OutputTputPerGPU: in.Perf.OutputTputPerGPU, TputPerGPU: in.Perf.TputPerGPU,
-			InputTputPerGPU: in.Perf.InputTputPerGPU, Interactivity: in.Perf.Interactivity, TTFTp90Ms: in.Perf.TTFTp90Ms,
-			TPOTMedianMs: in.Perf.TPOTMedianMs, E2ELMedianMs: in.Perf.E2ELMedianMs, Simulated: in.Perf.Simulated, JSON: data,
-		}); err != nil {
+		if err := a.putStage(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom); err != nil {
 			return classify(err)
 		}
-		if err := a.putStage(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated); err != nil {
+		so, _, err := a.Store.StageOutput(ctx, p.SweepID, p.Identity, StagePerf)
+		if err != nil || so == nil {
+			return classify(fmt.Errorf("perf output of %s missing after write: %v", p.PointID, err))
+		}
+		data, _ := json.Marshal(in.Perf)
+		if err := a.Store.PutPerf(ctx, results.PerfResult{
+			SweepID: p.SweepID, PointID: p.PointID, Identity: p.Identity, ProfileHash: so.ProfileHash, ConfigKey: p.ConfigKey,
+			ExpName: p.ExpName, Conc: p.Conc, PerfSummary: *in.Perf, SourceSweep: so.SourceSweep, JSON: data,
+		}); err != nil {
 			return classify(err)
 		}
 	}
 	if in.Eval != nil {
-		data, _ := json.Marshal(in.Eval)
-		if err := a.Store.PutEval(ctx, results.EvalResult{
-			SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, EMStrict: in.Eval.EMStrict,
-			EMFlexible: in.Eval.EMFlexible, NEff: in.Eval.NEff, Passed: in.Eval.Passed, Floor: in.Eval.Floor,
-			Simulated: in.Eval.Simulated, JSON: data,
-		}); err != nil {
+		if err := a.putStage(ctx, p, StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated, in.EvalFrom); err != nil {
 			return classify(err)
 		}
-		if err := a.putStage(ctx, p, StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated); err != nil {
+		so, _, err := a.Store.StageOutput(ctx, p.SweepID, p.Identity, StageEval)
+		if err != nil || so == nil {
+			return classify(fmt.Errorf("eval output of %s missing after write: %v", p.PointID, err))
+		}
+		data, _ := json.Marshal(in.Eval)
+		if err := a.Store.PutEval(ctx, results.EvalResult{
+			SweepID: p.SweepID, PointID: p.PointID, Identity: p.Identity, ProfileHash: so.ProfileHash, EMStrict: in.Eval.EMStrict,
+			EMFlexible: in.Eval.EMFlexible, NEff: in.Eval.NEff, Passed: in.Eval.Passed, Floor: in.Eval.Floor,
+			Simulated: in.Eval.Simulated, SourceSweep: so.SourceSweep, JSON: data,
+		}); err != nil {
 			return classify(err)
 		}
 	}
@@ -245,8 +208,8 @@ func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 		return classify(err)
 	}
 	if err := a.Store.UpsertPoint(ctx, results.Point{
-		SweepID: p.SweepID, PointID: p.PointID, Fingerprint: p.Fingerprint, ConfigKey: p.ConfigKey,
-		ExpName: p.PointID, Topology: p.Topology, Conc: p.Conc, Status: rec.Status,
+		SweepID: p.SweepID, PointID: p.PointID, Identity: p.Identity, ProfileHash: p.ProfileHash, BaselineKey: p.BaselineKey,
+		ConfigKey: p.ConfigKey, ExpName: p.ExpName, Topology: p.Topology, Conc: p.Conc, Status: rec.Status,
 		FailedStage: rec.FailedStage, Error: rec.Error, SpecJSON: spec, UpdatedAt: rec.At,
 	}); err != nil {
 		return classify(err)

@@ -3,24 +3,25 @@ package activities
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/sweepflow/sweepflow/point"
 )
 
-// Stage names. They are the values of the Stage search attribute, the keys of
-// the results ledger and the words operators type (`--force perf`).
+// Stage names; the point package owns them and the stage list.
 const (
-	StageAllocate   = "allocate"
-	StageCheckpoint = "checkpoint"
-	StageBringUp    = "bringup"
-	StageWarmup     = "warmup"
-	StagePerf       = "perf"
-	StageEval       = "eval"
-	StageUpload     = "upload"
-	StageTeardown   = "teardown"
+	StageAllocate   = point.StageAllocate
+	StageCheckpoint = point.StageCheckpoint
+	StageBringUp    = point.StageBringUp
+	StageWarmup     = point.StageWarmup
+	StagePerf       = point.StagePerf
+	StageEval       = point.StageEval
+	StageUpload     = point.StageUpload
+	StageTeardown   = point.StageTeardown
 )
 
 // DurableStages are the stages whose outputs outlive a run and can be reused
-// by `starter rerun` when the point fingerprint matches.
-var DurableStages = []string{StagePerf, StageEval}
+// by `starter rerun` when identity and measurement profile match.
+var DurableStages = point.ReusableStages()
 
 // Error types that no retry can fix. The workflow's retry policies list them
 // as non-retryable, so they go straight to the operator gate.
@@ -33,16 +34,23 @@ const (
 // PointSpec is everything an activity needs to know about one sweep point.
 // It is plain data (no secrets: tokens come from the worker's environment).
 type PointSpec struct {
-	SweepID     string          `json:"sweep_id"`
-	PointID     string          `json:"point_id"` // the exp-name, unique within a sweep
-	ConfigKey   string          `json:"config_key"`
-	Topology    string          `json:"topology"`
-	Conc        int             `json:"conc"`
-	Nodes       int             `json:"nodes"`
-	GPUs        int             `json:"gpus"`
-	PrefillGPUs int             `json:"prefill_gpus"`
-	DecodeGPUs  int             `json:"decode_gpus"`
-	Fingerprint string          `json:"fingerprint"`
+	SweepID string `json:"sweep_id"`
+	// PointID is unique within a sweep: the exp-name plus the identity
+	// (point.ID); it names the child workflow, the local job and scratch.
+	PointID     string `json:"point_id"`
+	ExpName     string `json:"exp_name,omitempty"`
+	ConfigKey   string `json:"config_key"`
+	Topology    string `json:"topology"`
+	Conc        int    `json:"conc"`
+	Nodes       int    `json:"nodes"`
+	GPUs        int    `json:"gpus"`
+	PrefillGPUs int    `json:"prefill_gpus"`
+	DecodeGPUs  int    `json:"decode_gpus"`
+	// Identity keys the ledger and reuse (point.Identity.String());
+	// ProfileHash and Profile are the planned measurement profile.
+	Identity    string          `json:"identity,omitempty"`
+	ProfileHash string          `json:"profile_hash,omitempty"`
+	Profile     point.Profile   `json:"profile"`
 	Eval        bool            `json:"eval"`
 	Model       string          `json:"model"`
 	ModelPrefix string          `json:"model_prefix"`
@@ -64,9 +72,9 @@ type PointSpec struct {
 	Deployment string `json:"deployment"`
 	// Faults injected on purpose (chaos testing, demos of the operator gate).
 	Faults []Fault `json:"faults,omitempty"`
-	// BaselineKey is the point's identity across nightly runs: the
-	// fingerprint's inputs without the image, plus the concurrency, so a
-	// nightly on a new image still finds last night's figures.
+	// BaselineKey is the point's identity apart from the image
+	// (point.BaselineKey), so a nightly on a new image still finds last
+	// night's figures.
 	BaselineKey string `json:"baseline_key,omitempty"`
 }
 
@@ -103,49 +111,39 @@ type Endpoint struct {
 	Handle string `json:"handle"`
 }
 
-// PerfSummary holds the headline figures of a perf run; the full aggregate and
-// per-request records are artifacts referenced by URI.
-type PerfSummary struct {
-	OutputTputPerGPU float64 `json:"output_tput_per_gpu"`
-	TputPerGPU       float64 `json:"tput_per_gpu"`
-	InputTputPerGPU  float64 `json:"input_tput_per_gpu"`
-	Interactivity    float64 `json:"interactivity"`
-	TTFTp90Ms        float64 `json:"ttft_p90_ms"`
-	TPOTMedianMs     float64 `json:"tpot_median_ms"`
-	E2ELMedianMs     float64 `json:"e2el_median_ms"`
-	Requests         int     `json:"requests"`
-	Failed           int     `json:"failed"`
-	Simulated        bool    `json:"simulated"`
-	AggregateURI     string  `json:"aggregate_uri"`
-	RequestsURI      string  `json:"requests_uri"`
-}
+// PerfSummary and EvalSummary are the point package's summaries.
+type (
+	PerfSummary = point.PerfSummary
+	EvalSummary = point.EvalSummary
+)
 
-// EvalSummary holds the GSM8K verdict of a point.
-type EvalSummary struct {
-	EMStrict   float64 `json:"em_strict"`
-	EMFlexible float64 `json:"em_flexible"`
-	NEff       int     `json:"n_eff"`
-	Floor      float64 `json:"floor"`
-	Passed     bool    `json:"passed"`
-	Reason     string  `json:"reason,omitempty"`
-	Simulated  bool    `json:"simulated"`
-	ResultURI  string  `json:"result_uri"`
-	SamplesURI string  `json:"samples_uri"`
-}
-
-// ReuseRequest asks the ledger which durable stage outputs can be reused.
+// ReuseRequest asks the ledger which durable stage outputs of a point can
+// be reused from earlier sweeps.
 type ReuseRequest struct {
-	Fingerprint string   `json:"fingerprint"`
-	Stages      []string `json:"stages"`
-	FromSweeps  []string `json:"from_sweeps"`
+	Point      PointSpec `json:"point"`
+	Stages     []string  `json:"stages"`
+	FromSweeps []string  `json:"from_sweeps"`
 }
 
-// Reused is what the ledger already holds for a point.
+// Reused is what the ledger holds for a point that matches exactly (point
+// identity and measurement profile), with the sweep and run each output was
+// measured in, and for each stage that cannot be reused, why not.
 type Reused struct {
 	Perf      *PerfSummary `json:"perf,omitempty"`
 	PerfSweep string       `json:"perf_sweep,omitempty"`
+	PerfRun   string       `json:"perf_run,omitempty"`
 	Eval      *EvalSummary `json:"eval,omitempty"`
 	EvalSweep string       `json:"eval_sweep,omitempty"`
+	EvalRun   string       `json:"eval_run,omitempty"`
+	// Notes say why a stage found nothing to reuse ("perf: measurement
+	// profile differs: time_scale 0.002 -> 0.01").
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ReuseSource is where a reused output was measured.
+type ReuseSource struct {
+	Sweep string `json:"sweep"`
+	Run   string `json:"run,omitempty"`
 }
 
 // StageInput is the common input of the stages that run on an allocation.
@@ -162,6 +160,9 @@ type UploadInput struct {
 	Perf       *PerfSummary `json:"perf,omitempty"`
 	Eval       *EvalSummary `json:"eval,omitempty"`
 	ReusedFrom []string     `json:"reused_from,omitempty"`
+	// PerfFrom and EvalFrom are set when the output was reused.
+	PerfFrom *ReuseSource `json:"perf_from,omitempty"`
+	EvalFrom *ReuseSource `json:"eval_from,omitempty"`
 }
 
 // PointRecord is the ledger row of a point's final state.

@@ -66,10 +66,10 @@ func Build(ctx context.Context, store *results.Store, arts artifacts.Store, swee
 	}
 	e := &Export{SweepID: sweepID, Bmk: []map[string]any{}, Evals: []map[string]any{}}
 	warnedSpec := map[string]bool{}
-	identityFor := func(pointID, fingerprint, configKey, expName string, conc int) identity {
+	identityFor := func(pointID, ident, configKey, expName string, conc int) identity {
 		p, ok := byID[pointID]
 		if !ok {
-			p = results.Point{SweepID: sweepID, PointID: pointID, Fingerprint: fingerprint, ConfigKey: configKey, ExpName: expName, Conc: conc}
+			p = results.Point{SweepID: sweepID, PointID: pointID, Identity: ident, ConfigKey: configKey, ExpName: expName, Conc: conc}
 		}
 		if p.ExpName == "" {
 			p.ExpName = firstNonEmpty(expName, pointID)
@@ -87,7 +87,7 @@ func Build(ctx context.Context, store *results.Store, arts artifacts.Store, swee
 	}
 
 	for _, r := range perf {
-		id := identityFor(r.PointID, r.Fingerprint, r.ConfigKey, r.ExpName, r.Conc)
+		id := identityFor(r.PointID, r.Identity, r.ConfigKey, r.ExpName, r.Conc)
 		agg, warn := readAggregate(ctx, arts, r)
 		if warn != "" {
 			e.Warnings = append(e.Warnings, warn)
@@ -96,7 +96,7 @@ func Build(ctx context.Context, store *results.Store, arts artifacts.Store, swee
 	}
 	for _, r := range evals {
 		p := byID[r.PointID]
-		id := identityFor(r.PointID, r.Fingerprint, p.ConfigKey, p.ExpName, p.Conc)
+		id := identityFor(r.PointID, r.Identity, p.ConfigKey, p.ExpName, p.Conc)
 		rec, warn := readEvalRecord(ctx, arts, r)
 		if warn != "" {
 			e.Warnings = append(e.Warnings, warn)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -71,12 +72,12 @@ func fill(t *testing.T, f fixture) {
 	ctx := context.Background()
 	require.NoError(t, f.store.UpsertSweep(ctx, results.Sweep{ID: "sw", Name: "seed", Status: "completed"}))
 	pts := []results.Point{
-		{SweepID: "sw", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768_kvdram-hicache", Fingerprint: "fpA", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg",
+		{SweepID: "sw", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768_kvdram-hicache", Identity: "fpA", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg",
 			ExpName: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768_kvdram-hicache", Topology: "2P1D DEP16/DEP32", Conc: 768, Status: "completed",
 			SpecJSON: spec("dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768_kvdram-hicache", "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg", 768, 64, 32, 32, disaggRow)},
-		{SweepID: "sw", PointID: "dsr1_1k1k-c64", Fingerprint: "fpB", ConfigKey: "dsr1-fp8-gb200-dynamo-trt", ExpName: "dsr1_1k1k", Topology: "TP4 agg", Conc: 64, Status: "completed",
+		{SweepID: "sw", PointID: "dsr1_1k1k-c64", Identity: "fpB", ConfigKey: "dsr1-fp8-gb200-dynamo-trt", ExpName: "dsr1_1k1k", Topology: "TP4 agg", Conc: 64, Status: "completed",
 			SpecJSON: spec("dsr1_1k1k-c64", "dsr1-fp8-gb200-dynamo-trt", 64, 4, 4, 0, fixedRow)},
-		{SweepID: "sw", PointID: "dsv4_p1x8_d0x8_conc4_kvdram-hicache", Fingerprint: "fpC", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
+		{SweepID: "sw", PointID: "dsv4_p1x8_d0x8_conc4_kvdram-hicache", Identity: "fpC", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
 			ExpName: "dsv4_p1x8_d0x8_conc4_kvdram-hicache", Topology: "TP8 agg", Conc: 4, Status: "completed"},
 	}
 	for _, p := range pts {
@@ -92,29 +93,24 @@ func fill(t *testing.T, f fixture) {
 		return b
 	}
 	aggURI := f.put(t, "agentic_conc768.json", agentic)
-	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "sw", PointID: pts[0].PointID, Fingerprint: "fpA", ConfigKey: pts[0].ConfigKey,
-		ExpName: pts[0].ExpName, Conc: 768, OutputTputPerGPU: 5958.8, TputPerGPU: 56085.5, InputTputPerGPU: 106212.2, Interactivity: 61.5,
-		TTFTp90Ms: 1563.6, Simulated: true, JSON: perfSummary(aggURI)}))
+	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "sw", PointID: pts[0].PointID, Identity: "fpA", ConfigKey: pts[0].ConfigKey, ExpName: pts[0].ExpName, Conc: 768, JSON: perfSummary(aggURI), PerfSummary: point.PerfSummary{OutputTputPerGPU: 5958.8, TputPerGPU: 56085.5, InputTputPerGPU: 106212.2, Interactivity: 61.5, TTFTp90Ms: 1563.6, Simulated: true}}))
 
 	fixed := map[string]any{"max_concurrency": 64, "total_token_throughput": 40000.0, "output_throughput": 20000.0, "request_throughput": 10.0,
 		"mean_ttft": 0.21, "median_ttft": 0.2, "p90_ttft": 0.3, "p99.9_ttft": 0.5, "median_tpot": 0.02, "median_intvty": 50.0,
 		"p99_e2el": 25.0, "num_prefill_gpu": 4, "num_decode_gpu": 0, "model": "deepseek-ai/DeepSeek-R1", "request_rate": "inf"}
 	fixedURI := f.put(t, "dsr1_conc64.json", fixed)
-	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "sw", PointID: pts[1].PointID, Fingerprint: "fpB", ConfigKey: pts[1].ConfigKey,
-		ExpName: "dsr1_1k1k", Conc: 64, OutputTputPerGPU: 5000, TputPerGPU: 10000, InputTputPerGPU: 5000, Interactivity: 50, TTFTp90Ms: 300, JSON: perfSummary(fixedURI)}))
+	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "sw", PointID: pts[1].PointID, Identity: "fpB", ConfigKey: pts[1].ConfigKey, ExpName: "dsr1_1k1k", Conc: 64, JSON: perfSummary(fixedURI), PerfSummary: point.PerfSummary{OutputTputPerGPU: 5000, TputPerGPU: 10000, InputTputPerGPU: 5000, Interactivity: 50, TTFTp90Ms: 300}}))
 
 	// Legacy point: no spec, and its aggregate artifact was never stored.
 	missing := "file://" + filepath.Join(f.arts.Root(), "sha256", "00", fmt.Sprintf("%064d", 0), "x.json")
-	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "sw", PointID: pts[2].PointID, Fingerprint: "fpC", ConfigKey: pts[2].ConfigKey,
-		ExpName: pts[2].ExpName, Conc: 4, OutputTputPerGPU: 4789.1, TputPerGPU: 91046.8, Interactivity: 64.2, TTFTp90Ms: 10.6, TPOTMedianMs: 15.5, Simulated: true,
-		JSON: perfSummary(missing)}))
+	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "sw", PointID: pts[2].PointID, Identity: "fpC", ConfigKey: pts[2].ConfigKey, ExpName: pts[2].ExpName, Conc: 4, JSON: perfSummary(missing), PerfSummary: point.PerfSummary{OutputTputPerGPU: 4789.1, TputPerGPU: 91046.8, Interactivity: 64.2, TTFTp90Ms: 10.6, TPOTMedianMs: 15.5, Simulated: true}}))
 
 	evalRec := map[string]any{"task": "gsm8k", "mode": "lm-eval", "em_strict": 0.953, "em_strict_se": 0.0058, "em_flexible": 0.955, "em_flexible_se": 0.0057,
 		"n_eff": 1319, "score": 0.953, "score_name": "em_strict", "score_se": 0.0058, "simulated": true, "model_prefix": "dsv4", "conc": 768,
 		"gate": map[string]any{"passed": true, "floor": 0.91}}
 	evalURI := f.put(t, "eval_dsv4.json", evalRec)
 	evalSum, _ := json.Marshal(map[string]any{"result_uri": evalURI})
-	require.NoError(t, f.store.PutEval(ctx, results.EvalResult{SweepID: "sw", PointID: pts[0].PointID, Fingerprint: "fpA", EMStrict: 0.953, EMFlexible: 0.955,
+	require.NoError(t, f.store.PutEval(ctx, results.EvalResult{SweepID: "sw", PointID: pts[0].PointID, Identity: "fpA", EMStrict: 0.953, EMFlexible: 0.955,
 		NEff: 1319, Passed: true, Floor: 0.91, Simulated: true, JSON: evalSum}))
 }
 

@@ -29,7 +29,7 @@ type pointSpec struct {
 	GPUs        int             `json:"gpus"`
 	PrefillGPUs int             `json:"prefill_gpus"`
 	DecodeGPUs  int             `json:"decode_gpus"`
-	Fingerprint string          `json:"fingerprint"`
+	Identity    string          `json:"identity"`
 	Model       string          `json:"model"`
 	ModelPrefix string          `json:"model_prefix"`
 	Image       string          `json:"image"`
@@ -95,7 +95,7 @@ func identityOf(p results.Point) identity {
 	f["sweep_id"] = p.SweepID
 	f["point_id"] = p.PointID
 	f["topology"] = p.Topology
-	f["sweepflow_fingerprint"] = p.Fingerprint
+	f["sweepflow_identity"] = p.Identity
 
 	var sp pointSpec
 	var row ixRow

@@ -5,27 +5,28 @@
 package plan
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/goldenal"
 	"github.com/sweepflow/sweepflow/matrix"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // LauncherVersion versions how sweepflow launches a recipe. Bump it when a
 // change in launching makes earlier results incomparable: it is part of every
-// fingerprint, so reruns then stop reusing old stage outputs.
+// point identity, so reruns then stop reusing old stage outputs.
 const LauncherVersion = "sweepflow-launch/1"
 
 // Options says what to plan.
 type Options struct {
 	Sweep   *config.Sweep
 	Cluster *config.Cluster
-	// LauncherVersion goes into fingerprints; empty means
+	// LauncherVersion goes into identities; empty means
 	// "<backend>+<launcher>/<LauncherVersion>" of the cluster, so simulated
 	// and real results never share an identity.
 	LauncherVersion string
@@ -40,10 +41,19 @@ type Plan struct {
 	RecipesRoot     string          `json:"recipes-root"`
 	LauncherVersion string          `json:"launcher-version"`
 	Points          []Point         `json:"points"`
+	// Inputs are the files the plan read (role and absolute path), so a
+	// sweep start can keep their bytes with the plan.
+	Inputs []Input `json:"inputs"`
 	// Rows are the throughput rows the points came from (InferenceX
 	// --no-evals output); EvalRows the --evals-only rows.
 	Rows     []*matrix.Row `json:"-"`
 	EvalRows []*matrix.Row `json:"-"`
+}
+
+// Input is one file a plan was made from.
+type Input struct {
+	Role string `json:"role"` // sweep, cluster, config, runners, recipe, golden-al
+	Path string `json:"path"`
 }
 
 // Point is one (matrix row, concurrency). Multinode agentic rows hold one
@@ -93,21 +103,29 @@ type Point struct {
 
 	Eval bool `json:"eval"`
 
-	RecipePath  string         `json:"recipe"`      // root-relative CONFIG_FILE path
-	RecipeFile  string         `json:"recipe-file"` // absolute path on this machine
-	Recipe      *config.Recipe `json:"-"`
-	Fingerprint string         `json:"fingerprint"`
-	Source      config.Pos     `json:"source"` // the search-space entry in the master config
+	RecipePath string         `json:"recipe"`      // root-relative CONFIG_FILE path
+	RecipeFile string         `json:"recipe-file"` // absolute path on this machine
+	Recipe     *config.Recipe `json:"-"`
+	Source     config.Pos     `json:"source"` // the search-space entry in the master config
+
+	// ID is the point's ID in a sweep (exp-name plus identity); Identity
+	// (deployment hash plus concurrency) keys the ledger, reuse and workflow
+	// IDs; Deployment is the shared deployment hash of the row's points.
+	ID          string `json:"id"`
+	Identity    string `json:"identity"`
+	Deployment  string `json:"deployment"`
+	BaselineKey string `json:"baseline-key"`
+	// Profile is the planned measurement profile; ProfileHash its hash.
+	Profile     point.Profile `json:"profile"`
+	ProfileHash string        `json:"profile-hash"`
+	// SyntheticAL is the golden acceptance length the perf stage injects
+	// (0: the engine's real acceptance).
+	SyntheticAL float64 `json:"synthetic-al,omitempty"`
 
 	Row         json.RawMessage `json:"row"` // the InferenceX row
 	ISL         int             `json:"isl,omitempty"`
 	OSL         int             `json:"osl,omitempty"`
 	DurationSec int             `json:"duration-sec,omitempty"`
-}
-
-// Key identifies the point across runs: its fingerprint plus concurrency.
-func (p *Point) Key() string {
-	return p.Fingerprint[:min(16, len(p.Fingerprint))] + "-c" + strconv.Itoa(p.Conc)
 }
 
 // NodeAllocations sums the nodes of every row (each row is one allocation).
@@ -186,6 +204,12 @@ func Build(opts Options) (*Plan, error) {
 		evalRows = matrix.EvalRows(rows)
 	}
 
+	var golden goldenal.Table
+	if s.GoldenAL != "" {
+		if golden, err = goldenal.Load(s.GoldenAL); err != nil {
+			return nil, err
+		}
+	}
 	root := firstNonEmpty(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
 	launcher := opts.LauncherVersion
 	if launcher == "" {
@@ -199,6 +223,9 @@ func Build(opts Options) (*Plan, error) {
 			add(err)
 			continue
 		}
+		for j := range pts {
+			add(measure(&pts[j], s, golden))
+		}
 		p.Points = append(p.Points, pts...)
 	}
 	if len(errs) > 0 {
@@ -207,7 +234,111 @@ func Build(opts Options) (*Plan, error) {
 	for i := range p.Points {
 		p.Points[i].Index = i
 	}
+	if err := checkUnique(p.Points); err != nil {
+		return nil, err
+	}
+	p.Inputs = inputs(s, c, p.Points)
 	return p, nil
+}
+
+// measure fills in the planned measurement profile: the golden AL the perf
+// stage injects and everything else the plan knows about how the point's
+// figures are measured.
+func measure(pt *Point, s *config.Sweep, golden goldenal.Table) error {
+	rowAL, rowHasAL := RowSyntheticAL(pt.Row)
+	if rowHasAL {
+		pt.SyntheticAL = rowAL
+	}
+	if golden != nil && pt.SpecDecoding != "" && pt.SpecDecoding != "none" && pt.DraftTokens > 0 {
+		al, err := golden.Lookup(pt.Model, s.Thinking, pt.DraftTokens)
+		if err != nil {
+			return &config.Error{Pos: pt.Source, Field: "golden-al", Msg: fmt.Sprintf("%s: point %s: %v", config.DisplayPath(s.GoldenAL), pt.ExpName, err)}
+		}
+		// A row that pins a different AL than the golden table is stale.
+		if rowHasAL && math.Abs(rowAL-al) > 1e-9 {
+			return &config.Error{Pos: pt.Source, Field: "golden-al", Msg: fmt.Sprintf("point %s: SYNTHETIC_ACCEPTANCE_LENGTH=%g in the config but the golden AL for %d draft tokens is %g",
+				pt.ExpName, rowAL, pt.DraftTokens, al)}
+		}
+		pt.SyntheticAL = al
+	}
+	pt.Profile.GoldenAL = pt.SyntheticAL
+	pt.Profile.Thinking = s.Thinking
+	pt.ProfileHash = pt.Profile.Hash()
+	return nil
+}
+
+func inputs(s *config.Sweep, c *config.Cluster, pts []Point) []Input {
+	var out []Input
+	seen := map[string]bool{}
+	add := func(role, path string) {
+		if path != "" && !seen[path] {
+			seen[path] = true
+			out = append(out, Input{Role: role, Path: path})
+		}
+	}
+	add("sweep", s.Path)
+	add("cluster", c.Path)
+	for _, f := range s.ConfigFiles {
+		add("config", f)
+	}
+	add("runners", s.RunnerConfig)
+	add("golden-al", s.GoldenAL)
+	for _, pt := range pts {
+		add("recipe", pt.RecipeFile)
+	}
+	return out
+}
+
+// checkUnique refuses a plan in which two points share an identity: their
+// results would be indistinguishable in the ledger.
+func checkUnique(pts []Point) error {
+	var errs config.Errors
+	first := map[string]int{}
+	ids := map[string]int{}
+	for i, pt := range pts {
+		if j, dup := first[pt.Identity]; dup {
+			errs = append(errs, &config.Error{Pos: pt.Source, Field: pt.ConfigKey,
+				Msg: fmt.Sprintf("duplicate point: %s (conc %d) has the same identity %s as %s (conc %d, %s); the config lists one deployment twice at this concurrency",
+					pt.ExpName, pt.Conc, pt.Identity[:12]+"...", pts[j].ExpName, pts[j].Conc, pts[j].Source)})
+			continue
+		}
+		first[pt.Identity] = i
+		if j, dup := ids[pt.ID]; dup {
+			errs = append(errs, &config.Error{Pos: pt.Source, Field: pt.ConfigKey,
+				Msg: fmt.Sprintf("duplicate point ID %s (also point %d)", pt.ID, j+1)})
+			continue
+		}
+		ids[pt.ID] = i
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// RowSyntheticAL reads SYNTHETIC_ACCEPTANCE_LENGTH from the row's
+// additional-settings when SYNTHETIC_ACCEPTANCE=true, as InferenceX's
+// launchers export it.
+func RowSyntheticAL(row json.RawMessage) (float64, bool) {
+	var r struct {
+		Prefill struct {
+			Settings []string `json:"additional-settings"`
+		} `json:"prefill"`
+	}
+	if json.Unmarshal(row, &r) != nil {
+		return 0, false
+	}
+	on, al := false, 0.0
+	for _, s := range r.Prefill.Settings {
+		k, v, _ := strings.Cut(s, "=")
+		switch k {
+		case "SYNTHETIC_ACCEPTANCE":
+			on = v == "true"
+		case "SYNTHETIC_ACCEPTANCE_LENGTH":
+			al, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return al, on && al > 0
 }
 
 func firstNonEmpty(s ...string) string {
@@ -354,13 +485,16 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 		RecipePath:  recipe.Path,
 		RecipeFile:  recipe.File,
 		Recipe:      recipe,
-		Fingerprint: Fingerprint(row, recipe, launcher),
 		Source:      s.Pos,
 		Row:         rowJSON,
 		ISL:         row.Int("isl"),
 		OSL:         row.Int("osl"),
 		DurationSec: row.Int("duration"),
 	}
+	dep := DeploymentOf(row, recipe, launcher, c.Backend)
+	base.Deployment = dep.Hash()
+	base.Profile = point.Profile{Scenario: row.Scenario, ISL: base.ISL, OSL: base.OSL, DurationSec: base.DurationSec,
+		Backend: c.Backend, Launcher: c.Launcher}
 	if row.Scenario == matrix.AgenticCoding {
 		base.KVOffloading = s.KVOffloading
 		if base.KVOffloading == "" {
@@ -386,6 +520,10 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 		pt := base
 		pt.Conc = conc
 		pt.Eval = hasEval && conc == evalConc
+		id := point.Identity{Deployment: base.Deployment, Conc: conc}
+		pt.Identity, pt.ID = id.String(), point.ID(pt.ExpName, id)
+		pt.BaselineKey = point.BaselineKey(dep, conc)
+		pt.Profile.Eval = pt.Eval
 		out = append(out, pt)
 	}
 	return out, nil
@@ -472,28 +610,19 @@ func workerLabel(w *config.Worker) string {
 	return s
 }
 
-// Fingerprint is the point identity of DESIGN.md: sha256 over the canonical
-// row minus conc and exp-name, the recipe's root-relative path and bytes,
-// image, model and launcher version. No absolute path goes in, so the same
-// sweep hashes the same on every machine.
-func Fingerprint(row *matrix.Row, r *config.Recipe, launcherVersion string) string {
-	h := sha256.New()
-	part := func(name string, data []byte) {
-		// Length-prefixed so no two different inputs can concatenate alike.
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
-		h.Write([]byte{'\n'})
-	}
-	part("sweepflow-point", []byte("1"))
-	part("row", []byte(matrix.Canonical(row.Fields.Without("conc", "exp-name"))))
+// DeploymentOf is the deployment a row launches: the canonical row minus
+// conc and exp-name, the recipe's root-relative path and bytes, image,
+// model, launcher version and backend kind (see point.Deployment).
+func DeploymentOf(row *matrix.Row, r *config.Recipe, launcherVersion, backend string) point.Deployment {
 	ref := r.Path
 	if r.Selector != "" {
 		ref += ":" + r.Selector
 	}
-	part("recipe-path", []byte(ref))
-	part("recipe", r.Raw)
-	part("image", []byte(row.Entry.Image))
-	part("model", []byte(row.Entry.Model))
-	part("launcher", []byte(launcherVersion))
-	return hex.EncodeToString(h.Sum(nil))
+	return point.Deployment{
+		Row:         matrix.Canonical(row.Fields.Without("conc", "exp-name")),
+		BaselineRow: matrix.Canonical(row.Fields.Without("conc", "exp-name", "image")),
+		RecipeRef:   ref, Recipe: r.Raw,
+		Image: row.Entry.Image, Model: row.Entry.Model,
+		Launcher: launcherVersion, Backend: backend,
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,7 +104,10 @@ func TestSeedPlan(t *testing.T) {
 		assert.Equal(t, "dynamo-router 1.5.0.dev20260910", pt.Router)
 		assert.True(t, strings.HasPrefix(pt.RecipePath, recipeDir), pt.RecipePath)
 		assert.True(t, filepath.IsAbs(pt.RecipeFile))
-		assert.Len(t, pt.Fingerprint, 64)
+		assert.Len(t, pt.Deployment, 64)
+		assert.Equal(t, pt.Deployment+"-c"+strconv.Itoa(pt.Conc), pt.Identity)
+		assert.Equal(t, pt.Profile.Hash(), pt.ProfileHash)
+		assert.InDelta(t, 3.77, pt.SyntheticAL, 1e-9, "the golden AL for 6 draft tokens, thinking on")
 		assert.Contains(t, string(pt.Row), `"exp-name":"`+pt.ExpName+`"`)
 		assert.Equal(t, pt.Disagg, i >= 2)
 	}
@@ -118,15 +122,16 @@ func TestSeedPlan(t *testing.T) {
 	assert.Len(t, p.Rows, 8)
 	assert.Len(t, p.EvalRows, 4)
 
-	// Rows differing only in conc share a deployment fingerprint; Key tells
-	// the points apart. Distinct recipes give distinct fingerprints.
-	assert.Equal(t, p.Points[5].Fingerprint, p.Points[7].Fingerprint)
-	assert.NotEqual(t, p.Points[5].Key(), p.Points[7].Key())
-	assert.NotEqual(t, p.Points[2].Fingerprint, p.Points[3].Fingerprint)
+	// Rows differing only in conc share a deployment; the identity tells
+	// the points apart. Distinct recipes give distinct deployments.
+	assert.Equal(t, p.Points[5].Deployment, p.Points[7].Deployment)
+	assert.NotEqual(t, p.Points[5].Identity, p.Points[7].Identity)
+	assert.NotEqual(t, p.Points[2].Deployment, p.Points[3].Deployment)
 	seen := map[string]bool{}
 	for _, pt := range p.Points {
-		require.False(t, seen[pt.Key()], "point keys are unique")
-		seen[pt.Key()] = true
+		require.False(t, seen[pt.Identity], "point identities are unique")
+		require.False(t, seen[pt.ID], "point IDs are unique")
+		seen[pt.Identity], seen[pt.ID] = true, true
 	}
 }
 
@@ -138,7 +143,7 @@ func TestSeedPlanWithoutEvals(t *testing.T) {
 	assert.Zero(t, p.Evals())
 }
 
-func TestFingerprintStableAndRecipeSensitive(t *testing.T) {
+func TestIdentityStableAndRecipeSensitive(t *testing.T) {
 	ref, err := build(t, filepath.Join("..", "configs"), seedCluster)
 	require.NoError(t, err)
 
@@ -147,7 +152,7 @@ func TestFingerprintStableAndRecipeSensitive(t *testing.T) {
 	moved, err := build(t, dir, seedCluster)
 	require.NoError(t, err)
 	for i := range ref.Points {
-		assert.Equal(t, ref.Points[i].Fingerprint, moved.Points[i].Fingerprint, i)
+		assert.Equal(t, ref.Points[i].Identity, moved.Points[i].Identity, i)
 		assert.NotEqual(t, ref.Points[i].RecipeFile, moved.Points[i].RecipeFile)
 	}
 
@@ -158,23 +163,27 @@ func TestFingerprintStableAndRecipeSensitive(t *testing.T) {
 	require.NoError(t, err)
 	for i := range ref.Points {
 		if strings.HasSuffix(ref.Points[i].RecipePath, filepath.Base(bigRecipe)) {
-			assert.NotEqual(t, ref.Points[i].Fingerprint, changed.Points[i].Fingerprint, i)
+			assert.NotEqual(t, ref.Points[i].Identity, changed.Points[i].Identity, i)
 		} else {
-			assert.Equal(t, ref.Points[i].Fingerprint, changed.Points[i].Fingerprint, i)
+			assert.Equal(t, ref.Points[i].Identity, changed.Points[i].Identity, i)
 		}
 	}
 
 	// So does the image, and the launcher (simulated results never pass for real ones).
 	sim, err := build(t, filepath.Join("..", "configs"), "clusters/local-sim.yaml")
 	require.NoError(t, err)
-	assert.NotEqual(t, ref.Points[0].Fingerprint, sim.Points[0].Fingerprint)
+	for i := range ref.Points {
+		assert.NotEqual(t, ref.Points[i].Identity, sim.Points[i].Identity, "local-sim and gb200-nvl72 never share an identity")
+		assert.NotEqual(t, ref.Points[i].ID, sim.Points[i].ID)
+		assert.NotEqual(t, ref.Points[i].ProfileHash, sim.Points[i].ProfileHash)
+	}
 	assert.Equal(t, ref.Points[0].Nodes, sim.Points[0].Nodes)
 	dir2 := copySeed(t)
 	edit(t, filepath.Join(dir2, seedMaster), "nightly-dev-20260916-c9a8fba9", "nightly-dev-20260917-00000000")
 	img, err := build(t, dir2, seedCluster)
 	require.NoError(t, err)
-	assert.NotEqual(t, ref.Points[0].Fingerprint, img.Points[0].Fingerprint)
-	assert.Equal(t, ref.Points[2].Fingerprint, img.Points[2].Fingerprint, "only the first key's image changed")
+	assert.NotEqual(t, ref.Points[0].Identity, img.Points[0].Identity)
+	assert.Equal(t, ref.Points[2].Identity, img.Points[2].Identity, "only the first key's image changed")
 }
 
 func TestDedicatedNodeAddsOne(t *testing.T) {
@@ -248,5 +257,60 @@ func TestTopology(t *testing.T) {
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, Topology(tc.p, tc.d))
+	}
+}
+
+func TestFixedSeqLenRowsHaveDistinctIdentities(t *testing.T) {
+	s, err := config.LoadSweep(filepath.Join("testdata", "fixed", "sweep.yaml"))
+	require.NoError(t, err)
+	c, err := config.LoadCluster(s.ClusterPath)
+	require.NoError(t, err)
+	p, err := Build(Options{Sweep: s, Cluster: c})
+	require.NoError(t, err)
+	require.Len(t, p.Points, 5)
+	ids, pointIDs := map[string]bool{}, map[string]bool{}
+	for _, pt := range p.Points {
+		assert.Equal(t, "dsv4_1k1k", pt.ExpName, "InferenceX gives every fixed-seq-len point the same exp-name")
+		assert.False(t, ids[pt.Identity], "identity %s repeats", pt.Identity)
+		assert.False(t, pointIDs[pt.ID], "point ID %s repeats", pt.ID)
+		ids[pt.Identity], pointIDs[pt.ID] = true, true
+		assert.Equal(t, 1024, pt.Profile.ISL)
+		assert.Equal(t, "fixed-seq-len", pt.Profile.Scenario)
+	}
+	// The first row's three concurrencies share one deployment.
+	assert.Equal(t, p.Points[0].Deployment, p.Points[2].Deployment)
+	assert.NotEqual(t, p.Points[0].Deployment, p.Points[3].Deployment)
+}
+
+func TestDuplicateIdentityIsAPlanError(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"master.yaml", "sweep.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "fixed", f))
+		require.NoError(t, err)
+		abs, _ := filepath.Abs(filepath.Join("..", "configs"))
+		data = []byte(strings.ReplaceAll(string(data), "../../../configs", abs))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), data, 0o644))
+	}
+	cases := []struct{ name, old, new, want string }{
+		// InferenceX keeps conc-list raw, so a repeated conc is two points.
+		{"repeated concurrency in one row", "conc-list: [4, 16, 64]", "conc-list: [4, 16, 4]", "duplicate point: dsv4_1k1k (conc 4)"},
+		// Two entries that deploy the same thing at the same conc.
+		{"same deployment listed twice", "agg-gb200-tp8-c1-dspark6-hicache.yaml", "agg-gb200-tp8-c4-dspark6-hicache.yaml", "duplicate point: dsv4_1k1k (conc 4)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			orig, err := os.ReadFile(filepath.Join(dir, "master.yaml"))
+			require.NoError(t, err)
+			defer os.WriteFile(filepath.Join(dir, "master.yaml"), orig, 0o644)
+			edit(t, filepath.Join(dir, "master.yaml"), c.old, c.new)
+			s, err := config.LoadSweep(filepath.Join(dir, "sweep.yaml"))
+			require.NoError(t, err)
+			cl, err := config.LoadCluster(s.ClusterPath)
+			require.NoError(t, err)
+			_, err = Build(Options{Sweep: s, Cluster: cl})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), "same identity")
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // Thresholds are the tolerated changes in percent. A negative value turns
@@ -24,12 +26,9 @@ func DefaultThresholds() Thresholds {
 	return Thresholds{OutputTputPerGPUDropPct: 5, TTFTp90RisePct: 10, InteractivityDropPct: 5}
 }
 
-// Perf holds the figures compared.
-type Perf struct {
-	OutputTputPerGPU float64 `json:"output_tput_per_gpu"`
-	TTFTp90Ms        float64 `json:"ttft_p90_ms"`
-	Interactivity    float64 `json:"interactivity"` // tok/s/user
-}
+// Perf is the one perf summary; regress compares its output throughput per
+// GPU, TTFT p90 and interactivity.
+type Perf = point.PerfSummary
 
 // Eval is a point's accuracy verdict.
 type Eval struct {
@@ -40,8 +39,8 @@ type Eval struct {
 
 // Point is one point of a run.
 type Point struct {
-	// Key matches a point with its baseline (the fingerprint without the
-	// image, plus the concurrency).
+	// Key matches a point with its baseline: point.BaselineKey, the
+	// identity apart from the image.
 	Key       string `json:"key"`
 	SweepID   string `json:"sweep_id"`
 	PointID   string `json:"point_id"`

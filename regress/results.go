@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -51,21 +50,16 @@ func Category(kind string) string {
 // accurate: about two standard errors on the 1319-question split.
 const DefaultEvalDropPts = 2.0
 
-// ReportKey matches a point across two arbitrary sweeps (a pinned baseline
-// in a report): the config key, the point ID (the exp-name, which does not
-// contain the image) and the concurrency.
-func ReportKey(configKey, pointID string, conc int) string {
-	return configKey + "|" + pointID + "|c" + strconv.Itoa(conc)
-}
-
 // okStatuses are the point statuses whose figures exist.
 func okStatus(status string) bool {
 	return status == "completed" || status == "eval-failed" || status == ""
 }
 
 // FromResults builds a run's comparable points from the results store's
-// rows, keyed by ReportKey. A point that has perf but no point row (an old
-// ledger) counts as completed.
+// rows, keyed by the points' baseline keys (point.BaselineKey: the identity
+// apart from the image), so a report's baseline may use another image. A
+// point that has perf but no point row counts as completed and is keyed by
+// its identity.
 func FromResults(sweepID string, pts []results.Point, perf []results.PerfResult, evals []results.EvalResult) []Point {
 	type acc struct {
 		p     Point
@@ -91,10 +85,15 @@ func FromResults(sweepID string, pts []results.Point, perf []results.PerfResult,
 	for _, p := range pts {
 		a := get(p.PointID, p.ConfigKey, p.Conc)
 		a.p.Status, a.p.OK = p.Status, okStatus(p.Status)
+		a.p.Key = p.BaselineKey
 	}
 	for _, r := range perf {
 		a := get(r.PointID, r.ConfigKey, r.Conc)
-		a.p.Perf = &Perf{OutputTputPerGPU: r.OutputTputPerGPU, TTFTp90Ms: r.TTFTp90Ms, Interactivity: r.Interactivity}
+		perf := r.PerfSummary
+		a.p.Perf = &perf
+		if a.p.Key == "" {
+			a.p.Key = "identity:" + r.Identity
+		}
 	}
 	for _, r := range evals {
 		a := get(r.PointID, "", 0)
@@ -103,7 +102,9 @@ func FromResults(sweepID string, pts []results.Point, perf []results.PerfResult,
 	out := make([]Point, 0, len(order))
 	for _, id := range order {
 		p := byID[id].p
-		p.Key = ReportKey(p.ConfigKey, p.PointID, p.Conc)
+		if p.Key == "" {
+			p.Key = "point:" + p.PointID
+		}
 		out = append(out, p)
 	}
 	return out

@@ -12,14 +12,14 @@ import (
 func TestFromResults(t *testing.T) {
 	t.Parallel()
 	pts := []results.Point{
-		{PointID: "a", ConfigKey: "k", Conc: 4, Status: "completed"},
-		{PointID: "b", ConfigKey: "k", Conc: 8, Status: "failed"},
-		{PointID: "c", ConfigKey: "k", Conc: 16, Status: "eval-failed"},
+		{PointID: "a", ConfigKey: "k", Conc: 4, Status: "completed", BaselineKey: "ka-c4"},
+		{PointID: "b", ConfigKey: "k", Conc: 8, Status: "failed", BaselineKey: "kb-c8"},
+		{PointID: "c", ConfigKey: "k", Conc: 16, Status: "eval-failed", BaselineKey: "kc-c16"},
 	}
 	perf := []results.PerfResult{
-		{PointID: "a", ConfigKey: "k", Conc: 4, OutputTputPerGPU: 100, TTFTp90Ms: 20, Interactivity: 50},
-		{PointID: "c", ConfigKey: "k", Conc: 16, OutputTputPerGPU: 300},
-		{PointID: "old", ConfigKey: "k2", Conc: 2, OutputTputPerGPU: 7}, // no point row: an older ledger
+		{PointID: "a", ConfigKey: "k", Conc: 4, PerfSummary: Perf{OutputTputPerGPU: 100, TTFTp90Ms: 20, Interactivity: 50}},
+		{PointID: "c", ConfigKey: "k", Conc: 16, PerfSummary: Perf{OutputTputPerGPU: 300}},
+		{PointID: "old", ConfigKey: "k2", Conc: 2, Identity: "dep-c2", PerfSummary: Perf{OutputTputPerGPU: 7}}, // no point row
 	}
 	evals := []results.EvalResult{{PointID: "c", EMStrict: 0.8, Floor: 0.9, Passed: false}}
 	got := FromResults("sw", pts, perf, evals)
@@ -32,10 +32,10 @@ func TestFromResults(t *testing.T) {
 		perf   *Perf
 		eval   *Eval
 	}{
-		{0, "k|a|c4", true, "completed", &Perf{100, 20, 50}, nil},
-		{1, "k|b|c8", false, "failed", nil, nil},
-		{2, "k|c|c16", true, "eval-failed", &Perf{OutputTputPerGPU: 300}, &Eval{Score: 0.8, Floor: 0.9}},
-		{3, "k2|old|c2", true, "completed", &Perf{OutputTputPerGPU: 7}, nil},
+		{0, "ka-c4", true, "completed", &Perf{OutputTputPerGPU: 100, TTFTp90Ms: 20, Interactivity: 50}, nil},
+		{1, "kb-c8", false, "failed", nil, nil},
+		{2, "kc-c16", true, "eval-failed", &Perf{OutputTputPerGPU: 300}, &Eval{Score: 0.8, Floor: 0.9}},
+		{3, "identity:dep-c2", true, "completed", &Perf{OutputTputPerGPU: 7}, nil},
 	}
 	for _, tc := range tests {
 		p := got[tc.i]
@@ -71,7 +71,7 @@ func TestCompareRuns(t *testing.T) {
 		{name: "missing point", cur: []Point{mk("a", true, perf, nil)}, base: []Point{mk("a", true, perf, nil), mk("b", true, perf, nil)}, evalDrop: 2,
 			kinds: []string{KindMissing}},
 		{name: "a baseline failure that is gone now is not missing", cur: nil, base: []Point{mk("b", false, nil, nil)}, evalDrop: 2},
-		{name: "slower and newly failing", cur: []Point{mk("a", true, &Perf{800, 200, 50}, nil), mk("b", false, nil, nil)},
+		{name: "slower and newly failing", cur: []Point{mk("a", true, &Perf{OutputTputPerGPU: 800, TTFTp90Ms: 200, Interactivity: 50}, nil), mk("b", false, nil, nil)},
 			base: []Point{mk("a", true, perf, nil), mk("b", true, perf, nil)}, evalDrop: 2, kinds: []string{KindOutputTput, KindNewFailure}},
 	}
 	for _, tc := range tests {

@@ -15,14 +15,14 @@ import (
 
 // pointView is one point's section.
 type pointView struct {
-	ID, ConfigKey, Topology, Status, FailedStage, Error, Fingerprint string
-	Conc                                                             int
-	Perf                                                             *results.PerfResult
-	Eval                                                             *results.EvalResult
-	Stages                                                           []stageView
-	StagesNote                                                       string
-	Total                                                            string
-	Simulated                                                        bool
+	ID, ConfigKey, Topology, Status, FailedStage, Error, Identity string
+	Conc                                                          int
+	Perf                                                          *results.PerfResult
+	Eval                                                          *results.EvalResult
+	Stages                                                        []stageView
+	StagesNote                                                    string
+	Total                                                         string
+	Simulated                                                     bool
 }
 
 type stageView struct {
@@ -176,11 +176,11 @@ func points(r *Run) []pointView {
 	}
 	for _, p := range r.Points {
 		add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Topology: p.Topology, Status: p.Status, FailedStage: p.FailedStage,
-			Error: p.Error, Fingerprint: short(p.Fingerprint), Conc: p.Conc})
+			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc})
 	}
 	for _, p := range r.Perf { // perf without a point row (older ledgers)
 		if !seen[p.PointID] {
-			add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Fingerprint: short(p.Fingerprint), Conc: p.Conc})
+			add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Identity: short(p.Identity), Conc: p.Conc})
 		}
 	}
 	sort.SliceStable(views, func(i, j int) bool {
@@ -484,7 +484,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>topology</th><td>{{.Topology}}</td></tr>
 <tr><th>concurrency</th><td>{{.Conc}}</td></tr>
 <tr><th>status</th><td class="status-{{.Status}}">{{.Status}}{{if .FailedStage}} (at {{.FailedStage}}){{end}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td></tr>
-<tr><th>fingerprint</th><td><code>{{.Fingerprint}}</code></td></tr>
+<tr><th>identity</th><td><code>{{.Identity}}</code></td></tr>
 {{with .Perf}}<tr><th>output throughput / GPU</th><td class="n">{{num .OutputTputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>total throughput / GPU</th><td class="n">{{num .TputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>interactivity (median)</th><td class="n">{{num .Interactivity 1}} tok/s/user</td></tr>

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -62,7 +63,7 @@ func fillSweep(t *testing.T, s *results.Store, id string, start time.Time, slow 
 		if failed[sp.conc] {
 			st = "failed"
 		}
-		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: id, PointID: pid, Fingerprint: fp, ConfigKey: sp.key, ExpName: pid,
+		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: id, PointID: pid, Identity: fp, BaselineKey: fmt.Sprintf("base-%d", i), ConfigKey: sp.key, ExpName: pid,
 			Topology: "2P1D DEP16/DEP32", Conc: sp.conc, Status: st, FailedStage: map[bool]string{true: "perf"}[failed[sp.conc]]}))
 		t0 := start.Add(time.Duration(i) * 20 * time.Second)
 		runs := []results.StageRun{
@@ -80,11 +81,10 @@ func fillSweep(t *testing.T, s *results.Store, id string, start time.Time, slow 
 		if sp.key == disaggKey {
 			f = slow
 		}
-		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: id, PointID: pid, Fingerprint: fp, ConfigKey: sp.key, ExpName: pid, Conc: sp.conc,
-			OutputTputPerGPU: sp.tput / f, Interactivity: sp.ivty / f, TTFTp90Ms: sp.ttft * f, TPOTMedianMs: 1000 / sp.ivty * f, Simulated: true}))
+		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: id, PointID: pid, Identity: fp, ConfigKey: sp.key, ExpName: pid, Conc: sp.conc, PerfSummary: point.PerfSummary{OutputTputPerGPU: sp.tput / f, Interactivity: sp.ivty / f, TTFTp90Ms: sp.ttft * f, TPOTMedianMs: 1000 / sp.ivty * f, Simulated: true}}))
 		if sp.eval > 0 {
 			score := sp.eval + evalShift
-			require.NoError(t, s.PutEval(ctx, results.EvalResult{SweepID: id, PointID: pid, Fingerprint: fp, EMStrict: score, EMFlexible: score,
+			require.NoError(t, s.PutEval(ctx, results.EvalResult{SweepID: id, PointID: pid, Identity: fp, EMStrict: score, EMFlexible: score,
 				NEff: 1319, Floor: 0.91, Passed: score >= 0.91, Simulated: true}))
 		}
 	}
@@ -255,8 +255,8 @@ func TestRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
 	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
 	// An older ledger: perf rows and stage outputs, no point rows or runs.
 	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "old", StartedAt: start}))
-	require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: "old", PointID: "p1", Fingerprint: "f1", ConfigKey: aggKey, Conc: 4, OutputTputPerGPU: 60, Interactivity: 340}))
-	_, err := s.PutStageOutput(ctx, results.StageOutput{SweepID: "old", PointID: "p1", Fingerprint: "f1", Stage: "perf", Attempt: 1, CreatedAt: start.Add(90 * time.Second)})
+	require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: "old", PointID: "p1", Identity: "f1", ConfigKey: aggKey, Conc: 4, PerfSummary: point.PerfSummary{OutputTputPerGPU: 60, Interactivity: 340}}))
+	_, err := s.PutStageOutput(ctx, results.StageOutput{SweepID: "old", PointID: "p1", Identity: "f1", Stage: "perf", Attempt: 1, CreatedAt: start.Add(90 * time.Second)})
 	require.NoError(t, err)
 	in, err := Load(ctx, s, "old", "")
 	require.NoError(t, err)

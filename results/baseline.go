@@ -16,50 +16,6 @@ import (
 // also recorded under its baseline key (the fingerprint without the image,
 // plus the concurrency), and the regression report of each nightly is kept.
 
-func init() {
-	migrations = append(migrations, migration{version: 3, name: "nightly baselines and regression reports",
-		sqlite: []string{
-			`CREATE TABLE nightly_points (
-			sweep_id     TEXT NOT NULL,
-			point_id     TEXT NOT NULL,
-			baseline_key TEXT NOT NULL,
-			status       TEXT NOT NULL DEFAULT '',
-			night        INTEGER NOT NULL,
-			PRIMARY KEY (sweep_id, point_id)
-		)`,
-			`CREATE INDEX nightly_points_key ON nightly_points (baseline_key, night)`,
-			`CREATE TABLE regression_reports (
-			sweep_id     TEXT PRIMARY KEY,
-			nightly_id   TEXT NOT NULL DEFAULT '',
-			baseline     TEXT NOT NULL DEFAULT '',
-			findings     INTEGER NOT NULL DEFAULT 0,
-			report_json  TEXT NOT NULL DEFAULT '',
-			artifact_uri TEXT NOT NULL DEFAULT '',
-			created_at   INTEGER NOT NULL
-		)`,
-		},
-		postgres: []string{
-			`CREATE TABLE nightly_points (
-			sweep_id     TEXT NOT NULL,
-			point_id     TEXT NOT NULL,
-			baseline_key TEXT NOT NULL,
-			status       TEXT NOT NULL DEFAULT '',
-			night        BIGINT NOT NULL,
-			PRIMARY KEY (sweep_id, point_id)
-		)`,
-			`CREATE INDEX nightly_points_key ON nightly_points (baseline_key, night)`,
-			`CREATE TABLE regression_reports (
-			sweep_id     TEXT PRIMARY KEY,
-			nightly_id   TEXT NOT NULL DEFAULT '',
-			baseline     TEXT NOT NULL DEFAULT '',
-			findings     BIGINT NOT NULL DEFAULT 0,
-			report_json  TEXT NOT NULL DEFAULT '',
-			artifact_uri TEXT NOT NULL DEFAULT '',
-			created_at   BIGINT NOT NULL
-		)`,
-		}})
-}
-
 // NightlyPoint is one point of a nightly sweep under its baseline key.
 type NightlyPoint struct {
 	SweepID, PointID, BaselineKey, Status string
@@ -131,10 +87,10 @@ func (s *Store) LatestNightlyPerf(ctx context.Context, baselineKey string, befor
 	return *b.Perf, true, nil
 }
 
-// PinnedBaseline finds a point in a pinned baseline sweep: by baseline key
-// when that sweep was a nightly, else by point ID (the exp-name, stable for
-// one config across images).
-func (s *Store) PinnedBaseline(ctx context.Context, sweepID, baselineKey, pointID string) (Baseline, bool, error) {
+// PinnedBaseline finds the point with baselineKey in a pinned baseline
+// sweep: among its nightly points when it was a nightly, else among its
+// points.
+func (s *Store) PinnedBaseline(ctx context.Context, sweepID, baselineKey string) (Baseline, bool, error) {
 	b := Baseline{SweepID: sweepID}
 	var night int64
 	err := s.queryRow(ctx, `SELECT point_id, status, night FROM nightly_points WHERE sweep_id = ? AND baseline_key = ? LIMIT 1`,
@@ -144,13 +100,13 @@ func (s *Store) PinnedBaseline(ctx context.Context, sweepID, baselineKey, pointI
 		b.Night = time.Unix(0, night)
 	case errors.Is(err, sql.ErrNoRows):
 		var updated int64
-		err = s.queryRow(ctx, `SELECT point_id, status, updated_at FROM points WHERE sweep_id = ? AND point_id = ?`, sweepID, pointID).
+		err = s.queryRow(ctx, `SELECT point_id, status, updated_at FROM points WHERE sweep_id = ? AND baseline_key = ? LIMIT 1`, sweepID, baselineKey).
 			Scan(&b.PointID, &b.Status, &updated)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Baseline{}, false, nil
 		}
 		if err != nil {
-			return Baseline{}, false, fmt.Errorf("results: baseline point %s of sweep %s: %w", pointID, sweepID, err)
+			return Baseline{}, false, fmt.Errorf("results: baseline %s in sweep %s: %w", baselineKey, sweepID, err)
 		}
 		b.Night = time.Unix(0, updated)
 	default:

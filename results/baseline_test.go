@@ -7,28 +7,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-func TestMigrationVersionsDense(t *testing.T) {
-	// baseline.go appends its migration from init; a clash with a migration
-	// added elsewhere must fail loudly, not skip a step on some databases.
-	for i, m := range migrations {
-		require.Equal(t, i+1, m.version, "migration %q", m.name)
-	}
-}
+	"github.com/sweepflow/sweepflow/point"
+)
 
 func TestNightlyBaselines(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s, _ := be.open(t)
 		night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
-		perf := func(sweep, point string, tput float64) {
-			require.NoError(t, s.PutPerf(ctx, PerfResult{SweepID: sweep, PointID: point, Fingerprint: "fp-" + sweep, Conc: 4, OutputTputPerGPU: tput}))
+		perf := func(sweep, pointID string, tput float64) {
+			require.NoError(t, s.PutPerf(ctx, PerfResult{SweepID: sweep, PointID: pointID, Identity: "id-" + pointID, Conc: 4, PerfSummary: point.PerfSummary{OutputTputPerGPU: tput}}))
 		}
 		// Night 1 completes, night 2 fails, night 3 is the one compared.
 		perf("n1", "p", 100)
 		perf("n3", "p", 90)
-		require.NoError(t, s.PutEval(ctx, EvalResult{SweepID: "n1", PointID: "p", Fingerprint: "fp-n1", EMStrict: 0.9, Passed: true}))
+		require.NoError(t, s.PutEval(ctx, EvalResult{SweepID: "n1", PointID: "p", Identity: "fp-n1", EMStrict: 0.9, Passed: true}))
 		require.NoError(t, s.PutNightlyPoints(ctx, []NightlyPoint{
 			{SweepID: "n1", PointID: "p", BaselineKey: "k-c4", Status: "completed", Night: night(1)},
 			{SweepID: "n2", PointID: "p", BaselineKey: "k-c4", Status: "failed", Night: night(2)},
@@ -75,19 +69,19 @@ func TestNightlyBaselines(t *testing.T) {
 		assert.Equal(t, 0.9, b.Eval.EMStrict)
 		assert.Equal(t, night(1), b.Night.UTC())
 
-		// A pinned sweep: by key when it was a nightly, else by point ID.
-		b, ok, err = s.PinnedBaseline(ctx, "n1", "k-c4", "ignored")
+		// A pinned sweep: by key among its nightly points, else its points.
+		b, ok, err = s.PinnedBaseline(ctx, "n1", "k-c4")
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, "p", b.PointID)
-		require.NoError(t, s.UpsertPoint(ctx, Point{SweepID: "manual", PointID: "p", Status: "completed"}))
+		require.NoError(t, s.UpsertPoint(ctx, Point{SweepID: "manual", PointID: "p", BaselineKey: "k-c4", Status: "completed"}))
 		perf("manual", "p", 120)
-		b, ok, err = s.PinnedBaseline(ctx, "manual", "k-c4", "p")
+		b, ok, err = s.PinnedBaseline(ctx, "manual", "k-c4")
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NotNil(t, b.Perf)
 		assert.Equal(t, 120.0, b.Perf.OutputTputPerGPU)
-		_, ok, err = s.PinnedBaseline(ctx, "manual", "k-c4", "missing")
+		_, ok, err = s.PinnedBaseline(ctx, "manual", "k-c8")
 		require.NoError(t, err)
 		assert.False(t, ok)
 

@@ -2,11 +2,12 @@
 // durable stage outputs that reruns and nightly comparisons read, plus typed
 // perf and eval tables for reports and exports. SQLite (pure Go, no cgo) is
 // the default; PostgreSQL (pgx through database/sql) is used when the DSN is
-// a postgres:// URL. Both run the same queries and versioned migrations.
+// a postgres:// URL. Both run the same queries and goose migrations.
 //
-// Writes are idempotent so a retried activity never duplicates a row: stage
-// outputs keep the first row written for (sweep, fingerprint, stage), perf and
-// eval rows are upserted by their keys.
+// Results are keyed by point identity (point.Identity: the deployment hash
+// plus the concurrency). Stage outputs, perf and eval rows are written once
+// per (sweep, identity[, stage]): an identical re-write (a retried activity)
+// is a no-op, a different one is an ErrConflict, never silently dropped.
 package results
 
 import (
@@ -21,7 +22,13 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/sweepflow/sweepflow/point"
 )
+
+// ErrConflict is returned when a write would change a result the ledger
+// already holds for the same key: two different figures for one point.
+var ErrConflict = errors.New("conflicting result")
 
 // Store is a handle on one results database; it is safe for concurrent use,
 // and several Stores (or processes) may share one SQLite file.
@@ -29,6 +36,8 @@ type Store struct {
 	db   *sql.DB
 	path string // SQLite file, or the DSN without its password
 	d    dialect
+	// legacy is where an old-schema SQLite file was moved, if it was.
+	legacy string
 }
 
 // busyTimeoutMs is how long a writer waits for another writer's lock: worker
@@ -39,23 +48,44 @@ const busyTimeoutMs = 15000
 // "sqlite:///abs/path.db", "sqlite://rel/path.db" or a plain file path select
 // SQLite; "postgres://user:pass@host:port/db?sslmode=..." (or postgresql://)
 // selects PostgreSQL, whose database must exist.
+//
+// A database from before point identities (sweepflow's own migrator) is not
+// migrated: an old SQLite file is moved aside to <file>.pre-identity-<time>
+// (see LegacyMovedTo) and a fresh ledger is created; an old PostgreSQL
+// database is refused with ErrLegacySchema.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	return open(ctx, dsn, migrations)
-}
-
-// open is Open with the schema steps to apply (tests open old versions).
-func open(ctx context.Context, dsn string, migs []migration) (*Store, error) {
 	if isPostgresDSN(dsn) {
 		db, err := openPostgres(ctx, dsn)
 		if err != nil {
 			return nil, err
 		}
-		if err := migrate(ctx, db, postgres, migs); err != nil {
+		if err := migrate(ctx, db, postgres); err != nil {
 			db.Close()
+			if errors.Is(err, ErrLegacySchema) {
+				return nil, fmt.Errorf("results: store %s: %w; use a new database or drop its tables", redact(dsn), err)
+			}
 			return nil, fmt.Errorf("%w (store %s)", err, redact(dsn))
 		}
 		return &Store{db: db, path: redact(dsn), d: postgres}, nil
 	}
+	s, err := openSQLite(ctx, dsn)
+	if errors.Is(err, ErrLegacySchema) {
+		path, _ := sqlitePath(dsn)
+		moved, merr := moveLegacyAside(path)
+		if merr != nil {
+			return nil, fmt.Errorf("results: store %s: %w; moving it aside failed: %v", path, err, merr)
+		}
+		if s, err = openSQLite(ctx, dsn); err == nil {
+			s.legacy = moved
+		}
+	}
+	return s, err
+}
+
+// LegacyMovedTo is where Open moved an old-schema SQLite ledger ("" if not).
+func (s *Store) LegacyMovedTo() string { return s.legacy }
+
+func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 	path, err := sqlitePath(dsn)
 	if err != nil {
 		return nil, err
@@ -78,8 +108,11 @@ func open(ctx context.Context, dsn string, migs []migration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("results: open %s: %w", path, err)
 	}
-	if err := migrate(ctx, db, sqliteDialect, migs); err != nil {
+	if err := migrate(ctx, db, sqliteDialect); err != nil {
 		db.Close()
+		if errors.Is(err, ErrLegacySchema) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w (store %s)", err, path)
 	}
 	return &Store{db: db, path: path, d: sqliteDialect}, nil
@@ -209,10 +242,15 @@ func (s *Store) querySweeps(ctx context.Context, where string, args ...any) ([]S
 
 // Point is the latest known state of one sweep point.
 type Point struct {
-	SweepID, PointID, Fingerprint, ConfigKey, ExpName, Topology string
-	Conc                                                        int
-	Status, FailedStage, Error                                  string
-	UpdatedAt                                                   time.Time
+	SweepID, PointID string
+	// Identity is the point identity (point.Identity.String()); ProfileHash
+	// the planned measurement profile's hash; BaselineKey the identity
+	// apart from the image (nightly and pinned baselines).
+	Identity, ProfileHash, BaselineKey string
+	ConfigKey, ExpName, Topology       string
+	Conc                               int
+	Status, FailedStage, Error         string
+	UpdatedAt                          time.Time
 	// SpecJSON is the point's full spec as the workflow ran it (identity
 	// fields for exports: image, model prefix, precision, framework,
 	// runner, the InferenceX matrix row). Empty keeps the stored value.
@@ -234,10 +272,12 @@ func (s *Store) UpsertPoint(ctx context.Context, p Point) error {
 	if len(p.SpecJSON) > 0 && !json.Valid(p.SpecJSON) {
 		return fmt.Errorf("results: point %s of sweep %s: spec_json is not valid JSON", p.PointID, p.SweepID)
 	}
-	return s.write(ctx, "upsert point "+p.PointID+" of sweep "+p.SweepID, `INSERT INTO points (sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at, spec_json)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	return s.write(ctx, "upsert point "+p.PointID+" of sweep "+p.SweepID, `INSERT INTO points (sweep_id, point_id, identity, profile_hash, baseline_key, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at, spec_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sweep_id, point_id) DO UPDATE SET
-			fingerprint  = CASE WHEN excluded.fingerprint <> '' THEN excluded.fingerprint ELSE points.fingerprint END,
+			identity     = CASE WHEN excluded.identity <> '' THEN excluded.identity ELSE points.identity END,
+			profile_hash = CASE WHEN excluded.profile_hash <> '' THEN excluded.profile_hash ELSE points.profile_hash END,
+			baseline_key = CASE WHEN excluded.baseline_key <> '' THEN excluded.baseline_key ELSE points.baseline_key END,
 			config_key   = CASE WHEN excluded.config_key <> '' THEN excluded.config_key ELSE points.config_key END,
 			exp_name     = CASE WHEN excluded.exp_name <> '' THEN excluded.exp_name ELSE points.exp_name END,
 			topology     = CASE WHEN excluded.topology <> '' THEN excluded.topology ELSE points.topology END,
@@ -248,12 +288,12 @@ func (s *Store) UpsertPoint(ctx context.Context, p Point) error {
 			updated_at   = excluded.updated_at,
 			spec_json    = CASE WHEN excluded.spec_json <> '' THEN excluded.spec_json ELSE points.spec_json END
 		WHERE excluded.updated_at >= points.updated_at`,
-		p.SweepID, p.PointID, p.Fingerprint, p.ConfigKey, p.ExpName, p.Topology, p.Conc, p.Status, p.FailedStage, p.Error, p.UpdatedAt.UnixNano(), string(p.SpecJSON))
+		p.SweepID, p.PointID, p.Identity, p.ProfileHash, p.BaselineKey, p.ConfigKey, p.ExpName, p.Topology, p.Conc, p.Status, p.FailedStage, p.Error, p.UpdatedAt.UnixNano(), string(p.SpecJSON))
 }
 
 // Points lists a sweep's points by point ID.
 func (s *Store) Points(ctx context.Context, sweepID string) ([]Point, error) {
-	rows, err := s.query(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at, spec_json
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, identity, profile_hash, baseline_key, config_key, exp_name, topology, conc, status, failed_stage, error, updated_at, spec_json
 		FROM points WHERE sweep_id = ? ORDER BY point_id`, sweepID)
 	if err != nil {
 		return nil, fmt.Errorf("results: points of %s: %w", sweepID, err)
@@ -264,7 +304,7 @@ func (s *Store) Points(ctx context.Context, sweepID string) ([]Point, error) {
 		var p Point
 		var updated int64
 		var spec string
-		if err := rows.Scan(&p.SweepID, &p.PointID, &p.Fingerprint, &p.ConfigKey, &p.ExpName, &p.Topology, &p.Conc, &p.Status, &p.FailedStage, &p.Error, &updated, &spec); err != nil {
+		if err := rows.Scan(&p.SweepID, &p.PointID, &p.Identity, &p.ProfileHash, &p.BaselineKey, &p.ConfigKey, &p.ExpName, &p.Topology, &p.Conc, &p.Status, &p.FailedStage, &p.Error, &updated, &spec); err != nil {
 			return nil, fmt.Errorf("results: points of %s: %w", sweepID, err)
 		}
 		p.UpdatedAt = time.Unix(0, updated)
@@ -277,28 +317,57 @@ func (s *Store) Points(ctx context.Context, sweepID string) ([]Point, error) {
 }
 
 // StageOutput is the durable result of one stage of one point: what a rerun
-// reuses instead of running the stage again. Fingerprint must identify the
-// point; where several points share a row fingerprint (multi-concurrency
-// rows), fold the concurrency into it. Record only successful outputs.
+// reuses instead of running the stage again. Record only successful outputs.
 type StageOutput struct {
-	SweepID, PointID, Fingerprint, Stage string
-	Attempt                              int
-	OutputJSON                           []byte
-	ArtifactURIs                         []string
-	Simulated                            bool
-	CreatedAt                            time.Time
+	SweepID, PointID, Identity, Stage string
+	// ProfileHash is the hash of the full profile the output was measured
+	// with (point.Measured); ProfileJSON that profile, to say why a reuse
+	// was refused.
+	ProfileHash  string
+	ProfileJSON  []byte
+	Attempt      int
+	OutputJSON   []byte
+	ArtifactURIs []string
+	Simulated    bool
+	// RunID is the workflow run that wrote the row. SourceSweep and
+	// SourceRun name where a reused output was produced ("": here).
+	RunID, SourceSweep, SourceRun string
+	CreatedAt                     time.Time
 }
 
-// PutStageOutput records a stage output once per (sweep, fingerprint, stage):
-// a repeat (e.g. a retried activity) returns inserted=false and leaves the
-// first row untouched. CreatedAt defaults to now.
+// Stamp is the reuse stamp of a stored output.
+func (o StageOutput) Stamp() point.Stamp {
+	st := point.Stamp{Identity: o.Identity, ProfileHash: o.ProfileHash, Simulated: o.Simulated}
+	var m point.Measured
+	if len(o.ProfileJSON) > 0 && json.Unmarshal(o.ProfileJSON, &m) == nil {
+		st.Profile = &m
+	}
+	return st
+}
+
+// Origin is where an output was first produced: the source of a reused
+// output, else the row itself.
+func (o StageOutput) Origin() (sweep, run string) {
+	if o.SourceSweep != "" {
+		return o.SourceSweep, o.SourceRun
+	}
+	return o.SweepID, o.RunID
+}
+
+// PutStageOutput records a stage output once per (sweep, identity, stage).
+// Writing the same output again (a retried activity) returns inserted=false
+// and no error; writing a different one returns an error wrapping
+// ErrConflict and leaves the first row untouched. CreatedAt defaults to now.
 func (s *Store) PutStageOutput(ctx context.Context, o StageOutput) (inserted bool, err error) {
-	if o.SweepID == "" || o.PointID == "" || o.Fingerprint == "" || o.Stage == "" {
-		return false, fmt.Errorf("results: stage output %q of point %q (sweep %q, fingerprint %q): sweep id, point id, fingerprint and stage are required",
-			o.Stage, o.PointID, o.SweepID, o.Fingerprint)
+	if o.SweepID == "" || o.PointID == "" || o.Identity == "" || o.Stage == "" {
+		return false, fmt.Errorf("results: stage output %q of point %q (sweep %q, identity %q): sweep id, point id, identity and stage are required",
+			o.Stage, o.PointID, o.SweepID, o.Identity)
 	}
 	if len(o.OutputJSON) > 0 && !json.Valid(o.OutputJSON) {
 		return false, fmt.Errorf("results: stage output %s of point %s (sweep %s): output_json is not valid JSON", o.Stage, o.PointID, o.SweepID)
+	}
+	if len(o.ProfileJSON) > 0 && !json.Valid(o.ProfileJSON) {
+		return false, fmt.Errorf("results: stage output %s of point %s (sweep %s): profile_json is not valid JSON", o.Stage, o.PointID, o.SweepID)
 	}
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
@@ -311,12 +380,14 @@ func (s *Store) PutStageOutput(ctx context.Context, o StageOutput) (inserted boo
 	if err != nil {
 		return false, err
 	}
+	what := fmt.Sprintf("put stage output %s of point %s (sweep %s)", o.Stage, o.PointID, o.SweepID)
 	var n int64
 	err = s.retryBusy(ctx, func() error {
-		res, err := s.exec(ctx, `INSERT INTO stage_outputs (sweep_id, point_id, fingerprint, stage, attempt, output_json, artifact_uris, simulated, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (sweep_id, fingerprint, stage) DO NOTHING`,
-			o.SweepID, o.PointID, o.Fingerprint, o.Stage, o.Attempt, string(o.OutputJSON), string(urisJSON), o.Simulated, o.CreatedAt.UnixNano())
+		res, err := s.exec(ctx, `INSERT INTO stage_outputs (sweep_id, point_id, identity, stage, profile_hash, profile_json, attempt, output_json, artifact_uris, simulated, run_id, source_sweep, source_run, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (sweep_id, identity, stage) DO NOTHING`,
+			o.SweepID, o.PointID, o.Identity, o.Stage, o.ProfileHash, string(o.ProfileJSON), o.Attempt, string(o.OutputJSON), string(urisJSON),
+			o.Simulated, o.RunID, o.SourceSweep, o.SourceRun, o.CreatedAt.UnixNano())
 		if err != nil {
 			return err
 		}
@@ -324,28 +395,81 @@ func (s *Store) PutStageOutput(ctx context.Context, o StageOutput) (inserted boo
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("results: put stage output %s of point %s (sweep %s): %w", o.Stage, o.PointID, o.SweepID, err)
+		return false, fmt.Errorf("results: %s: %w", what, err)
 	}
-	return n == 1, nil
+	if n == 1 {
+		return true, nil
+	}
+	old, err := s.queryStageOutputs(ctx, `SELECT `+stageOutputCols+` FROM stage_outputs WHERE sweep_id = ? AND identity = ? AND stage = ?`, o.SweepID, o.Identity, o.Stage)
+	if err != nil || len(old) == 0 {
+		return false, fmt.Errorf("results: %s: reading the existing row: %v", what, err)
+	}
+	if d := diffOutput(old[0], o); d != "" {
+		return false, fmt.Errorf("results: %s: %w: the ledger already holds a different %s output for identity %s (%s)", what, ErrConflict, o.Stage, o.Identity, d)
+	}
+	return false, nil
 }
 
-const stageOutputCols = `sweep_id, point_id, fingerprint, stage, attempt, output_json, artifact_uris, simulated, created_at`
+// diffOutput names what differs between two writes of one key; attempt and
+// creation time may differ between retries, and an empty run ID matches.
+func diffOutput(a, b StageOutput) string {
+	switch {
+	case a.PointID != b.PointID:
+		return "point " + a.PointID + " vs " + b.PointID
+	case !jsonEqual(a.OutputJSON, b.OutputJSON):
+		return "output differs"
+	case a.ProfileHash != b.ProfileHash:
+		return "profile differs"
+	case a.Simulated != b.Simulated:
+		return "simulated differs"
+	case a.SourceSweep != b.SourceSweep || a.SourceRun != b.SourceRun:
+		return "source " + a.SourceSweep + " vs " + b.SourceSweep
+	}
+	return ""
+}
 
-// LookupStageOutput returns the newest output of stage for fingerprint,
-// restricted to fromSweeps when that is not empty.
-func (s *Store) LookupStageOutput(ctx context.Context, fingerprint, stage string, fromSweeps []string) (*StageOutput, bool, error) {
-	q := `SELECT ` + stageOutputCols + ` FROM stage_outputs WHERE fingerprint = ? AND stage = ?`
-	args := []any{fingerprint, stage}
+// jsonEqual compares two JSON documents by value (key order and spacing
+// may differ between writers).
+func jsonEqual(a, b []byte) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+const stageOutputCols = `sweep_id, point_id, identity, stage, profile_hash, profile_json, attempt, output_json, artifact_uris, simulated, run_id, source_sweep, source_run, created_at`
+
+// StageOutputCandidates lists the stored outputs of stage for identity,
+// newest first, restricted to fromSweeps when that is not empty. The caller
+// decides with point.CanReuse which, if any, may be reused.
+func (s *Store) StageOutputCandidates(ctx context.Context, identity, stage string, fromSweeps []string) ([]StageOutput, error) {
+	q := `SELECT ` + stageOutputCols + ` FROM stage_outputs WHERE identity = ? AND stage = ?`
+	args := []any{identity, stage}
 	if len(fromSweeps) > 0 {
 		q += ` AND sweep_id IN (?` + strings.Repeat(`, ?`, len(fromSweeps)-1) + `)`
 		for _, id := range fromSweeps {
 			args = append(args, id)
 		}
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT 1`
+	q += ` ORDER BY created_at DESC, id DESC`
 	outs, err := s.queryStageOutputs(ctx, q, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("results: lookup %s output for %s: %w", stage, fingerprint, err)
+		return nil, fmt.Errorf("results: lookup %s outputs for %s: %w", stage, identity, err)
+	}
+	return outs, nil
+}
+
+// StageOutput returns one sweep's output of a stage for an identity.
+func (s *Store) StageOutput(ctx context.Context, sweepID, identity, stage string) (*StageOutput, bool, error) {
+	outs, err := s.queryStageOutputs(ctx, `SELECT `+stageOutputCols+` FROM stage_outputs WHERE sweep_id = ? AND identity = ? AND stage = ?`, sweepID, identity, stage)
+	if err != nil {
+		return nil, false, fmt.Errorf("results: %s output of %s in %s: %w", stage, identity, sweepID, err)
 	}
 	if len(outs) == 0 {
 		return nil, false, nil
@@ -381,13 +505,17 @@ func (s *Store) queryStageOutputs(ctx context.Context, q string, args ...any) ([
 	var out []StageOutput
 	for rows.Next() {
 		var o StageOutput
-		var output, uris string
+		var output, uris, profile string
 		var created int64
-		if err := rows.Scan(&o.SweepID, &o.PointID, &o.Fingerprint, &o.Stage, &o.Attempt, &output, &uris, &o.Simulated, &created); err != nil {
+		if err := rows.Scan(&o.SweepID, &o.PointID, &o.Identity, &o.Stage, &o.ProfileHash, &profile, &o.Attempt, &output, &uris,
+			&o.Simulated, &o.RunID, &o.SourceSweep, &o.SourceRun, &created); err != nil {
 			return nil, err
 		}
 		if output != "" {
 			o.OutputJSON = []byte(output)
+		}
+		if profile != "" {
+			o.ProfileJSON = []byte(profile)
 		}
 		if err := json.Unmarshal([]byte(uris), &o.ArtifactURIs); err != nil {
 			return nil, fmt.Errorf("artifact_uris of %s/%s: %w", o.SweepID, o.Stage, err)
@@ -398,45 +526,70 @@ func (s *Store) queryStageOutputs(ctx context.Context, q string, args ...any) ([
 	return out, rows.Err()
 }
 
-// PerfResult is a point's perf aggregate: the headline figures as columns
-// (for queries and comparisons), the full aggregate JSON alongside.
+// PerfResult is a point's perf result in one sweep: the one perf summary
+// (point.PerfSummary; its headline figures are also columns, for queries)
+// under the point's keys.
 type PerfResult struct {
-	SweepID, PointID, Fingerprint, ConfigKey, ExpName string
-	Conc                                              int
-	OutputTputPerGPU, TputPerGPU, InputTputPerGPU     float64
-	Interactivity                                     float64 // tok/s/user
-	TTFTp90Ms, TPOTMedianMs, E2ELMedianMs             float64
-	Simulated                                         bool
-	JSON                                              []byte
+	SweepID, PointID, Identity, ProfileHash, ConfigKey, ExpName string
+	Conc                                                        int
+	point.PerfSummary
+	// SourceSweep is the sweep the figures were measured in when they were
+	// reused ("" when measured in this one).
+	SourceSweep string
+	JSON        []byte // the summary as JSON
 }
 
-// PutPerf upserts a perf result keyed by (sweep, fingerprint, conc). The last
-// write wins: an operator retry of the perf stage replaces its figures.
+// PutPerf records a point's perf result, once per (sweep, identity): an
+// identical re-write is a no-op, a different one an ErrConflict.
 func (s *Store) PutPerf(ctx context.Context, r PerfResult) error {
-	if r.SweepID == "" || r.PointID == "" || r.Fingerprint == "" {
-		return fmt.Errorf("results: perf result of point %q (sweep %q): sweep id, point id and fingerprint are required", r.PointID, r.SweepID)
+	if r.SweepID == "" || r.PointID == "" || r.Identity == "" {
+		return fmt.Errorf("results: perf result of point %q (sweep %q): sweep id, point id and identity are required", r.PointID, r.SweepID)
 	}
-	if len(r.JSON) > 0 && !json.Valid(r.JSON) {
+	if len(r.JSON) == 0 {
+		r.JSON, _ = json.Marshal(r.PerfSummary)
+	}
+	if !json.Valid(r.JSON) {
 		return fmt.Errorf("results: perf result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
 	}
-	return s.write(ctx, "put perf result of point "+r.PointID+" (sweep "+r.SweepID+")", `INSERT INTO perf_results (sweep_id, point_id, fingerprint, config_key, exp_name, conc,
-			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms, simulated, json, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (sweep_id, fingerprint, conc) DO UPDATE SET
-			point_id = excluded.point_id, config_key = excluded.config_key, exp_name = excluded.exp_name,
-			output_tput_per_gpu = excluded.output_tput_per_gpu, tput_per_gpu = excluded.tput_per_gpu,
-			input_tput_per_gpu = excluded.input_tput_per_gpu, interactivity = excluded.interactivity,
-			ttft_p90_ms = excluded.ttft_p90_ms, tpot_median_ms = excluded.tpot_median_ms, e2el_median_ms = excluded.e2el_median_ms,
-			simulated = excluded.simulated, json = excluded.json, updated_at = excluded.updated_at`,
-		r.SweepID, r.PointID, r.Fingerprint, r.ConfigKey, r.ExpName, r.Conc,
-		r.OutputTputPerGPU, r.TputPerGPU, r.InputTputPerGPU, r.Interactivity, r.TTFTp90Ms, r.TPOTMedianMs, r.E2ELMedianMs,
-		r.Simulated, string(r.JSON), time.Now().UnixNano())
+	what := "put perf result of point " + r.PointID + " (sweep " + r.SweepID + ")"
+	var n int64
+	err := s.retryBusy(ctx, func() error {
+		res, err := s.exec(ctx, `INSERT INTO perf_results (sweep_id, point_id, identity, profile_hash, config_key, exp_name, conc,
+			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms,
+			requests, failed, simulated, aggregate_uri, requests_uri, source_sweep, json, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sweep_id, identity) DO NOTHING`,
+			r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.ConfigKey, r.ExpName, r.Conc,
+			r.OutputTputPerGPU, r.TputPerGPU, r.InputTputPerGPU, r.Interactivity, r.TTFTp90Ms, r.TPOTMedianMs, r.E2ELMedianMs,
+			r.Requests, r.Failed, r.Simulated, r.AggregateURI, r.RequestsURI, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("results: %s: %w", what, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var oldPoint, oldProfile, oldSource, oldJSON string
+	if err := s.queryRow(ctx, `SELECT point_id, profile_hash, source_sweep, json FROM perf_results WHERE sweep_id = ? AND identity = ?`, r.SweepID, r.Identity).
+		Scan(&oldPoint, &oldProfile, &oldSource, &oldJSON); err != nil {
+		return fmt.Errorf("results: %s: reading the existing row: %w", what, err)
+	}
+	if oldPoint != r.PointID || oldProfile != r.ProfileHash || oldSource != r.SourceSweep || !jsonEqual([]byte(oldJSON), r.JSON) {
+		return fmt.Errorf("results: %s: %w: the ledger already holds different perf figures for identity %s", what, ErrConflict, r.Identity)
+	}
+	return nil
 }
 
 // Perf lists a sweep's perf results by config key, concurrency and point.
 func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) {
-	rows, err := s.query(ctx, `SELECT sweep_id, point_id, fingerprint, config_key, exp_name, conc,
-			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms, simulated, json
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, identity, profile_hash, config_key, exp_name, conc,
+			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms,
+			requests, failed, simulated, aggregate_uri, requests_uri, source_sweep, json
 		FROM perf_results WHERE sweep_id = ? ORDER BY config_key, conc, point_id`, sweepID)
 	if err != nil {
 		return nil, fmt.Errorf("results: perf of %s: %w", sweepID, err)
@@ -446,9 +599,9 @@ func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) 
 	for rows.Next() {
 		var r PerfResult
 		var blob string
-		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Fingerprint, &r.ConfigKey, &r.ExpName, &r.Conc,
+		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Identity, &r.ProfileHash, &r.ConfigKey, &r.ExpName, &r.Conc,
 			&r.OutputTputPerGPU, &r.TputPerGPU, &r.InputTputPerGPU, &r.Interactivity, &r.TTFTp90Ms, &r.TPOTMedianMs, &r.E2ELMedianMs,
-			&r.Simulated, &blob); err != nil {
+			&r.Requests, &r.Failed, &r.Simulated, &r.AggregateURI, &r.RequestsURI, &r.SourceSweep, &blob); err != nil {
 			return nil, fmt.Errorf("results: perf of %s: %w", sweepID, err)
 		}
 		if blob != "" {
@@ -461,37 +614,63 @@ func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) 
 
 // EvalResult is a point's GSM8K outcome.
 type EvalResult struct {
-	SweepID, PointID, Fingerprint string
-	EMStrict, EMFlexible          float64
-	NEff                          int
-	Passed                        bool
-	Floor                         float64
-	Simulated                     bool
-	JSON                          []byte
+	SweepID, PointID, Identity, ProfileHash string
+	EMStrict, EMFlexible                    float64
+	NEff                                    int
+	Passed                                  bool
+	Floor                                   float64
+	Simulated                               bool
+	SourceSweep                             string
+	JSON                                    []byte
 }
 
-// PutEval upserts an eval result keyed by (sweep, fingerprint); the last
-// write wins, so a passing retry replaces a below-floor result.
+// PutEval records a point's eval result, once per (sweep, identity): an
+// identical re-write is a no-op, a different one an ErrConflict.
 func (s *Store) PutEval(ctx context.Context, r EvalResult) error {
-	if r.SweepID == "" || r.PointID == "" || r.Fingerprint == "" {
-		return fmt.Errorf("results: eval result of point %q (sweep %q): sweep id, point id and fingerprint are required", r.PointID, r.SweepID)
+	if r.SweepID == "" || r.PointID == "" || r.Identity == "" {
+		return fmt.Errorf("results: eval result of point %q (sweep %q): sweep id, point id and identity are required", r.PointID, r.SweepID)
 	}
 	if len(r.JSON) > 0 && !json.Valid(r.JSON) {
 		return fmt.Errorf("results: eval result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
 	}
-	return s.write(ctx, "put eval result of point "+r.PointID+" (sweep "+r.SweepID+")", `INSERT INTO eval_results (sweep_id, point_id, fingerprint, em_strict, em_flexible, n_eff, passed, floor, simulated, json, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (sweep_id, fingerprint) DO UPDATE SET
-			point_id = excluded.point_id, em_strict = excluded.em_strict, em_flexible = excluded.em_flexible,
-			n_eff = excluded.n_eff, passed = excluded.passed, floor = excluded.floor,
-			simulated = excluded.simulated, json = excluded.json, updated_at = excluded.updated_at`,
-		r.SweepID, r.PointID, r.Fingerprint, r.EMStrict, r.EMFlexible, r.NEff, r.Passed, r.Floor, r.Simulated, string(r.JSON), time.Now().UnixNano())
+	what := "put eval result of point " + r.PointID + " (sweep " + r.SweepID + ")"
+	var n int64
+	err := s.retryBusy(ctx, func() error {
+		res, err := s.exec(ctx, `INSERT INTO eval_results (sweep_id, point_id, identity, profile_hash, em_strict, em_flexible, n_eff, passed, floor, simulated, source_sweep, json, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sweep_id, identity) DO NOTHING`,
+			r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.EMStrict, r.EMFlexible, r.NEff, r.Passed, r.Floor, r.Simulated, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("results: %s: %w", what, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var old EvalResult
+	var oldJSON string
+	if err := s.queryRow(ctx, `SELECT point_id, profile_hash, em_strict, em_flexible, n_eff, passed, floor, simulated, source_sweep, json FROM eval_results WHERE sweep_id = ? AND identity = ?`,
+		r.SweepID, r.Identity).Scan(&old.PointID, &old.ProfileHash, &old.EMStrict, &old.EMFlexible, &old.NEff, &old.Passed, &old.Floor, &old.Simulated, &old.SourceSweep, &oldJSON); err != nil {
+		return fmt.Errorf("results: %s: reading the existing row: %w", what, err)
+	}
+	same := old.PointID == r.PointID && old.ProfileHash == r.ProfileHash && old.EMStrict == r.EMStrict &&
+		old.EMFlexible == r.EMFlexible && old.NEff == r.NEff && old.Passed == r.Passed && old.Floor == r.Floor &&
+		old.Simulated == r.Simulated && old.SourceSweep == r.SourceSweep && jsonEqual([]byte(oldJSON), r.JSON)
+	if !same {
+		return fmt.Errorf("results: %s: %w: the ledger already holds a different eval result for identity %s", what, ErrConflict, r.Identity)
+	}
+	return nil
 }
 
 // Evals lists a sweep's eval results by point.
 func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error) {
-	rows, err := s.query(ctx, `SELECT sweep_id, point_id, fingerprint, em_strict, em_flexible, n_eff, passed, floor, simulated, json
-		FROM eval_results WHERE sweep_id = ? ORDER BY point_id, fingerprint`, sweepID)
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, identity, profile_hash, em_strict, em_flexible, n_eff, passed, floor, simulated, source_sweep, json
+		FROM eval_results WHERE sweep_id = ? ORDER BY point_id, identity`, sweepID)
 	if err != nil {
 		return nil, fmt.Errorf("results: evals of %s: %w", sweepID, err)
 	}
@@ -500,7 +679,7 @@ func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error)
 	for rows.Next() {
 		var r EvalResult
 		var blob string
-		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Fingerprint, &r.EMStrict, &r.EMFlexible, &r.NEff, &r.Passed, &r.Floor, &r.Simulated, &blob); err != nil {
+		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Identity, &r.ProfileHash, &r.EMStrict, &r.EMFlexible, &r.NEff, &r.Passed, &r.Floor, &r.Simulated, &r.SourceSweep, &blob); err != nil {
 			return nil, fmt.Errorf("results: evals of %s: %w", sweepID, err)
 		}
 		if blob != "" {

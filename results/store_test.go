@@ -2,7 +2,9 @@ package results
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/point"
 )
 
 func TestOpenDSN(t *testing.T) {
@@ -65,9 +69,9 @@ func TestMigrationsIdempotentOnReopen(t *testing.T) {
 			s2, err := Open(ctx, path)
 			require.NoError(t, err)
 			var n, maxV int
-			require.NoError(t, s2.db.QueryRowContext(ctx, `SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &maxV))
-			assert.Equal(t, len(migrations), n)
-			assert.Equal(t, migrations[len(migrations)-1].version, maxV)
+			require.NoError(t, s2.db.QueryRowContext(ctx, `SELECT COUNT(*), MAX(version_id) FROM goose_db_version WHERE version_id > 0`).Scan(&n, &maxV))
+			assert.Equal(t, knownMigrations(t), n)
+			assert.Equal(t, knownMigrations(t), maxV)
 			sw, found, err := s2.GetSweep(ctx, "sw1")
 			require.NoError(t, err)
 			require.True(t, found)
@@ -107,8 +111,8 @@ func TestConcurrentOpensOfFreshStore(t *testing.T) {
 		require.NoError(t, err)
 		defer s.Close()
 		var n int
-		require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n))
-		assert.Equal(t, len(migrations), n)
+		require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM goose_db_version WHERE version_id > 0`).Scan(&n))
+		assert.Equal(t, knownMigrations(t), n, "each migration applied exactly once")
 	})
 }
 
@@ -116,7 +120,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s, path := be.open(t)
-		_, err := s.db.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)`)
+		_, err := s.db.ExecContext(ctx, s.d.rebind(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (999, ?)`), true)
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 		_, err = Open(ctx, path)
@@ -162,7 +166,7 @@ func TestUpsertPoint(t *testing.T) {
 		ctx := context.Background()
 		s, _ := be.open(t)
 		t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-		base := Point{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang", ExpName: "exp1", Topology: "2P1D-DEP16", Conc: 64}
+		base := Point{SweepID: "sw", PointID: "p1", Identity: "fp1", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang", ExpName: "exp1", Topology: "2P1D-DEP16", Conc: 64}
 
 		steps := []struct {
 			name string
@@ -200,18 +204,34 @@ func TestPutStageOutputIdempotent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s, _ := be.open(t)
-		first := StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "perf", Attempt: 1,
+		first := StageOutput{SweepID: "sw", PointID: "p1", Identity: "fp1", Stage: "perf", Attempt: 1,
 			OutputJSON: []byte(`{"output_tput_per_gpu":100}`), ArtifactURIs: []string{"file:///a/sha256/ab/x/records.jsonl"}, Simulated: true}
 		ins, err := s.PutStageOutput(ctx, first)
 		require.NoError(t, err)
 		assert.True(t, ins)
 
+		// A retried activity writes the same output again: fine.
 		again := first
 		again.Attempt = 2
-		again.OutputJSON = []byte(`{"output_tput_per_gpu":999}`)
 		ins, err = s.PutStageOutput(ctx, again)
 		require.NoError(t, err)
 		assert.False(t, ins)
+
+		// Different figures under the same key are an error, never dropped.
+		other := first
+		other.Attempt = 3
+		other.OutputJSON = []byte(`{"output_tput_per_gpu":999}`)
+		_, err = s.PutStageOutput(ctx, other)
+		require.ErrorIs(t, err, ErrConflict)
+		assert.Contains(t, err.Error(), "already holds a different perf output")
+		other = first
+		other.PointID = "p2" // another point claiming the identity
+		_, err = s.PutStageOutput(ctx, other)
+		require.ErrorIs(t, err, ErrConflict)
+		other = first
+		other.ProfileHash = "another-profile"
+		_, err = s.PutStageOutput(ctx, other)
+		require.ErrorIs(t, err, ErrConflict)
 
 		outs, err := s.StageOutputs(ctx, "sw")
 		require.NoError(t, err)
@@ -223,7 +243,7 @@ func TestPutStageOutputIdempotent(t *testing.T) {
 		assert.False(t, outs[0].CreatedAt.IsZero())
 
 		// Another stage of the same point is a separate row.
-		ins, err = s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", Stage: "gsm8k-eval"})
+		ins, err = s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p1", Identity: "fp1", Stage: "gsm8k-eval"})
 		require.NoError(t, err)
 		assert.True(t, ins)
 		for stage, want := range map[string]int{"perf": 1, "gsm8k-eval": 1, "": 2, "warmup": 0} {
@@ -247,9 +267,9 @@ func TestPutStageOutputBadInput(t *testing.T) {
 			o    StageOutput
 			want string
 		}{
-			{name: "no fingerprint", o: StageOutput{SweepID: "sw", PointID: "p", Stage: "perf"}, want: "fingerprint and stage are required"},
-			{name: "no stage", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f"}, want: "are required"},
-			{name: "bad json", o: StageOutput{SweepID: "sw", PointID: "p", Fingerprint: "f", Stage: "perf", OutputJSON: []byte("{")}, want: "output_json is not valid JSON"},
+			{name: "no identity", o: StageOutput{SweepID: "sw", PointID: "p", Stage: "perf"}, want: "identity and stage are required"},
+			{name: "no stage", o: StageOutput{SweepID: "sw", PointID: "p", Identity: "f"}, want: "are required"},
+			{name: "bad json", o: StageOutput{SweepID: "sw", PointID: "p", Identity: "f", Stage: "perf", OutputJSON: []byte("{")}, want: "output_json is not valid JSON"},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -260,13 +280,13 @@ func TestPutStageOutputBadInput(t *testing.T) {
 	})
 }
 
-func TestLookupStageOutputNewest(t *testing.T) {
+func TestStageOutputCandidatesNewestFirst(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s, _ := be.open(t)
 		t0 := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 		put := func(sweep, fp, stage string, at time.Time) {
-			_, err := s.PutStageOutput(ctx, StageOutput{SweepID: sweep, PointID: "p-" + sweep, Fingerprint: fp, Stage: stage,
+			_, err := s.PutStageOutput(ctx, StageOutput{SweepID: sweep, PointID: "p-" + sweep, Identity: fp, Stage: stage,
 				OutputJSON: []byte(fmt.Sprintf(`{"sweep":%q}`, sweep)), CreatedAt: at})
 			require.NoError(t, err)
 		}
@@ -292,14 +312,14 @@ func TestLookupStageOutputNewest(t *testing.T) {
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
-				o, found, err := s.LookupStageOutput(ctx, tc.fp, tc.stage, tc.from)
+				outs, err := s.StageOutputCandidates(ctx, tc.fp, tc.stage, tc.from)
 				require.NoError(t, err)
 				if tc.wantSweep == "" {
-					assert.False(t, found)
-					assert.Nil(t, o)
+					assert.Empty(t, outs)
 					return
 				}
-				require.True(t, found)
+				require.NotEmpty(t, outs)
+				o := outs[0]
 				assert.Equal(t, tc.wantSweep, o.SweepID)
 				assert.JSONEq(t, fmt.Sprintf(`{"sweep":%q}`, tc.wantSweep), string(o.OutputJSON))
 			})
@@ -311,16 +331,19 @@ func TestPerfAndEvalUpserts(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s, _ := be.open(t)
-		p := PerfResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", ConfigKey: "ck", ExpName: "e1", Conc: 32,
-			OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900, TPOTMedianMs: 22, E2ELMedianMs: 30000,
-			Simulated: true, JSON: []byte(`{"conc":32}`)}
+		p := PerfResult{SweepID: "sw", PointID: "p1", Identity: "dep-c32", ProfileHash: "ph", ConfigKey: "ck", ExpName: "e1", Conc: 32,
+			PerfSummary: point.PerfSummary{OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900,
+				TPOTMedianMs: 22, E2ELMedianMs: 30000, Requests: 64, Failed: 1, Simulated: true, AggregateURI: "file:///agg", RequestsURI: "file:///req"},
+			JSON: []byte(`{"conc":32}`)}
 		require.NoError(t, s.PutPerf(ctx, p))
-		require.NoError(t, s.PutPerf(ctx, p))
+		require.NoError(t, s.PutPerf(ctx, p), "an identical re-write is idempotent")
+		// The same exp-name at another concurrency is another identity.
 		p2 := p
-		p2.Conc, p2.PointID, p2.OutputTputPerGPU = 64, "p2", 1500
+		p2.Conc, p2.Identity, p2.OutputTputPerGPU = 64, "dep-c64", 1500
 		require.NoError(t, s.PutPerf(ctx, p2))
-		p.OutputTputPerGPU = 1100 // operator retry of the perf stage
-		require.NoError(t, s.PutPerf(ctx, p))
+		bad := p
+		bad.OutputTputPerGPU, bad.JSON = 1100, []byte(`{"conc":32,"x":1}`)
+		require.ErrorIs(t, s.PutPerf(ctx, bad), ErrConflict, "a second, different figure for one point is an error")
 
 		perf, err := s.Perf(ctx, "sw")
 		require.NoError(t, err)
@@ -328,10 +351,12 @@ func TestPerfAndEvalUpserts(t *testing.T) {
 		assert.Equal(t, p, perf[0])
 		assert.Equal(t, p2, perf[1])
 
-		e := EvalResult{SweepID: "sw", PointID: "p1", Fingerprint: "fp1", EMStrict: 0.80, EMFlexible: 0.81, NEff: 1319, Passed: false, Floor: 0.9, JSON: []byte(`{}`)}
+		e := EvalResult{SweepID: "sw", PointID: "p1", Identity: "dep-c32", EMStrict: 0.80, EMFlexible: 0.81, NEff: 1319, Passed: false, Floor: 0.9, JSON: []byte(`{}`)}
 		require.NoError(t, s.PutEval(ctx, e))
-		e.EMStrict, e.EMFlexible, e.Passed = 0.95, 0.96, true
 		require.NoError(t, s.PutEval(ctx, e))
+		e2 := e
+		e2.EMStrict, e2.EMFlexible, e2.Passed = 0.95, 0.96, true
+		require.ErrorIs(t, s.PutEval(ctx, e2), ErrConflict)
 		evals, err := s.Evals(ctx, "sw")
 		require.NoError(t, err)
 		require.Len(t, evals, 1)
@@ -341,8 +366,8 @@ func TestPerfAndEvalUpserts(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, empty)
 
-		require.ErrorContains(t, s.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: "p"}), "fingerprint are required")
-		require.ErrorContains(t, s.PutEval(ctx, EvalResult{SweepID: "sw", PointID: "p", Fingerprint: "f", JSON: []byte("nope")}), "not valid JSON")
+		require.ErrorContains(t, s.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: "p"}), "identity are required")
+		require.ErrorContains(t, s.PutEval(ctx, EvalResult{SweepID: "sw", PointID: "p", Identity: "f", JSON: []byte("nope")}), "not valid JSON")
 	})
 }
 
@@ -387,8 +412,8 @@ func testConcurrentWriters(t *testing.T, path string) {
 				fp := fmt.Sprintf("fp%02d", pi)
 				pid := fmt.Sprintf("p%02d", pi)
 				for _, st := range stages {
-					ins, err := store.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: pid, Fingerprint: fp, Stage: st, Attempt: w,
-						OutputJSON: []byte(fmt.Sprintf(`{"writer":%d}`, w))})
+					ins, err := store.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: pid, Identity: fp, Stage: st, Attempt: w,
+						OutputJSON: []byte(fmt.Sprintf(`{"point":%q}`, pid))})
 					if err != nil {
 						errs <- err
 						return
@@ -399,15 +424,15 @@ func testConcurrentWriters(t *testing.T, path string) {
 						mu.Unlock()
 					}
 				}
-				if err := store.UpsertPoint(ctx, Point{SweepID: "sw", PointID: pid, Fingerprint: fp, Status: "completed"}); err != nil {
+				if err := store.UpsertPoint(ctx, Point{SweepID: "sw", PointID: pid, Identity: fp, Status: "completed"}); err != nil {
 					errs <- err
 					return
 				}
-				if err := store.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: pid, Fingerprint: fp, Conc: 8, OutputTputPerGPU: float64(w)}); err != nil {
+				if err := store.PutPerf(ctx, PerfResult{SweepID: "sw", PointID: pid, Identity: fp, Conc: 8, PerfSummary: point.PerfSummary{OutputTputPerGPU: 100}}); err != nil {
 					errs <- err
 					return
 				}
-				if err := store.PutEval(ctx, EvalResult{SweepID: "sw", PointID: pid, Fingerprint: fp, EMStrict: 0.9}); err != nil {
+				if err := store.PutEval(ctx, EvalResult{SweepID: "sw", PointID: pid, Identity: fp, EMStrict: 0.9}); err != nil {
 					errs <- err
 					return
 				}
@@ -449,7 +474,7 @@ func BenchmarkPutStageOutput(b *testing.B) {
 			out := []byte(`{"output_tput_per_gpu":1234.5,"ttft_p90_ms":812.0}`)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				_, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p", Fingerprint: fmt.Sprint(i), Stage: "perf", OutputJSON: out})
+				_, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: "p", Identity: fmt.Sprint(i), Stage: "perf", OutputJSON: out})
 				require.NoError(b, err)
 			}
 		})
@@ -522,7 +547,7 @@ func TestHelperWriterProcess(t *testing.T) {
 	inserted := 0
 	for i := range points {
 		pi := (i + id*7) % points
-		ins, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: fmt.Sprint(pi), Fingerprint: fmt.Sprintf("fp%d", pi), Stage: "perf", Attempt: id})
+		ins, err := s.PutStageOutput(ctx, StageOutput{SweepID: "sw", PointID: fmt.Sprint(pi), Identity: fmt.Sprintf("fp%d", pi), Stage: "perf", Attempt: id})
 		require.NoError(t, err)
 		if ins {
 			inserted++
@@ -615,34 +640,60 @@ func TestStageRunsReplaceAndOrder(t *testing.T) {
 	})
 }
 
-// TestMigrateFromV1 opens a store written by the first schema version and
-// checks the upgrade keeps its rows and adds what v2 brings.
-func TestMigrateFromV1(t *testing.T) {
+// TestLegacyStore: a ledger made by sweepflow's old migrator (keyed by
+// fingerprint, not identity) is not migrated. SQLite files are moved aside
+// intact and a fresh ledger starts; PostgreSQL databases are refused.
+func TestLegacyStore(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		dsn := be.newDSN(t)
-		d := sqliteDialect
+		var db *sql.DB
+		var err error
 		if be.name == "postgres" {
-			d = postgres
+			db, err = openPostgres(ctx, dsn)
+		} else {
+			path, perr := sqlitePath(dsn)
+			require.NoError(t, perr)
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			db, err = sql.Open("sqlite", path)
 		}
-		s, err := open(ctx, dsn, migrations[:1])
 		require.NoError(t, err)
-		_, err = s.exec(ctx, `INSERT INTO points (sweep_id, point_id, fingerprint, status, updated_at) VALUES (?, ?, ?, ?, ?)`, "sw", "p1", "fp", "completed", 1)
+		_, err = db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`)
 		require.NoError(t, err)
-		require.NoError(t, s.Close())
-		assert.Equal(t, d.String(), be.name)
+		require.NoError(t, db.Close())
 
-		s, err = Open(ctx, dsn)
+		s, err := Open(ctx, dsn)
+		if be.name == "postgres" {
+			require.ErrorIs(t, err, ErrLegacySchema)
+			assert.Contains(t, err.Error(), "use a new database")
+			return
+		}
 		require.NoError(t, err)
 		defer s.Close()
-		pts, err := s.Points(ctx, "sw")
-		require.NoError(t, err)
-		require.Len(t, pts, 1)
-		assert.Equal(t, "completed", pts[0].Status)
-		assert.Nil(t, pts[0].SpecJSON)
-		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", []StageRun{{Stage: "perf"}}))
-		var maxV int
-		require.NoError(t, s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&maxV))
-		assert.Equal(t, migrations[len(migrations)-1].version, maxV)
+		moved := s.LegacyMovedTo()
+		require.NotEmpty(t, moved)
+		assert.FileExists(t, moved, "the old ledger is kept")
+		require.NoError(t, s.UpsertSweep(ctx, Sweep{ID: "sw"}))
 	})
+}
+
+func TestMigrationFilesMatchAcrossDialects(t *testing.T) {
+	list := func(d dialect) []string {
+		entries, err := fs.ReadDir(migrationsFS(d), ".")
+		require.NoError(t, err)
+		var names []string
+		for i, e := range entries {
+			require.True(t, strings.HasPrefix(e.Name(), fmt.Sprintf("%05d_", i+1)), "migrations are numbered densely: %s", e.Name())
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	assert.Equal(t, list(sqliteDialect), list(postgres), "every migration exists for both dialects")
+}
+
+// knownMigrations is the number of embedded migrations.
+func knownMigrations(t *testing.T) int {
+	entries, err := fs.ReadDir(migrationsFS(sqliteDialect), ".")
+	require.NoError(t, err)
+	return len(entries)
 }

@@ -34,6 +34,35 @@ func (l *ledgerFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&l.artifacts, "artifacts", os.Getenv("SWEEPFLOW_ARTIFACTS"), "artifact store: directory, file:///dir or s3://bucket/prefix?endpoint=... (default: <home>/artifacts)")
 }
 
+// dsn is the results store the flags name.
+func (l *ledgerFlags) dsn() string {
+	if l.results != "" {
+		return l.results
+	}
+	return filepath.Join(l.home, "results.db")
+}
+
+// where names the store for messages, without a password.
+func (l *ledgerFlags) where() string {
+	if l.results != "" {
+		return "--results"
+	}
+	return l.dsn()
+}
+
+// openOrCreate opens the results store, creating a SQLite ledger if there
+// is none yet (a sweep start records its plan before a worker ran).
+func (l *ledgerFlags) openOrCreate(ctx context.Context) (*results.Store, error) {
+	s, err := results.Open(ctx, l.dsn())
+	if err != nil {
+		return nil, err
+	}
+	if moved := s.LegacyMovedTo(); moved != "" {
+		fmt.Fprintf(os.Stderr, "note: the ledger predates point identities; it was moved to %s and a new one started\n", moved)
+	}
+	return s, nil
+}
+
 // open opens the results store (which must exist: reading never creates an
 // empty ledger) and the artifact store (nil with a warning when it cannot be
 // opened: rows then carry the ledger's figures only).

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -44,16 +45,15 @@ func ledgerHome(t *testing.T) string {
 		start := time.Date(2026, 11, 1+i, 2, 0, 0, 0, time.UTC)
 		require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: sweep, Name: "seed", Status: "completed", StartedAt: start, FinishedAt: start.Add(time.Minute)}))
 		pid := "dsv4_p1x8_d0x8_conc4_kvdram-hicache"
-		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: sweep, PointID: pid, Fingerprint: "fp" + sweep, ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
+		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: sweep, PointID: pid, Identity: "id" + sweep, BaselineKey: "agg-c4", ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
 			ExpName: pid, Topology: "TP8 agg", Conc: 4, Status: "completed", SpecJSON: spec}))
 		agg := put("agg.json", map[string]any{"simulated": true, "num_requests_total": 96, "num_requests_successful": 96, "num_prefill_gpu": 8, "num_decode_gpu": 0,
 			"request_metrics": map[string]any{"latency": map[string]any{"ttft": map[string]float64{"p90": 0.0106 * slow}}}})
 		sum, _ := json.Marshal(map[string]any{"aggregate_uri": agg, "simulated": true})
-		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: pid, Fingerprint: "fp" + sweep, ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg",
-			ExpName: pid, Conc: 4, OutputTputPerGPU: 4789 / slow, Interactivity: 340 / slow, TTFTp90Ms: 10.6 * slow, Simulated: true, JSON: sum}))
+		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: pid, Identity: "id" + sweep, ConfigKey: "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg", ExpName: pid, Conc: 4, JSON: sum, PerfSummary: point.PerfSummary{OutputTputPerGPU: 4789 / slow, Interactivity: 340 / slow, TTFTp90Ms: 10.6 * slow, Simulated: true}}))
 		rec := put("eval.json", map[string]any{"task": "gsm8k", "em_strict": 0.95, "em_strict_se": 0.006, "n_eff": 1319, "simulated": true})
 		esum, _ := json.Marshal(map[string]any{"result_uri": rec})
-		require.NoError(t, s.PutEval(ctx, results.EvalResult{SweepID: sweep, PointID: pid, Fingerprint: "fp" + sweep, EMStrict: 0.95, NEff: 1319, Floor: 0.91, Passed: true, Simulated: true, JSON: esum}))
+		require.NoError(t, s.PutEval(ctx, results.EvalResult{SweepID: sweep, PointID: pid, Identity: "id" + sweep, EMStrict: 0.95, NEff: 1319, Floor: 0.91, Passed: true, Simulated: true, JSON: esum}))
 	}
 	return home
 }

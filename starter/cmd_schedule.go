@@ -1,13 +1,10 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -18,7 +15,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/matrix"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -249,33 +245,4 @@ func runScheduleDelete(name string) error {
 	}
 	fmt.Printf("schedule %s deleted\n", name)
 	return nil
-}
-
-// baselineKey identifies a point across nightly runs: what its fingerprint
-// covers (plan.Fingerprint: the canonical row without conc and exp-name, the
-// recipe's path and bytes, the model and the launcher version) except the
-// image, so a nightly that picks up a new image still finds last night's
-// figures, plus the concurrency (points of one row share a fingerprint).
-func baselineKey(row *matrix.Row, r *config.Recipe, launcherVersion string, conc int) string {
-	h := sha256.New()
-	part := func(name string, data []byte) {
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
-		h.Write([]byte{'\n'})
-	}
-	part("sweepflow-baseline", []byte("1"))
-	part("row", []byte(matrix.Canonical(row.Fields.Without("conc", "exp-name", "image"))))
-	if r != nil {
-		ref := r.Path
-		if r.Selector != "" {
-			ref += ":" + r.Selector
-		}
-		part("recipe-path", []byte(ref))
-		part("recipe", r.Raw)
-	}
-	if row.Entry != nil {
-		part("model", []byte(row.Entry.Model))
-	}
-	part("launcher", []byte(launcherVersion))
-	return hex.EncodeToString(h.Sum(nil))[:32] + "-c" + strconv.Itoa(conc)
 }

@@ -54,6 +54,27 @@ type pointView struct {
 	Perf      *activities.PerfSummary `json:"perf,omitempty"`
 	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
 	LastError string                  `json:"last_error,omitempty"`
+	// Reused lists the stages whose outputs came from an earlier sweep;
+	// ReuseNotes say why a durable stage was not reused.
+	Reused     []reuseView `json:"reused,omitempty"`
+	ReuseNotes []string    `json:"reuse_notes,omitempty"`
+}
+
+// reuseView is one reused stage: "perf reused from <sweep>".
+type reuseView struct {
+	Stage string `json:"stage"`
+	Sweep string `json:"sweep"`
+	Run   string `json:"run,omitempty"`
+}
+
+func reusedOf(s *workflows.PointState) []reuseView {
+	var out []reuseView
+	for _, r := range s.Stages {
+		if r.Outcome == "reused" {
+			out = append(out, reuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
+		}
+	}
+	return out
 }
 
 type sweepView struct {
@@ -104,6 +125,7 @@ func collect(ctx context.Context, c client.Client, id string) (*sweepView, error
 		if p.Outcome != nil && p.Outcome.State != nil {
 			s := p.Outcome.State
 			pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
+			pv.Reused, pv.ReuseNotes = reusedOf(s), s.ReuseNotes
 			if s.FailedStage != "" {
 				pv.Stage = s.FailedStage
 			}
@@ -125,6 +147,7 @@ func livePoint(ctx context.Context, c client.Client, pv *pointView) {
 		var s workflows.PointState
 		if q.Get(&s) == nil {
 			pv.Status, pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Status, s.Stage, s.Perf, s.Eval, s.LastError
+			pv.Reused, pv.ReuseNotes = reusedOf(&s), s.ReuseNotes
 			if n := len(s.Stages); n > 0 {
 				pv.Elapsed = time.Since(s.Stages[n-1].Started).Seconds()
 			}
@@ -203,6 +226,18 @@ func printSweep(w io.Writer, v *sweepView) {
 	tw.Flush()
 	if simulated {
 		fmt.Fprintln(w, "* simulated: figures come from the sweepflow simulator, not from GPUs")
+	}
+	for _, p := range v.Points {
+		for _, r := range p.Reused {
+			run := ""
+			if r.Run != "" {
+				run = " (run " + r.Run + ")"
+			}
+			fmt.Fprintf(w, "  %s: %s reused from %s%s\n", p.PointID, r.Stage, r.Sweep, run)
+		}
+		for _, n := range p.ReuseNotes {
+			fmt.Fprintf(w, "  %s: %s\n", p.PointID, n)
+		}
 	}
 	for _, p := range v.Points {
 		if p.Status == workflows.StatusAwaitingOperator {

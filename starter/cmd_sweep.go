@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -31,7 +33,7 @@ func init() {
 	})
 	register("rerun", func() *cobra.Command {
 		var f startFlags
-		c := &cobra.Command{Use: "rerun SWEEP_ID", Short: "start a new run of a sweep that reuses every stage output whose fingerprint matches", Args: exactArgs(1),
+		c := &cobra.Command{Use: "rerun SWEEP_ID", Short: "start a new run of a sweep (plan from the ledger) that reuses every stage output whose identity and profile match", Args: exactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error { return runRerun(c.Flags(), f, args[0]) }}
 		f.bind(c.Flags())
 		return c
@@ -50,6 +52,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, strings.Split(v, ",").
 func (m *multiFlag) Type() string       { return "strings" }
 
 type startFlags struct {
+	ledger                     ledgerFlags
 	sweepFile, clusterFile, id string
 	reuseFrom, force, faults   multiFlag
 	uiURL                      string
@@ -58,10 +61,11 @@ type startFlags struct {
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
+	f.ledger.bind(fs)
 	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file (config files, keys, cluster profile)")
 	fs.StringVar(&f.clusterFile, "cluster", "", "cluster profile overriding the sweep file's")
 	fs.StringVar(&f.id, "id", "", "sweep ID (default: the sweep name plus a hash of the plan)")
-	fs.Var(&f.reuseFrom, "reuse-from", "reuse durable stage outputs of this earlier sweep when fingerprints match (repeatable)")
+	fs.Var(&f.reuseFrom, "reuse-from", "reuse durable stage outputs of this earlier sweep when point identity and measurement profile match (repeatable)")
 	fs.Var(&f.force, "force", "rerun this stage even when a reusable output exists: perf or eval (repeatable)")
 	fs.Var(&f.faults, "inject-fault", "make POINT:STAGE[:TIMES] fail on purpose (chaos testing, operator-gate demos)")
 	fs.StringVar(&f.uiURL, "ui", envOr("SWEEPFLOW_UI_URL", "http://127.0.0.1:8233"), "Temporal Web UI base URL for links")
@@ -100,9 +104,16 @@ func runSweepStart(f startFlags) error {
 	if err := checkStages(f.force); err != nil {
 		return err
 	}
-	in, _, err := buildSweep(req)
+	in, p, err := buildSweep(req)
 	if err != nil {
 		return &exitError{code: 1, msg: oneLine(err)}
+	}
+	files := make([]results.PlanFile, 0, len(p.Inputs))
+	for _, i := range p.Inputs {
+		files = append(files, results.PlanFile{Path: i.Path, Role: i.Role})
+	}
+	if err := recordPlan(f.ledger, in, files); err != nil {
+		return err
 	}
 	c, err := temporalx.Dial(nil)
 	if err != nil {
@@ -110,6 +121,37 @@ func runSweepStart(f startFlags) error {
 	}
 	defer c.Close()
 	return startAndReport(c, in, f)
+}
+
+// recordPlan stores the sweep's plan and the bytes of its input files in
+// the ledger, so `starter rerun` needs neither the files nor Temporal
+// history. The same plan stored twice (an attaching start) is fine.
+func recordPlan(l ledgerFlags, in *workflows.SweepInput, files []results.PlanFile) error {
+	files, err := results.ReadPlanFiles(files)
+	if err != nil {
+		return err
+	}
+	return storePlanBytes(l, in, files)
+}
+
+// storedPlan reads a sweep's plan from the ledger.
+func storedPlan(l ledgerFlags, id string) (*workflows.SweepInput, []results.PlanFile, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store, err := l.openOrCreate(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer store.Close()
+	sp, ok, err := store.GetSweepPlan(ctx, id)
+	if err != nil || !ok {
+		return nil, nil, ok, err
+	}
+	var in workflows.SweepInput
+	if err := json.Unmarshal(sp.PlanJSON, &in); err != nil {
+		return nil, nil, false, fmt.Errorf("sweep %s: stored plan: %w", id, err)
+	}
+	return &in, sp.Files, true, nil
 }
 
 func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) error {
@@ -201,27 +243,64 @@ func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 		return err
 	}
 	defer done()
-	prev, err := querySweep(ctx, c, old)
+	// The plan comes from the ledger, so a rerun works once Temporal has
+	// dropped the old sweep's history. --sweep or --cluster re-plans from
+	// files instead (onto another cluster, or after editing a recipe).
+	var in *workflows.SweepInput
+	var files []results.PlanFile
+	prev, stored, found, err := storedPlan(f.ledger, old)
 	if err != nil {
 		return err
 	}
-	sweepFile := prev.SweepFile
-	if setFlag(fs, "sweep") {
-		sweepFile = f.sweepFile
-	}
-	clusterFile := prev.ClusterFile
-	if setFlag(fs, "cluster") {
-		clusterFile = f.clusterFile
+	replan := setFlag(fs, "sweep") || setFlag(fs, "cluster")
+	if !found && !replan {
+		// A sweep started before plans were kept: ask Temporal.
+		pr, qerr := querySweep(ctx, c, old)
+		if qerr != nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("sweep %s: no plan in the ledger (%s) and Temporal does not know it either: %v; pass --sweep and --cluster to plan again",
+				old, f.ledger.where(), qerr)}
+		}
+		prev = &workflows.SweepInput{SweepFile: pr.SweepFile, ClusterFile: pr.ClusterFile, ReuseFrom: pr.ReuseFrom}
+		replan = true
 	}
 	reuse := append([]string{old}, prev.ReuseFrom...)
 	reuse = append(reuse, f.reuseFrom...)
-	req := sweepRequest{SweepFile: sweepFile, ClusterFile: clusterFile, ID: f.id, ReuseFrom: reuse, Force: f.force, Faults: f.faults}
-	if f.fast {
-		req.Tuning = fastTuning()
-	}
-	in, _, err := buildSweep(req)
-	if err != nil {
-		return &exitError{code: 1, msg: oneLine(err)}
+	if replan {
+		sweepFile, clusterFile := prev.SweepFile, prev.ClusterFile
+		if setFlag(fs, "sweep") {
+			sweepFile = f.sweepFile
+		}
+		if setFlag(fs, "cluster") {
+			clusterFile = f.clusterFile
+		}
+		req := sweepRequest{SweepFile: sweepFile, ClusterFile: clusterFile, ID: f.id, ReuseFrom: reuse, Force: f.force, Faults: f.faults}
+		if f.fast {
+			req.Tuning = fastTuning()
+		}
+		var p *plan.Plan
+		if in, p, err = buildSweep(req); err != nil {
+			return &exitError{code: 1, msg: oneLine(err)}
+		}
+		for _, i := range p.Inputs {
+			files = append(files, results.PlanFile{Path: i.Path, Role: i.Role})
+		}
+		if files, err = results.ReadPlanFiles(files); err != nil {
+			return err
+		}
+	} else {
+		in, files = prev, stored
+		in.ReuseFrom, in.Force, in.Done, in.Runs, in.StartedAt = reuse, f.force, nil, 0, time.Time{}
+		in.Tuning = workflows.Tuning{}
+		if f.fast {
+			in.Tuning = fastTuning()
+		}
+		for i := range in.Points {
+			in.Points[i].Faults = nil
+		}
+		if err := applyFaults(f.faults, in.Points); err != nil {
+			return &exitError{code: 1, msg: oneLine(err)}
+		}
+		in.SweepID = f.id
 	}
 	if f.id == "" {
 		in.SweepID, err = nextRerunID(ctx, c, old)
@@ -229,7 +308,26 @@ func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 			return err
 		}
 	}
+	if err := storePlanBytes(f.ledger, in, files); err != nil {
+		return err
+	}
 	return startAndReport(c, in, f)
+}
+
+// storePlanBytes is recordPlan for files whose bytes are already read.
+func storePlanBytes(l ledgerFlags, in *workflows.SweepInput, files []results.PlanFile) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store, err := l.openOrCreate(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return store.PutSweepPlan(ctx, results.SweepPlan{SweepID: in.SweepID, PlanJSON: data, Files: files})
 }
 
 // nextRerunID is <base>-rerun<N> with the first N not taken.

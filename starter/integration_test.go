@@ -107,6 +107,8 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 		starterBin: starterBinary(t), gsm8kDir: gsm}
 	t.Setenv("TEMPORAL_ADDRESS", e.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
+	// starter commands keep sweep plans in the worker's ledger.
+	t.Setenv("SWEEPFLOW_HOME", e.home)
 	// The local-sim profile's roots follow SWEEPFLOW_DATA_DIR: keep them in
 	// this test's home, not in the checkout's .sweepflow/.
 	t.Setenv("SWEEPFLOW_DATA_DIR", e.home)
@@ -166,6 +168,29 @@ func (e *itEnv) sweep(id string, keep []string, faults []string) *workflows.Swee
 	require.Len(e.t, pts, len(keep))
 	in.Points = pts
 	return in
+}
+
+// pointID is the point ID the planner gives a seed exp-name on a cluster
+// (exp-name plus identity, so it depends on the cluster's backend).
+func pointID(t testing.TB, cluster, expName string) string {
+	t.Helper()
+	in, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: cluster})
+	require.NoError(t, err)
+	for _, p := range in.Points {
+		if p.ExpName == expName {
+			return p.PointID
+		}
+	}
+	t.Fatalf("no seed point %s", expName)
+	return ""
+}
+
+func simID(t testing.TB, expName string) string {
+	return pointID(t, "../configs/clusters/local-sim.yaml", expName)
+}
+
+func slurmID(t testing.TB, expName string) string {
+	return pointID(t, "../configs/clusters/slurm-emu.yaml", expName)
 }
 
 func (e *itEnv) start(in *workflows.SweepInput) {
@@ -264,7 +289,7 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	id := "it-gate"
 	in := e.sweep(id, []string{"conc4_", "conc128_"}, []string{"conc128_:eval:2"})
 	e.start(in)
-	point := workflows.PointWorkflowID(id, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache")
+	point := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
 	waiting := fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, id)
 	e.eventually("the c128 point to wait for an operator", 3*time.Minute, func() bool { return len(e.list(waiting)) == 1 })
 	require.Equal(t, []string{point}, e.list(waiting))
@@ -296,7 +321,7 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	e.recordHistories(map[string]string{
 		"sweep-gate.json":           id,
 		"point-operator-retry.json": point,
-		"point-happy.json":          workflows.PointWorkflowID(id, "dsv4_p1x8_d0x8_conc4_kvdram-hicache"),
+		"point-happy.json":          workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")),
 	})
 
 	store := e.ledger()
@@ -311,7 +336,7 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	id2 := "it-rerun"
 	in2 := e.sweep(id2, []string{"conc4_", "conc64_"}, []string{"conc64_:perf"})
 	e.start(in2)
-	failing := workflows.PointWorkflowID(id2, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
+	failing := workflows.PointWorkflowID(id2, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"))
 	e.eventually("the c64 point to wait", 3*time.Minute, func() bool {
 		return len(e.list(fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, id2))) == 1
 	})
@@ -327,10 +352,10 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	e.start(rerunIn)
 	pr3 := e.wait(rerunIn.SweepID, 3*time.Minute)
 	require.Equal(t, 2, pr3.Counts[workflows.StatusCompleted], "%+v", pr3.Counts)
-	good := workflows.PointWorkflowID(rerunIn.SweepID, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")
+	good := workflows.PointWorkflowID(rerunIn.SweepID, simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache"))
 	alloc, _ := e.activityRuns(good, "Allocate")
 	require.Equal(t, 0, alloc, "a point whose outputs are all reusable needs no nodes")
-	redo := workflows.PointWorkflowID(rerunIn.SweepID, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
+	redo := workflows.PointWorkflowID(rerunIn.SweepID, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"))
 	perf, _ = e.activityRuns(redo, "Perf")
 	require.Equal(t, 1, perf)
 	evals, _ = e.activityRuns(redo, "Eval")
@@ -407,7 +432,7 @@ func TestIntegrationWorkerKilledDuringPerf(t *testing.T) {
 	in := e.sweep(id, []string{"conc4_", "conc64_"}, nil)
 	in.Tuning.HeartbeatTimeout = 3 * time.Second
 	e.start(in)
-	point := workflows.PointWorkflowID(id, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
+	point := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"))
 	e.eventually("the c64 point to be in its perf stage", 3*time.Minute, func() bool {
 		d, err := e.c.DescribeWorkflowExecution(context.Background(), point, "")
 		if err != nil {
@@ -495,10 +520,10 @@ func TestIntegrationCLI(t *testing.T) {
 	require.Contains(t, out, "sweep "+rerunID)
 	pr := e.wait(rerunID, time.Minute)
 	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
-	reused := workflows.PointWorkflowID(rerunID, "dsv4_p1x8_d0x8_conc1_kvdram-hicache")
+	reused := workflows.PointWorkflowID(rerunID, simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
 	alloc, _ := e.activityRuns(reused, "Allocate")
 	require.Equal(t, 0, alloc, "the c1 point's perf is reused from the first run")
-	redo := workflows.PointWorkflowID(rerunID, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")
+	redo := workflows.PointWorkflowID(rerunID, simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache"))
 	perf, _ := e.activityRuns(redo, "Perf")
 	require.Equal(t, 1, perf)
 

@@ -73,7 +73,7 @@ func TestIntegrationWorkerMetrics(t *testing.T) {
 		SweepID string `json:"sweep_id"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &started))
-	point := workflows.PointWorkflowID(started.SweepID, "dsv4_p1x8_d0x8_conc1_kvdram-hicache")
+	point := workflows.PointWorkflowID(started.SweepID, simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
 	waiting := fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, started.SweepID)
 	e.eventually("the c1 point to wait for an operator", 3*time.Minute, func() bool { return len(e.list(waiting)) == 1 })
 	time.Sleep(time.Second) // a measurable wait

@@ -105,7 +105,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	res3 := night(3, 1)
 	e.recordHistories(map[string]string{"nightly-regressed.json": night2})
 
-	points := []string{"dsv4_p1x8_d0x8_conc1_kvdram-hicache", "dsv4_p1x8_d0x8_conc4_kvdram-hicache"}
+	points := []string{simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"), simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")}
 
 	// Night 1: the first of its kind, nothing to compare with.
 	assert.Equal(t, 2, res1.Summary.Counts[workflows.StatusCompleted], "%+v", res1.Summary.Counts)

@@ -124,7 +124,9 @@ func TestPlanSeedTable(t *testing.T) {
 		Points []struct {
 			Nodes       int    `json:"nodes"`
 			Eval        bool   `json:"eval"`
-			Fingerprint string `json:"fingerprint"`
+			ID          string `json:"id"`
+			Identity    string `json:"identity"`
+			ProfileHash string `json:"profile-hash"`
 			Row         struct {
 				ExpName string `json:"exp-name"`
 			} `json:"row"`
@@ -137,7 +139,37 @@ func TestPlanSeedTable(t *testing.T) {
 	require.Len(t, out.Points, 8)
 	assert.Equal(t, 16, out.Points[7].Nodes)
 	assert.Equal(t, "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc1280_kvdram-hicache", out.Points[7].Row.ExpName)
-	assert.Len(t, out.Points[0].Fingerprint, 64)
+	assert.Regexp(t, `^[0-9a-f]{64}-c1$`, out.Points[0].Identity)
+	assert.Len(t, out.Points[0].ProfileHash, 64)
+
+	// What plan --json prints is exactly what the sweep runs with.
+	in, _, err := buildSweep(sweepRequest{SweepFile: filepath.Join(repo, "configs/sweeps/dsv4-gb200-agentx.yaml"), ClusterFile: filepath.Join(repo, "configs/clusters/local-sim.yaml")})
+	require.NoError(t, err)
+	require.Len(t, in.Points, len(out.Points))
+	for i, pt := range in.Points {
+		assert.Equal(t, out.Points[i].ID, pt.PointID)
+		assert.Equal(t, out.Points[i].Identity, pt.Identity)
+		assert.Equal(t, out.Points[i].ProfileHash, pt.ProfileHash)
+	}
+}
+
+// TestSimulatedAndRealPlansDiffer: the same sweep planned for the simulated
+// partition and for the real GB200 rack shares no identity, no point ID and
+// no default sweep ID, so a rerun on the rack cannot reuse simulated figures.
+func TestSimulatedAndRealPlansDiffer(t *testing.T) {
+	sweep := "../configs/sweeps/dsv4-gb200-agentx.yaml"
+	sim, _, err := buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/local-sim.yaml"})
+	require.NoError(t, err)
+	real, _, err := buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/gb200-nvl72.yaml"})
+	require.NoError(t, err)
+	require.Len(t, real.Points, len(sim.Points))
+	for i := range sim.Points {
+		assert.Equal(t, sim.Points[i].ExpName, real.Points[i].ExpName)
+		assert.NotEqual(t, sim.Points[i].Identity, real.Points[i].Identity)
+		assert.NotEqual(t, sim.Points[i].PointID, real.Points[i].PointID)
+		assert.NotEqual(t, sim.Points[i].ProfileHash, real.Points[i].ProfileHash)
+	}
+	assert.NotEqual(t, sim.SweepID, real.SweepID)
 }
 
 // TestPlanErrorsAreOneLine edits one thing in a copy of the seed per case

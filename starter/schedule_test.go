@@ -49,7 +49,7 @@ func TestBaselineKeyIgnoresImageOnly(t *testing.T) {
 		out := map[string][2]string{}
 		for _, p := range in.Points {
 			require.Regexp(t, `^[0-9a-f]{32}-c\d+$`, p.BaselineKey)
-			out[p.PointID] = [2]string{p.Fingerprint, p.BaselineKey}
+			out[p.ExpName] = [2]string{p.Identity, p.BaselineKey}
 		}
 		return out
 	}
@@ -57,7 +57,7 @@ func TestBaselineKeyIgnoresImageOnly(t *testing.T) {
 	keys := map[string]bool{}
 	for id, fk := range base {
 		require.Contains(t, img, id)
-		assert.NotEqual(t, fk[0], img[id][0], "%s: a new image is a new fingerprint (no silent reuse)", id)
+		assert.NotEqual(t, fk[0], img[id][0], "%s: a new image is a new identity (no silent reuse)", id)
 		assert.Equal(t, fk[1], img[id][1], "%s: but the same baseline key (nightly finds last night)", id)
 		keys[fk[1]] = true
 	}

@@ -133,7 +133,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		var pr workflows.SweepProgress
 		require.NoError(t, wr.Get(ctx, &pr), "the sweep's result decodes with this client")
 		require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
-		fp := in.Points[0].Fingerprint
+		fp := in.Points[0].Identity
 		return e.leaks(id, map[string]string{"hf token": hfToken, "s3 key": s3Key, "fingerprint": fp}), fp
 	}
 
@@ -163,7 +163,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	point := workflows.PointWorkflowID("secrets-codec", "dsv4_p1x8_d0x8_conc1_kvdram-hicache")
+	point := workflows.PointWorkflowID("secrets-codec", simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
 	// `temporal workflow show -o json` prints payload data as base64:
 	// decode every data field and search the plain bytes.
 	show := func(args ...string) string {

@@ -72,7 +72,7 @@ func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.Swee
 	var pts []activities.PointSpec
 	for _, p := range in.Points {
 		for _, k := range keep {
-			if p.PointID == k {
+			if p.ExpName == k {
 				pts = append(pts, p)
 			}
 		}
@@ -181,15 +181,15 @@ func TestSlurm(t *testing.T) {
 		s.start(in)
 		pr := s.wait(in.SweepID, 3*time.Minute)
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
-		wid := workflows.PointWorkflowID(in.SweepID, pt6Nodes)
+		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
 		for _, typ := range []string{"Allocate", "StageCheckpoint", "BringUp", "Warmup", "Perf", "Eval", "Upload", "Teardown"} {
 			n, _ := s.activityRuns(wid, typ)
 			require.GreaterOrEqual(t, n, 1, "stage %s ran", typ)
 		}
 		// The job directory on the shared root holds the holder and step logs.
-		holder, _ := filepath.Glob(filepath.Join(s.home, "slurm-emu", "shared", "jobs", "sweepflow.slurm-seed."+pt6Nodes, "holder-*.log"))
+		holder, _ := filepath.Glob(filepath.Join(s.home, "slurm-emu", "shared", "jobs", "sweepflow.slurm-seed."+slurmID(t, pt6Nodes), "holder-*.log"))
 		require.Len(t, holder, 1)
-		front, _ := filepath.Glob(filepath.Join(s.home, "slurm-emu", "shared", "jobs", "sweepflow.slurm-seed."+pt6Nodes, "serve-*", "frontend-0.log"))
+		front, _ := filepath.Glob(filepath.Join(s.home, "slurm-emu", "shared", "jobs", "sweepflow.slurm-seed."+slurmID(t, pt6Nodes), "serve-*", "frontend-0.log"))
 		require.NotEmpty(t, front)
 		// Every node got its own node-local checkpoint copy.
 		copies, _ := filepath.Glob(filepath.Join(s.home, "slurm-emu", "nvme", "gb200-*", "models", "DeepSeek-V4-Pro-0813", ".sweepflow-manifest.json"))
@@ -265,7 +265,7 @@ func TestSlurm(t *testing.T) {
 		})
 		// The SDK throttles heartbeats, so the reason shows up after a beat.
 		s.eventually("the pending reason in the point's heartbeat", 30*time.Second, func() bool {
-			d, err := s.c.DescribeWorkflowExecution(context.Background(), workflows.PointWorkflowID(pendingSweep, pt12Nodes), "")
+			d, err := s.c.DescribeWorkflowExecution(context.Background(), workflows.PointWorkflowID(pendingSweep, slurmID(t, pt12Nodes)), "")
 			require.NoError(t, err)
 			for _, pa := range d.GetPendingActivities() {
 				if pa.GetActivityType().GetName() == "Allocate" && pa.GetHeartbeatDetails() != nil {
@@ -287,8 +287,8 @@ func TestSlurm(t *testing.T) {
 		if pendingSweep == a.SweepID {
 			first, second = b, a
 		}
-		tdown := s.scheduledAt(t, workflows.PointWorkflowID(first.SweepID, pt12Nodes), "Teardown")
-		stage := s.scheduledAt(t, workflows.PointWorkflowID(second.SweepID, pt12Nodes), "StageCheckpoint")
+		tdown := s.scheduledAt(t, workflows.PointWorkflowID(first.SweepID, slurmID(t, pt12Nodes)), "Teardown")
+		stage := s.scheduledAt(t, workflows.PointWorkflowID(second.SweepID, slurmID(t, pt12Nodes)), "StageCheckpoint")
 		require.NotEmpty(t, tdown)
 		require.NotEmpty(t, stage)
 		require.True(t, stage[0].After(tdown[0]), "the second row got its nodes after the first was torn down")
@@ -299,7 +299,7 @@ func TestSlurm(t *testing.T) {
 	t.Run("node failure during perf re-allocates", func(t *testing.T) {
 		in := s.sweep(t, "slurm-nodefail", pt6Nodes)
 		s.start(in)
-		wid := workflows.PointWorkflowID(in.SweepID, pt6Nodes)
+		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
 		s.inStage(t, wid, "Perf")
 		jobs := sweepJobs(t, in.SweepID)
 		require.Len(t, jobs, 1)
@@ -325,7 +325,7 @@ func TestSlurm(t *testing.T) {
 		// well under a poll at the test's time scale) to be cancelled in it.
 		in := s.sweep(t, "slurm-scancel", pt6Nodes)
 		s.start(in)
-		wid := workflows.PointWorkflowID(in.SweepID, pt6Nodes)
+		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
 		s.inStage(t, wid, "Perf")
 		jobs := sweepJobs(t, in.SweepID)
 		require.Len(t, jobs, 1)
@@ -345,7 +345,7 @@ func TestSlurm(t *testing.T) {
 		blocker := part.Hold(t, 18)
 		in := s.sweep(t, "slurm-queuewait", pt2Nodes)
 		s.start(in)
-		wid := workflows.PointWorkflowID(in.SweepID, pt2Nodes)
+		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt2Nodes))
 		waiting := fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, in.SweepID)
 		s.eventually("the point to wait for an operator at allocate", 2*time.Minute, func() bool { return len(s.list(waiting)) == 1 })
 		out, code := s.cli("status", in.SweepID)

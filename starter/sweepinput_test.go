@@ -22,7 +22,7 @@ func TestBuildSweepSeed(t *testing.T) {
 		nodes = append(nodes, pt.Nodes)
 		require.InDelta(t, 3.77, pt.SyntheticAL, 1e-9, "golden AL for DSpark, 6 draft tokens, thinking on")
 		require.NotEmpty(t, pt.CheckpointSource, "the recipe's model alias resolves through the cluster profile")
-		require.Len(t, pt.Fingerprint, 64)
+		require.Regexp(t, `^[0-9a-f]{64}-c\d+$`, pt.Identity)
 		if pt.Eval {
 			evals++
 		}

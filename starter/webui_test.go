@@ -164,8 +164,8 @@ func TestWebUIListsAndFilters(t *testing.T) {
 
 	aggKey := "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg"
 	points := []string{
-		workflows.PointWorkflowID(started.SweepID, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"),
-		workflows.PointWorkflowID(started.SweepID, "dsv4_p1x8_d0x8_conc4_kvdram-hicache"),
+		workflows.PointWorkflowID(started.SweepID, simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache")),
+		workflows.PointWorkflowID(started.SweepID, simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")),
 	}
 	// A point of another config key (no worker polls its queue: it stays
 	// Running, which the list page renders fine), started by a client with

@@ -148,6 +148,7 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 			return nil, nil, err
 		}
 		acts.Backend = b
+		acts.Simulated, acts.Engine = true, "simulator"
 		// The simulated engine runs on a scaled clock; so do perf durations
 		// and trace think times, or a 3600 s point would take an hour.
 		acts.Load.TimeScale = c.SimTimeScale
@@ -161,6 +162,12 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 			return nil, nil, err
 		}
 		acts.Backend = b
+		// srtctl launches the recipe's real engines; otherwise the serving
+		// step is the simulator (the emulated partition).
+		acts.Simulated, acts.Engine = cl.Launcher != "srtctl", "simulator"
+		if !acts.Simulated {
+			acts.Engine = cl.Launcher
+		}
 		acts.Load.TimeScale = c.SimTimeScale // the serving step is the simulator
 		if acts.Load.Duration == 0 {
 			acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))

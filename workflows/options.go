@@ -7,10 +7,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // Tuning shortens timeouts for tests and demos. Zero values keep the
-// production defaults in stageDefaults.
+// production defaults of the point package's stage list.
 type Tuning struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	RetryInterval    time.Duration `json:"retry_interval,omitempty"`
@@ -20,28 +21,8 @@ type Tuning struct {
 	OperatorTimeout time.Duration `json:"operator_timeout,omitempty"`
 }
 
-type stageDefault struct {
-	startToClose time.Duration
-	heartbeat    time.Duration // 0: the stage is short and does not heartbeat
-	maxAttempts  int32
-}
-
-// stageDefaults is the one place where each stage's timeouts and retry budget
-// live. Bring-up allows 4 h of health waiting, as agentic recipes need.
-var stageDefaults = map[string]stageDefault{
-	activities.StageAllocate:   {startToClose: 6 * time.Hour, heartbeat: 2 * time.Minute, maxAttempts: 3},
-	activities.StageCheckpoint: {startToClose: 3 * time.Hour, heartbeat: 2 * time.Minute, maxAttempts: 5},
-	activities.StageBringUp:    {startToClose: 4*time.Hour + 30*time.Minute, heartbeat: 2 * time.Minute, maxAttempts: 3},
-	activities.StageWarmup:     {startToClose: 45 * time.Minute, heartbeat: time.Minute, maxAttempts: 3},
-	activities.StagePerf:       {startToClose: 2 * time.Hour, heartbeat: time.Minute, maxAttempts: 3},
-	activities.StageEval:       {startToClose: 2 * time.Hour, heartbeat: time.Minute, maxAttempts: 3},
-	activities.StageUpload:     {startToClose: 30 * time.Minute, heartbeat: time.Minute, maxAttempts: 10},
-	activities.StageTeardown:   {startToClose: 20 * time.Minute, heartbeat: time.Minute, maxAttempts: 10},
-	stageLedger:                {startToClose: 5 * time.Minute, maxAttempts: 10},
-}
-
 // stageLedger covers the small bookkeeping activities (reuse lookup, records).
-const stageLedger = "ledger"
+const stageLedger = point.StageLedger
 
 var nonRetryable = []string{
 	activities.ErrBadConfig,
@@ -49,17 +30,18 @@ var nonRetryable = []string{
 	activities.ErrOutOfMemory,
 }
 
-// ActivityOptions returns the options for one stage on the cluster's queue.
+// ActivityOptions returns the options for one stage on the cluster's queue:
+// the point package's timeouts and retry budget, shortened by Tuning.
 func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions {
-	d, ok := stageDefaults[stage]
+	d, ok := point.Lookup(stage)
 	if !ok {
 		panic("workflows: no activity options for stage " + stage)
 	}
-	hb := d.heartbeat
+	hb := d.Heartbeat
 	if hb > 0 && t.HeartbeatTimeout > 0 {
 		hb = t.HeartbeatTimeout
 	}
-	attempts := d.maxAttempts
+	attempts := d.MaxAttempts
 	if t.MaxAttempts > 0 && stage != activities.StageTeardown && stage != stageLedger {
 		attempts = t.MaxAttempts
 	}
@@ -69,8 +51,8 @@ func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions
 	}
 	return workflow.ActivityOptions{
 		TaskQueue:              taskQueue,
-		StartToCloseTimeout:    d.startToClose,
-		ScheduleToCloseTimeout: time.Duration(attempts)*d.startToClose + time.Hour,
+		StartToCloseTimeout:    d.StartToClose,
+		ScheduleToCloseTimeout: time.Duration(attempts)*d.StartToClose + time.Hour,
 		HeartbeatTimeout:       hb,
 		WaitForCancellation:    true,
 		Summary:                stage,

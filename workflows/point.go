@@ -35,7 +35,7 @@ type PointInput struct {
 	TaskQueue string               `json:"task_queue"` // the cluster's activity queue
 	Tuning    Tuning               `json:"tuning"`
 	// ReuseFrom lists sweeps whose durable stage outputs may stand in for this
-	// point's when the fingerprint matches (rerun, --reuse-from).
+	// point's when identity and measurement profile match (rerun, --reuse-from).
 	ReuseFrom []string `json:"reuse_from,omitempty"`
 	// Force names stages that rerun even when a reusable output exists.
 	Force []string `json:"force,omitempty"`
@@ -56,6 +56,10 @@ type StageRun struct {
 	// Rounds counts operator retries: round 1 is the first retry budget.
 	Rounds int    `json:"rounds"`
 	Error  string `json:"error,omitempty"`
+	// ReusedFrom and ReusedRun name the sweep and run a reused output was
+	// measured in.
+	ReusedFrom string `json:"reused_from,omitempty"`
+	ReusedRun  string `json:"reused_run,omitempty"`
 }
 
 // PointState answers the state query and is the point's final result.
@@ -70,6 +74,8 @@ type PointState struct {
 	Perf        *activities.PerfSummary `json:"perf,omitempty"`
 	Eval        *activities.EvalSummary `json:"eval,omitempty"`
 	Reused      []string                `json:"reused,omitempty"`
+	// ReuseNotes say why a durable stage was not reused on a rerun.
+	ReuseNotes []string `json:"reuse_notes,omitempty"`
 }
 
 type pointRun struct {
@@ -140,18 +146,19 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	var reused activities.Reused
 	if len(r.in.ReuseFrom) > 0 {
 		lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, r.in.TaskQueue, r.in.Tuning))
-		req := activities.ReuseRequest{Fingerprint: p.Fingerprint, Stages: activities.DurableStages, FromSweeps: r.in.ReuseFrom}
+		req := activities.ReuseRequest{Point: p, Stages: activities.DurableStages, FromSweeps: r.in.ReuseFrom}
 		if err := workflow.ExecuteActivity(lctx, r.acts.LookupReuse, req).Get(ctx, &reused); err != nil {
 			return err
 		}
+		r.state.ReuseNotes = reused.Notes
 	}
 	if reused.Perf != nil && !r.forced(activities.StagePerf) {
 		r.state.Perf = reused.Perf
-		r.markReused(ctx, activities.StagePerf)
+		r.markReused(ctx, activities.StagePerf, reused.PerfSweep, reused.PerfRun)
 	}
 	if reused.Eval != nil && p.Eval && !r.forced(activities.StageEval) {
 		r.state.Eval = reused.Eval
-		r.markReused(ctx, activities.StageEval)
+		r.markReused(ctx, activities.StageEval, reused.EvalSweep, reused.EvalRun)
 	}
 	needPerf := r.state.Perf == nil
 	needEval := p.Eval && r.state.Eval == nil
@@ -188,9 +195,13 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
 	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, activities.StagePerf) {
 		up.ReusedFrom = append(up.ReusedFrom, reused.PerfSweep)
+		up.PerfFrom = &activities.ReuseSource{Sweep: reused.PerfSweep, Run: reused.PerfRun}
 	}
-	if reused.EvalSweep != "" && slices.Contains(r.state.Reused, activities.StageEval) && reused.EvalSweep != reused.PerfSweep {
-		up.ReusedFrom = append(up.ReusedFrom, reused.EvalSweep)
+	if reused.EvalSweep != "" && slices.Contains(r.state.Reused, activities.StageEval) {
+		if reused.EvalSweep != reused.PerfSweep {
+			up.ReusedFrom = append(up.ReusedFrom, reused.EvalSweep)
+		}
+		up.EvalFrom = &activities.ReuseSource{Sweep: reused.EvalSweep, Run: reused.EvalRun}
 	}
 	_, err := r.stage(ctx, activities.StageUpload, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.Upload, up).Get(actx, nil)
@@ -291,10 +302,11 @@ func (r *pointRun) bringUp(ctx workflow.Context, in *activities.StageInput, mode
 
 func (r *pointRun) forced(stage string) bool { return slices.Contains(r.in.Force, stage) }
 
-func (r *pointRun) markReused(ctx workflow.Context, stage string) {
+func (r *pointRun) markReused(ctx workflow.Context, stage, fromSweep, fromRun string) {
 	now := workflow.Now(ctx)
 	r.state.Reused = append(r.state.Reused, stage)
-	r.state.Stages = append(r.state.Stages, StageRun{Stage: stage, Outcome: "reused", Started: now, Ended: now})
+	r.state.Stages = append(r.state.Stages, StageRun{Stage: stage, Outcome: "reused", Started: now, Ended: now,
+		ReusedFrom: fromSweep, ReusedRun: fromRun})
 }
 
 // stage runs one stage with its retry policy; when the retries are spent it

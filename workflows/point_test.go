@@ -101,7 +101,7 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 
 func testPoint(eval bool) activities.PointSpec {
 	return activities.PointSpec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
-		Conc: 768, Nodes: 16, GPUs: 64, Fingerprint: "fp", Eval: eval, SyntheticAL: 3.77}
+		Conc: 768, Nodes: 16, GPUs: 64, Identity: "dep-c768", Eval: eval, SyntheticAL: 3.77}
 }
 
 func pointEnv(t *testing.T, f *fakeStages) *testsuite.TestWorkflowEnvironment {

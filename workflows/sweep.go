@@ -28,8 +28,9 @@ type SweepInput struct {
 	ReuseFrom  []string               `json:"reuse_from,omitempty"`
 	Force      []string               `json:"force,omitempty"`
 	Nightly    bool                   `json:"nightly,omitempty"`
-	// SweepFile and ClusterFile let `starter rerun` re-plan from the same
-	// files: fingerprints then decide what is reusable.
+	// SweepFile and ClusterFile let `starter rerun --sweep/--cluster`
+	// re-plan from files: identities and profiles then decide what is
+	// reusable. A plain rerun uses the plan stored in the ledger.
 	SweepFile   string `json:"sweep_file,omitempty"`
 	ClusterFile string `json:"cluster_file,omitempty"`
 	// MaxBypass bounds how often smaller points may start ahead of a blocked
@@ -246,8 +247,8 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 		WaitForCancellation:   true,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:         fmt.Sprintf("%s %s c%d (%d nodes, %d GPUs)", p.ConfigKey, p.Topology, p.Conc, p.Nodes, p.GPUs),
-		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**fingerprint** `%s`\n\n**recipe** %s\n\n**image** %s",
-			s.in.SweepID, p.PointID, p.Fingerprint, p.RecipePath, p.Image),
+		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**identity** `%s`\n\n**profile** `%s`\n\n**recipe** %s\n\n**image** %s",
+			s.in.SweepID, p.PointID, p.Identity, p.ProfileHash, p.RecipePath, p.Image),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAKind.ValueSet(KindPoint), SASweepID.ValueSet(s.in.SweepID), SAConfigKey.ValueSet(p.ConfigKey),
 			SATopology.ValueSet(p.Topology), SAConcurrency.ValueSet(int64(p.Conc)),

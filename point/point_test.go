@@ -1,0 +1,174 @@
+package point
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func base() Deployment {
+	return Deployment{Row: `{"image":"img:1","model":"m","runner":"gb200"}`, BaselineRow: `{"model":"m","runner":"gb200"}`, RecipeRef: "recipes/a.yaml", Recipe: []byte("resources: {}\n"),
+		Image: "img:1", Model: "m", Launcher: "local+local/sweepflow-launch/1", Backend: "local"}
+}
+
+func TestIdentity(t *testing.T) {
+	ref := New(base(), 1024)
+	cases := []struct {
+		name string
+		mod  func(*Deployment)
+		conc int
+		same bool
+	}{
+		{"same deployment and concurrency", func(*Deployment) {}, 1024, true},
+		{"concurrency changes it", func(*Deployment) {}, 768, false},
+		{"recipe bytes change it", func(d *Deployment) { d.Recipe = []byte("resources: {x: 1}\n") }, 1024, false},
+		{"recipe path changes it", func(d *Deployment) { d.RecipeRef = "recipes/b.yaml" }, 1024, false},
+		{"image changes it", func(d *Deployment) { d.Image = "img:2" }, 1024, false},
+		{"launcher changes it", func(d *Deployment) { d.Launcher = "slurm+srtctl/sweepflow-launch/1" }, 1024, false},
+		{"backend changes it", func(d *Deployment) { d.Backend = "slurm" }, 1024, false},
+		{"model changes it", func(d *Deployment) { d.Model = "m2" }, 1024, false},
+		{"row changes it", func(d *Deployment) { d.Row = `{"model":"m","runner":"b200"}` }, 1024, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := base()
+			c.mod(&d)
+			got := New(d, c.conc)
+			if c.same {
+				assert.Equal(t, ref, got)
+			} else {
+				assert.NotEqual(t, ref.String(), got.String())
+			}
+		})
+	}
+}
+
+func TestExpNameIsNotIdentity(t *testing.T) {
+	// The exp-name is not hashed: two exp-names of one identity give
+	// different IDs but the same ledger identity; one exp-name at two
+	// concurrencies (fixed-seq-len rows) gives two of each.
+	id := New(base(), 4)
+	assert.NotEqual(t, ID("a_1k1k", id), ID("b_1k1k", id))
+	id8 := New(base(), 8)
+	assert.NotEqual(t, ID("a_1k1k", id), ID("a_1k1k", id8))
+	assert.NotEqual(t, id.String(), id8.String())
+}
+
+func TestParseRoundTrip(t *testing.T) {
+	id := New(base(), 1280)
+	got, err := Parse(id.String())
+	require.NoError(t, err)
+	assert.Equal(t, id, got)
+	_, err = Parse("nope")
+	assert.Error(t, err)
+}
+
+func TestBaselineKeyIgnoresOnlyTheImage(t *testing.T) {
+	d := base()
+	k := BaselineKey(d, 64)
+	d2 := base()
+	d2.Image = "img:2"
+	assert.Equal(t, k, BaselineKey(d2, 64), "a new image is the same point for baselines")
+	assert.NotEqual(t, k, BaselineKey(d, 128))
+	d3 := base()
+	d3.Recipe = []byte("other")
+	assert.NotEqual(t, k, BaselineKey(d3, 64))
+	assert.NotEqual(t, New(d, 64).String(), New(d2, 64).String(), "but a different identity")
+}
+
+func measurement() Measurement {
+	return Measurement{Simulated: true, Engine: "simulator", PerfDurationMs: 2000, Warmup: "2xconc", TimeScale: 0.002,
+		Workload: "trace", SessionsPerConc: 4, TurnsPerSession: 6, Seed: 1, EvalMode: "lm-eval", EvalLimit: 40, EvalFloor: 0.9}
+}
+
+func TestProfileHash(t *testing.T) {
+	p := Profile{Scenario: "agentic-coding", DurationSec: 3600, Eval: true, GoldenAL: 3.77, Thinking: true, Backend: "local", Launcher: "local"}
+	m := measurement()
+	perf := ForStage(StagePerf, p, m).Hash()
+	eval := ForStage(StageEval, p, m).Hash()
+	cases := []struct {
+		name               string
+		modP               func(*Profile)
+		modM               func(*Measurement)
+		perfSame, evalSame bool
+	}{
+		{"nothing changed", nil, nil, true, true},
+		{"perf duration", nil, func(m *Measurement) { m.PerfDurationMs = 3000 }, false, true},
+		{"time scale", nil, func(m *Measurement) { m.TimeScale = 1 }, false, false},
+		{"seed", nil, func(m *Measurement) { m.Seed = 2 }, false, true},
+		{"workload", nil, func(m *Measurement) { m.Workload = "random-isl-osl" }, false, true},
+		{"eval limit", nil, func(m *Measurement) { m.EvalLimit = 0 }, true, false},
+		{"eval mode", nil, func(m *Measurement) { m.EvalMode = "cot" }, true, false},
+		{"eval floor", nil, func(m *Measurement) { m.EvalFloor = 0.95 }, true, false},
+		{"eval concurrency", nil, func(m *Measurement) { m.EvalConcurrency = 8 }, true, false},
+		{"simulated", nil, func(m *Measurement) { m.Simulated = false; m.Engine = "srtctl" }, false, false},
+		{"golden AL", func(p *Profile) { p.GoldenAL = 3.5 }, nil, false, true},
+		{"thinking", func(p *Profile) { p.Thinking = false }, nil, false, false},
+		{"backend", func(p *Profile) { p.Backend = "slurm" }, nil, false, false},
+		{"ISL/OSL", func(p *Profile) { p.ISL, p.OSL = 1024, 1024 }, nil, false, true},
+		{"whether the point evaluates", func(p *Profile) { p.Eval = false }, nil, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p2, m2 := p, m
+			if c.modP != nil {
+				c.modP(&p2)
+			}
+			if c.modM != nil {
+				c.modM(&m2)
+			}
+			assert.Equal(t, c.perfSame, ForStage(StagePerf, p2, m2).Hash() == perf, "perf")
+			assert.Equal(t, c.evalSame, ForStage(StageEval, p2, m2).Hash() == eval, "eval")
+		})
+	}
+	assert.NotEqual(t, p.Hash(), Profile{}.Hash())
+}
+
+func TestCanReuse(t *testing.T) {
+	p := Profile{Scenario: "agentic-coding", Backend: "local", Launcher: "local"}
+	sim := ForStage(StagePerf, p, measurement())
+	real := measurement()
+	real.Simulated, real.Engine = false, "srtctl"
+	realM := ForStage(StagePerf, p, real)
+	id := New(base(), 4).String()
+	other := New(base(), 8).String()
+	stamp := func(id string, m Measured) Stamp {
+		return Stamp{Identity: id, ProfileHash: m.Hash(), Simulated: m.Measurement.Simulated, Profile: &m}
+	}
+	cases := []struct {
+		name          string
+		stored, want  Stamp
+		ok            bool
+		reasonContain string
+	}{
+		{"exact match", stamp(id, sim), stamp(id, sim), true, ""},
+		{"other concurrency", stamp(other, sim), stamp(id, sim), false, "identity"},
+		{"simulated never stands in for real", stamp(id, sim), stamp(id, realM), false, "simulated"},
+		// Even a stamp whose hashes were forged to match is refused.
+		{"simulated with matching hashes", Stamp{Identity: id, ProfileHash: realM.Hash(), Simulated: true}, stamp(id, realM), false, "simulated"},
+		{"real may not stand in for simulated either (profile)", stamp(id, realM), stamp(id, sim), false, "simulated false -> true"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ok, why := CanReuse(c.stored, c.want)
+			assert.Equal(t, c.ok, ok, why)
+			if c.reasonContain != "" {
+				assert.Contains(t, why, c.reasonContain)
+			}
+		})
+	}
+}
+
+func TestStages(t *testing.T) {
+	assert.Equal(t, []string{StagePerf, StageEval}, ReusableStages())
+	assert.NotContains(t, OperatorStages(), StageTeardown)
+	for _, s := range Stages() {
+		assert.Greater(t, s.StartToClose, s.Heartbeat, s.Name)
+		assert.Positive(t, s.MaxAttempts, s.Name)
+	}
+	_, ok := Lookup(StageLedger)
+	assert.True(t, ok)
+	_, ok = Lookup("nope")
+	assert.False(t, ok)
+}
