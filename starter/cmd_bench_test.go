@@ -222,9 +222,9 @@ func TestBenchCapacitySmall(t *testing.T) {
 	assert.Greater(t, p.ChunksPerSec, 0.0)
 	assert.Greater(t, p.Chunks, 16*15)
 	assert.Greater(t, p.ChunkLagP50ms, -1.0, "a chunk is not read long before the server sent it")
-	if !benchRace {
-		assert.Less(t, p.ChunkLagP50ms, 50.0, "the client reads chunks close to when they were sent")
-	}
+	// How close to the send the client reads a chunk is a performance
+	// figure: `starter bench capacity` measures it; a loaded test host
+	// cannot bound it.
 }
 
 func must[T any](v T, err error) T {
