@@ -2,10 +2,14 @@ package matrix
 
 import "sort"
 
-// EvalPick is one row InferenceX's eval selection keeps, with its eval-conc.
+// EvalPick is one row InferenceX's eval selection keeps.
 type EvalPick struct {
 	Index int // index into the rows passed to SelectEvals
-	Conc  int
+	// Conc is the concurrency the eval runs at. Multinode rows carry it as
+	// eval-conc (HasEvalConc); a single-node row's conc is a scalar and is
+	// the eval concurrency itself.
+	Conc        int
+	HasEvalConc bool
 }
 
 // parallelismExcluded are the keys that do not make two rows different
@@ -18,15 +22,87 @@ func ParallelismKey(r *Row) string {
 	return canonical(r.Fields.Without(parallelismExcluded...))
 }
 
-// SelectEvals applies InferenceX's multinode eval rule over the whole row
-// list: per parallelism key, the single row with the highest conc >= 16
-// (8k1k only for fixed-seq-len rows; earliest row wins ties).
-func SelectEvals(rows []*Row) []EvalPick {
-	type best struct{ pick EvalPick }
-	groups := map[string]*best{}
-	var order []string
+func (r *Row) multinode() bool { return r.Entry == nil || r.Entry.Multinode }
+
+func (r *Row) is8k1k() bool { return r.Int("isl") == 8192 && r.Int("osl") == 1024 }
+
+// groupKey is the canonical JSON of the named fields of a row.
+func groupKey(r *Row, keys ...string) string {
+	o := make(Object, 0, len(keys))
+	for _, k := range keys {
+		v, _ := r.Fields.Get(k)
+		o = append(o, Field{k, v})
+	}
+	return canonical(o)
+}
+
+// SelectEvals applies InferenceX's eval selection as `--evals-only` runs it
+// (agentic rows included) over the whole row list.
+func SelectEvals(rows []*Row) []EvalPick { return selectEvals(rows, true) }
+
+// selectEvals is InferenceX's mark_eval_entries. Candidates are fixed-seq-len
+// rows at 8k1k and, with includeAgentic, agentic rows:
+//
+//   - Single-node fixed-seq-len: rows with a conc >= 16, grouped by (model,
+//     runner, framework, precision, isl, osl, spec-decoding, dp-attn) across
+//     every tp/ep. Of the group's distinct concs, the highest and the median
+//     (the upper middle for an even count) are chosen, and every row of the
+//     group at either conc is selected.
+//   - Multinode (both scenarios): per parallelism key, the single row with
+//     the highest conc >= 16; it gets eval-conc; the earliest row wins ties.
+//   - Single-node agentic: per (model, runner, framework, precision), the
+//     single row with the highest conc, with no minimum; earliest wins ties.
+//
+// Picks come back in row order.
+func selectEvals(rows []*Row, includeAgentic bool) []EvalPick {
+	chosen := map[int]EvalPick{}
+
+	// Single-node fixed-seq-len.
+	type snGroup struct{ idx, conc []int }
+	snGroups := map[string]*snGroup{}
+	var snOrder []string
 	for i, r := range rows {
-		if r.Scenario == FixedSeqLen && !(r.Int("isl") == 8192 && r.Int("osl") == 1024) {
+		if r.multinode() || r.Scenario != FixedSeqLen || !r.is8k1k() {
+			continue
+		}
+		c := r.Int("conc")
+		if c < MinEvalConc {
+			continue
+		}
+		k := groupKey(r, "model", "runner", "framework", "precision", "isl", "osl", "spec-decoding", "dp-attn")
+		g, ok := snGroups[k]
+		if !ok {
+			g = &snGroup{}
+			snGroups[k] = g
+			snOrder = append(snOrder, k)
+		}
+		g.idx = append(g.idx, i)
+		g.conc = append(g.conc, c)
+	}
+	for _, k := range snOrder {
+		g := snGroups[k]
+		distinct := append([]int(nil), g.conc...)
+		sort.Ints(distinct)
+		distinct = compactInts(distinct)
+		highest, median := distinct[len(distinct)-1], distinct[len(distinct)/2]
+		for j, i := range g.idx {
+			if g.conc[j] == highest || g.conc[j] == median {
+				chosen[i] = EvalPick{Index: i, Conc: g.conc[j]}
+			}
+		}
+	}
+
+	// Multinode: highest eligible conc per parallelism key.
+	type best struct{ pick EvalPick }
+	mnGroups := map[string]*best{}
+	for i, r := range rows {
+		if !r.multinode() {
+			continue
+		}
+		if r.Scenario == FixedSeqLen && !r.is8k1k() {
+			continue
+		}
+		if r.Scenario == AgenticCoding && !includeAgentic {
 			continue
 		}
 		top := -1
@@ -39,37 +115,73 @@ func SelectEvals(rows []*Row) []EvalPick {
 			continue
 		}
 		k := ParallelismKey(r)
-		if g, ok := groups[k]; ok {
+		if g, ok := mnGroups[k]; ok {
 			if top > g.pick.Conc {
-				g.pick = EvalPick{Index: i, Conc: top}
+				g.pick = EvalPick{Index: i, Conc: top, HasEvalConc: true}
 			}
 			continue
 		}
-		groups[k] = &best{EvalPick{Index: i, Conc: top}}
-		order = append(order, k)
+		mnGroups[k] = &best{EvalPick{Index: i, Conc: top, HasEvalConc: true}}
 	}
-	out := make([]EvalPick, 0, len(groups))
-	for _, k := range order {
-		out = append(out, groups[k].pick)
+	for _, g := range mnGroups {
+		chosen[g.pick.Index] = g.pick
+	}
+
+	// Single-node agentic: highest conc per (model, runner, framework, precision).
+	if includeAgentic {
+		agGroups := map[string]*best{}
+		for i, r := range rows {
+			if r.multinode() || r.Scenario != AgenticCoding {
+				continue
+			}
+			c := r.Int("conc")
+			k := groupKey(r, "model", "runner", "framework", "precision")
+			if g, ok := agGroups[k]; ok {
+				if c > g.pick.Conc {
+					g.pick = EvalPick{Index: i, Conc: c}
+				}
+				continue
+			}
+			agGroups[k] = &best{EvalPick{Index: i, Conc: c}}
+		}
+		for _, g := range agGroups {
+			chosen[g.pick.Index] = g.pick
+		}
+	}
+
+	out := make([]EvalPick, 0, len(chosen))
+	for _, p := range chosen {
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out
 }
 
+func compactInts(s []int) []int {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // EvalRows is the `--evals-only` output: the selected rows, annotated, in
-// their original order. conc is left whole; eval-conc says which to run.
+// their original order. run-eval becomes true (in place when the row has
+// it, appended otherwise), multinode rows then get eval-conc (conc is left
+// whole), and every row gets eval-only.
 func EvalRows(rows []*Row) []*Row {
 	picks := SelectEvals(rows)
 	out := make([]*Row, 0, len(picks))
 	for _, p := range picks {
 		src := rows[p.Index]
 		fields := append(Object(nil), src.Fields...)
-		if src.Scenario == FixedSeqLen {
-			fields.Set("run-eval", true) // keeps its position
-		} else {
-			fields = append(fields, Field{"run-eval", true})
+		fields.Set("run-eval", true)
+		if p.HasEvalConc {
+			fields = append(fields, Field{"eval-conc", int64(p.Conc)})
 		}
-		fields = append(fields, Field{"eval-conc", int64(p.Conc)}, Field{"eval-only", true})
+		fields = append(fields, Field{"eval-only", true})
 		cp := *src
 		cp.Fields = fields
 		out = append(out, &cp)
@@ -79,31 +191,23 @@ func EvalRows(rows []*Row) []*Row {
 
 // MarkEvals is InferenceX's output with neither --no-evals nor --evals-only
 // (ix-generator-spec.md §5, informational there, not covered by the
-// reference files): fixed-seq-len rows chosen by the eval rule get
-// run-eval true plus eval-conc; agentic rows are never chosen and get a
-// trailing run-eval false; nothing is dropped.
+// reference files): the eval rule runs without agentic rows; every row gets
+// run-eval (true when chosen; in place for fixed-seq-len rows, appended for
+// agentic ones), chosen multinode rows also get eval-conc; nothing is
+// dropped.
 func MarkEvals(rows []*Row) []*Row {
-	var fixed []*Row
-	var fixedIdx []int
-	for i, r := range rows {
-		if r.Scenario == FixedSeqLen {
-			fixed = append(fixed, r)
-			fixedIdx = append(fixedIdx, i)
-		}
-	}
-	chosen := map[int]int{}
-	for _, p := range SelectEvals(fixed) {
-		chosen[fixedIdx[p.Index]] = p.Conc
+	chosen := map[int]EvalPick{}
+	for _, p := range selectEvals(rows, false) {
+		chosen[p.Index] = p
 	}
 	out := make([]*Row, len(rows))
 	for i, r := range rows {
 		cp := *r
 		cp.Fields = append(Object(nil), r.Fields...)
-		if r.Scenario == AgenticCoding {
-			cp.Fields = append(cp.Fields, Field{"run-eval", false})
-		} else if c, ok := chosen[i]; ok {
-			cp.Fields.Set("run-eval", true)
-			cp.Fields = append(cp.Fields, Field{"eval-conc", int64(c)})
+		p, ok := chosen[i]
+		cp.Fields.Set("run-eval", ok)
+		if ok && p.HasEvalConc {
+			cp.Fields = append(cp.Fields, Field{"eval-conc", int64(p.Conc)})
 		}
 		out[i] = &cp
 	}

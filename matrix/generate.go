@@ -1,6 +1,7 @@
 // Package matrix expands InferenceX master config entries into matrix rows
-// exactly as InferenceX's generate_sweep_configs.py `test-config` does for
-// multinode keys (research/ix-generator-spec.md), marks eval rows, and
+// exactly as InferenceX's generate_sweep_configs.py `test-config` does, for
+// multinode keys (research/ix-generator-spec.md) and single-node keys
+// (single.go), marks eval rows, and
 // serialises rows the way the Python tool prints them.
 package matrix
 
@@ -54,7 +55,7 @@ type Row struct {
 // MarshalJSON emits the row exactly as InferenceX would (ordered keys).
 func (r *Row) MarshalJSON() ([]byte, error) { return r.Fields.MarshalJSON() }
 
-// Conc returns the row's conc list.
+// Conc returns the row's conc list (one element for single-node rows).
 func (r *Row) Conc() []int {
 	v, _ := r.Fields.Get("conc")
 	return intList(v)
@@ -86,6 +87,9 @@ func asInt(v any) (int, bool) {
 
 func intList(v any) []int {
 	switch x := v.(type) {
+	case int, int64: // single-node rows carry a scalar conc
+		n, _ := asInt(x)
+		return []int{n}
 	case []int:
 		return x
 	case []any:
@@ -208,11 +212,13 @@ func globRegexp(p string) (*regexp.Regexp, error) {
 }
 
 // Expand generates the throughput rows (`--no-evals` output) of keys, in
-// InferenceX's loop order (§3.1). Single-node keys are not expanded.
+// InferenceX's loop order (§3.1): multinode fixed-seq-len entries give one
+// row per runner holding the whole conc list, multinode agentic entries one
+// row per runner and conc; single-node entries of both scenario types give
+// one row per conc and runner, with a scalar conc.
 func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([]*Row, error) {
 	var errs config.Errors
 	var rows []*Row
-	var single []*config.Entry
 	seq := map[string]bool{}
 	for _, s := range opts.SeqLens {
 		seq[s] = true
@@ -251,10 +257,6 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 			errs = append(errs, &config.Error{Field: "config-keys", Msg: fmt.Sprintf("config key %q not found", key)})
 			continue
 		}
-		if !e.Multinode {
-			single = append(single, e)
-			continue
-		}
 		runners := runnerValues(e.Runner, r, opts.RunnerNodeFilter)
 		if len(runners) == 0 {
 			continue
@@ -280,6 +282,20 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 						if len(concs) == 0 {
 							continue
 						}
+					}
+					if !e.Multinode {
+						// Single-node: one row per concurrency, runners innermost.
+						for _, c := range concs {
+							for _, runner := range runners {
+								row, err := singleFixedRow(e, sl, s, runner, c)
+								if err != nil {
+									errs = append(errs, err...)
+									continue
+								}
+								rows = append(rows, row)
+							}
+						}
+						continue
 					}
 					for _, runner := range runners {
 						row, err := fixedRow(e, sl, s, runner, concs)
@@ -308,6 +324,20 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 					if len(concs) == 0 {
 						continue
 					}
+					if !e.Multinode {
+						// Single-node: one row per concurrency, runners innermost.
+						for _, c := range concs {
+							for _, runner := range runners {
+								row, err := singleAgenticRow(e, s, runner, c, dram)
+								if err != nil {
+									errs = append(errs, err...)
+									continue
+								}
+								rows = append(rows, row)
+							}
+						}
+						continue
+					}
 					for _, runner := range runners {
 						for _, c := range concs {
 							row, err := agenticRow(e, s, runner, c, dram)
@@ -321,18 +351,6 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 				}
 			}
 		}
-	}
-	if len(single) > 0 {
-		names := make([]string, 0, 3)
-		for _, e := range single[:min(3, len(single))] {
-			names = append(names, e.Key)
-		}
-		more := ""
-		if len(single) > 3 {
-			more = fmt.Sprintf(" and %d more", len(single)-3)
-		}
-		errs = append(config.Errors{{Pos: single[0].Pos, Field: single[0].Key,
-			Msg: fmt.Sprintf("single-node config keys are validated but not expanded (selected: %s%s); select multinode keys", strings.Join(names, ", "), more)}}, errs...)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -585,8 +603,9 @@ func agenticExpName(e *config.Entry, s *config.SearchEntry, conc int, kvo string
 	return name
 }
 
-// dramGB is §4.3: the CPU DRAM budget for KV offload of one prefill replica,
-// in decimal GB, computed exactly and truncated.
+// dramGB is §4.3: the CPU DRAM budget for KV offload of one prefill replica
+// (multinode) or of the single-node server, in decimal GB, computed exactly
+// and truncated.
 func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r *config.Runners) (int, *config.Error) {
 	if s.KVOffloading != "dram" {
 		return 0, nil
@@ -613,17 +632,30 @@ func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r 
 		a = dramCapMiB
 	}
 	g := int64(hw.GPUsPerNode)
-	rr := int64(s.Prefill.TP) * int64(s.Prefill.PP) * int64(s.Prefill.PCPSize)
 	var used int64
-	switch {
-	case rr > g && rr%g == 0:
-		used = g
-	case rr > g:
-		return 0, &config.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs spans multiple nodes but is not a multiple of gpus-per-node=%d", rr, g)}
-	case rr > 0 && g%rr == 0:
-		used = rr
-	default:
-		return 0, &config.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs does not divide gpus-per-node=%d evenly", rr, g)}
+	if s.Prefill == nil {
+		// Single-node tp shape: the server's whole TP/PP/PCP topology must
+		// fit one node; it claims that share of the node's DRAM.
+		tp := 0
+		if s.TP != nil {
+			tp = *s.TP
+		}
+		used = int64(tp) * int64(s.PP) * int64(s.PCPSize)
+		if used > g {
+			return 0, &config.Error{Pos: s.FieldPos("tp"), Field: s.Path + ".tp", Msg: fmt.Sprintf("tp=%d with pp=%d and pcp-size=%d requires %d GPUs and exceeds gpus-per-node=%d for runner %q", tp, s.PP, s.PCPSize, used, g, e.Runner)}
+		}
+	} else {
+		rr := int64(s.Prefill.TP) * int64(s.Prefill.PP) * int64(s.Prefill.PCPSize)
+		switch {
+		case rr > g && rr%g == 0:
+			used = g
+		case rr > g:
+			return 0, &config.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs spans multiple nodes but is not a multiple of gpus-per-node=%d", rr, g)}
+		case rr > 0 && g%rr == 0:
+			used = rr
+		default:
+			return 0, &config.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs does not divide gpus-per-node=%d evenly", rr, g)}
+		}
 	}
 	u, ok := new(big.Rat).SetString(ac.DramUtilizationText)
 	if !ok {

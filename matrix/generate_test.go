@@ -138,7 +138,7 @@ func TestAgenticRowShape(t *testing.T) {
 	assert.Equal(t, "mp_p2x8ep2dpa_d1x4ep0_conc32_kvdram-hicache", evals[0].ExpName())
 	assert.Equal(t, []int{32}, evals[0].Conc())
 	picks := SelectEvals(rows)
-	assert.Equal(t, []EvalPick{{Index: 1, Conc: 32}}, picks)
+	assert.Equal(t, []EvalPick{{Index: 1, Conc: 32, HasEvalConc: true}}, picks)
 	n := len(evals[0].Fields)
 	assert.Equal(t, []string{"run-eval", "eval-conc", "eval-only"}, []string{evals[0].Fields[n-3].Key, evals[0].Fields[n-2].Key, evals[0].Fields[n-1].Key})
 	_, hasEval := rows[1].Fields.Get("run-eval")

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -103,53 +104,115 @@ func TestParityWithInferenceX(t *testing.T) {
 
 	checked := 0
 	for _, key := range multinode {
-		for _, mode := range []struct {
-			suffix    string
-			evalsOnly bool
-		}{{".json", false}, {".evals.json", true}} {
+		for _, mode := range parityModes {
 			name := key + mode.suffix
-			t.Run(name, func(t *testing.T) {
-				want, err := os.ReadFile(filepath.Join(expectedDir, name))
-				require.NoError(t, err)
-				rows, err := Generate(m, r, Options{Keys: []string{key}, EvalsOnly: mode.evalsOnly})
-				require.NoError(t, err)
-				got, err := EncodeIXJSON(rows, 0)
-				require.NoError(t, err)
-
-				var gotV, wantV any
-				require.NoError(t, json.Unmarshal(got, &gotV))
-				require.NoError(t, json.Unmarshal(want, &wantV))
-				if d := firstDiff(gotV, wantV, "$"); d != "" {
-					t.Fatalf("%s: %s", name, d)
-				}
-				require.Equal(t, wantV, gotV, name)
-
-				pretty, err := EncodeIXJSON(rows, 1)
-				require.NoError(t, err)
-				require.Equal(t, string(want), string(pretty), "%s: byte layout (key order) differs", name)
-			})
+			t.Run(name, func(t *testing.T) { checkParity(t, m, r, expectedDir, key, mode.suffix, mode.evalsOnly) })
 			checked++
 		}
 	}
 	require.Equal(t, 166, checked)
 }
 
-func TestSingleNodeKeysLoadAndValidate(t *testing.T) {
-	m, _, _ := loadReference(t)
-	single := 0
-	for _, e := range m.Entries {
-		if !e.Multinode {
-			single++
-			require.NotEmpty(t, append(e.Fixed, nil), e.Key)
+var parityModes = []struct {
+	suffix    string
+	evalsOnly bool
+}{{".json", false}, {".evals.json", true}}
+
+// checkParity generates key in one mode and compares it with the reference
+// file: first field by field (naming the first difference), then byte for
+// byte in the layout the reference file uses (which also pins key order).
+func checkParity(t *testing.T, m *config.Master, r *config.Runners, dir, key, suffix string, evalsOnly bool) {
+	t.Helper()
+	name := key + suffix
+	want, err := os.ReadFile(filepath.Join(dir, name))
+	require.NoError(t, err)
+	rows, err := Generate(m, r, Options{Keys: []string{key}, EvalsOnly: evalsOnly})
+	require.NoError(t, err)
+	got, err := EncodeIXJSON(rows, 0)
+	require.NoError(t, err)
+
+	var gotV, wantV any
+	require.NoError(t, json.Unmarshal(got, &gotV))
+	require.NoError(t, json.Unmarshal(want, &wantV))
+	if d := firstDiff(gotV, wantV, "$"); d != "" {
+		t.Fatalf("%s: %s", name, d)
+	}
+	require.Equal(t, wantV, gotV, name)
+
+	// The multinode files are json.dumps(indent=1) with no trailing newline;
+	// the single-node files are the generator's stdout as printed (compact
+	// json.dumps plus a newline). Compare in whichever layout the file uses.
+	var layout []byte
+	if bytes.HasSuffix(want, []byte("\n")) {
+		layout, err = EncodeIXJSON(rows, 0)
+		layout = append(layout, '\n')
+	} else {
+		layout, err = EncodeIXJSON(rows, 1)
+	}
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(layout), "%s: byte layout (key order) differs", name)
+}
+
+// TestParitySingleNode checks every single-node reference file (InferenceX
+// output for a subset of the 69 single-node keys, fixed-seq-len and
+// agentic) in both modes, the same way as the multinode files.
+func TestParitySingleNode(t *testing.T) {
+	m, r, _ := loadReference(t)
+	dir := filepath.Join(reftest.InferenceX(t, "expected-matrix-single"), "expected-matrix-single")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+
+	checked, keys := 0, map[string]bool{}
+	for _, f := range files {
+		base := filepath.Base(f)
+		for _, mode := range parityModes {
+			key, ok := strings.CutSuffix(base, mode.suffix)
+			if !ok || (mode.suffix == ".json" && strings.HasSuffix(key, ".evals")) {
+				continue
+			}
+			e := m.Entry(key)
+			require.NotNil(t, e, "%s: no such key in nvidia-master.yaml", base)
+			require.False(t, e.Multinode, "%s is a multinode key", key)
+			keys[key] = true
+			t.Run(base, func(t *testing.T) { checkParity(t, m, r, dir, key, mode.suffix, mode.evalsOnly) })
+			checked++
 		}
 	}
-	require.Equal(t, 152-83, single)
+	require.Equal(t, len(files), checked, "every file is checked once")
+	require.Equal(t, 2*len(keys), checked, "each key has both modes")
+	t.Logf("%d single-node files (%d keys) checked", checked, len(keys))
+}
 
-	// Expanding a single-node key is refused clearly rather than guessed.
-	_, err := Generate(m, nil, Options{Keys: []string{"dsr1-fp4-b200-sglang"}})
-	if m.Entry("dsr1-fp4-b200-sglang") != nil {
-		require.ErrorContains(t, err, "single-node")
+func TestSingleNodeKeysLoadAndExpand(t *testing.T) {
+	m, r, _ := loadReference(t)
+	var single []string
+	for _, e := range m.Entries {
+		if !e.Multinode {
+			single = append(single, e.Key)
+		}
 	}
+	require.Len(t, single, 152-83)
+
+	// Every single-node key expands in both modes, and a glob over a mix of
+	// single-node and multinode keys expands too.
+	for _, evalsOnly := range []bool{false, true} {
+		rows, err := Generate(m, r, Options{Keys: single, EvalsOnly: evalsOnly})
+		require.NoError(t, err)
+		require.NotEmpty(t, rows)
+	}
+	rows, err := Generate(m, r, Options{Keys: []string{"dsv4-*"}})
+	require.NoError(t, err)
+	var sn, mn int
+	for _, row := range rows {
+		if row.Entry.Multinode {
+			mn++
+		} else {
+			sn++
+		}
+	}
+	require.Positive(t, sn)
+	require.Positive(t, mn)
 }
 
 func TestCompactOutputMatchesPythonSeparators(t *testing.T) {

@@ -195,6 +195,18 @@ func Build(opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Points are sized and launched from srt-slurm recipes, which only
+	// multinode entries name; single-node rows have no recipe to plan from.
+	for _, row := range rows {
+		if e := row.Entry; !e.Multinode && !seen["single:"+e.Key] {
+			seen["single:"+e.Key] = true
+			errs = append(errs, &config.Error{Pos: e.FieldPos("multinode"), Field: e.Key + ".multinode",
+				Msg: "single-node config key: sweep plans cover multinode (srt-slurm recipe) keys only; print its InferenceX matrix rows with --format ix-json instead"})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	evalAt := map[int]int{}
 	var evalRows []*matrix.Row
 	if s.Evals {

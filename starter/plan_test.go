@@ -279,3 +279,55 @@ func TestPlanIXJSONParity(t *testing.T) {
 		assert.Equal(t, true, evals[i]["eval-only"])
 	}
 }
+
+// TestPlanIXJSONSingleNode: `plan --format ix-json` on single-node keys
+// (fixed-seq-len and agentic) prints exactly what InferenceX's generator
+// printed into expected-matrix-single, byte for byte, in both modes.
+func TestPlanIXJSONSingleNode(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "expected-matrix-single")
+	for _, key := range []string{"dsr1-fp4-b200-sglang", "qwen3.5-fp8-h200-sglang-agentic-hicache-mtp"} {
+		for _, mode := range []struct{ flag, suffix string }{{"--no-evals", ".json"}, {"--evals-only", ".evals.json"}} {
+			want, err := os.ReadFile(filepath.Join(ix, "expected-matrix-single", key+mode.suffix))
+			require.NoError(t, err)
+			res := starterIn(t, repo, "plan", "--config-files", filepath.Join(ix, "nvidia-master.yaml"),
+				"--runner-config", filepath.Join(ix, "runners.yaml"), "--config-keys", key, mode.flag, "--format", "ix-json")
+			require.Equal(t, 0, res.code, res.stderr)
+			require.Equal(t, string(want), res.stdout, "%s %s", key, mode.flag)
+		}
+	}
+}
+
+// TestPlanSingleNodeKeys uses sweepflow's own single-node fixture: ix-json
+// expands it (no reference data needed), while a point plan refuses it with
+// one line that says what to do instead.
+func TestPlanSingleNodeKeys(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	master := filepath.Join(repo, "matrix", "testdata", "single-fixed.yaml")
+
+	res := starterIn(t, repo, "plan", "--config-files", master, "--runner-config", "configs/runners.yaml",
+		"--config-keys", "sn-fixed*", "--evals-only", "--format", "ix-json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows))
+	var got []string
+	for _, r := range rows {
+		assert.Equal(t, true, r["eval-only"])
+		assert.NotContains(t, r, "eval-conc")
+		got = append(got, r["exp-name"].(string)+"/"+strconv.Itoa(int(r["tp"].(float64)))+"/"+strconv.Itoa(int(r["conc"].(float64))))
+	}
+	// sn-fixed, then sn-fixed-odd and its twin as one group ({20,40,80,160}).
+	assert.Equal(t, []string{"ma_8k1k/2/64", "ma_8k1k/4/64", "ma_8k1k/4/128", "ma_8k1k/8/64", "ma_8k1k/8/256", "ma_8k1k/4/16",
+		"mb_8k1k/2/80", "mb_8k1k/4/160"}, got)
+
+	res = starterIn(t, repo, "plan", "--cluster", "configs/clusters/gb200-nvl72.yaml", "--config-files", master,
+		"--runner-config", "configs/runners.yaml", "--config-keys", "sn-fixed")
+	assert.Equal(t, 1, res.code)
+	assert.Empty(t, res.stdout)
+	assert.Equal(t, 1, strings.Count(res.stderr, "\n"), "exactly one line: %q", res.stderr)
+	assert.Contains(t, res.stderr, "single-fixed.yaml:")
+	assert.Contains(t, res.stderr, "sn-fixed.multinode: single-node config key")
+	assert.Contains(t, res.stderr, "--format ix-json")
+}
