@@ -604,9 +604,11 @@ func (r *pointRun) publish(ctx workflow.Context) {
 		SAPointStatus.ValueSet(r.state.Status))
 	details := fmt.Sprintf("**%s** — stage `%s`, status `%s`", r.in.Point.PointID, r.state.Stage, r.state.Status)
 	if r.state.LastError != "" && r.state.Status == StatusAwaitingOperator {
-		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort|hold " + r.state.WorkflowID + "`"
+		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort " + r.state.WorkflowID + "`"
 		if r.state.Released {
 			details += "\n\nnodes released while waiting: retry allocates again"
+		} else if !r.state.Hold {
+			details += "\n\nthe nodes are released after the node hold; `starter hold " + r.state.WorkflowID + "` keeps them"
 		}
 	}
 	if len(r.state.Skipped) > 0 {
