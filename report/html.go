@@ -442,6 +442,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .bar span { position: absolute; top: 0; height: 12px; background: #8a96a8; }
 .status-completed { color: #125c25; font-weight: bold; }
 .status-failed, .status-eval-failed, .status-aborted { color: #8a1111; font-weight: bold; }
+.status-incomplete { color: #8a5a00; font-weight: bold; }
 .chart { margin: 8px 0; }
 </style>
 </head>

@@ -104,7 +104,11 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{name: "help of rerun keeps defaults and help text", args: []string{"rerun", "-h"}, code: 0,
 			stdout: []string{"starter rerun SWEEP_ID [flags]", "--inject-fault", "POINT:STAGE[:TIMES]", `(default "configs/sweeps/dsv4-gb200-agentx.yaml")`}},
 		{name: "help of the decision commands", args: []string{"retry", "--help"}, code: 0,
-			stdout: []string{"starter retry {POINT_WORKFLOW_ID... | --sweep SWEEP_ID} [flags]"}},
+			stdout: []string{"starter retry {POINT_WORKFLOW_ID... | --sweep SWEEP_ID} [flags]", "--hold"}},
+		{name: "hold is a decision command", args: []string{"hold", "--help"}, code: 0,
+			stdout: []string{"starter hold {POINT_WORKFLOW_ID... | --sweep SWEEP_ID} [flags]", "node hold"}, notStdout: "--hold"},
+		{name: "abort takes no --hold", args: []string{"abort", "P", "--hold"}, code: 2,
+			stderr: []string{"starter abort: unknown flag: --hold"}},
 		{name: "help command", args: []string{"help", "watch"}, code: 0, stdout: []string{"starter watch SWEEP_ID [flags]", "--interval duration"}},
 		{name: "root help lists the commands", args: []string{"--help"}, code: 0,
 			stdout: []string{"sweep", "schedule", "status", "completion"}},
@@ -151,6 +155,9 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 			for _, s := range tc.stderr {
 				assert.Contains(t, stderr.String(), s)
 			}
+			if tc.notStdout != "" {
+				assert.NotContains(t, stdout.String(), tc.notStdout)
+			}
 			if tc.code == 0 {
 				assert.Empty(t, stderr.String())
 			}
@@ -163,7 +170,7 @@ func TestCLIKeepsEveryCommand(t *testing.T) {
 	root := newRoot()
 	for _, path := range []string{
 		"abort", "bench", "bench capacity", "bench trace-gen", "cancel", "codec-server", "eval gsm8k", "eval gsm8k-score",
-		"export", "plan", "report", "rerun", "retry", "schedule backfill", "schedule create", "schedule delete",
+		"export", "hold", "plan", "report", "rerun", "retry", "schedule backfill", "schedule create", "schedule delete",
 		"schedule list", "server start", "server stop", "sim checkpoint", "sim serve", "skip", "stage", "status",
 		"sweep start", "watch",
 	} {

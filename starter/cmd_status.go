@@ -40,8 +40,9 @@ func init() {
 		return c
 	})
 	register("retry", decideCmd(workflows.ActionRetry, "operator decision: retry the failed stage of a waiting point (or --sweep: all)"))
-	register("skip", decideCmd(workflows.ActionSkip, "operator decision: skip the failed stage of a waiting point (or --sweep: all)"))
+	register("skip", decideCmd(workflows.ActionSkip, "operator decision: skip the failed stage of a waiting point, which ends incomplete (or --sweep: all)"))
 	register("abort", decideCmd(workflows.ActionAbort, "operator decision: abort a waiting point with teardown (or --sweep: all)"))
+	register("hold", decideCmd(workflows.ActionHold, "keep a waiting point's nodes past the node hold while you debug; decide later (or --sweep: all)"))
 }
 
 // pointView is one row of `starter status`.
@@ -58,6 +59,14 @@ type pointView struct {
 	// ReuseNotes say why a durable stage was not reused.
 	Reused     []reuseView `json:"reused,omitempty"`
 	ReuseNotes []string    `json:"reuse_notes,omitempty"`
+	// Skipped and Missing explain an incomplete point: the stages an
+	// operator skipped and the outputs it lacks.
+	Skipped []string `json:"skipped,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	// NodesHeld is the point's allocation right now (0 once released).
+	NodesHeld int  `json:"nodes_held"`
+	Released  bool `json:"released,omitempty"`
+	Hold      bool `json:"hold,omitempty"`
 }
 
 // reuseView is one reused stage: "perf reused from <sweep>".
@@ -126,6 +135,7 @@ func collect(ctx context.Context, c client.Client, id string) (*sweepView, error
 			s := p.Outcome.State
 			pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
 			pv.Reused, pv.ReuseNotes = reusedOf(s), s.ReuseNotes
+			pv.Skipped, pv.Missing = s.Skipped, s.Missing
 			if s.FailedStage != "" {
 				pv.Stage = s.FailedStage
 			}
@@ -148,6 +158,7 @@ func livePoint(ctx context.Context, c client.Client, pv *pointView) {
 		if q.Get(&s) == nil {
 			pv.Status, pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Status, s.Stage, s.Perf, s.Eval, s.LastError
 			pv.Reused, pv.ReuseNotes = reusedOf(&s), s.ReuseNotes
+			pv.Skipped, pv.NodesHeld, pv.Released, pv.Hold = s.Skipped, s.NodesHeld, s.Released, s.Hold
 			if n := len(s.Stages); n > 0 {
 				pv.Elapsed = time.Since(s.Stages[n-1].Started).Seconds()
 			}
@@ -221,7 +232,7 @@ func printSweep(w io.Writer, v *sweepView) {
 		} else if !p.Eval {
 			ev = "(no eval)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, p.Nodes, p.Stage, p.Status, att, el, out, inter, ttft, ev)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), att, el, out, inter, ttft, ev)
 	}
 	tw.Flush()
 	if simulated {
@@ -242,10 +253,35 @@ func printSweep(w io.Writer, v *sweepView) {
 	for _, p := range v.Points {
 		if p.Status == workflows.StatusAwaitingOperator {
 			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n    starter retry|skip|abort %s\n", p.PointID, p.Stage, p.LastError, p.WorkflowID)
+			switch {
+			case p.Released:
+				fmt.Fprintf(w, "    its nodes were released while it waited: retry allocates again (retry --hold keeps them at the next gate)\n")
+			case p.Hold:
+				fmt.Fprintf(w, "    holding its %d nodes for debugging\n", p.NodesHeld)
+			default:
+				fmt.Fprintf(w, "    its %d nodes are released after the node hold; starter hold %s keeps them\n", p.NodesHeld, p.WorkflowID)
+			}
 		} else if p.Activity != "" && p.Status == workflows.StatusRunning {
 			fmt.Fprintf(w, "  %s: %s\n", p.PointID, p.Activity)
 		}
 	}
+}
+
+// nodesCell is a live point's allocation against its plan ("0/6" once the
+// nodes went back while it waits), else the planned node count.
+func nodesCell(p pointView) string {
+	if p.Status == workflows.StatusRunning || p.Status == workflows.StatusAwaitingOperator {
+		return fmt.Sprintf("%d/%d", p.NodesHeld, p.Nodes)
+	}
+	return fmt.Sprint(p.Nodes)
+}
+
+// statusCell names what an incomplete point skipped.
+func statusCell(p pointView) string {
+	if p.Status == workflows.StatusIncomplete && len(p.Skipped) > 0 {
+		return p.Status + " (skipped " + strings.Join(p.Skipped, ",") + ")"
+	}
+	return p.Status
 }
 
 func runStatus(id string, jsonOut bool) error {
@@ -399,6 +435,7 @@ func waitingPoints(ctx context.Context, c client.Client, sweepID string) ([]stri
 func decideCmd(action, short string) func() *cobra.Command {
 	return func() *cobra.Command {
 		var sweep, reason string
+		var hold bool
 		c := &cobra.Command{Use: action + " {POINT_WORKFLOW_ID... | --sweep SWEEP_ID}", Short: short,
 			Args: func(c *cobra.Command, args []string) error {
 				if (len(args) == 0) == (sweep == "") {
@@ -406,16 +443,21 @@ func decideCmd(action, short string) func() *cobra.Command {
 				}
 				return nil
 			},
-			RunE: func(_ *cobra.Command, args []string) error { return decide(action, args, sweep, reason) }}
+			RunE: func(_ *cobra.Command, args []string) error {
+				return decide(workflows.Decision{Action: action, Reason: reason, Hold: hold}, args, sweep)
+			}}
 		c.Flags().StringVar(&sweep, "sweep", "", "apply to every point of this sweep that waits for an operator")
 		c.Flags().StringVar(&reason, "reason", "", "why (recorded in the point's state)")
+		if action == workflows.ActionRetry || action == workflows.ActionSkip {
+			c.Flags().BoolVar(&hold, "hold", false, "keep the point's nodes if it waits for an operator again (debugging), instead of releasing them after the node hold")
+		}
 		return c
 	}
 }
 
 // decide sends the operator decision to the points ids, or to every
 // waiting point of sweep.
-func decide(action string, ids []string, sweep, reason string) error {
+func decide(d workflows.Decision, ids []string, sweep string) error {
 	ctx, c, done, err := connect(60 * time.Second)
 	if err != nil {
 		return err
@@ -433,7 +475,7 @@ func decide(action string, ids []string, sweep, reason string) error {
 	for _, id := range ids {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
-			Args: []any{workflows.Decision{Action: action, Reason: reason}},
+			Args: []any{d},
 		})
 		var msg string
 		if err == nil {

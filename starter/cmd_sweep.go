@@ -58,6 +58,7 @@ type startFlags struct {
 	uiURL                      string
 	fast                       bool
 	wait, jsonOut              bool
+	nodeHold                   time.Duration
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -70,6 +71,7 @@ func (f *startFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&f.faults, "inject-fault", "make POINT:STAGE[:TIMES] fail on purpose (chaos testing, operator-gate demos)")
 	fs.StringVar(&f.uiURL, "ui", envOr("SWEEPFLOW_UI_URL", "http://127.0.0.1:8233"), "Temporal Web UI base URL for links")
 	fs.BoolVar(&f.fast, "fast-retries", false, "short retry intervals and operator timeout (demos and tests)")
+	fs.DurationVar(&f.nodeHold, "node-hold", workflows.DefaultNodeHold, "how long a point waiting for an operator keeps its nodes before releasing them (negative: for the whole wait)")
 	fs.BoolVar(&f.wait, "wait", false, "watch the sweep until it ends")
 	fs.BoolVar(&f.jsonOut, "json", false, "print JSON")
 }
@@ -155,6 +157,9 @@ func storedPlan(l ledgerFlags, id string) (*workflows.SweepInput, []results.Plan
 }
 
 func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) error {
+	if f.nodeHold != 0 && f.nodeHold != workflows.DefaultNodeHold {
+		in.Tuning.NodeHold = f.nodeHold
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := startSweep(ctx, c, in)

@@ -19,7 +19,15 @@ type Tuning struct {
 	// OperatorTimeout is how long a point waits for retry|skip|abort before it
 	// aborts with teardown.
 	OperatorTimeout time.Duration `json:"operator_timeout,omitempty"`
+	// NodeHold is how long a point waiting for an operator keeps its
+	// allocation before it tears it down (a retry then allocates again).
+	// 0 means DefaultNodeHold; a negative value keeps the nodes for the
+	// whole wait.
+	NodeHold time.Duration `json:"node_hold,omitempty"`
 }
+
+// DefaultNodeHold is the node hold of a point waiting for an operator.
+const DefaultNodeHold = 15 * time.Minute
 
 // stageLedger covers the small bookkeeping activities (reuse lookup, records).
 const stageLedger = point.StageLedger
@@ -71,4 +79,11 @@ func (t Tuning) operatorTimeout() time.Duration {
 		return t.OperatorTimeout
 	}
 	return 24 * time.Hour
+}
+
+func (t Tuning) nodeHold() time.Duration {
+	if t.NodeHold != 0 {
+		return t.NodeHold
+	}
+	return DefaultNodeHold
 }

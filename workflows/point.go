@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -18,12 +19,24 @@ const (
 	UpdateDecide = "decide"
 )
 
-// Operator actions accepted by the decide update.
+// Operator actions accepted by the decide update. Hold does not end the
+// wait: it keeps the point's allocation until the operator decides.
 const (
 	ActionRetry = "retry"
 	ActionSkip  = "skip"
 	ActionAbort = "abort"
+	ActionHold  = "hold"
 )
+
+// changeReleaseWhileWaiting versions the node release at the operator gate
+// (issue 11): a point that waits longer than Tuning.NodeHold tears its
+// allocation down, and a retry re-allocates. Histories recorded before it
+// wait on one timer and keep their nodes.
+const changeReleaseWhileWaiting = "release-nodes-while-waiting"
+
+// ErrAllocationReleased is the error type a stage returns when the operator
+// decided after the point released its nodes: the point re-allocates.
+const ErrAllocationReleased = "AllocationReleased"
 
 // ErrPointAborted is the application error type of a point that an operator
 // (or the operator timeout) aborted.
@@ -45,12 +58,15 @@ type PointInput struct {
 type Decision struct {
 	Action string `json:"action"`
 	Reason string `json:"reason,omitempty"`
+	// Hold keeps the point's allocation at any later operator gate instead of
+	// releasing it after Tuning.NodeHold (debugging on the nodes).
+	Hold bool `json:"hold,omitempty"`
 }
 
 // StageRun records one stage of a point as operators see it.
 type StageRun struct {
 	Stage   string    `json:"stage"`
-	Outcome string    `json:"outcome"` // running | ok | failed | skipped | reused | aborted | cancelled
+	Outcome string    `json:"outcome"` // running | ok | failed | skipped | reused | aborted | cancelled | allocation lost | released
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended,omitempty"`
 	// Rounds counts operator retries: round 1 is the first retry budget.
@@ -76,6 +92,20 @@ type PointState struct {
 	Reused      []string                `json:"reused,omitempty"`
 	// ReuseNotes say why a durable stage was not reused on a rerun.
 	ReuseNotes []string `json:"reuse_notes,omitempty"`
+	// Skipped lists the stages an operator skipped; Missing the planned
+	// outputs (perf, eval, upload) the point does not have. Either makes a
+	// point that ran to its end incomplete.
+	Skipped []string `json:"skipped,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	// NodesHeld is how many nodes the point holds right now: 0 before
+	// allocation, after teardown, and while it waits for an operator past
+	// the node hold.
+	NodesHeld int `json:"nodes_held"`
+	// Released: the nodes were released while the point waited for an
+	// operator; a retry allocates again.
+	Released bool `json:"released,omitempty"`
+	// Hold: the operator asked to keep the nodes while the point waits.
+	Hold bool `json:"hold,omitempty"`
 }
 
 type pointRun struct {
@@ -86,6 +116,12 @@ type pointRun struct {
 	decision *Decision
 	// reallocations counts fresh allocations after a lost one.
 	reallocations int
+	// alloc is the current allocation while allocated is true.
+	alloc     activities.Allocation
+	allocated bool
+	// gateVersion is the changeReleaseWhileWaiting version, known once the
+	// point reached an operator gate.
+	gateVersion workflow.Version
 }
 
 // PointWorkflow runs the stages of one sweep point on one allocation:
@@ -125,17 +161,30 @@ func (r *pointRun) setup(ctx workflow.Context) error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
 		func(ctx workflow.Context, d Decision) (string, error) {
+			if d.Hold || d.Action == ActionHold {
+				r.state.Hold = true
+			}
+			if d.Action == ActionHold {
+				return fmt.Sprintf("holding %d nodes while %s waits at %s", r.state.NodesHeld, r.in.Point.PointID, r.state.Stage), nil
+			}
 			r.decision = &d
-			return fmt.Sprintf("accepted %s for %s", d.Action, r.state.Stage), nil
+			msg := fmt.Sprintf("accepted %s for %s", d.Action, r.state.Stage)
+			if d.Hold {
+				msg += " (holding the nodes at a later gate)"
+			}
+			return msg, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, d Decision) error {
 			switch d.Action {
-			case ActionRetry, ActionSkip, ActionAbort:
+			case ActionRetry, ActionSkip, ActionAbort, ActionHold:
 			default:
-				return fmt.Errorf("unknown action %q (want retry, skip or abort)", d.Action)
+				return fmt.Errorf("unknown action %q (want retry, skip, abort or hold)", d.Action)
 			}
 			if !r.waiting || r.decision != nil {
 				return fmt.Errorf("point %s is not waiting for an operator (status %s)", r.in.Point.PointID, r.state.Status)
+			}
+			if d.Action == ActionHold && r.state.Released {
+				return fmt.Errorf("point %s already released its nodes; `retry --hold` allocates again and keeps them", r.in.Point.PointID)
 			}
 			return nil
 		}})
@@ -164,25 +213,31 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	needEval := p.Eval && r.state.Eval == nil
 
 	if needPerf || needEval {
-		var alloc activities.Allocation
-		allocated := false
 		// Teardown runs whatever happens next, also when the point is
 		// cancelled: a disconnected context survives the cancellation.
 		defer func() {
-			if allocated {
-				r.teardown(ctx, alloc)
+			if r.allocated {
+				r.teardown(ctx)
 			}
 		}()
 		for {
-			stop, err := r.onAllocation(ctx, &alloc, &allocated, needPerf, needEval)
+			stop, err := r.onAllocation(ctx, needPerf, needEval)
+			if isAllocationReleased(err) && ctx.Err() == nil {
+				// The nodes went back while the point waited for an operator;
+				// allocate again if a stage still needs them.
+				if !r.needNodes(needPerf, needEval) {
+					break
+				}
+				workflow.GetLogger(ctx).Info("re-allocating after the operator's decision", "point", p.PointID)
+				continue
+			}
 			if isAllocationLost(err) && ctx.Err() == nil {
 				// Node failure, preemption or an external cancel: release
 				// what is left and start again on a fresh allocation; the
 				// stages already done (perf) are not repeated.
 				r.reallocations++
 				workflow.GetLogger(ctx).Warn("allocation lost, re-allocating", "point", p.PointID, "error", rootMessage(err))
-				r.teardown(ctx, alloc)
-				allocated = false
+				r.teardown(ctx)
 				continue
 			}
 			if err != nil || stop {
@@ -211,24 +266,29 @@ func (r *pointRun) run(ctx workflow.Context) error {
 
 // onAllocation allocates nodes and runs the stages that need them. stop
 // reports that the operator skipped a stage that ends the point.
-func (r *pointRun) onAllocation(ctx workflow.Context, alloc *activities.Allocation, allocated *bool, needPerf, needEval bool) (stop bool, err error) {
+func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (stop bool, err error) {
 	p := r.in.Point
+	var alloc activities.Allocation
 	skipped, err := r.stage(ctx, activities.StageAllocate, func(actx workflow.Context) error {
-		return workflow.ExecuteActivity(actx, r.acts.Allocate, p).Get(actx, alloc)
+		return workflow.ExecuteActivity(actx, r.acts.Allocate, p).Get(actx, &alloc)
 	})
 	if err != nil || skipped {
 		return true, err
 	}
-	*allocated = true
+	r.alloc, r.allocated = alloc, true
+	r.state.NodesHeld, r.state.Released = len(alloc.Nodes), false
+	if r.state.NodesHeld == 0 {
+		r.state.NodesHeld = p.Nodes
+	}
 
-	in := activities.StageInput{Point: p, Alloc: *alloc}
+	in := activities.StageInput{Point: p, Alloc: alloc}
 	var ck activities.CheckpointOutput
 	if skipped, err := r.stage(ctx, activities.StageCheckpoint, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.StageCheckpoint, in).Get(actx, &ck)
 	}); err != nil || skipped {
 		return true, err
 	}
-	if needPerf && r.state.Perf == nil {
+	if needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf) {
 		if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
 			return true, err
 		}
@@ -248,7 +308,7 @@ func (r *pointRun) onAllocation(ctx workflow.Context, alloc *activities.Allocati
 			r.state.Perf = &perf
 		}
 	}
-	if needEval && r.state.Eval == nil {
+	if needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval) {
 		// The eval runs with real draft verification: a server started
 		// with synthetic acceptance for perf is restarted without it.
 		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "eval") {
@@ -280,6 +340,40 @@ func isAllocationLost(err error) bool {
 	return errors.As(err, &app) && app.Type() == "AllocationLost"
 }
 
+// isAllocationReleased: the point released its nodes while it waited for an
+// operator, who then chose to go on.
+func isAllocationReleased(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == ErrAllocationReleased
+}
+
+// needNodes reports whether a stage that runs on nodes is still to do.
+func (r *pointRun) needNodes(needPerf, needEval bool) bool {
+	return (needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf)) ||
+		(needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval))
+}
+
+// skippedBefore: the operator skipped this stage earlier in the point, so a
+// re-allocation does not run it again. Points that never reached a versioned
+// gate keep the old behaviour.
+func (r *pointRun) skippedBefore(stage string) bool {
+	return r.gateVersion >= 1 && slices.Contains(r.state.Skipped, stage)
+}
+
+// nodeStage: the stage runs on the allocation (upload does not).
+func nodeStage(stage string) bool {
+	switch stage {
+	case activities.StageCheckpoint, activities.StageBringUp, activities.StageWarmup, activities.StagePerf, activities.StageEval:
+		return true
+	}
+	return false
+}
+
+// endsPoint: skipping the stage leaves nothing after it runnable.
+func endsPoint(stage string) bool {
+	return stage == activities.StageAllocate || stage == activities.StageCheckpoint || stage == activities.StageBringUp
+}
+
 // bringUp starts the server for a mode. It reports ok=false when the operator
 // skipped it, which ends the point: nothing after it can run.
 func (r *pointRun) bringUp(ctx workflow.Context, in *activities.StageInput, mode string) (bool, error) {
@@ -293,7 +387,6 @@ func (r *pointRun) bringUp(ctx workflow.Context, in *activities.StageInput, mode
 		return false, err
 	}
 	if skipped {
-		r.state.Status = StatusSkipped
 		return false, nil
 	}
 	in.Endpoint = &ep
@@ -313,9 +406,14 @@ func (r *pointRun) markReused(ctx workflow.Context, stage, fromSweep, fromRun st
 // parks the point for an operator decision. It returns skipped=true when the
 // operator chose skip.
 func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Context) error) (bool, error) {
+	if r.skippedBefore(name) {
+		// Skipped on an earlier allocation (warmup before a re-allocation).
+		return true, nil
+	}
 	actx := workflow.WithActivityOptions(ctx, ActivityOptions(name, r.in.TaskQueue, r.in.Tuning))
 	r.state.Stages = append(r.state.Stages, StageRun{Stage: name, Outcome: "running", Started: workflow.Now(ctx), Rounds: 1})
-	run := &r.state.Stages[len(r.state.Stages)-1]
+	idx := len(r.state.Stages) - 1
+	run := &r.state.Stages[idx]
 	r.state.Stage = name
 	r.publish(ctx)
 	for {
@@ -342,7 +440,9 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		workflow.GetLogger(ctx).Warn("stage out of retries, waiting for operator",
 			"point", r.in.Point.PointID, "stage", name, "error", run.Error)
 
-		got, werr := workflow.AwaitWithTimeout(ctx, r.in.Tuning.operatorTimeout(), func() bool { return r.decision != nil })
+		got, werr := r.awaitOperator(ctx)
+		// A release appended the teardown to Stages: find the run again.
+		run = &r.state.Stages[idx]
 		r.waiting = false
 		if werr != nil || ctx.Err() != nil {
 			run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
@@ -357,18 +457,32 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			d = *r.decision
 		}
 		r.decision = nil
+		// The nodes went back during the wait: the stages that run on them
+		// go on after a fresh allocation (run re-allocates).
+		reallocate := r.state.Released && nodeStage(name)
 		switch d.Action {
 		case ActionRetry:
 			run.Rounds++
 			r.state.Status = StatusRunning
 			r.state.FailedStage = ""
+			if reallocate {
+				run.Outcome, run.Ended = "released", workflow.Now(ctx)
+				r.publish(ctx)
+				return false, temporal.NewApplicationError("nodes released while waiting for the operator", ErrAllocationReleased)
+			}
 			r.publish(ctx)
 			continue
 		case ActionSkip:
 			run.Outcome, run.Ended = "skipped", workflow.Now(ctx)
+			if !slices.Contains(r.state.Skipped, name) {
+				r.state.Skipped = append(r.state.Skipped, name)
+			}
 			r.state.Status = StatusRunning
 			r.state.FailedStage = ""
 			r.publish(ctx)
+			if reallocate && !endsPoint(name) {
+				return true, temporal.NewApplicationError("nodes released while waiting for the operator", ErrAllocationReleased)
+			}
 			return true, nil
 		default:
 			run.Outcome, run.Ended = "aborted", workflow.Now(ctx)
@@ -381,25 +495,71 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 	}
 }
 
-func (r *pointRun) teardown(ctx workflow.Context, alloc activities.Allocation) {
+// awaitOperator parks the point until an operator decides or the operator
+// timeout passes (got=false). Past Tuning.NodeHold it releases the nodes,
+// unless the operator asked to hold them.
+func (r *pointRun) awaitOperator(ctx workflow.Context) (bool, error) {
+	decided := func() bool { return r.decision != nil }
+	timeout := r.in.Tuning.operatorTimeout()
+	r.gateVersion = workflow.GetVersion(ctx, changeReleaseWhileWaiting, workflow.DefaultVersion, 1)
+	if r.gateVersion == workflow.DefaultVersion {
+		return workflow.AwaitWithTimeout(ctx, timeout, decided)
+	}
+	hold := r.in.Tuning.nodeHold()
+	if !r.allocated || hold < 0 || hold >= timeout || r.state.Hold {
+		return workflow.AwaitWithTimeout(ctx, timeout, decided)
+	}
+	start := workflow.Now(ctx)
+	got, err := workflow.AwaitWithTimeout(ctx, hold, decided)
+	if got || err != nil || ctx.Err() != nil {
+		return got, err
+	}
+	if r.state.Hold {
+		// `starter hold` during the wait: keep waiting on the nodes.
+		return r.awaitRest(ctx, start, timeout, decided)
+	}
+	workflow.GetLogger(ctx).Info("releasing nodes while waiting for an operator",
+		"point", r.in.Point.PointID, "stage", r.state.Stage, "hold", hold)
+	r.teardown(ctx)
+	r.state.Released = true
+	r.publish(ctx)
+	return r.awaitRest(ctx, start, timeout, decided)
+}
+
+// awaitRest waits for a decision until the operator timeout counted from start.
+func (r *pointRun) awaitRest(ctx workflow.Context, start time.Time, timeout time.Duration, decided func() bool) (bool, error) {
+	left := timeout - workflow.Now(ctx).Sub(start)
+	if left <= 0 {
+		return decided(), nil
+	}
+	return workflow.AwaitWithTimeout(ctx, left, decided)
+}
+
+// teardown releases the current allocation, also after a cancellation.
+func (r *pointRun) teardown(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(activities.StageTeardown, r.in.TaskQueue, r.in.Tuning))
 	start := workflow.Now(dctx)
-	err := workflow.ExecuteActivity(tctx, r.acts.Teardown, activities.StageInput{Point: r.in.Point, Alloc: alloc}).Get(tctx, nil)
+	err := workflow.ExecuteActivity(tctx, r.acts.Teardown, activities.StageInput{Point: r.in.Point, Alloc: r.alloc}).Get(tctx, nil)
 	run := StageRun{Stage: activities.StageTeardown, Outcome: "ok", Started: start, Ended: workflow.Now(dctx), Rounds: 1}
 	if err != nil {
 		run.Outcome, run.Error = "failed", rootMessage(err)
 		workflow.GetLogger(ctx).Error("teardown failed", "point", r.in.Point.PointID, "error", err)
 	}
 	r.state.Stages = append(r.state.Stages, run)
+	r.allocated, r.state.NodesHeld = false, 0
 }
 
 // finish settles the final status and records it in the ledger, also after a
 // cancellation.
 func (r *pointRun) finish(ctx workflow.Context, err error) {
+	r.state.Missing = r.missing()
 	switch {
-	case err == nil && r.state.Status == StatusSkipped:
+	case err == nil && (len(r.state.Skipped) > 0 || len(r.state.Missing) > 0):
+		// An operator skipped a stage: the point lacks what it would
+		// have produced, whatever its eval verdict.
+		r.state.Status = StatusIncomplete
 	case err == nil && r.state.Eval != nil && !r.state.Eval.Passed:
 		r.state.Status = StatusEvalFailed
 	case err == nil:
@@ -430,6 +590,24 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 	}
 }
 
+// missing lists the planned outputs the point does not have: perf, eval (when
+// planned) and the upload of the results, which produce or reuse them.
+func (r *pointRun) missing() []string {
+	var out []string
+	if r.state.Perf == nil {
+		out = append(out, activities.StagePerf)
+	}
+	if r.in.Point.Eval && r.state.Eval == nil {
+		out = append(out, activities.StageEval)
+	}
+	if !slices.ContainsFunc(r.state.Stages, func(s StageRun) bool {
+		return s.Stage == activities.StageUpload && s.Outcome == "ok"
+	}) {
+		out = append(out, activities.StageUpload)
+	}
+	return out
+}
+
 // publish mirrors the point's stage and status into search attributes and the
 // current details shown in the Web UI.
 func (r *pointRun) publish(ctx workflow.Context) {
@@ -439,6 +617,14 @@ func (r *pointRun) publish(ctx workflow.Context) {
 	details := fmt.Sprintf("**%s** — stage `%s`, status `%s`", r.in.Point.PointID, r.state.Stage, r.state.Status)
 	if r.state.LastError != "" && r.state.Status == StatusAwaitingOperator {
 		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort " + r.state.WorkflowID + "`"
+		if r.state.Released {
+			details += "\n\nnodes released while waiting: retry allocates again"
+		} else if !r.state.Hold {
+			details += "\n\nthe nodes are released after the node hold; `starter hold " + r.state.WorkflowID + "` keeps them"
+		}
+	}
+	if len(r.state.Skipped) > 0 {
+		details += "\n\nskipped by the operator: " + strings.Join(r.state.Skipped, ", ")
 	}
 	workflow.SetCurrentDetails(ctx, details)
 }

@@ -129,6 +129,8 @@ func TestPointWorkflow(t *testing.T) {
 		wantCalls   map[string]int
 		wantFailed  string
 		wantOutcome map[string]string // stage -> outcome in the state
+		wantSkipped []string
+		wantMissing []string
 	}{
 		{
 			name: "happy path with eval restarts the server without synthetic acceptance",
@@ -149,12 +151,56 @@ func TestPointWorkflow(t *testing.T) {
 			wantCalls:  map[string]int{activities.StagePerf: 4, activities.StageWarmup: 1, activities.StageTeardown: 1},
 		},
 		{
-			name: "out of retries at eval, operator skips it",
+			name: "out of retries at eval, operator skips it: incomplete, not completed",
 			eval: true, setup: func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusCompleted,
-			wantCalls:   map[string]int{activities.StageEval: 3, activities.StageUpload: 1, activities.StageTeardown: 1},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{activities.StageEval: 3, activities.StageUpload: 1, activities.StageTeardown: 1, "record:incomplete": 1},
 			wantOutcome: map[string]string{activities.StageEval: "skipped"},
+			wantSkipped: []string{activities.StageEval}, wantMissing: []string{activities.StageEval},
+		},
+		{
+			name:        "perf skipped by the operator: upload runs, the point is incomplete",
+			setup:       func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{activities.StagePerf: 3, activities.StageUpload: 1, activities.StageTeardown: 1, "record:incomplete": 1},
+			wantOutcome: map[string]string{activities.StagePerf: "skipped"},
+			wantSkipped: []string{activities.StagePerf}, wantMissing: []string{activities.StagePerf},
+		},
+		{
+			name:        "upload skipped by the operator: perf exists but was not uploaded",
+			setup:       func(f *fakeStages) { f.failures[activities.StageUpload] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{activities.StagePerf: 1, activities.StageUpload: 3, activities.StageTeardown: 1, "record:incomplete": 1},
+			wantSkipped: []string{activities.StageUpload}, wantMissing: []string{activities.StageUpload},
+		},
+		{
+			name:        "warmup skipped: perf still measured, but the point is incomplete",
+			setup:       func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{activities.StagePerf: 1, activities.StageUpload: 1},
+			wantSkipped: []string{activities.StageWarmup},
+		},
+		{
+			name:        "checkpoint skipped: nothing runs on the nodes, teardown still does",
+			eval:        true,
+			setup:       func(f *fakeStages) { f.failures[activities.StageCheckpoint] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{"bringup:perf": 0, activities.StagePerf: 0, activities.StageUpload: 0, activities.StageTeardown: 1, "record:incomplete": 1},
+			wantSkipped: []string{activities.StageCheckpoint},
+			wantMissing: []string{activities.StagePerf, activities.StageEval, activities.StageUpload},
+		},
+		{
+			name:        "bring-up skipped: the point ends incomplete",
+			setup:       func(f *fakeStages) { f.failures["bringup:perf"] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{activities.StagePerf: 0, activities.StageTeardown: 1},
+			wantSkipped: []string{activities.StageBringUp},
 		},
 		{
 			name:       "out of retries, operator aborts, teardown runs",
@@ -186,11 +232,14 @@ func TestPointWorkflow(t *testing.T) {
 			wantCalls:  map[string]int{activities.StageEval: 1, activities.StageUpload: 1, "record:eval-failed": 1},
 		},
 		{
-			name:       "allocation skipped by the operator ends the point without teardown",
-			setup:      func(f *fakeStages) { f.failures[activities.StageAllocate] = -1 },
-			decisions:  []decision{{time.Minute, ActionSkip}},
-			wantStatus: StatusCompleted,
-			wantCalls:  map[string]int{activities.StageCheckpoint: 0, activities.StageTeardown: 0},
+			// It used to end completed, with no perf, eval or upload.
+			name:        "allocation skipped by the operator ends the point incomplete, without teardown",
+			setup:       func(f *fakeStages) { f.failures[activities.StageAllocate] = -1 },
+			decisions:   []decision{{time.Minute, ActionSkip}},
+			wantStatus:  StatusIncomplete,
+			wantCalls:   map[string]int{activities.StageCheckpoint: 0, activities.StageTeardown: 0, "record:incomplete": 1, "record:completed": 0},
+			wantSkipped: []string{activities.StageAllocate},
+			wantMissing: []string{activities.StagePerf, activities.StageUpload},
 		},
 	}
 	for _, tc := range tests {
@@ -248,6 +297,11 @@ func TestPointWorkflow(t *testing.T) {
 				}
 				require.True(t, found, "stage %s in state", stage)
 			}
+			require.Equal(t, tc.wantSkipped, st.Skipped)
+			if tc.wantMissing != nil || tc.wantStatus == StatusCompleted {
+				require.Equal(t, tc.wantMissing, st.Missing)
+			}
+			require.Zero(t, st.NodesHeld, "a finished point holds no nodes")
 			if len(tc.decisions) > 0 {
 				require.Len(t, rejected, len(tc.decisions))
 				require.Contains(t, rejected[0], `unknown action "reboot"`)

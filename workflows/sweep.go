@@ -188,8 +188,9 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 
 	status := StatusCompleted
 	for _, d := range s.done {
-		// Eval-failed and skipped are verdicts on a point, not sweep failures.
-		if d.Status != StatusCompleted && d.Status != StatusEvalFailed && d.Status != StatusSkipped {
+		// Eval-failed and incomplete are verdicts on a point, not sweep
+		// failures (the counts show them).
+		if d.Status != StatusCompleted && d.Status != StatusEvalFailed && d.Status != StatusIncomplete && d.Status != StatusSkipped {
 			status = StatusFailed
 		}
 	}

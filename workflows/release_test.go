@@ -1,0 +1,214 @@
+package workflows
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sweepflow/sweepflow/activities"
+)
+
+// TestPointReleasesNodesWhileWaiting: a point parked at the operator gate
+// longer than Tuning.NodeHold tears its allocation down; a retry (or a skip
+// with node stages left) allocates again and brings the server up again,
+// keeping the stages that finished. `hold` at the gate, or a decision with
+// Hold, keeps the nodes instead.
+func TestPointReleasesNodesWhileWaiting(t *testing.T) {
+	type op struct {
+		at time.Duration
+		d  Decision
+	}
+	type probe struct {
+		at        time.Duration
+		nodesHeld int
+		released  bool
+		status    string
+	}
+	tuning := fastTuning
+	tuning.NodeHold = 10 * time.Minute
+	tests := []struct {
+		name        string
+		eval        bool
+		tuning      *Tuning
+		setup       func(f *fakeStages)
+		ops         []op
+		probes      []probe
+		wantStatus  string
+		wantErr     bool
+		wantCalls   map[string]int
+		wantSkipped []string
+	}{
+		{
+			name:  "past the hold the nodes go back; retry re-allocates and completes",
+			eval:  true,
+			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			ops:   []op{{30 * time.Minute, Decision{Action: ActionRetry}}},
+			probes: []probe{
+				{5 * time.Minute, 16, false, StatusAwaitingOperator},
+				{20 * time.Minute, 0, true, StatusAwaitingOperator},
+			},
+			wantStatus: StatusCompleted,
+			wantCalls: map[string]int{activities.StageAllocate: 2, activities.StageCheckpoint: 2, "bringup:perf": 2, activities.StageWarmup: 2,
+				activities.StagePerf: 4, "bringup:eval": 1, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+		},
+		{
+			name:       "a decision within the hold keeps the allocation",
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			ops:        []op{{5 * time.Minute, Decision{Action: ActionRetry}}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 4, activities.StageTeardown: 1},
+		},
+		{
+			name:  "hold at the gate keeps the nodes past the hold",
+			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			ops:   []op{{5 * time.Minute, Decision{Action: ActionHold}}, {30 * time.Minute, Decision{Action: ActionRetry}}},
+			probes: []probe{
+				{20 * time.Minute, 16, false, StatusAwaitingOperator},
+			},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 4, activities.StageTeardown: 1},
+		},
+		{
+			name:  "retry --hold keeps the nodes at the next gate",
+			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 6 },
+			ops: []op{
+				{5 * time.Minute, Decision{Action: ActionRetry, Hold: true}},
+				{50 * time.Minute, Decision{Action: ActionRetry}},
+			},
+			probes:     []probe{{40 * time.Minute, 16, false, StatusAwaitingOperator}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 7, activities.StageTeardown: 1},
+		},
+		{
+			name:       "a negative hold never releases",
+			tuning:     &Tuning{RetryInterval: time.Second, MaxAttempts: 3, OperatorTimeout: time.Hour, NodeHold: -1},
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			ops:        []op{{50 * time.Minute, Decision{Action: ActionRetry}}},
+			probes:     []probe{{40 * time.Minute, 16, false, StatusAwaitingOperator}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1},
+		},
+		{
+			name:        "perf skipped after the release: eval re-allocates, perf does not run again",
+			eval:        true,
+			setup:       func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
+			wantStatus:  StatusIncomplete,
+			wantSkipped: []string{activities.StagePerf},
+			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 1, activities.StagePerf: 3,
+				"bringup:eval": 1, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+		},
+		{
+			name:        "warmup skipped after the release: fresh nodes, no second warmup",
+			setup:       func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
+			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
+			wantStatus:  StatusIncomplete,
+			wantSkipped: []string{activities.StageWarmup},
+			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 2, activities.StageWarmup: 3,
+				activities.StagePerf: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+		},
+		{
+			name:        "eval skipped after the release: nothing left for nodes, no re-allocation",
+			eval:        true,
+			setup:       func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
+			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
+			wantStatus:  StatusIncomplete,
+			wantSkipped: []string{activities.StageEval},
+			wantCalls:   map[string]int{activities.StageAllocate: 1, activities.StagePerf: 1, activities.StageTeardown: 1, activities.StageUpload: 1},
+		},
+		{
+			name:       "abort after the release does not tear down twice",
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			ops:        []op{{30 * time.Minute, Decision{Action: ActionAbort}}},
+			wantStatus: StatusAborted, wantErr: true,
+			wantCalls: map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1, activities.StageUpload: 0, "record:aborted": 1},
+		},
+		{
+			name:       "operator timeout after the release: aborted, one teardown",
+			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			wantStatus: StatusAborted, wantErr: true,
+			wantCalls: map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1},
+		},
+		{
+			name:       "upload waits without nodes: retry does not re-allocate",
+			setup:      func(f *fakeStages) { f.failures[activities.StageUpload] = 3 },
+			ops:        []op{{30 * time.Minute, Decision{Action: ActionRetry}}},
+			wantStatus: StatusCompleted,
+			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StageUpload: 4, activities.StageTeardown: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			tc.setup(f)
+			env := pointEnv(t, f)
+			for i, o := range tc.ops {
+				env.RegisterDelayedCallback(func() {
+					env.UpdateWorkflow(UpdateDecide, fmt.Sprintf("%s-%d", o.d.Action, i), &testsuite.TestUpdateCallback{
+						OnReject: func(err error) { t.Errorf("%s rejected: %v", o.d.Action, err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+					}, o.d)
+				}, o.at)
+			}
+			for _, p := range tc.probes {
+				env.RegisterDelayedCallback(func() {
+					v, err := env.QueryWorkflow(QueryState)
+					require.NoError(t, err)
+					var st PointState
+					require.NoError(t, v.Get(&st))
+					require.Equal(t, p.status, st.Status, "at %s", p.at)
+					require.Equal(t, p.nodesHeld, st.NodesHeld, "nodes held at %s", p.at)
+					require.Equal(t, p.released, st.Released, "released at %s", p.at)
+				}, p.at)
+			}
+			tun := tuning
+			if tc.tuning != nil {
+				tun = *tc.tuning
+			}
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(tc.eval), TaskQueue: "q", Tuning: tun})
+			require.True(t, env.IsWorkflowCompleted())
+			var st PointState
+			if tc.wantErr {
+				require.Error(t, env.GetWorkflowError())
+				require.Equal(t, 1, f.count("record:"+tc.wantStatus))
+			} else {
+				require.NoError(t, env.GetWorkflowError())
+				require.NoError(t, env.GetWorkflowResult(&st))
+				require.Equal(t, tc.wantStatus, st.Status)
+				require.Equal(t, tc.wantSkipped, st.Skipped)
+				require.Zero(t, st.NodesHeld)
+			}
+			for stage, n := range tc.wantCalls {
+				require.Equal(t, n, f.count(stage), "calls of %s", stage)
+			}
+		})
+	}
+}
+
+// TestPointHoldRejectedAfterRelease: once the nodes are gone, hold cannot
+// bring them back; the message says how (retry --hold).
+func TestPointHoldRejectedAfterRelease(t *testing.T) {
+	f := newFake()
+	f.failures[activities.StagePerf] = 3
+	env := pointEnv(t, f)
+	var rejected error
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, "hold", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejected = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, Decision{Action: ActionHold})
+	}, 20*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, Decision{Action: ActionRetry})
+	}, 30*time.Minute)
+	tun := fastTuning
+	tun.NodeHold = 10 * time.Minute
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun})
+	require.NoError(t, env.GetWorkflowError())
+	require.Error(t, rejected)
+	require.Contains(t, rejected.Error(), "already released its nodes")
+	require.Equal(t, 2, f.count(activities.StageAllocate))
+}
