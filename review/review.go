@@ -20,16 +20,16 @@ import (
 
 // Rule ids. They are stable: `--allow RULE`, sweep memos and scripts use them.
 const (
-	RuleUpstreamImage    = "upstream-image"      // check 6a
-	RuleEngineFirst      = "engine-first"        // check 6b
-	RuleDeprecated       = "deprecated"          // check 7
-	RuleArchOverride     = "arch-override"       // check 8
-	RuleSpecChat         = "spec-chat-endpoint"  // check 9
-	RuleEnginePatch      = "engine-patch"        // check 10
-	RuleAgenticGoldenAL  = "agentic-golden-al"   // check 11a/b
-	RuleNonAgenticSimAL  = "non-agentic-sim-al"  // check 11, last bullet
-	RuleAppendOnly       = "append-only"         // check 12
-	RuleRecipeRow        = "recipe-row"          // recipe versus row consistency
+	RuleUpstreamImage   = "upstream-image"     // check 6a
+	RuleEngineFirst     = "engine-first"       // check 6b
+	RuleDeprecated      = "deprecated"         // check 7
+	RuleArchOverride    = "arch-override"      // check 8
+	RuleSpecChat        = "spec-chat-endpoint" // check 9
+	RuleEnginePatch     = "engine-patch"       // check 10
+	RuleAgenticGoldenAL = "agentic-golden-al"  // check 11a/b
+	RuleNonAgenticSimAL = "non-agentic-sim-al" // check 11, last bullet
+	RuleAppendOnly      = "append-only"        // check 12
+	RuleRecipeRow       = "recipe-row"         // recipe versus row consistency
 )
 
 // Rules lists every rule id with the checklist item it implements.
@@ -129,8 +129,8 @@ type Options struct {
 	// perf time (a sweep's golden-al:): an SGLang agentic row needs no
 	// simulated-acceptance setting of its own, and the injected value is
 	// compared with GoldenAL like any other. GoldenAL defaults to it.
-	Inject string
-	Thinking     bool
+	Inject   string
+	Thinking bool
 	// Models is InferenceX's MODELS.md; "" skips the deprecation rule.
 	Models string
 	Today  time.Time

@@ -25,7 +25,7 @@ var (
 	overrideArgRe = regexp.MustCompile(`--(hf-overrides|json-model-override-args)[= ]+('[^']*'|"[^"]*"|\S+)`)
 	// Keys whose override removes computation: fewer layers, experts or
 	// routed/indexed tokens than the checkpoint's config.
-	trimKeyRe = regexp.MustCompile(`(?i)^(num[-_]hidden[-_]layers|num[-_]layers|n[-_]layers|n[-_]routed[-_]experts|num[-_]experts|num[-_]local[-_]experts|n[-_]shared[-_]experts|num[-_]experts[-_]per[-_]tok|moe[-_]topk|index[-_]topk|first[-_]k[-_]dense[-_]replace)$`)
+	trimKeyRe    = regexp.MustCompile(`(?i)^(num[-_]hidden[-_]layers|num[-_]layers|n[-_]layers|n[-_]routed[-_]experts|num[-_]experts|num[-_]local[-_]experts|n[-_]shared[-_]experts|num[-_]experts[-_]per[-_]tok|moe[-_]topk|index[-_]topk|first[-_]k[-_]dense[-_]replace)$`)
 	configEditRe = regexp.MustCompile(`\b(sed|jq|yq)\b[^\n]*config\.json`)
 )
 

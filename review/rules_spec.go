@@ -200,7 +200,7 @@ func (c *checker) acceptance(row *matrix.Row, rv *recipeView) {
 	if c.inject != nil && eng == "sglang" && d.Tokens > 0 {
 		if v, from, err := c.inject.lookup(e.Model, e.ModelPrefix, d.Algorithm, c.opts.Thinking, d.Tokens); err == nil {
 			pins = append(pins, pin{AL: v, Raw: fmt.Sprintf("golden-al %s injects %s=%s", from, knobSGLang, fmtAL(v)), Knob: knobSGLang,
-				Pos: config.Pos{File: from}, Field: "golden-al"})
+				Pos: row.Search.Pos, Field: row.Search.Path + " (golden-al injection)"})
 		} else {
 			c.note("%s: the sweep's golden-al table has no value to inject: %v", row.ConfigKey, err)
 		}
