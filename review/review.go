@@ -93,6 +93,9 @@ type Report struct {
 	Rows    int      `json:"rows"`
 	Recipes int      `json:"recipes"`
 	Rules   []string `json:"rules"` // rules that ran
+	// GoldenCompared counts simulated-acceptance settings compared with a
+	// golden AL value.
+	GoldenCompared int `json:"golden_compared"`
 }
 
 // Failures counts findings that are not allowed.

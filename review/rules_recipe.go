@@ -107,6 +107,9 @@ var patchRes = []*regexp.Regexp{
 	regexp.MustCompile(`\bpip3?\s+install\b.*git\+\S*(sglang|vllm|tensorrt)`),
 }
 
+// patchKeyRe: recipe keys that apply patches (not "dispatch" and friends).
+var patchKeyRe = regexp.MustCompile(`(?i)(^|[-_])(patch|patches|patch[-_]files?|patch[-_]dir)$`)
+
 func patchLike(s string) bool {
 	for _, re := range patchRes {
 		if re.MatchString(s) {
@@ -127,7 +130,7 @@ func (c *checker) enginePatches(rv *recipeView) {
 		switch {
 		case k == "setup_script" || k == "setup-script":
 			c.setupScript(rv, val)
-		case strings.Contains(strings.ToLower(k), "patch"):
+		case patchKeyRe.MatchString(k):
 			c.add(Finding{Rule: RuleEnginePatch, Pos: rv.pos(val), Field: p, Got: k + ": " + val.Value, Want: patchWant})
 		case patchLike(val.Value):
 			c.add(Finding{Rule: RuleEnginePatch, Pos: rv.pos(val), Field: p, Got: oneLineOf(val.Value), Want: patchWant})

@@ -227,6 +227,9 @@ func (c *checker) acceptance(row *matrix.Row, rv *recipeView) {
 				Got: p.Raw + " (" + p.Bad + ")", Want: knobWant(eng, golden, haveGolden)})
 			continue
 		}
+		if haveGolden {
+			c.report.GoldenCompared++
+		}
 		if haveGolden && math.Abs(p.AL-golden) > 1e-6 {
 			c.add(Finding{Rule: RuleAgenticGoldenAL, Pos: p.Pos, Field: p.Field, ConfigKey: row.ConfigKey,
 				Got:  fmt.Sprintf("%s (AL %s)", p.Raw, fmtAL(p.AL)),
@@ -289,7 +292,9 @@ func (c *checker) specChat(row *matrix.Row, rv *recipeView) {
 	}
 	chat := false
 	walkScalars(bench, "benchmark", func(_ string, _, v *yaml.Node) {
-		if strings.Contains(strings.ToLower(v.Value), "chat") {
+		low := strings.ToLower(v.Value)
+		// InferenceX's AgentX driver runs aiperf with --endpoint-type chat.
+		if strings.Contains(low, "chat") || strings.Contains(low, "agentic_srt.sh") {
 			chat = true
 		}
 	})
