@@ -50,9 +50,9 @@ func ruleList() string {
 
 type checkFlags struct {
 	sweep, cluster, runnerConfig, recipesRoot, golden, models, inferencex, today, base string
-	configFiles, configKeys                                                           listFlag
-	allow                                                                             multiFlag
-	thinking, jsonOut                                                                 bool
+	configFiles, configKeys                                                            listFlag
+	allow                                                                              multiFlag
+	thinking, jsonOut                                                                  bool
 }
 
 func (f *checkFlags) bind(fs *flag.FlagSet) {
