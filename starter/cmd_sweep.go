@@ -29,6 +29,7 @@ func init() {
 		c := &cobra.Command{Use: "start", Short: "plan a sweep and start it on Temporal (prints the sweep ID and Web UI link)", Args: noArgs,
 			RunE: func(*cobra.Command, []string) error { return runSweepStart(f) }}
 		f.bind(c.Flags())
+		c.Flags().Var(&f.allow, "allow", "start despite failing `starter check` findings of this rule (repeatable; recorded in the sweep's memo)")
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -59,6 +60,9 @@ type startFlags struct {
 	fast                       bool
 	wait, jsonOut              bool
 	nodeHold                   time.Duration
+	// allow waives check rules; memo records the check on the workflow.
+	allow multiFlag
+	memo  map[string]any
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -106,6 +110,24 @@ func runSweepStart(f startFlags) error {
 	if err := checkStages(f.force); err != nil {
 		return err
 	}
+	// The reviewer checklist runs before anything is planned or scheduled.
+	rep, err := reviewSweep(f.sweepFile, f.clusterFile, f.allow)
+	if err != nil {
+		return err
+	}
+	if n := rep.Failures(); n > 0 {
+		var first string
+		for _, fd := range rep.Findings {
+			if !fd.Allowed {
+				fmt.Fprintln(os.Stderr, fd.String())
+				if first == "" {
+					first = fd.String()
+				}
+			}
+		}
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("refusing to start: %d check failure(s), first: %s; fix them or pass --allow RULE", n, first)}
+	}
+	f.memo = reviewMemo(rep, f.allow)
 	in, p, err := buildSweep(req)
 	if err != nil {
 		return &exitError{code: 1, msg: oneLine(err)}
@@ -162,7 +184,7 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run, err := startSweep(ctx, c, in)
+	run, err := startSweepMemo(ctx, c, in, f.memo)
 	if err != nil {
 		return err
 	}
@@ -182,7 +204,13 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 // startSweep starts the sweep workflow; a second start of the same ID while
 // it runs attaches to it (USE_EXISTING), and a finished one says so.
 func startSweep(ctx context.Context, c client.Client, in *workflows.SweepInput) (client.WorkflowRun, error) {
+	return startSweepMemo(ctx, c, in, nil)
+}
+
+// startSweepMemo starts the sweep with a memo (the review's waivers).
+func startSweepMemo(ctx context.Context, c client.Client, in *workflows.SweepInput, memo map[string]any) (client.WorkflowRun, error) {
 	opts := client.StartWorkflowOptions{
+		Memo:                     memo,
 		ID:                       in.SweepID,
 		TaskQueue:                temporalx.ControlQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/review"
+)
+
+func init() {
+	register("check", func() *cobra.Command {
+		var f checkFlags
+		c := &cobra.Command{Use: "check", Short: "run the reviewer checklist rules over a sweep's rows, recipes and golden AL before any GPU time",
+			Long: `Runs the machine-checkable rules of InferenceX's sign-off checklist over the
+master config rows, their srt-slurm recipes and the golden AL tables. Each
+finding is one line: rule id, file:line, the offending value, the expected one.
+
+usage:
+  starter check --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--inferencex DIR] [--base REF-DIR] [--json]
+  starter check --config-files F... --config-keys K... [--runner-config R] [--recipes-root D]
+                [--golden-al FILE|DIR] [--models MODELS.md] [--base REF-DIR] [--allow RULE]
+
+rules:
+` + ruleList() + `
+Exit status: 0 no failures, 1 failures (or unreadable inputs), 2 usage error.`,
+			Annotations: map[string]string{annotationListFlags: "config-files,config-keys"},
+			Args:        noArgs,
+			RunE:        func(c *cobra.Command, _ []string) error { return runCheck(c.OutOrStdout(), &f, c.Flags()) }}
+		f.bind(c.Flags())
+		return c
+	})
+}
+
+func ruleList() string {
+	var b strings.Builder
+	for _, r := range review.Rules {
+		fmt.Fprintf(&b, "  %-20s %s\n", r.ID, r.What)
+	}
+	return b.String()
+}
+
+type checkFlags struct {
+	sweep, cluster, runnerConfig, recipesRoot, golden, models, inferencex, today, base string
+	configFiles, configKeys                                                            listFlag
+	allow                                                                              multiFlag
+	thinking, jsonOut                                                                  bool
+}
+
+func (f *checkFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
+	fs.StringVar(&f.cluster, "cluster", "", "cluster profile (its recipes root is used when the sweep names none)")
+	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
+	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (GPUs per node per runner)")
+	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
+	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against")
+	fs.StringVar(&f.golden, "golden-al", "", "golden AL file or directory (InferenceX golden_al_distribution/); default: the sweep's golden-al")
+	fs.BoolVar(&f.thinking, "thinking", true, "compare with thinking_on golden values (false: thinking_off); default: the sweep's")
+	fs.StringVar(&f.models, "models", "", "InferenceX MODELS.md for the deprecation rule (skipped when not given)")
+	fs.StringVar(&f.inferencex, "inferencex", "", "InferenceX checkout: MODELS.md and golden_al_distribution/ come from it unless given")
+	fs.StringVar(&f.today, "today", "", "review date YYYY-MM-DD for MODELS.md effective dates (default: today, UTC)")
+	fs.StringVar(&f.base, "base", "", "directory with the base copy of the config files (and recipes) for the append-only rule")
+	fs.Var(&f.allow, "allow", "waive this rule's findings: reported, but not failing (repeatable)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print the findings as JSON")
+}
+
+// checkOptions turns the flags (and the sweep file) into review options.
+func checkOptions(f *checkFlags, fs *flag.FlagSet) (review.Options, error) {
+	o := review.Options{Thinking: f.thinking, RecipesRoot: f.recipesRoot, GoldenAL: f.golden, Models: f.models, Base: f.base}
+	if f.sweep != "" {
+		s, err := config.LoadSweep(f.sweep)
+		if err != nil {
+			return o, configError(err)
+		}
+		o.ConfigFiles, o.RunnerConfig, o.ConfigKeys = s.ConfigFiles, s.RunnerConfig, s.ConfigKeys
+		o.Inject = s.GoldenAL
+		if fs == nil || !fs.Changed("thinking") {
+			o.Thinking = s.Thinking
+		}
+		if o.RecipesRoot == "" {
+			o.RecipesRoot = s.RecipesRoot
+		}
+		cl := firstNonEmptyStr(f.cluster, s.ClusterPath)
+		if o.RecipesRoot == "" && cl != "" {
+			c, err := config.LoadCluster(cl)
+			if err != nil {
+				return o, configError(err)
+			}
+			o.RecipesRoot = c.RecipesRoot
+		}
+	}
+	if len(f.configFiles) > 0 {
+		o.ConfigFiles = f.configFiles
+	}
+	if len(f.configKeys) > 0 {
+		o.ConfigKeys = f.configKeys
+	}
+	if f.runnerConfig != "" {
+		o.RunnerConfig = f.runnerConfig
+	}
+	if len(o.ConfigFiles) == 0 || len(o.ConfigKeys) == 0 {
+		return o, usageError("give --sweep FILE, or --config-files and --config-keys")
+	}
+	if f.inferencex != "" {
+		if o.Models == "" {
+			o.Models = firstExisting(filepath.Join(f.inferencex, "MODELS.md"), filepath.Join(f.inferencex, "review", "MODELS.md"))
+		}
+		if o.GoldenAL == "" {
+			o.GoldenAL = firstExisting(filepath.Join(f.inferencex, "utils", "golden_al_distribution"), filepath.Join(f.inferencex, "golden_al_distribution"))
+		}
+	}
+	if f.today != "" {
+		t, err := time.Parse("2006-01-02", f.today)
+		if err != nil {
+			return o, usageError("--today %q: expected YYYY-MM-DD", f.today)
+		}
+		o.Today = t
+	}
+	for _, a := range f.allow {
+		if !review.KnownRule(a) {
+			return o, usageError("--allow %q: unknown rule (see starter check --help)", a)
+		}
+	}
+	return o, nil
+}
+
+func firstExisting(paths ...string) string {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func firstNonEmptyStr(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func runCheck(out io.Writer, f *checkFlags, fs *flag.FlagSet) error {
+	o, err := checkOptions(f, fs)
+	if err != nil {
+		return err
+	}
+	rep, err := review.Check(o)
+	if err != nil {
+		return configError(err)
+	}
+	rep.Allow(f.allow)
+	if f.jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(checkJSON{Report: rep, Failures: rep.Failures(), Pass: rep.Failures() == 0}); err != nil {
+			return err
+		}
+	} else {
+		writeCheck(out, rep)
+	}
+	if n := rep.Failures(); n > 0 {
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("%d failing finding(s)", n)}
+	}
+	return nil
+}
+
+type checkJSON struct {
+	*review.Report
+	Failures int  `json:"failures"`
+	Pass     bool `json:"pass"`
+}
+
+func writeCheck(out io.Writer, rep *review.Report) {
+	for _, fd := range rep.Findings {
+		fmt.Fprintln(out, fd.String())
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, "note: "+n)
+	}
+	allowed := len(rep.Findings) - rep.Failures()
+	verdict := "PASS"
+	if rep.Failures() > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(out, "%s: %d rows, %d recipes, %d rules run (%s): %d failing, %d allowed, %d notes\n",
+		verdict, rep.Rows, rep.Recipes, len(rep.Rules), strings.Join(rep.Rules, ", "), rep.Failures(), allowed, len(rep.Notes))
+}
+
+// reviewSweep runs `starter check --sweep FILE` for `sweep start`.
+func reviewSweep(sweepFile, clusterFile string, allow []string) (*review.Report, error) {
+	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}
+	o, err := checkOptions(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := review.Check(o)
+	if err != nil {
+		return nil, configError(err)
+	}
+	rep.Allow(allow)
+	return rep, nil
+}
+
+// reviewMemo is what a sweep's memo records of its check: which rules were
+// waived and the findings they waived, so an operator sees it in the Web UI.
+func reviewMemo(rep *review.Report, allow []string) map[string]any {
+	var waived []string
+	for _, f := range rep.Findings {
+		if f.Allowed {
+			waived = append(waived, f.String())
+		}
+	}
+	return map[string]any{"review": map[string]any{"rules": rep.Rules, "allowed": []string(allow), "waived": waived}}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/review"
+)
+
+const fixtures = "../review/testdata/"
+
+func fixtureArgs(rule string) []string {
+	return []string{"check", "--config-files", fixtures + rule + "/master.yaml", "--config-keys", "orca2*",
+		"--runner-config", fixtures + "shared/runners.yaml", "--recipes-root", fixtures + rule,
+		"--golden-al", fixtures + "shared/golden", "--models", fixtures + "shared/models.md", "--today", "2026-12-01"}
+}
+
+func TestCheckCommand(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string
+	}{
+		{name: "seed sweep passes", args: []string{"check", "--sweep", "../configs/sweeps/dsv4-gb200-agentx.yaml"}, code: 0,
+			stdout: []string{"PASS: 8 rows, 6 recipes", "0 failing"}},
+		{name: "ok fixture", args: fixtureArgs("ok"), code: 0, stdout: []string{"PASS: 3 rows, 2 recipes, 9 rules run"}},
+		{name: "failing fixture", args: fixtureArgs("upstream-image"), code: 1,
+			stdout: []string{"review/testdata/upstream-image/master.yaml:3: orca2-fp8-gb200-dynamo-sglang-agentic-mtp.image: got ghcr.io#acme/sglang-fork", "FAIL:"},
+			stderr: "1 failing finding(s)"},
+		{name: "allowed", args: append(fixtureArgs("upstream-image"), "--allow", "upstream-image"), code: 0,
+			stdout: []string{"(allowed)", "PASS:", "1 allowed"}},
+		{name: "append-only", args: append(fixtureArgs("append-only"), "--base", fixtures+"append-only/base"), code: 1,
+			stdout: []string{"append-only ", "removed or changed"}},
+		{name: "unknown rule", args: append(fixtureArgs("ok"), "--allow", "nope"), code: 2, stderr: `--allow "nope": unknown rule`},
+		{name: "no input", args: []string{"check"}, code: 2, stderr: "give --sweep FILE"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runIO(tc.args, &stdout, &stderr)
+			assert.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			for _, s := range tc.stdout {
+				assert.Contains(t, stdout.String(), s)
+			}
+			assert.Contains(t, stderr.String(), tc.stderr)
+		})
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := runIO(append(fixtureArgs("agentic-golden-al"), "--json"), &stdout, &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	var out struct {
+		Findings []review.Finding `json:"findings"`
+		Failures int              `json:"failures"`
+		Pass     bool             `json:"pass"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), stdout.String())
+	require.Len(t, out.Findings, 1)
+	f := out.Findings[0]
+	assert.Equal(t, review.RuleAgenticGoldenAL, f.Rule)
+	assert.True(t, strings.HasSuffix(f.Pos.File, "review/testdata/agentic-golden-al/recipes/agg-tp8-c4-mtp.yaml"), f.Pos.File)
+	assert.Positive(t, f.Pos.Line)
+	assert.Contains(t, f.Got, "2.6")
+	assert.Contains(t, f.Want, "SGLANG_SIMULATE_ACC_LEN=2.4")
+	assert.Equal(t, 1, out.Failures)
+	assert.False(t, out.Pass)
+}
+
+func TestSweepStartRefusesFailingCheck(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := runIO([]string{"sweep", "start", "--sweep", "testdata/check/bad-sweep.yaml"}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "refusing to start: 1 check failure(s), first: upstream-image ")
+	assert.Contains(t, stderr.String(), "--allow RULE")
+}
+
+func TestSweepStartReviewMemo(t *testing.T) {
+	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", []string{review.RuleUpstreamImage})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Failures())
+	memo := reviewMemo(rep, []string{review.RuleUpstreamImage})
+	rv := memo["review"].(map[string]any)
+	assert.Equal(t, []string{review.RuleUpstreamImage}, rv["allowed"])
+	waived := rv["waived"].([]string)
+	require.Len(t, waived, 1)
+	assert.True(t, strings.HasPrefix(waived[0], "upstream-image "), waived[0])
+	_, err = json.Marshal(memo) // Temporal encodes memos as JSON payloads
+	require.NoError(t, err)
+}
