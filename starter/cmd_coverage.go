@@ -54,7 +54,7 @@ found.`,
 	fs := c.Flags()
 	home := fs.String("home", envOr("SWEEPFLOW_HOME", ".sweepflow"), "local state directory the worker writes (its results.db is the ledger)")
 	var inputs []string
-	fs.StringArrayVar(&inputs, "results", nil, "with SWEEP_ID: the results store DSN (default <home>/results.db); without: agg_bmk.json files or export directories")
+	fs.StringArrayVar(&inputs, "results", nil, "with SWEEP_ID: the results store DSN (default $SWEEPFLOW_RESULTS, else <home>/results.db); without: agg_bmk.json files or export directories")
 	factor := fs.Float64("factor", coverage.DefaultFactor, "largest ratio allowed between neighbouring points (> 1)")
 	asJSON := fs.Bool("json", false, `print {"gaps":[...]} instead of a table`)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -69,7 +69,7 @@ found.`,
 			if len(inputs) > 1 {
 				return usageError("with SWEEP_ID, --results names one results store (got %d values)", len(inputs))
 			}
-			lf := ledgerFlags{home: *home}
+			lf := ledgerFlags{home: *home, results: os.Getenv("SWEEPFLOW_RESULTS")}
 			if len(inputs) == 1 {
 				lf.results = inputs[0]
 			}
