@@ -23,7 +23,7 @@ var seedLike = Curve{Key: disagg, Points: []Point{
 	{Conc: 1024, E2ELSeconds: 140, Interactivity: 189},
 }}
 
-func TestFind(t *testing.T) {
+func TestCoverageFind(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
@@ -65,10 +65,10 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// TestSeedSuggestionLandsInTheRange checks the suggestion answers the
+// TestCoverageSeedSuggestionLandsInTheRange checks the suggestion answers the
 // reviewer: every suggested concurrency is predicted between 20 s and 100 s,
 // and the steps it leaves are within the factor.
-func TestSeedSuggestionLandsInTheRange(t *testing.T) {
+func TestCoverageSeedSuggestionLandsInTheRange(t *testing.T) {
 	t.Parallel()
 	res, err := Find([]Curve{seedLike}, 2)
 	require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestSeedSuggestionLandsInTheRange(t *testing.T) {
 	assert.LessOrEqual(t, g.To.Value/prev, 2.0+1e-2, "last step")
 }
 
-func TestFindRejectsBadFactor(t *testing.T) {
+func TestCoverageFindRejectsBadFactor(t *testing.T) {
 	t.Parallel()
 	for _, f := range []float64{0, 1, 0.5, -2, math.Inf(1), math.NaN()} {
 		_, err := Find([]Curve{seedLike}, f)
@@ -94,7 +94,7 @@ func TestFindRejectsBadFactor(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
+func TestCoverageSuggest(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
@@ -118,14 +118,14 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-func TestPredict(t *testing.T) {
+func TestCoveragePredict(t *testing.T) {
 	t.Parallel()
 	assert.InDelta(t, 4.0, Predict(End{1, 1}, End{16, 16}, 4), 1e-9, "power law with exponent 1")
 	assert.InDelta(t, 20.0, Predict(End{256, 20}, End{768, 100}, 256), 1e-9)
 	assert.True(t, math.IsNaN(Predict(End{8, 1}, End{8, 2}, 8)))
 }
 
-func TestSuggestByKey(t *testing.T) {
+func TestCoverageSuggestByKey(t *testing.T) {
 	t.Parallel()
 	r := Result{Gaps: []Gap{
 		{ConfigKey: "a", SuggestConc: []int{32, 8}},
@@ -135,7 +135,7 @@ func TestSuggestByKey(t *testing.T) {
 	assert.Equal(t, map[string][]int{"a": {8, 16, 32}}, r.SuggestByKey())
 }
 
-func TestJSONShape(t *testing.T) {
+func TestCoverageJSONShape(t *testing.T) {
 	t.Parallel()
 	res, err := Find([]Curve{seedLike}, 2)
 	require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestJSONShape(t *testing.T) {
 	assert.JSONEq(t, `{"gaps":[]}`, string(b), "no gaps is an empty list, not null")
 }
 
-func TestCurveKey(t *testing.T) {
+func TestCoverageCurveKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -171,7 +171,7 @@ func TestCurveKey(t *testing.T) {
 	}
 }
 
-func TestFromBmk(t *testing.T) {
+func TestCoverageFromBmk(t *testing.T) {
 	t.Parallel()
 	fixed := func(tp, conc int, e2el, intvty float64) map[string]any {
 		return map[string]any{"infmax_model_prefix": "dsr1", "hw": "b200", "framework": "sglang", "precision": "fp8", "spec_decoding": "none",
@@ -204,7 +204,7 @@ func TestFromBmk(t *testing.T) {
 	}, res.Gaps)
 }
 
-func TestReadBmk(t *testing.T) {
+func TestCoverageReadBmk(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, BmkFile), []byte(`[{"conc":4,"median_e2el":1.5}]`), 0o644))

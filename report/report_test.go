@@ -112,7 +112,7 @@ func twoNights(t *testing.T) *results.Store {
 	return s
 }
 
-func TestChart(t *testing.T) {
+func TestReportChart(t *testing.T) {
 	t.Parallel()
 	cur := []Series{{Label: "a", Points: []XY{{X: 300, Y: 100, Conc: 4}, {X: 100, Y: 900, Conc: 64}, {X: 200, Y: 500, Conc: 16}}},
 		{Label: "b", Points: []XY{{X: 50, Y: 1200, Conc: 256}}}}
@@ -167,9 +167,9 @@ func TestChart(t *testing.T) {
 	}
 }
 
-// TestChartCurveIsSortedAndMonotone checks the geometry: a curve runs left to
+// TestReportChartCurveIsSortedAndMonotone checks the geometry: a curve runs left to
 // right by interactivity, and higher throughput is drawn higher up.
-func TestChartCurveIsSortedAndMonotone(t *testing.T) {
+func TestReportChartCurveIsSortedAndMonotone(t *testing.T) {
 	t.Parallel()
 	svg := Chart([]Series{{Label: "a", Points: []XY{{X: 300, Y: 100}, {X: 100, Y: 900}, {X: 200, Y: 500}}}}, ChartOptions{})
 	m := regexp.MustCompile(`<polyline [^>]*points="([^"]+)"`).FindStringSubmatch(svg)
@@ -188,7 +188,7 @@ func TestChartCurveIsSortedAndMonotone(t *testing.T) {
 	assert.Less(t, ys[1], ys[2])
 }
 
-func TestNiceStepAndTicks(t *testing.T) {
+func TestReportNiceStepAndTicks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		raw, want float64
@@ -201,7 +201,7 @@ func TestNiceStepAndTicks(t *testing.T) {
 	}
 }
 
-func TestRenderWithBaseline(t *testing.T) {
+func TestReportRenderWithBaseline(t *testing.T) {
 	t.Parallel()
 	s := twoNights(t)
 	in, err := Load(context.Background(), s, "night-2", "night-1")
@@ -276,7 +276,7 @@ func assertSelfContained(t *testing.T, page string) {
 	}
 }
 
-func TestRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
+func TestReportRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
@@ -307,7 +307,7 @@ func TestRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
 	require.ErrorContains(t, err, "baseline")
 }
 
-func TestFrontier(t *testing.T) {
+func TestReportFrontier(t *testing.T) {
 	t.Parallel()
 	pt := func(x, y float64) XY { return XY{X: x, Y: y} }
 	tests := []struct {
