@@ -9,27 +9,56 @@ import (
 	"strings"
 )
 
-// Series is one curve of the chart: one config key in one run.
+// Series is one config key's points in one run. The curve drawn through
+// them is their Pareto frontier; dominated points are markers only.
 type Series struct {
 	Label    string // the config key
 	Baseline bool   // drawn dashed
 	Points   []XY
 }
 
-// XY is one point of a curve: x is interactivity (tok/s/user), y output
-// throughput per GPU; Conc and Label go into the tooltip.
+// XY is one point: x is interactivity (tok/s/user) or median E2EL (s), y
+// output throughput per GPU; Conc and Label go into the tooltip.
 type XY struct {
 	X, Y  float64
 	Conc  int
 	Label string
 }
 
-// ChartOptions set the chart's text.
+// Band shades a coverage gap along the x axis of one config key's curve,
+// with the suggested concurrencies marked where the interpolation puts them.
+type Band struct {
+	Label    string // the config key (its colour)
+	From, To float64
+	Text     string
+	Suggest  []Mark
+}
+
+// Mark is a suggested concurrency at its interpolated x.
+type Mark struct {
+	X    float64
+	Conc int
+}
+
+// ChartOptions set the chart's text and kind.
 type ChartOptions struct {
 	Title     string
 	Simulated bool // says so in the title and the legend
 	Width     int  // default 1000
 	Height    int  // default 560
+	// ID is the svg element's id: "pareto" (default) or "e2el".
+	ID string
+	// XLabel and XUnit name the x axis (default interactivity); XLowerBetter
+	// turns the frontier around for latency.
+	XLabel, XUnit string
+	XLowerBetter  bool
+	// XLogAbove makes the x axis logarithmic when the data span more than
+	// this ratio (0: 100). Latency from c1 to c1000 spans tens of times and
+	// crowds the low concurrencies on a linear axis.
+	XLogAbove float64
+	// FrontierAll draws the frontier across every config key of a run.
+	FrontierAll bool
+	Bands       []Band
 }
 
 // The palette is Okabe-Ito, readable for colour-blind viewers; a baseline
@@ -56,8 +85,11 @@ func (a axis) px(v float64) float64 {
 }
 
 // newAxis picks a linear axis from 0, or a log axis when the data spans more
-// than two decades (simulated runs at different time scales do).
-func newAxis(vals []float64, pxLo, pxHi float64, label string) axis {
+// than logAbove (0: two decades; simulated runs at different time scales do).
+func newAxis(vals []float64, pxLo, pxHi float64, label string, logAbove float64) axis {
+	if logAbove <= 1 {
+		logAbove = 100
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range vals {
 		if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
@@ -68,7 +100,7 @@ func newAxis(vals []float64, pxLo, pxHi float64, label string) axis {
 		lo, hi = 1, 10
 	}
 	a := axis{pxLo: pxLo, pxHi: pxHi, label: label, tickText: tickText}
-	if hi/lo > 100 {
+	if hi/lo > logAbove {
 		a.log = true
 		a.lo = math.Pow(10, math.Floor(math.Log10(lo)))
 		a.hi = math.Pow(10, math.Ceil(math.Log10(hi)))
@@ -116,8 +148,11 @@ func tickText(v float64) string {
 func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
 
 // Chart draws the InferenceX chart: output throughput per GPU (y) against
-// interactivity in tok/s/user (x), one curve per config key sorted by
-// interactivity, baseline curves dashed. It returns a standalone <svg>
+// interactivity in tok/s/user (x), or against median E2EL. Each config key's
+// Pareto frontier is its curve; its dominated points are small faded
+// markers; baseline curves are dashed with hollow markers; with FrontierAll
+// a wide grey band traces the frontier across keys (dashed for the
+// baseline). Gap bands shade coverage gaps. It returns a standalone <svg>
 // element with no external references.
 func Chart(series []Series, o ChartOptions) string {
 	if o.Width == 0 {
@@ -126,8 +161,39 @@ func Chart(series []Series, o ChartOptions) string {
 	if o.Height == 0 {
 		o.Height = 560
 	}
+	if o.ID == "" {
+		o.ID = "pareto"
+	}
+	if o.XLabel == "" {
+		o.XLabel, o.XUnit = "Interactivity (tok/s/user)", "tok/s/user"
+	}
 	const left, right, top, bottom = 90.0, 30.0, 56.0, 70.0
-	legendH := 22.0 * float64(len(series)+1)
+	type frontierAll struct {
+		baseline bool
+		pts      []XY
+	}
+	var alls []frontierAll
+	if o.FrontierAll {
+		for _, base := range []bool{false, true} {
+			var pts []XY
+			n := 0
+			for _, s := range series {
+				if s.Baseline == base {
+					pts = append(pts, s.Points...)
+					n++
+				}
+			}
+			if n > 1 { // with one key its own curve is the frontier
+				f, _ := Frontier(pts, o.XLowerBetter)
+				alls = append(alls, frontierAll{base, f})
+			}
+		}
+	}
+	legendN := len(series) + len(alls) + 1
+	if len(o.Bands) > 0 {
+		legendN++
+	}
+	legendH := 22.0 * float64(legendN)
 	plotBottom := float64(o.Height) - bottom
 	h := float64(o.Height) + legendH
 
@@ -137,12 +203,15 @@ func Chart(series []Series, o ChartOptions) string {
 			xs, ys = append(xs, p.X), append(ys, p.Y)
 		}
 	}
-	ax := newAxis(xs, left, float64(o.Width)-right, "Interactivity (tok/s/user)")
-	ay := newAxis(ys, plotBottom, top, "Output throughput per GPU (tok/s/GPU)")
+	for _, b := range o.Bands {
+		xs = append(xs, b.From, b.To)
+	}
+	ax := newAxis(xs, left, float64(o.Width)-right, o.XLabel, o.XLogAbove)
+	ay := newAxis(ys, plotBottom, top, "Output throughput per GPU (tok/s/GPU)", 0)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg id="pareto" xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img" aria-label="%s">`,
-		o.Width, h, o.Width, h, html.EscapeString(o.Title))
+	fmt.Fprintf(&b, `<svg id="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img" aria-label="%s">`,
+		html.EscapeString(o.ID), o.Width, h, o.Width, h, html.EscapeString(o.Title))
 	b.WriteString(`<rect x="0" y="0" width="100%" height="100%" fill="#ffffff"/>`)
 	title := o.Title
 	if o.Simulated {
@@ -150,6 +219,41 @@ func Chart(series []Series, o ChartOptions) string {
 	}
 	fmt.Fprintf(&b, `<text class="chart-title" x="%.0f" y="28" text-anchor="middle" font-size="18" font-weight="bold" fill="#111">%s</text>`,
 		float64(o.Width)/2, html.EscapeString(title))
+
+	colors := map[string]string{}
+	for _, s := range series {
+		if _, ok := colors[s.Label]; !ok {
+			colors[s.Label] = palette[len(colors)%len(palette)]
+		}
+	}
+	for _, bd := range o.Bands {
+		if _, ok := colors[bd.Label]; !ok {
+			colors[bd.Label] = palette[len(colors)%len(palette)]
+		}
+	}
+
+	// Gap bands under everything else, so points stay readable.
+	for i, bd := range o.Bands {
+		if !(bd.From > 0 && bd.To > 0) {
+			continue
+		}
+		x1, x2 := ax.px(math.Min(bd.From, bd.To)), ax.px(math.Max(bd.From, bd.To))
+		c := colors[bd.Label]
+		fmt.Fprintf(&b, `<g class="gap" data-config-key="%s"><rect class="gap-band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.10" stroke="%s" stroke-opacity="0.5" stroke-dasharray="3 3"><title>%s</title></rect>`,
+			html.EscapeString(bd.Label), x1, top, x2-x1, plotBottom-top, c, c, html.EscapeString(bd.Label+": "+bd.Text))
+		fmt.Fprintf(&b, `<text class="gap-label" x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="%s">%s</text>`,
+			(x1+x2)/2, top+14+14*float64(i%3), c, html.EscapeString(bd.Text))
+		for _, m := range bd.Suggest {
+			if !(m.X > 0) || math.IsNaN(m.X) {
+				continue
+			}
+			x := ax.px(m.X)
+			fmt.Fprintf(&b, `<path class="suggest" d="M%.1f %.1f l-6 10 h12 z" fill="%s"><title>%s</title></path>`,
+				x, plotBottom-12, c, html.EscapeString(fmt.Sprintf("%s: add conc %d (interpolated %.3g %s)", bd.Label, m.Conc, m.X, o.XUnit)))
+			fmt.Fprintf(&b, `<text class="suggest-label" x="%.1f" y="%.1f" text-anchor="middle" font-size="10" fill="%s">+c%d</text>`, x, plotBottom-16, c, m.Conc)
+		}
+		b.WriteString(`</g>`)
+	}
 
 	// Grid and ticks.
 	b.WriteString(`<g class="grid" stroke="#e3e3e3" stroke-width="1">`)
@@ -178,48 +282,54 @@ func Chart(series []Series, o ChartOptions) string {
 	fmt.Fprintf(&b, `<text class="y-label" x="%.1f" y="%.1f" text-anchor="middle" font-size="14" fill="#111" transform="rotate(-90 %.1f %.1f)">%s</text>`,
 		22.0, (top+plotBottom)/2, 22.0, (top+plotBottom)/2, html.EscapeString(ay.label))
 
-	// Curves: baselines first, so the current run is drawn on top.
-	colors := map[string]string{}
-	for _, s := range series {
-		if _, ok := colors[s.Label]; !ok {
-			colors[s.Label] = palette[len(colors)%len(palette)]
+	// The frontier across keys: a wide translucent band the per-key curves
+	// run along where they are the best.
+	for _, fa := range alls {
+		kind, dash := "current", ""
+		if fa.baseline {
+			kind, dash = "baseline", ` stroke-dasharray="12 8"`
+		}
+		if len(fa.pts) > 1 {
+			fmt.Fprintf(&b, `<polyline class="frontier-all %s" fill="none" stroke="#666" stroke-width="9" stroke-opacity="0.22" stroke-linejoin="round"%s points="%s"/>`,
+				kind, dash, coords(fa.pts, ax, ay))
 		}
 	}
+
+	// Curves: baselines first, so the current run is drawn on top.
 	var labels labelPlacer
 	ordered := append([]Series(nil), series...)
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Baseline && !ordered[j].Baseline })
 	for _, s := range ordered {
-		pts := append([]XY(nil), s.Points...)
-		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+		front, dominated := Frontier(s.Points, o.XLowerBetter)
 		color := colors[s.Label]
 		kind, dash, width, opacity := "current", "", 2.5, 1.0
 		if s.Baseline {
 			kind, dash, width, opacity = "baseline", ` stroke-dasharray="8 5"`, 2.0, 0.75
 		}
-		var coords []string
-		for _, p := range pts {
-			if p.X > 0 && p.Y > 0 {
-				coords = append(coords, fmt.Sprintf("%.1f,%.1f", ax.px(p.X), ay.px(p.Y)))
-			}
-		}
 		fmt.Fprintf(&b, `<g class="series %s" data-config-key="%s">`, kind, html.EscapeString(s.Label))
-		if len(coords) > 1 {
+		if len(front) > 1 {
 			fmt.Fprintf(&b, `<polyline class="curve %s" fill="none" stroke="%s" stroke-width="%.1f" stroke-opacity="%.2f"%s points="%s"/>`,
-				kind, color, width, opacity, dash, strings.Join(coords, " "))
+				kind, color, width, opacity, dash, coords(front, ax, ay))
 		}
-		for _, p := range pts {
-			if !(p.X > 0 && p.Y > 0) {
-				continue
-			}
-			fill := color
+		marker := func(p XY, onFront bool) {
+			fill, r, fillOp, role := color, 5.0, 1.0, "frontier"
 			if s.Baseline {
 				fill = "#ffffff"
 			}
-			fmt.Fprintf(&b, `<circle class="pt %s" cx="%.1f" cy="%.1f" r="5" fill="%s" stroke="%s" stroke-width="2"><title>%s</title></circle>`,
-				kind, ax.px(p.X), ay.px(p.Y), fill, color,
-				html.EscapeString(fmt.Sprintf("%s conc %d: %.1f tok/s/user, %.1f tok/s/GPU", p.Label, p.Conc, p.X, p.Y)))
+			if !onFront {
+				r, fillOp, role = 3.5, 0.35, "dominated"
+			}
+			fmt.Fprintf(&b, `<circle class="pt %s %s" cx="%.1f" cy="%.1f" r="%.1f" fill="%s" fill-opacity="%.2f" stroke="%s" stroke-width="2"><title>%s</title></circle>`,
+				kind, role, ax.px(p.X), ay.px(p.Y), r, fill, fillOp, color,
+				html.EscapeString(fmt.Sprintf("%s conc %d: %.3g %s, %.1f tok/s/GPU (%s)", s.Label, p.Conc, p.X, o.XUnit, p.Y, role)))
 			lx, ly := labels.place(ax.px(p.X), ay.px(p.Y), fmt.Sprintf("c%d", p.Conc))
 			fmt.Fprintf(&b, `<text class="conc-label" x="%.1f" y="%.1f" font-size="11" fill="%s">c%d</text>`, lx, ly, color, p.Conc)
+		}
+		for _, p := range front {
+			marker(p, true)
+		}
+		for _, p := range dominated {
+			marker(p, false)
 		}
 		b.WriteString(`</g>`)
 	}
@@ -239,8 +349,33 @@ func Chart(series []Series, o ChartOptions) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`, left, ly-4, left+36, ly-4, colors[s.Label], dash)
 		fmt.Fprintf(&b, `<text class="legend-entry" x="%.1f" y="%.1f">%s</text>`, left+44, ly, html.EscapeString(s.Label+suffix))
 	}
+	for _, fa := range alls {
+		ly += 22
+		dash, text := "", "Pareto frontier across config keys"
+		if fa.baseline {
+			dash, text = ` stroke-dasharray="12 8"`, text+" (baseline)"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#666" stroke-width="9" stroke-opacity="0.22"%s/>`, left, ly-4, left+36, ly-4, dash)
+		fmt.Fprintf(&b, `<text class="legend-frontier" x="%.1f" y="%.1f">%s</text>`, left+44, ly, text)
+	}
+	if len(o.Bands) > 0 {
+		ly += 22
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="36" height="12" fill="#888" fill-opacity="0.15" stroke="#888" stroke-dasharray="3 3"/>`, left, ly-12)
+		fmt.Fprintf(&b, `<text class="legend-gap" x="%.1f" y="%.1f">coverage gap (▲ suggested concurrency)</text>`, left+44, ly)
+	}
+	ly += 22
+	fmt.Fprintf(&b, `<text class="legend-note" x="%.1f" y="%.1f" font-size="12" fill="#555">Curves join each config key's Pareto frontier; small faded markers are dominated points.</text>`, left, ly)
 	b.WriteString(`</g></svg>`)
 	return b.String()
+}
+
+// coords lists points as SVG polyline coordinates.
+func coords(pts []XY, ax, ay axis) string {
+	var c []string
+	for _, p := range pts {
+		c = append(c, fmt.Sprintf("%.1f,%.1f", ax.px(p.X), ay.px(p.Y)))
+	}
+	return strings.Join(c, " ")
 }
 
 // labelPlacer puts each concurrency label next to its marker where it does

@@ -54,9 +54,11 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 }
 
 // TestReportRendersInChromium renders a two-night report in headless
-// Chromium and checks the chart is really drawn: the DOM after layout has the
-// SVG with one curve per config key and run and a marker per point, and the
-// screenshot has the curves' colours in a chart-sized area.
+// Chromium and checks the charts are really drawn: the DOM after layout has
+// both SVGs, each with one frontier curve per config key and run, a marker
+// per point (dominated ones apart), the frontier across keys and the E2EL
+// coverage gap; the screenshot has the curves' colours in two chart-sized
+// areas, one above the other. REPORT_SCREENSHOT=path keeps the PNG.
 func TestReportRendersInChromium(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
@@ -71,19 +73,29 @@ func TestReportRendersInChromium(t *testing.T) {
 	url := "file://" + page
 
 	dom := string(runChromium(t, bin, "--virtual-time-budget=5000", "--dump-dom", url))
-	require.Contains(t, dom, `<svg id="pareto"`, "the browser's DOM has the chart")
+	require.Contains(t, dom, `<svg id="pareto"`, "the browser's DOM has the interactivity chart")
+	require.Contains(t, dom, `<svg id="e2el"`, "the browser's DOM has the E2EL chart")
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAllStringIndex(dom, -1)) }
-	// Two config keys in each night: two solid curves, two dashed ones.
-	assert.Equal(t, 2, count(`<polyline class="curve current"`), "current curves")
-	assert.Equal(t, 2, count(`<polyline class="curve baseline"`), "baseline curves")
-	// Night 1 has all 8 points; night 2 lost c1024 (missing) and c128 (failed).
-	assert.Equal(t, 6, count(`<circle class="pt current"`), "current markers")
-	assert.Equal(t, 8, count(`<circle class="pt baseline"`), "baseline markers")
-	assert.Equal(t, 4, count(`class="legend-entry"`), "legend entries")
-	assert.Contains(t, dom, "SIMULATED DATA")
+	// Per chart: two config keys in each night, two solid frontier curves and
+	// two dashed ones, plus the frontier across keys for each night.
+	assert.Equal(t, 4, count(`<polyline class="curve current"`), "current curves")
+	assert.Equal(t, 4, count(`<polyline class="curve baseline"`), "baseline curves")
+	assert.Equal(t, 2, count(`<polyline class="frontier-all current"`), "frontier across keys")
+	assert.Equal(t, 2, count(`<polyline class="frontier-all baseline"[^>]*stroke-dasharray`), "baseline frontier across keys, dashed")
+	// Night 1 has all 8 points; night 2 lost c1024 (missing) and c128
+	// (failed). Night 1's c256 is dominated by its c128 on both charts.
+	assert.Equal(t, 12, count(`<circle class="pt current `), "current markers")
+	assert.Equal(t, 16, count(`<circle class="pt baseline `), "baseline markers")
+	assert.Equal(t, 2, count(`<circle class="pt baseline dominated"`), "dominated baseline markers")
+	assert.Equal(t, 8, count(`class="legend-entry"`), "legend entries")
+	// E2EL gaps: c64-c256 (c128 failed) and the 24 s to 120 s jump.
+	assert.Equal(t, 2, count(`<rect class="gap-band"`), "gap bands")
+	assert.Equal(t, 3, count(`<path class="suggest"`), "suggested concurrencies")
+	assert.Equal(t, 2, count(`<tr class="gap-row"`), "coverage table rows")
+	assert.Equal(t, 2, count("SIMULATED DATA</text>"), "both chart titles say simulated")
 
 	shot := filepath.Join(dir, "shot.png")
-	runChromium(t, bin, "--screenshot="+shot, "--window-size=1400,1800", url)
+	runChromium(t, bin, "--screenshot="+shot, "--window-size=1400,2400", url)
 	f, err := os.Open(shot)
 	require.NoError(t, err)
 	defer f.Close()
@@ -91,7 +103,12 @@ func TestReportRendersInChromium(t *testing.T) {
 	require.NoError(t, err)
 	b := img.Bounds()
 	require.Equal(t, 1400, b.Dx())
-	require.Equal(t, 1800, b.Dy())
+	require.Equal(t, 2400, b.Dy())
+	if keep := os.Getenv("REPORT_SCREENSHOT"); keep != "" {
+		data, err := os.ReadFile(shot)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(keep, data, 0o644))
+	}
 
 	// The two config keys' colours (Okabe-Ito blue and vermillion) appear
 	// only in the chart: find where they are and how many pixels they fill.
@@ -118,7 +135,9 @@ func TestReportRendersInChromium(t *testing.T) {
 		assert.Greater(t, hits[name], 200, "%s curve pixels", name)
 	}
 	assert.Greater(t, box.Dx(), 300, "the curves span the chart's width")
-	assert.Greater(t, box.Dy(), 200, "the curves span the chart's height")
+	// Two charts stacked: the key colours run from the first chart's plot
+	// down into the second's (each chart is about 740 px tall).
+	assert.Greater(t, box.Dy(), 900, "the curves span both charts' height")
 	// Inside that area the chart is drawn (grid, axes, curves, labels), not
 	// a blank box.
 	inChart := 0

@@ -6,9 +6,11 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sweepflow/sweepflow/coverage"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -49,12 +51,20 @@ type findingView struct{ Category, Message string }
 
 type summaryRow struct{ Name, Value string }
 
+// gapView is one row of the coverage table.
+type gapView struct {
+	ConfigKey, Metric, From, To, Ratio, Add string
+}
+
 type page struct {
 	Title       string
 	SweepID     string
 	Simulated   bool
 	Summary     []summaryRow
 	Chart       template.HTML
+	E2ELChart   template.HTML // empty when no point recorded a median E2EL
+	Gaps        []gapView
+	Factor      string
 	HasBaseline bool
 	BaselineID  string
 	Thresholds  regress.Thresholds
@@ -81,8 +91,16 @@ func build(in *Input) page {
 		Generated: in.Generated.UTC().Format(time.RFC3339),
 	}
 	p.Summary = summary(cur)
-	title := "Output throughput per GPU vs interactivity"
-	p.Chart = template.HTML(Chart(in.Series(), ChartOptions{Title: title, Simulated: sim}))
+	cov := in.Coverage()
+	p.Factor = strconv.FormatFloat(in.factor(), 'g', -1, 64)
+	p.Gaps = gapViews(cov)
+	p.Summary = append(p.Summary, summaryRow{"Coverage gaps", fmt.Sprintf("%d wider than x%s between neighbouring concurrencies", len(cov.Gaps), p.Factor)})
+	p.Chart = template.HTML(Chart(in.Series(), ChartOptions{Title: "Output throughput per GPU vs interactivity", Simulated: sim,
+		FrontierAll: true, Bands: gapBands(cov, coverage.MetricIntvty)}))
+	if hasE2EL(in) {
+		p.E2ELChart = template.HTML(Chart(in.E2ELSeries(), ChartOptions{ID: "e2el", Title: "Output throughput per GPU vs median E2EL", Simulated: sim,
+			XLabel: "Median end-to-end latency (s)", XUnit: "s", XLowerBetter: true, XLogAbove: 10, FrontierAll: true, Bands: gapBands(cov, coverage.MetricE2EL)}))
+	}
 	if in.Baseline != nil {
 		p.HasBaseline, p.BaselineID = true, in.Baseline.Sweep.ID
 		p.Thresholds, p.EvalDropPts = in.Thresholds, in.EvalDropPts
@@ -99,6 +117,64 @@ func build(in *Input) page {
 	}
 	p.Points = points(cur)
 	return p
+}
+
+func hasE2EL(in *Input) bool {
+	for _, r := range []*Run{in.Current, in.Baseline} {
+		if r == nil {
+			continue
+		}
+		for _, p := range r.Perf {
+			if p.E2ELMedianMs > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gapBands shades one metric's gaps on its chart, with each suggested
+// concurrency where the log-log interpolation puts it.
+func gapBands(cov coverage.Result, metric string) []Band {
+	var out []Band
+	for _, g := range cov.Gaps {
+		if g.Metric != metric {
+			continue
+		}
+		b := Band{Label: g.ConfigKey, From: g.From.Value, To: g.To.Value, Text: fmt.Sprintf("gap x%.1f: %s", g.Ratio(), addText(g.SuggestConc))}
+		for _, c := range g.SuggestConc {
+			b.Suggest = append(b.Suggest, Mark{X: coverage.Predict(g.From, g.To, c), Conc: c})
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func addText(cs []int) string {
+	if len(cs) == 0 {
+		return "no concurrency in between"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("c%d", c)
+	}
+	return "add " + strings.Join(parts, " ")
+}
+
+func gapViews(cov coverage.Result) []gapView {
+	var out []gapView
+	for _, g := range cov.Gaps {
+		val := func(v float64) string { return fmt.Sprintf("%.1f tok/s/user", v) }
+		name := "median interactivity"
+		if g.Metric == coverage.MetricE2EL {
+			val = func(v float64) string { return fmt.Sprintf("%.3g s", v) }
+			name = "median E2EL"
+		}
+		out = append(out, gapView{ConfigKey: g.ConfigKey, Metric: name,
+			From: fmt.Sprintf("c%d: %s", g.From.Conc, val(g.From.Value)), To: fmt.Sprintf("c%d: %s", g.To.Conc, val(g.To.Value)),
+			Ratio: fmt.Sprintf("x%.1f", g.Ratio()), Add: addText(g.SuggestConc)})
+	}
+	return out
 }
 
 func summary(r *Run) []summaryRow {
@@ -458,7 +534,20 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 
 <h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>
-<div class="muted">One curve per config key, each point a concurrency.{{if .HasBaseline}} Dashed curves with hollow markers: baseline {{.BaselineID}}.{{end}}</div>
+<div class="muted">Each point is a concurrency. Each config key's curve is its Pareto frontier (no other point of the key has both more throughput and more interactivity); small faded markers are dominated points. The wide grey band is the frontier across config keys. Shaded bands are interactivity coverage gaps.{{if .HasBaseline}} Dashed curves with hollow markers, and the dashed grey band: baseline {{.BaselineID}}.{{end}}</div>
+
+<h2>Output throughput per GPU vs median E2EL</h2>
+{{if .E2ELChart}}<div class="chart">{{.E2ELChart}}</div>
+<div class="muted">The same points against median end-to-end latency; here the frontier is more throughput at lower latency. Shaded bands are E2EL coverage gaps, ▲ the concurrencies to add where the interpolation places them.</div>
+{{else}}<div class="muted" id="no-e2el">No point recorded a median E2EL.</div>{{end}}
+
+<h2>Latency coverage</h2>
+<div class="muted">Neighbouring measured concurrencies of one config key whose median E2EL or median interactivity differ by more than x{{.Factor}}, with the concurrencies to add (log(metric) interpolated linearly in log(concurrency), steps within x{{.Factor}}). The same as <code>starter coverage</code>.</div>
+{{if .Gaps}}<table id="coverage-gaps">
+<tr><th>config key</th><th>metric</th><th>from</th><th>to</th><th>ratio</th><th>suggested</th></tr>
+{{range .Gaps}}<tr class="gap-row"><td>{{.ConfigKey}}</td><td>{{.Metric}}</td><td class="n">{{.From}}</td><td class="n">{{.To}}</td><td class="n">{{.Ratio}}</td><td>{{.Add}}</td></tr>
+{{end}}</table>
+{{else}}<div id="no-gaps">No gaps wider than x{{.Factor}}.</div>{{end}}
 
 {{if .HasBaseline}}
 <h2>Regressions against {{.BaselineID}}</h2>

@@ -1,8 +1,9 @@
 // Package report renders one sweep as a single self-contained HTML page:
 // the sweep summary, a table per point (stage timings and key figures), the
-// regression table against a baseline sweep, and the chart InferenceX users
-// know (output throughput per GPU against interactivity, one curve per
-// config key, baseline dashed) as inline SVG. The page loads nothing from
+// regression table against a baseline sweep, the chart InferenceX users
+// know (output throughput per GPU against interactivity: each config key's
+// Pareto frontier as its curve, the frontier across keys, baseline dashed),
+// the same against median E2EL, and the latency coverage gaps, as inline SVG. The page loads nothing from
 // the network: CSS is inline and there is no script.
 package report
 
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sweepflow/sweepflow/coverage"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -54,7 +56,10 @@ type Input struct {
 	// Thresholds and EvalDropPts drive the regression table.
 	Thresholds  regress.Thresholds
 	EvalDropPts float64
-	Generated   time.Time
+	// CoverageFactor is the widest step allowed between neighbouring
+	// concurrencies before a coverage gap is shown (0: 2).
+	CoverageFactor float64
+	Generated      time.Time
 }
 
 // ErrNoSweep is returned when the store has nothing for a sweep ID.
@@ -107,22 +112,23 @@ func Load(ctx context.Context, s *results.Store, sweepID, baselineID string) (*I
 	return in, nil
 }
 
+// xInteractivity and xE2EL pick a chart's x from a perf row.
+func xInteractivity(p results.PerfResult) float64 { return p.Interactivity }
+func xE2EL(p results.PerfResult) float64          { return p.E2ELMedianMs / 1000 }
+
 // chartSeries turns perf rows into one curve per config key.
-func chartSeries(r *Run, baseline bool) []Series {
+func chartSeries(r *Run, baseline bool, x func(results.PerfResult) float64) []Series {
 	by := map[string]*Series{}
 	var keys []string
 	for _, p := range r.Perf {
-		k := p.ConfigKey
-		if k == "" {
-			k = "(no config key)"
-		}
+		k := keyOf(p)
 		s, ok := by[k]
 		if !ok {
 			s = &Series{Label: k, Baseline: baseline}
 			by[k] = s
 			keys = append(keys, k)
 		}
-		s.Points = append(s.Points, XY{X: p.Interactivity, Y: p.OutputTputPerGPU, Conc: p.Conc, Label: k})
+		s.Points = append(s.Points, XY{X: x(p), Y: p.OutputTputPerGPU, Conc: p.Conc, Label: k})
 	}
 	sort.Strings(keys)
 	out := make([]Series, 0, len(keys))
@@ -132,13 +138,47 @@ func chartSeries(r *Run, baseline bool) []Series {
 	return out
 }
 
-// Series returns the chart's curves: the current run's, then the baseline's.
-func (in *Input) Series() []Series {
-	s := chartSeries(in.Current, false)
+func keyOf(p results.PerfResult) string {
+	if p.ConfigKey == "" {
+		return "(no config key)"
+	}
+	return p.ConfigKey
+}
+
+// Series returns the interactivity chart's curves: the current run's, then
+// the baseline's.
+func (in *Input) Series() []Series { return in.series(xInteractivity) }
+
+// E2ELSeries returns the E2EL chart's curves.
+func (in *Input) E2ELSeries() []Series { return in.series(xE2EL) }
+
+func (in *Input) series(x func(results.PerfResult) float64) []Series {
+	s := chartSeries(in.Current, false, x)
 	if in.Baseline != nil {
-		s = append(s, chartSeries(in.Baseline, true)...)
+		s = append(s, chartSeries(in.Baseline, true, x)...)
 	}
 	return s
+}
+
+// Coverage finds the current run's gaps along median E2EL and interactivity
+// (see package coverage), with CoverageFactor (default 2).
+func (in *Input) Coverage() coverage.Result {
+	var col coverage.Collector
+	for _, p := range in.Current.Perf {
+		col.Add(keyOf(p), coverage.Point{Conc: p.Conc, E2ELSeconds: p.E2ELMedianMs / 1000, Interactivity: p.Interactivity})
+	}
+	res, err := coverage.Find(col.Curves(), in.factor())
+	if err != nil { // factor checked by factor(); keep the page renderable
+		return coverage.Result{Gaps: []coverage.Gap{}}
+	}
+	return res
+}
+
+func (in *Input) factor() float64 {
+	if in.CoverageFactor > 1 {
+		return in.CoverageFactor
+	}
+	return coverage.DefaultFactor
 }
 
 // Findings compares the current run with the baseline (nil without one).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,17 +32,20 @@ type seedPoint struct {
 	ivty float64 // tok/s/user
 	ttft float64 // ms
 	eval float64 // 0: no eval
+	e2el float64 // median, s
 }
 
+// The disagg curve has the seed review's complaint: nothing between 20 s
+// (c256) and 100 s (c768) median E2EL; c256 is dominated by c128.
 var seedPoints = []seedPoint{
-	{aggKey, 1, 16, 353, 31, 0},
-	{aggKey, 4, 60, 340, 28, 0},
-	{disaggKey, 64, 450, 313, 90, 0.95},
-	{disaggKey, 128, 860, 293, 120, 0},
-	{disaggKey, 256, 840, 284, 180, 0.95},
-	{disaggKey, 768, 2100, 217, 900, 0.95},
-	{disaggKey, 1024, 2500, 189, 1300, 0},
-	{disaggKey, 1280, 2900, 166, 1600, 0.95},
+	{aggKey, 1, 16, 353, 31, 0, 2.5},
+	{aggKey, 4, 60, 340, 28, 0, 3},
+	{disaggKey, 64, 450, 313, 90, 0.95, 8},
+	{disaggKey, 128, 860, 293, 120, 0, 12},
+	{disaggKey, 256, 840, 284, 180, 0.95, 20},
+	{disaggKey, 768, 2100, 217, 900, 0.95, 100},
+	{disaggKey, 1024, 2500, 189, 1300, 0, 140},
+	{disaggKey, 1280, 2900, 166, 1600, 0.95, 170},
 }
 
 func pointID(p seedPoint) string { return fmt.Sprintf("%s-c%d", p.key[len(p.key)-6:], p.conc) }
@@ -81,7 +85,7 @@ func fillSweep(t *testing.T, s *results.Store, id string, start time.Time, slow 
 		if sp.key == disaggKey {
 			f = slow
 		}
-		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: id, PointID: pid, Identity: fp, ConfigKey: sp.key, ExpName: pid, Conc: sp.conc, PerfSummary: point.PerfSummary{OutputTputPerGPU: sp.tput / f, Interactivity: sp.ivty / f, TTFTp90Ms: sp.ttft * f, TPOTMedianMs: 1000 / sp.ivty * f, Simulated: true}}))
+		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: id, PointID: pid, Identity: fp, ConfigKey: sp.key, ExpName: pid, Conc: sp.conc, PerfSummary: point.PerfSummary{OutputTputPerGPU: sp.tput / f, Interactivity: sp.ivty / f, TTFTp90Ms: sp.ttft * f, TPOTMedianMs: 1000 / sp.ivty * f, E2ELMedianMs: sp.e2el * 1000 * f, Simulated: true}}))
 		if sp.eval > 0 {
 			score := sp.eval + evalShift
 			require.NoError(t, s.PutEval(ctx, results.EvalResult{SweepID: id, PointID: pid, Identity: fp, EMStrict: score, EMFlexible: score,
@@ -108,7 +112,7 @@ func twoNights(t *testing.T) *results.Store {
 	return s
 }
 
-func TestChart(t *testing.T) {
+func TestReportChart(t *testing.T) {
 	t.Parallel()
 	cur := []Series{{Label: "a", Points: []XY{{X: 300, Y: 100, Conc: 4}, {X: 100, Y: 900, Conc: 64}, {X: 200, Y: 500, Conc: 16}}},
 		{Label: "b", Points: []XY{{X: 50, Y: 1200, Conc: 256}}}}
@@ -127,9 +131,22 @@ func TestChart(t *testing.T) {
 			notContains: []string{"SIMULATED", "stroke-dasharray", "log scale"}},
 		{name: "with baseline, simulated", series: append(append([]Series{}, cur...), base...), opts: ChartOptions{Title: "T", Simulated: true},
 			curves: 2, dashed: 1, markers: 6, contains: []string{"T — SIMULATED DATA", "a (baseline) [simulated]", `class="curve baseline"`}},
-		{name: "wide range goes log", series: []Series{{Label: "x", Points: []XY{{X: 1, Y: 5}, {X: 1000, Y: 50000}}}}, curves: 1, markers: 2,
+		{name: "wide range goes log", series: []Series{{Label: "x", Points: []XY{{X: 1, Y: 50000}, {X: 1000, Y: 5}}}}, curves: 1, markers: 2,
 			contains: []string{"Interactivity (tok/s/user) (log scale)", "(tok/s/GPU) (log scale)"}},
-		{name: "non-positive points are left out", series: []Series{{Label: "x", Points: []XY{{X: 0, Y: 5}, {X: 10, Y: 50}, {X: 20, Y: 60}}}}, curves: 1, markers: 2},
+		{name: "non-positive points are left out", series: []Series{{Label: "x", Points: []XY{{X: 0, Y: 5}, {X: 10, Y: 60}, {X: 20, Y: 50}}}}, curves: 1, markers: 2},
+		{name: "a dominated point is a marker off the curve", series: []Series{{Label: "x", Points: []XY{{X: 10, Y: 60}, {X: 20, Y: 50}, {X: 9, Y: 40}}}},
+			curves: 1, markers: 3, contains: []string{`class="pt current dominated"`, "x conc 0: 9 tok/s/user, 40.0 tok/s/GPU (dominated)"}},
+		{name: "one frontier point: no curve", series: []Series{{Label: "x", Points: []XY{{X: 10, Y: 50}, {X: 20, Y: 60}}}}, curves: 0, markers: 2},
+		{name: "frontier across keys, current and baseline", series: append(append([]Series{}, cur...), base...), opts: ChartOptions{FrontierAll: true},
+			curves: 3, dashed: 1, markers: 6, contains: []string{`<polyline class="frontier-all current"`, "Pareto frontier across config keys"},
+			notContains: []string{`frontier-all baseline`}}, // one baseline key: its curve is the frontier
+		{name: "E2EL chart: lower latency is better", series: []Series{{Label: "x", Points: []XY{{X: 2, Y: 100, Conc: 1}, {X: 20, Y: 900, Conc: 64}, {X: 30, Y: 800, Conc: 96}}}},
+			opts: ChartOptions{ID: "e2el", XLabel: "Median end-to-end latency (s)", XUnit: "s", XLowerBetter: true}, curves: 1, markers: 3,
+			contains: []string{`<svg id="e2el"`, "Median end-to-end latency (s)", "x conc 96: 30 s, 800.0 tok/s/GPU (dominated)"}},
+		{name: "gap band with suggestions", series: []Series{{Label: "x", Points: []XY{{X: 20, Y: 800, Conc: 256}, {X: 100, Y: 2100, Conc: 768}}}},
+			opts: ChartOptions{ID: "e2el", XLowerBetter: true, Bands: []Band{{Label: "x", From: 20, To: 100, Text: "gap x5.0: add c369 c533",
+				Suggest: []Mark{{X: 34.2, Conc: 369}, {X: 58.5, Conc: 533}}}}}, curves: 1, markers: 2,
+			contains: []string{`<rect class="gap-band"`, "gap x5.0: add c369 c533", ">+c369<", ">+c533<", "coverage gap"}},
 		{name: "empty", series: nil, curves: 0, markers: 0, contains: []string{"<svg", "</svg>"}},
 	}
 	for _, tc := range tests {
@@ -150,9 +167,9 @@ func TestChart(t *testing.T) {
 	}
 }
 
-// TestChartCurveIsSortedAndMonotone checks the geometry: a curve runs left to
+// TestReportChartCurveIsSortedAndMonotone checks the geometry: a curve runs left to
 // right by interactivity, and higher throughput is drawn higher up.
-func TestChartCurveIsSortedAndMonotone(t *testing.T) {
+func TestReportChartCurveIsSortedAndMonotone(t *testing.T) {
 	t.Parallel()
 	svg := Chart([]Series{{Label: "a", Points: []XY{{X: 300, Y: 100}, {X: 100, Y: 900}, {X: 200, Y: 500}}}}, ChartOptions{})
 	m := regexp.MustCompile(`<polyline [^>]*points="([^"]+)"`).FindStringSubmatch(svg)
@@ -171,7 +188,7 @@ func TestChartCurveIsSortedAndMonotone(t *testing.T) {
 	assert.Less(t, ys[1], ys[2])
 }
 
-func TestNiceStepAndTicks(t *testing.T) {
+func TestReportNiceStepAndTicks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		raw, want float64
@@ -184,7 +201,7 @@ func TestNiceStepAndTicks(t *testing.T) {
 	}
 }
 
-func TestRenderWithBaseline(t *testing.T) {
+func TestReportRenderWithBaseline(t *testing.T) {
 	t.Parallel()
 	s := twoNights(t)
 	in, err := Load(context.Background(), s, "night-2", "night-1")
@@ -224,6 +241,17 @@ func TestRenderWithBaseline(t *testing.T) {
 		{"timeline bar", `<div class="bar"><span style="left: `},
 		{"chart", `<svg id="pareto"`},
 		{"baseline dashed", `class="curve baseline"`},
+		{"frontier across keys", `<polyline class="frontier-all current"`},
+		{"baseline frontier across keys dashed", `<polyline class="frontier-all baseline" fill="none" stroke="#666" stroke-width="9" stroke-opacity="0.22" stroke-linejoin="round" stroke-dasharray="12 8"`},
+		{"E2EL chart", `<svg id="e2el"`},
+		{"E2EL axis", "Median end-to-end latency (s)"},
+		// Night 2 is 1.2x slower: 24 s at c256, 120 s at c768.
+		{"coverage table", `<td>` + disaggKey + `</td><td>median E2EL</td><td class="n">c256: 24 s</td><td class="n">c768: 120 s</td><td class="n">x5.0</td><td>add c369 c533</td>`},
+		{"gap band on the E2EL chart", "gap x5.0: add c369 c533"},
+		{"suggested concurrency marked", ">+c369<"},
+		// c128 failed tonight, which opens a second gap that asks for it back.
+		{"failed point leaves a gap", `<td class="n">c64: 9.6 s</td><td class="n">c256: 24 s</td><td class="n">x2.5</td><td>add c128</td>`},
+		{"coverage in the summary", "<th>Coverage gaps</th><td>2 wider than x2 between neighbouring concurrencies</td>"},
 		{"eval pass", "floor 0.91: <b>pass</b>"},
 	}
 	for _, tc := range tests {
@@ -248,7 +276,7 @@ func assertSelfContained(t *testing.T, page string) {
 	}
 }
 
-func TestRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
+func TestReportRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
@@ -268,10 +296,42 @@ func TestRenderWithoutBaselineAndLegacyLedger(t *testing.T) {
 	assert.Contains(t, page, `id="point-p1"`)
 	assert.Contains(t, page, "&#43;1m30s")
 	assert.Contains(t, page, "the times are when each durable output was written")
+	assert.Contains(t, page, `id="no-e2el"`, "no E2EL recorded: no E2EL chart")
+	assert.NotContains(t, page, `<svg id="e2el"`)
+	assert.Contains(t, page, `id="no-gaps"`)
 	assertSelfContained(t, page)
 
 	_, err = Load(ctx, s, "nope", "")
 	require.ErrorIs(t, err, ErrNoSweep)
 	_, err = Load(ctx, s, "old", "nope")
 	require.ErrorContains(t, err, "baseline")
+}
+
+func TestReportFrontier(t *testing.T) {
+	t.Parallel()
+	pt := func(x, y float64) XY { return XY{X: x, Y: y} }
+	tests := []struct {
+		name             string
+		pts              []XY
+		xLowerBetter     bool
+		front, dominated []XY
+	}{
+		{name: "trade-off curve: all on the frontier", pts: []XY{pt(300, 100), pt(100, 900), pt(200, 500)},
+			front: []XY{pt(100, 900), pt(200, 500), pt(300, 100)}},
+		{name: "seed c256 is dominated by c128", pts: []XY{pt(313, 450), pt(293, 860), pt(284, 840), pt(217, 2100)},
+			front: []XY{pt(217, 2100), pt(293, 860), pt(313, 450)}, dominated: []XY{pt(284, 840)}},
+		{name: "equal X: the higher Y wins", pts: []XY{pt(100, 50), pt(100, 80)}, front: []XY{pt(100, 80)}, dominated: []XY{pt(100, 50)}},
+		{name: "duplicates both stay", pts: []XY{pt(100, 80), pt(100, 80)}, front: []XY{pt(100, 80), pt(100, 80)}},
+		{name: "latency: lower X is better", xLowerBetter: true, pts: []XY{pt(2, 100), pt(20, 900), pt(30, 800), pt(25, 950)},
+			front: []XY{pt(2, 100), pt(20, 900), pt(25, 950)}, dominated: []XY{pt(30, 800)}},
+		{name: "invalid points are dropped", pts: []XY{pt(0, 10), pt(10, -1), pt(math.Inf(1), 5), pt(5, 5)}, front: []XY{pt(5, 5)}},
+		{name: "empty", pts: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, d := Frontier(tc.pts, tc.xLowerBetter)
+			assert.Equal(t, tc.front, f, "frontier")
+			assert.ElementsMatch(t, tc.dominated, d, "dominated")
+		})
+	}
 }

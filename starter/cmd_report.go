@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweepflow/sweepflow/coverage"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/report"
 )
@@ -21,7 +22,7 @@ func init() {
 func runReport(args []string) error { return execute(nil, newReportCmd(), args, nil, nil) }
 
 func newReportCmd() *cobra.Command {
-	c := &cobra.Command{Use: "report", Short: "write a self-contained HTML report of a sweep (Pareto chart, regressions vs a baseline)", Args: noArgs}
+	c := &cobra.Command{Use: "report", Short: "write a self-contained HTML report of a sweep (Pareto frontiers, E2EL chart, coverage gaps, regressions vs a baseline)", Args: noArgs}
 	fs := c.Flags()
 	var lf ledgerFlags
 	lf.bind(fs)
@@ -33,9 +34,13 @@ func newReportCmd() *cobra.Command {
 	fs.Float64Var(&th.TTFTp90RisePct, "max-ttft-rise", th.TTFTp90RisePct, "regression: TTFT p90 up more than this many percent")
 	fs.Float64Var(&th.InteractivityDropPct, "max-interactivity-drop", th.InteractivityDropPct, "regression: interactivity down more than this many percent")
 	evalDrop := fs.Float64("max-eval-drop", regress.DefaultEvalDropPts, "regression: GSM8K strict score down more than this many percentage points")
+	covFactor := fs.Float64("coverage-factor", coverage.DefaultFactor, "coverage: show a gap where neighbouring concurrencies' median E2EL or interactivity differ by more than this factor (as starter coverage --factor)")
 	c.RunE = func(*cobra.Command, []string) error {
 		if *sweep == "" {
 			return &exitError{code: 2, msg: "--sweep ID is required"}
+		}
+		if !(*covFactor > 1) {
+			return &exitError{code: 2, msg: fmt.Sprintf("--coverage-factor must be above 1, got %v", *covFactor)}
 		}
 		if *baseline == *sweep {
 			return &exitError{code: 2, msg: "--baseline must name another sweep"}
@@ -53,7 +58,7 @@ func newReportCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		in.Thresholds, in.EvalDropPts = th, *evalDrop
+		in.Thresholds, in.EvalDropPts, in.CoverageFactor = th, *evalDrop, *covFactor
 		var buf bytes.Buffer
 		if err := report.Render(&buf, in); err != nil {
 			return err

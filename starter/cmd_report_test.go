@@ -21,9 +21,15 @@ func TestReportCommand(t *testing.T) {
 		absent   []string
 	}{
 		{name: "sweep alone", args: []string{"--home", home, "--sweep", "sw"},
-			contains: []string{`<svg id="pareto"`, `id="point-dsv4_p1x8_d0x8_conc4_kvdram-hicache"`, "SIMULATED DATA"}, absent: []string{`id="regressions"`}},
+			contains: []string{`<svg id="pareto"`, `id="point-dsv4_p1x8_d0x8_conc4_kvdram-hicache"`, "SIMULATED DATA", "<h2>Latency coverage</h2>", `id="no-gaps"`},
+			absent:   []string{`id="regressions"`}},
+		{name: "coverage gaps of a seed-like sweep", args: []string{"--home", coverageHome(t), "--sweep", "cov"},
+			contains: []string{`<svg id="e2el"`, `<table id="coverage-gaps">`, "add c369 c533", ">+c533<"}},
+		{name: "coverage factor", args: []string{"--home", coverageHome(t), "--sweep", "cov", "--coverage-factor", "6"},
+			contains: []string{`<svg id="e2el"`, `id="no-gaps"`, "No gaps wider than x6."}},
+		{name: "coverage factor must be above 1", args: []string{"--home", home, "--sweep", "sw", "--coverage-factor", "0.5"}, wantCode: 2, wantMsg: "--coverage-factor must be above 1"},
 		{name: "with baseline: 25 % slower is flagged", args: []string{"--home", home, "--sweep", "sw", "--baseline", "base"},
-			contains: []string{`id="regressions"`, "<b>slower</b>: dsv4_p1x8_d0x8_conc4_kvdram-hicache output throughput per GPU", `class="pt baseline"`}},
+			contains: []string{`id="regressions"`, "<b>slower</b>: dsv4_p1x8_d0x8_conc4_kvdram-hicache output throughput per GPU", `class="pt baseline frontier"`}},
 		{name: "looser thresholds: nothing flagged", args: []string{"--home", home, "--sweep", "sw", "--baseline", "base",
 			"--max-tput-drop", "30", "--max-ttft-rise", "30", "--max-interactivity-drop", "30"},
 			contains: []string{`id="regressions"`}, absent: []string{"<b>slower</b>"}},
