@@ -97,6 +97,8 @@ func classify(err error) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrChecksumMismatch, err)
 	case errors.Is(err, cluster.ErrOOM):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrOutOfMemory, err)
+	case errors.Is(err, results.ErrConflict):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err)
 	case errors.Is(err, cluster.ErrAllocationLost):
 		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err)
 	}
