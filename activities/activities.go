@@ -97,6 +97,8 @@ func classify(err error) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrChecksumMismatch, err)
 	case errors.Is(err, cluster.ErrOOM):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrOutOfMemory, err)
+	case errors.Is(err, results.ErrConflict):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err)
 	case errors.Is(err, cluster.ErrAllocationLost):
 		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err)
 	}
@@ -105,9 +107,16 @@ func classify(err error) error {
 
 // heartbeater records the latest details every interval until stopped, so
 // long stages prove liveness and see cancellation.
+//
+// Stop records the latest details once more if they changed since the last
+// beat: the SDK sends it with a failed attempt, so a retry resumes from all
+// the progress the attempt made, not from its last periodic beat.
 type heartbeater struct {
+	ctx     context.Context // nil outside an activity
 	mu      sync.Mutex
 	details any
+	version int // bumped by set
+	sent    int // version of the last recorded details
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -118,18 +127,16 @@ func startHeartbeat(ctx context.Context, every time.Duration, initial any) *hear
 		close(h.done)
 		return h
 	}
+	h.ctx = ctx
 	if every <= 0 {
 		every = heartbeatEvery(ctx)
 	}
+	h.record() // before any progress: a resumed attempt's first beat is where it resumes
 	go func() {
 		defer close(h.done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			h.mu.Lock()
-			d := h.details
-			h.mu.Unlock()
-			activity.RecordHeartbeat(ctx, d)
 			select {
 			case <-h.stop:
 				return
@@ -137,24 +144,46 @@ func startHeartbeat(ctx context.Context, every time.Duration, initial any) *hear
 				return
 			case <-t.C:
 			}
+			h.record()
 		}
 	}()
 	return h
 }
 
+// record sends the latest details: every tick, changed or not, since a beat
+// is also the proof of liveness.
+func (h *heartbeater) record() {
+	h.mu.Lock()
+	d := h.details
+	h.sent = h.version
+	h.mu.Unlock()
+	activity.RecordHeartbeat(h.ctx, d)
+}
+
 func (h *heartbeater) set(d any) {
 	h.mu.Lock()
 	h.details = d
+	h.version++
 	h.mu.Unlock()
 }
 
 func (h *heartbeater) Stop() {
 	select {
 	case <-h.stop:
+		return
 	default:
 		close(h.stop)
 	}
 	<-h.done
+	if h.ctx == nil {
+		return
+	}
+	h.mu.Lock()
+	changed := h.sent != h.version
+	h.mu.Unlock()
+	if changed {
+		h.record()
+	}
 }
 
 // heartbeatEvery picks a beat well inside the stage's heartbeat timeout.

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/gsm8k"
 )
 
@@ -27,7 +28,7 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, erro
 		return EvalSummary{}, err
 	}
 	if in.Endpoint == nil {
-		return EvalSummary{}, classify(fmt.Errorf("eval without an endpoint"))
+		return EvalSummary{}, classify(fmt.Errorf("%w: eval without an endpoint", cluster.ErrBadConfig))
 	}
 	p := in.Point
 	var prev EvalSummary

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/loadgen"
 )
 
@@ -58,7 +59,7 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
 		return err
 	}
 	if in.Endpoint == nil {
-		return classify(fmt.Errorf("warmup without an endpoint"))
+		return classify(fmt.Errorf("%w: warmup without an endpoint", cluster.ErrBadConfig))
 	}
 	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "warmup"})
 	defer hb.Stop()
@@ -89,7 +90,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 		return PerfSummary{}, err
 	}
 	if in.Endpoint == nil {
-		return PerfSummary{}, classify(fmt.Errorf("perf without an endpoint"))
+		return PerfSummary{}, classify(fmt.Errorf("%w: perf without an endpoint", cluster.ErrBadConfig))
 	}
 	p := in.Point
 	var prev PerfSummary

@@ -65,6 +65,8 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (Checkp
 	for n, d := range details.Done {
 		resume[n] = append([]string(nil), d...)
 	}
+	// Bytes copied by earlier attempts: backends report this attempt's.
+	earlierBytes := details.BytesCopied
 	hb := startHeartbeat(ctx, 0, details)
 	defer hb.Stop()
 	perNode := map[string]int64{}
@@ -77,7 +79,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (Checkp
 		defer mu.Unlock()
 		perNode[p.Node] = p.BytesCopied
 		details.Done[p.Node] = append([]string(nil), p.Done...)
-		var total int64
+		total := earlierBytes
 		for _, b := range perNode {
 			total += b
 		}

@@ -29,6 +29,9 @@ const (
 	ErrBadConfig        = "BadConfig"
 	ErrChecksumMismatch = "ChecksumMismatch"
 	ErrOutOfMemory      = "OutOfMemory"
+	// ErrResultConflict: the ledger already holds different figures for the
+	// same (sweep, identity, stage); writing them again cannot succeed.
+	ErrResultConflict = "ResultConflict"
 )
 
 // PointSpec is everything an activity needs to know about one sweep point.

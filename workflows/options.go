@@ -36,6 +36,7 @@ var nonRetryable = []string{
 	activities.ErrBadConfig,
 	activities.ErrChecksumMismatch,
 	activities.ErrOutOfMemory,
+	activities.ErrResultConflict,
 }
 
 // ActivityOptions returns the options for one stage on the cluster's queue:

@@ -1,0 +1,176 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/staging"
+)
+
+// TestActivityErrorClassification runs failing stages in the test activity
+// environment and checks the application error type and retryability the
+// workflow's retry policy sees. Real parts where cheap: the local backend
+// and real staging for the allocation and checkpoint failures, the SQLite
+// ledger for the conflict; a fake backend for server and network failures.
+func TestActivityErrorClassification(t *testing.T) {
+	ctx := context.Background()
+	networkDown := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+	tests := []struct {
+		name string
+		// run sets up the activities and returns the activity and its input.
+		run          func(t *testing.T) (*Activities, any, any)
+		wantType     string
+		nonRetryable bool
+	}{
+		{
+			name: "bad config: the point needs more nodes than the pool has",
+			run: func(t *testing.T) (*Activities, any, any) {
+				r := newStagingRig(t)
+				r.acts.Backend = r.local
+				p := r.in.Point
+				p.Nodes = 3
+				return r.acts, r.acts.Allocate, p
+			},
+			wantType: ErrBadConfig, nonRetryable: true,
+		},
+		{
+			name: "bad config: the checkpoint is not on the shared filesystem",
+			run: func(t *testing.T) (*Activities, any, any) {
+				r := newStagingRig(t)
+				r.acts.Backend = r.local
+				r.in.Point.CheckpointSource = filepath.Join(t.TempDir(), "no-such-model")
+				return r.acts, r.acts.StageCheckpoint, r.in
+			},
+			wantType: ErrBadConfig, nonRetryable: true,
+		},
+		{
+			name: "checksum mismatch: a source file no longer matches its manifest",
+			run: func(t *testing.T) (*Activities, any, any) {
+				r := newStagingRig(t)
+				r.acts.Backend = r.local
+				_, err := staging.LoadOrBuildSourceManifest(ctx, r.src) // cached beside the checkpoint
+				require.NoError(t, err)
+				f := filepath.Join(r.src, r.files[2])
+				st, err := os.Stat(f)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(f, make([]byte, st.Size()), 0o644)) // same size, other bytes
+				return r.acts, r.acts.StageCheckpoint, r.in
+			},
+			wantType: ErrChecksumMismatch, nonRetryable: true,
+		},
+		{
+			name: "out of memory while the server loads",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := &Activities{Backend: &fakeBackend{healthErr: fmt.Errorf("%w: CUDA OOM on gb200-03", cluster.ErrOOM)}, StateDir: t.TempDir()}
+				return a, a.BringUp, StageInput{Point: PointSpec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+			},
+			wantType: ErrOutOfMemory, nonRetryable: true,
+		},
+		{
+			name: "bad config: the server command is wrong",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := &Activities{Backend: &fakeBackend{bringUpErr: fmt.Errorf("%w: serve: executable not found", cluster.ErrBadConfig)}, StateDir: t.TempDir()}
+				return a, a.BringUp, StageInput{Point: PointSpec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+			},
+			wantType: ErrBadConfig, nonRetryable: true,
+		},
+		{
+			name: "bad config: perf without an endpoint",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := newLedgerActs(t)
+				return a, a.Perf, StageInput{Point: PointSpec{SweepID: "s", PointID: "p", Identity: "id"}}
+			},
+			wantType: ErrBadConfig, nonRetryable: true,
+		},
+		{
+			name: "bad config: eval without an endpoint",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := newLedgerActs(t)
+				return a, a.Eval, StageInput{Point: PointSpec{SweepID: "s", PointID: "p", Identity: "id", Eval: true}}
+			},
+			wantType: ErrBadConfig, nonRetryable: true,
+		},
+		{
+			name: "result conflict: the ledger holds other figures for the point",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := newLedgerActs(t)
+				in := uploadInput(400)
+				require.NoError(t, a.Upload(ctx, in))
+				return a, a.Upload, uploadInput(401)
+			},
+			wantType: ErrResultConflict, nonRetryable: true,
+		},
+		{
+			name: "transient: the scheduler is unreachable",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := &Activities{Backend: &fakeBackend{allocErr: fmt.Errorf("sbatch: %w", networkDown)}, StateDir: t.TempDir()}
+				return a, a.Allocate, PointSpec{SweepID: "s", PointID: "p", Nodes: 1}
+			},
+			wantType: "Transient",
+		},
+		{
+			name: "transient: teardown cannot reach the node",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := &Activities{Backend: &fakeBackend{teardownErr: fmt.Errorf("scancel: %w", networkDown)}, StateDir: t.TempDir()}
+				return a, a.Teardown, StageInput{Alloc: Allocation{JobID: "j"}}
+			},
+			wantType: "Transient",
+		},
+		{
+			name: "transient: staging loses its link to a node",
+			run: func(t *testing.T) (*Activities, any, any) {
+				r := newStagingRig(t)
+				r.fake.stage = func(context.Context, cluster.Allocation, string, string, map[string][]string, func(cluster.StageProgress)) (cluster.StageReport, error) {
+					return cluster.StageReport{}, fmt.Errorf("node n2: %w", networkDown)
+				}
+				return r.acts, r.acts.StageCheckpoint, r.in
+			},
+			wantType: "Transient",
+		},
+		{
+			name: "allocation lost: a fresh allocation may succeed",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := &Activities{Backend: &fakeBackend{healthErr: fmt.Errorf("%w: job 42 NODE_FAIL", cluster.ErrAllocationLost)}, StateDir: t.TempDir()}
+				return a, a.BringUp, StageInput{Point: PointSpec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "eval"}
+			},
+			wantType: "AllocationLost",
+		},
+		{
+			name: "injected fault",
+			run: func(t *testing.T) (*Activities, any, any) {
+				a := &Activities{Backend: &fakeBackend{}, StateDir: t.TempDir()}
+				return a, a.Allocate, PointSpec{SweepID: "s", PointID: "p", Nodes: 1, Faults: []Fault{{Stage: StageAllocate, Times: 1}}}
+			},
+			wantType: "InjectedFault",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, fn, in := tc.run(t)
+			env := newActivityEnv(a)
+			_, err := env.ExecuteActivity(fn, in)
+			app := appError(t, err)
+			assert.Equal(t, tc.wantType, app.Type(), "%v", err)
+			assert.Equal(t, tc.nonRetryable, app.NonRetryable(), "%v", err)
+		})
+	}
+}
+
+// TestClassifyPassesCancellationThrough: a cancelled or timed-out stage is
+// not an application error; Temporal reports it as a cancellation/timeout.
+func TestClassifyPassesCancellationThrough(t *testing.T) {
+	for _, err := range []error{context.Canceled, fmt.Errorf("staging: %w", context.DeadlineExceeded)} {
+		assert.Same(t, err, classify(err))
+	}
+	assert.NoError(t, classify(nil))
+}

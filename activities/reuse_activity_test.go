@@ -1,0 +1,98 @@
+package activities
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLookupReuseActivity runs the reuse lookup as Temporal runs it. Sweep
+// "first" measured c4 and c8 of one deployment on the simulator (uploaded
+// and recorded through the activities); a point of sweep "second" reuses
+// only an output of its own identity measured with its own profile, and
+// says why not otherwise.
+func TestLookupReuseActivity(t *testing.T) {
+	sim := newLedgerActs(t)
+	sim.Simulated, sim.Engine, sim.Load.TimeScale, sim.Load.Seed = true, "simulator", 0.01, 1
+	sim.GSM8K.DefaultFloor = 0.9
+
+	seed := newActivityEnv(sim)
+	for conc, tput := range map[int]float64{4: 400, 8: 800} {
+		p := testSpec("first", "d", conc)
+		_, err := seed.ExecuteActivity(sim.Upload, UploadInput{Point: p,
+			Perf: &PerfSummary{OutputTputPerGPU: tput, Requests: 64, Simulated: true},
+			Eval: &EvalSummary{EMStrict: 0.92, EMFlexible: 0.93, NEff: 12, Floor: 0.9, Passed: true, Simulated: true}})
+		require.NoError(t, err)
+		_, err = seed.ExecuteActivity(sim.RecordPoint, PointRecord{Point: p, Status: "completed", At: time.Unix(1, 0)})
+		require.NoError(t, err)
+	}
+
+	real := *sim
+	real.Simulated, real.Engine = false, "srtctl"
+	slower := *sim
+	slower.Load.TimeScale = 1
+
+	tests := []struct {
+		name     string
+		acts     *Activities
+		point    PointSpec
+		from     []string
+		wantPerf float64 // 0: nothing reused
+		wantEval bool
+		wantNote string // in the notes; "" means no notes
+	}{
+		{name: "exact match at c4 reuses c4's figures", acts: sim, point: testSpec("second", "d", 4), wantPerf: 400, wantEval: true},
+		{name: "exact match at c8 reuses c8's figures", acts: sim, point: testSpec("second", "d", 8), wantPerf: 800, wantEval: true},
+		{name: "a concurrency the first sweep did not measure gets nothing", acts: sim, point: testSpec("second", "d", 16),
+			wantNote: "perf not reused: no output for identity " + testSpec("", "d", 16).Identity},
+		{name: "another deployment at the same exp-name and concurrency", acts: sim, point: testSpec("second", "e", 4),
+			wantNote: "perf not reused: point identity differs from first's"},
+		{name: "simulated figures never stand in for a real engine", acts: &real, point: testSpec("second", "d", 4),
+			wantNote: "perf not reused: stored output is simulated"},
+		{name: "another time scale is another measurement profile", acts: &slower, point: testSpec("second", "d", 8),
+			wantNote: "perf not reused: measurement profile differs: time_scale 0.01 -> 1"},
+		{name: "only the sweeps asked for are searched", acts: sim, point: testSpec("second", "d", 4), from: []string{"other"},
+			wantNote: "no output for identity"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			from := tc.from
+			if from == nil {
+				from = []string{"first"}
+			}
+			env := newActivityEnv(tc.acts)
+			val, err := env.ExecuteActivity(tc.acts.LookupReuse, ReuseRequest{Point: tc.point, Stages: DurableStages, FromSweeps: from})
+			require.NoError(t, err)
+			var got Reused
+			require.NoError(t, val.Get(&got))
+
+			notes := strings.Join(got.Notes, "\n")
+			if tc.wantNote == "" {
+				assert.Empty(t, got.Notes)
+			} else {
+				assert.Contains(t, notes, tc.wantNote)
+			}
+			if tc.wantPerf == 0 {
+				assert.Nil(t, got.Perf)
+				assert.Empty(t, got.PerfSweep)
+			} else {
+				require.NotNil(t, got.Perf)
+				assert.Equal(t, tc.wantPerf, got.Perf.OutputTputPerGPU)
+				assert.Equal(t, "first", got.PerfSweep)
+				assert.NotEmpty(t, got.PerfRun, "the run that measured it")
+			}
+			if tc.wantEval {
+				require.NotNil(t, got.Eval)
+				assert.True(t, got.Eval.Passed)
+				assert.Equal(t, 0.9, got.Eval.Floor, "re-gated on the current floor")
+				assert.Equal(t, "first", got.EvalSweep)
+			} else {
+				assert.Nil(t, got.Eval)
+				assert.Contains(t, notes, "eval not reused: ")
+			}
+		})
+	}
+}
