@@ -381,23 +381,15 @@ func (s *Store) PutStageOutput(ctx context.Context, o StageOutput) (inserted boo
 		return false, err
 	}
 	what := fmt.Sprintf("put stage output %s of point %s (sweep %s)", o.Stage, o.PointID, o.SweepID)
-	var n int64
-	err = s.retryBusy(ctx, func() error {
-		res, err := s.exec(ctx, `INSERT INTO stage_outputs (sweep_id, point_id, identity, stage, profile_hash, profile_json, attempt, output_json, artifact_uris, simulated, run_id, source_sweep, source_run, created_at)
+	inserted, err = s.insertOnce(ctx, what, `INSERT INTO stage_outputs (sweep_id, point_id, identity, stage, profile_hash, profile_json, attempt, output_json, artifact_uris, simulated, run_id, source_sweep, source_run, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (sweep_id, identity, stage) DO NOTHING`,
-			o.SweepID, o.PointID, o.Identity, o.Stage, o.ProfileHash, string(o.ProfileJSON), o.Attempt, string(o.OutputJSON), string(urisJSON),
-			o.Simulated, o.RunID, o.SourceSweep, o.SourceRun, o.CreatedAt.UnixNano())
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+		o.SweepID, o.PointID, o.Identity, o.Stage, o.ProfileHash, string(o.ProfileJSON), o.Attempt, string(o.OutputJSON), string(urisJSON),
+		o.Simulated, o.RunID, o.SourceSweep, o.SourceRun, o.CreatedAt.UnixNano())
 	if err != nil {
-		return false, fmt.Errorf("results: %s: %w", what, err)
+		return false, err
 	}
-	if n == 1 {
+	if inserted {
 		return true, nil
 	}
 	old, err := s.queryStageOutputs(ctx, `SELECT `+stageOutputCols+` FROM stage_outputs WHERE sweep_id = ? AND identity = ? AND stage = ?`, o.SweepID, o.Identity, o.Stage)
@@ -552,26 +544,18 @@ func (s *Store) PutPerf(ctx context.Context, r PerfResult) error {
 		return fmt.Errorf("results: perf result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
 	}
 	what := "put perf result of point " + r.PointID + " (sweep " + r.SweepID + ")"
-	var n int64
-	err := s.retryBusy(ctx, func() error {
-		res, err := s.exec(ctx, `INSERT INTO perf_results (sweep_id, point_id, identity, profile_hash, config_key, exp_name, conc,
+	inserted, err := s.insertOnce(ctx, what, `INSERT INTO perf_results (sweep_id, point_id, identity, profile_hash, config_key, exp_name, conc,
 			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms,
 			requests, failed, simulated, aggregate_uri, requests_uri, source_sweep, json, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sweep_id, identity) DO NOTHING`,
-			r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.ConfigKey, r.ExpName, r.Conc,
-			r.OutputTputPerGPU, r.TputPerGPU, r.InputTputPerGPU, r.Interactivity, r.TTFTp90Ms, r.TPOTMedianMs, r.E2ELMedianMs,
-			r.Requests, r.Failed, r.Simulated, r.AggregateURI, r.RequestsURI, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+		r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.ConfigKey, r.ExpName, r.Conc,
+		r.OutputTputPerGPU, r.TputPerGPU, r.InputTputPerGPU, r.Interactivity, r.TTFTp90Ms, r.TPOTMedianMs, r.E2ELMedianMs,
+		r.Requests, r.Failed, r.Simulated, r.AggregateURI, r.RequestsURI, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
 	if err != nil {
-		return fmt.Errorf("results: %s: %w", what, err)
+		return err
 	}
-	if n == 1 {
+	if inserted {
 		return nil
 	}
 	var oldPoint, oldProfile, oldSource, oldJSON string
@@ -634,22 +618,14 @@ func (s *Store) PutEval(ctx context.Context, r EvalResult) error {
 		return fmt.Errorf("results: eval result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
 	}
 	what := "put eval result of point " + r.PointID + " (sweep " + r.SweepID + ")"
-	var n int64
-	err := s.retryBusy(ctx, func() error {
-		res, err := s.exec(ctx, `INSERT INTO eval_results (sweep_id, point_id, identity, profile_hash, em_strict, em_flexible, n_eff, passed, floor, simulated, source_sweep, json, updated_at)
+	inserted, err := s.insertOnce(ctx, what, `INSERT INTO eval_results (sweep_id, point_id, identity, profile_hash, em_strict, em_flexible, n_eff, passed, floor, simulated, source_sweep, json, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sweep_id, identity) DO NOTHING`,
-			r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.EMStrict, r.EMFlexible, r.NEff, r.Passed, r.Floor, r.Simulated, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+		r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.EMStrict, r.EMFlexible, r.NEff, r.Passed, r.Floor, r.Simulated, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
 	if err != nil {
-		return fmt.Errorf("results: %s: %w", what, err)
+		return err
 	}
-	if n == 1 {
+	if inserted {
 		return nil
 	}
 	var old EvalResult
@@ -692,6 +668,24 @@ func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error)
 
 // write runs one statement, retrying if SQLite reports the database busy
 // after busy_timeout (a long writer in another process).
+// insertOnce runs an INSERT ... ON CONFLICT DO NOTHING and reports whether
+// it inserted the row; when not, the caller compares the row that is there.
+func (s *Store) insertOnce(ctx context.Context, what, q string, args ...any) (bool, error) {
+	var n int64
+	err := s.retryBusy(ctx, func() error {
+		res, err := s.exec(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("results: %s: %w", what, err)
+	}
+	return n == 1, nil
+}
+
 func (s *Store) write(ctx context.Context, what, q string, args ...any) error {
 	err := s.retryBusy(ctx, func() error {
 		_, err := s.exec(ctx, q, args...)
