@@ -556,15 +556,8 @@ func agenticRow(e *config.Entry, s *config.SearchEntry, runner string, conc, dra
 		Field{"disagg", disaggValue(e)},
 		Field{"scenario-type", AgenticCoding},
 	)
-	if s.KVOffloadBackend != nil {
-		v, err := componentValue(s.KVOffloadBackend)
-		if err != nil {
-			return nil, rowError(s, err)
-		}
-		row = append(row, Field{"kv-offload-backend", v})
-	}
-	if err := metadata(&row, e, s); err != nil {
-		return nil, rowError(s, err)
+	if err := agenticTail(&row, e, s); err != nil {
+		return nil, err
 	}
 	if errs := checkRow(e, s, row); errs != nil {
 		return nil, errs
@@ -667,4 +660,20 @@ func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r 
 	total.Quo(total, new(big.Rat).SetInt64(g*1_000_000_000))
 	q := new(big.Int).Quo(total.Num(), total.Denom()) // both positive: truncation == floor
 	return int(q.Int64()), nil
+}
+
+// agenticTail appends what every agentic row ends with, single-node or
+// multinode: the KV offload backend when set, then the metadata fields.
+func agenticTail(row *Object, e *config.Entry, s *config.SearchEntry) config.Errors {
+	if s.KVOffloadBackend != nil {
+		v, err := componentValue(s.KVOffloadBackend)
+		if err != nil {
+			return rowError(s, err)
+		}
+		*row = append(*row, Field{"kv-offload-backend", v})
+	}
+	if err := metadata(row, e, s); err != nil {
+		return rowError(s, err)
+	}
+	return nil
 }

@@ -138,15 +138,8 @@ func singleAgenticRow(e *config.Entry, s *config.SearchEntry, runner string, con
 		Field{"exp-name", singleAgenticExpName(e, s, tp, conc, kvo)},
 		Field{"scenario-type", AgenticCoding},
 	)
-	if s.KVOffloadBackend != nil {
-		v, err := componentValue(s.KVOffloadBackend)
-		if err != nil {
-			return nil, rowError(s, err)
-		}
-		row = append(row, Field{"kv-offload-backend", v})
-	}
-	if err := metadata(&row, e, s); err != nil {
-		return nil, rowError(s, err)
+	if err := agenticTail(&row, e, s); err != nil {
+		return nil, err
 	}
 	return &Row{ConfigKey: e.Key, Scenario: AgenticCoding, Entry: e, Search: s, Fields: row}, nil
 }
