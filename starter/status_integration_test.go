@@ -78,15 +78,15 @@ func TestIntegrationSkipEndsIncomplete(t *testing.T) {
 	v, ok := e.statusJSON(id)
 	require.True(t, ok)
 	for point, stage := range skips {
-		p := v.point(point)
+		p := v.point(simID(t, point))
 		require.NotNil(t, p, point)
 		require.Equal(t, workflows.StatusIncomplete, p.Status, point)
 		require.Equal(t, []string{stage}, p.Skipped, point)
 		require.NotEmpty(t, p.Missing, point)
 	}
-	require.Equal(t, []string{"upload"}, v.point("dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache").Missing,
-		"perf and eval ran; only the upload is missing")
-	require.NotNil(t, v.point("dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache").Perf)
+	c128 := v.point(simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
+	require.Equal(t, []string{"upload"}, c128.Missing, "perf and eval ran; only the upload is missing")
+	require.NotNil(t, c128.Perf)
 
 	out, code := e.cli("status", id)
 	require.Equal(t, 0, code, out)
@@ -97,7 +97,7 @@ func TestIntegrationSkipEndsIncomplete(t *testing.T) {
 	// The Web UI's PointStatus says the same.
 	var want []string
 	for point := range skips {
-		want = append(want, workflows.PointWorkflowID(id, point))
+		want = append(want, workflows.PointWorkflowID(id, simID(t, point)))
 	}
 	query := fmt.Sprintf(`SweepID = %q AND PointStatus = %q`, id, workflows.StatusIncomplete)
 	e.eventually("PointStatus incomplete on every point", time.Minute, func() bool { return len(e.list(query)) == len(skips) })
@@ -119,7 +119,7 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 	in := e.sweep(id, []string{name}, []string{name + ":perf:2"})
 	in.Tuning.NodeHold = 2 * time.Second
 	e.start(in)
-	point := workflows.PointWorkflowID(id, name)
+	point := workflows.PointWorkflowID(id, simID(t, name))
 
 	var p *pointView
 	e.eventually("the waiting point to release its nodes", 3*time.Minute, func() bool {
@@ -127,7 +127,7 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 		if !ok {
 			return false
 		}
-		p = v.point(name)
+		p = v.point(simID(t, name))
 		return p != nil && p.Status == workflows.StatusAwaitingOperator && p.Released
 	})
 	require.Equal(t, 0, p.NodesHeld)
