@@ -265,3 +265,17 @@ func TestReplayPlayLimitAndFailedCall(t *testing.T) {
 	assert.False(t, res.Requests[1].Success)
 	assert.Equal(t, 1, res.Aggregate.Failed)
 }
+
+// Calls longer than the window still count: the window stops new calls,
+// the ones in flight drain and are reported as such.
+func TestReplayWindowShorterThanCalls(t *testing.T) {
+	t.Parallel()
+	srv := newFakeServer(t, &fakeServer{ttft: 300 * time.Millisecond})
+	res, err := Run(context.Background(), Options{BaseURL: srv.URL(), Model: "m", Concurrency: 2, Trace: loadFixture(t),
+		TimeScale: 1e-4, Duration: 50 * time.Millisecond, StartAtBeginning: true})
+	require.NoError(t, err)
+	a := res.Aggregate
+	assert.Equal(t, 2, a.Completed, "one call per lane, each finishing after the window")
+	assert.Equal(t, 2, a.DrainedAfterLimit)
+	assert.Greater(t, a.MedianE2EL, a.DurationLimit)
+}

@@ -404,19 +404,28 @@ func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (
 		st := &rt.steps[si]
 		warm = append(warm, rr.send(ctx, rr.warm, w, p, st.call, st.turn, false, rr.warm.now(), true, &rr.warmIdx))
 	}
+	w = rr.meas.newConn()
+	// Build the first measured prompt now, so 1,000 lanes do not all build
+	// theirs in the instant measurement starts (client lag, not server time).
+	var ready *prepared
+	if st := &rt.steps[first]; st.call != nil {
+		pr := rr.prepare(w, p, st.call, st.turn, false)
+		ready = &pr
+	}
 	warmWG.Done()
 	select {
 	case <-rr.started:
 	case <-ctx.Done():
 		return warm, nil
 	}
-	w = rr.meas.newConn()
 	var spare []*conn
 	for {
 		for i := first; i < len(rt.steps); i++ {
 			st := &rt.steps[i]
 			due := rr.meas.now()
-			if i > first {
+			// After warmup calls the first measured call keeps its recorded
+			// gap too, which also spreads the lanes' first sends.
+			if i > first || pos > 0 && rc.NumWarmups > 0 {
 				at := time.Now().Add(time.Duration(st.delay * rc.TimeScale * 1e9))
 				if !sleepUntil(ctx, at) {
 					return warm, meas
@@ -427,7 +436,13 @@ func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (
 				return warm, meas
 			}
 			if st.call != nil {
-				rec := rr.send(ctx, rr.meas, w, p, st.call, st.turn, false, due, false, &rr.measIdx)
+				pr := ready
+				if pr == nil {
+					x := rr.prepare(w, p, st.call, st.turn, false)
+					pr = &x
+				}
+				ready = nil
+				rec := rr.do(ctx, rr.meas, w, pr, due, false, &rr.measIdx)
 				meas = append(meas, rec)
 				if !rec.Success {
 					break // a failed call ends the play, as a broken session would
@@ -445,7 +460,7 @@ func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (
 		if rt, n, ok = rr.takePlay(); !ok {
 			return warm, meas
 		}
-		p, first = rr.newPlay(rt, n, rng), 0
+		p, first, pos = rr.newPlay(rt, n, rng), 0, 0
 	}
 }
 
@@ -484,23 +499,38 @@ func (rr *replayRun) runGroup(ctx context.Context, p *play, st *replayStep, due 
 	return out
 }
 
-// send issues one call of play p and returns its record.
-func (rr *replayRun) send(ctx context.Context, c *client, w *conn, p *play, r *Request, turn int, sub bool, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
-	var text []byte
+// prepared is a call whose body sits in its conn's buffer.
+type prepared struct {
+	rec RequestRecord
+}
+
+// prepare builds call r of play p into w's body buffer.
+func (rr *replayRun) prepare(w *conn, p *play, r *Request, turn int, sub bool) prepared {
 	text, tokens, cached := p.prompt(w.text[:0], r, sub, &rr.shared)
 	w.text = text
 	msgs := [1]message{{role: "user", content: text}}
 	w.body = rr.rc.bodies.build(w.body, msgs[:], r.Out, true)
-	rec := RequestRecord{
-		Index: int(idx.Add(1) - 1), Warmup: warmup, SessionID: p.id, Turn: turn, Subagent: sub,
-		DispatchNs: due, RequestedPromptTokens: tokens, MaxTokens: r.Out,
+	return prepared{rec: RequestRecord{
+		SessionID: p.id, Turn: turn, Subagent: sub, RequestedPromptTokens: tokens, MaxTokens: r.Out,
 		ChunkNs:     make([]int64, 0, r.Out/2+2),
 		ChunkTokens: make([]int32, 0, r.Out/2+2),
 		cacheable:   cached,
-	}
+	}}
+}
+
+// do sends the call prepared in w and returns its record.
+func (rr *replayRun) do(ctx context.Context, c *client, w *conn, pr *prepared, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
+	rec := pr.rec
+	rec.Index, rec.Warmup, rec.DispatchNs = int(idx.Add(1)-1), warmup, due
 	c.do(ctx, w, w.body, &rec, false)
 	if !warmup {
 		rr.done.Add(1)
 	}
 	return rec
+}
+
+// send prepares and sends one call of play p.
+func (rr *replayRun) send(ctx context.Context, c *client, w *conn, p *play, r *Request, turn int, sub bool, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
+	pr := rr.prepare(w, p, r, turn, sub)
+	return rr.do(ctx, c, w, &pr, due, warmup, idx)
 }

@@ -305,6 +305,9 @@ func printBenchTable(w io.Writer, a *loadgen.Aggregate) {
 	tw.Flush()
 	fmt.Fprintln(w, "Interactivity = 1000 / TPOT_ms of the same statistic (InferenceX); p99 is the slow-tail user.")
 	fmt.Fprintf(w, "Client queue (dispatch to send): mean %.3f ms, p99 %.3f ms, max %.3f ms\n", 1000*a.MeanClientQueue, 1000*a.P99ClientQueue, 1000*a.MaxClientQueue)
+	if a.DrainedAfterLimit > 0 {
+		fmt.Fprintf(w, "Drained: %d requests sent within the %.0f s window finished after it (included, as aiperf's grace period)\n", a.DrainedAfterLimit, a.DurationLimit)
+	}
 	if a.RequestMetrics != nil {
 		rm := a.RequestMetrics
 		fmt.Fprintf(w, "Agentic: %d turns; theoretical cache hit %.1f%%, server cached %.1f%%; QPS mean %.2f\n",
