@@ -21,6 +21,7 @@ import (
 	"github.com/sweepflow/sweepflow/artifacts"
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -42,11 +43,14 @@ type PerfConfig struct {
 	Duration time.Duration
 	// TimeScale scales trace delays (1 = real time).
 	TimeScale float64
-	// SessionsPerConc is how many trace sessions exist per unit of
-	// concurrency, so sessions keep arriving for the whole run.
-	SessionsPerConc int
-	TurnsPerSession int
-	Seed            int64
+	// Trace is the AgentX workload agentic points replay (nil: the default
+	// generated trace); TraceName names it in measurement profiles.
+	Trace     []loadgen.Trace
+	TraceName string
+	// WarmupPerLane is the warmup calls per lane before an agentic
+	// measurement (0: 1, InferenceX's fast mode; InferenceX full runs: 10).
+	WarmupPerLane int
+	Seed          int64
 }
 
 // Activities carries the dependencies of every stage.

@@ -33,8 +33,8 @@ func (a *Activities) perfDuration(p PointSpec) time.Duration {
 }
 
 // options builds the load generator's options for a point: agentic rows
-// replay a generated multi-turn trace with conc live sessions; fixed
-// sequence-length rows send random ISL/OSL prompts.
+// replay the AgentX trace (the worker's --trace, else the generated one)
+// with conc lanes; fixed sequence-length rows send random ISL/OSL prompts.
 func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
 	o := loadgen.Options{
 		BaseURL: ep.URL, Model: p.Model, Concurrency: max(p.Conc, 1),
@@ -48,8 +48,12 @@ func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
 		o.ISL, o.OSL, o.RandomRangeRatio, o.IgnoreEOS = p.ISL, p.OSL, 0.8, true
 		return o
 	}
-	per, turns := a.traceShape()
-	o.Trace = loadgen.GenerateTrace(a.Load.Seed+int64(p.Conc), per*o.Concurrency, turns, loadgen.TraceShape{})
+	o.Trace = a.Load.Trace
+	if o.Trace == nil {
+		o.Trace = loadgen.DefaultTrace(a.Load.Seed)
+	}
+	o.Seed = a.Load.Seed + int64(p.Conc) // lanes' start points and markers differ per point
+	o.NumWarmups = a.warmupPerLane()
 	return o
 }
 
@@ -64,7 +68,7 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
 	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "warmup"})
 	defer hb.Stop()
 	o := a.options(in.Point, *in.Endpoint)
-	o.Trace = nil
+	o.Trace = nil // agentic points warm each lane's context inside perf, as aiperf does
 	o.ISL, o.OSL, o.IgnoreEOS = 512, 64, true
 	o.NumPrompts = loadgen.DefaultNumWarmups(o.Concurrency)
 	o.Progress = func(done, total int) { hb.set(loadProgress{"warmup", done, total}) }
@@ -102,8 +106,9 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 	defer hb.Stop()
 	o := a.options(p, *in.Endpoint)
 	if o.Trace != nil {
+		// Calls still in flight when the window closes finish and count, as
+		// in aiperf's grace-period drain; none starts after it.
 		o.Duration = a.perfDuration(p)
-		o.NumPrompts = len(o.Trace)
 	}
 	o.Progress = func(done, total int) { hb.set(loadProgress{"perf", done, total}) }
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -32,21 +33,24 @@ func (a *Activities) measurement(p PointSpec) point.Measurement {
 	if p.ISL > 0 && p.OSL > 0 {
 		m.Workload = "random-isl-osl"
 	} else {
-		m.Workload = "trace"
-		m.SessionsPerConc, m.TurnsPerSession = a.traceShape()
+		m.Workload = "agentx:" + a.traceName()
+		m.Warmup = fmt.Sprintf("2xconc+%d/lane", a.warmupPerLane())
 	}
 	return m
 }
 
-func (a *Activities) traceShape() (perConc, turns int) {
-	perConc, turns = a.Load.SessionsPerConc, a.Load.TurnsPerSession
-	if perConc <= 0 {
-		perConc = 4
+func (a *Activities) traceName() string {
+	if a.Load.Trace == nil {
+		return loadgen.DefaultTraceName
 	}
-	if turns <= 0 {
-		turns = 6
+	return a.Load.TraceName
+}
+
+func (a *Activities) warmupPerLane() int {
+	if a.Load.WarmupPerLane > 0 {
+		return a.Load.WarmupPerLane
 	}
-	return perConc, turns
+	return 1
 }
 
 func (a *Activities) evalMode() gsm8k.Mode {

@@ -69,6 +69,10 @@ type Aggregate struct {
 	IgnoreEOS        bool    `json:"ignore_eos"`
 	Seed             int64   `json:"seed"`
 	DurationLimit    float64 `json:"duration_limit,omitempty"` // --duration, seconds
+	// DrainedAfterLimit counts measured requests sent before DurationLimit
+	// that finished after it: they count in every figure (aiperf's
+	// grace-period drain), so a window shorter than E2EL still reports them.
+	DrainedAfterLimit int `json:"drained_after_limit,omitempty"`
 	// ClockScale is set when times were converted from a time-scaled
 	// simulator's clock (Options.ClockScale).
 	ClockScale float64 `json:"clock_scale,omitempty"`
@@ -356,6 +360,13 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 	agg.MeanChunksPerRequest = safeDiv(float64(chunks), float64(agg.Completed))
 
 	agg.Duration = float64(maxEnd) / 1e9
+	if lim := int64(agg.DurationLimit * 1e9); lim > 0 {
+		for i := range recs {
+			if recs[i].SendNs < lim && recs[i].EndNs > lim {
+				agg.DrainedAfterLimit++
+			}
+		}
+	}
 	agg.RequestThroughput = safeDiv(float64(agg.Completed), agg.Duration)
 	agg.InputThroughput = safeDiv(float64(agg.TotalInputTokens), agg.Duration)
 	agg.OutputThroughput = safeDiv(float64(agg.TotalOutputTokens), agg.Duration)

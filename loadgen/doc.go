@@ -13,12 +13,18 @@
 // tokens are both reported. max_tokens = OSL, optional ignore_eos, and
 // stream_options.include_usage is always sent.
 //
-// Agentic replay (Options.Trace): Concurrency live sessions; each turn
-// resends every earlier user input and the assistant replies as the server
-// returned them, then the new input. The first turn starts with the shared
-// hash_ids blocks and then a per-replay "[rid:<12 hex>]" marker, so sessions
-// share exactly the hash-id prefix and nothing else. Think time between turns
-// is capped at 10 s and multiplied by TimeScale.
+// AgentX replay (Options.Trace): traces in the public AgentX corpus format
+// (cc-traces-weka: per session id, models, block_size, hash_id_scope and
+// requests of {t, type, model, in, out, hash_ids, api_time}, subagents
+// nested), replayed as InferenceX's aiperf scenario does (replay.go):
+// Concurrency lanes of one live session each, first sessions starting
+// between 25% and 75% of their trace after NumWarmups warmup calls per lane,
+// idle gaps capped at 10 s and multiplied by TimeScale, prompts synthesised
+// so equal hash ids are equal word blocks, and a per-session "[rid:<12
+// hex>]" marker after the declared system/tool prefix. After Duration no
+// call starts; calls in flight finish and count (DrainedAfterLimit).
+// GenerateTrace writes corpus-shaped traces (DefaultTrace is the workload of
+// agentic sweep points).
 //
 // Closed loop (RequestRate 0 or +Inf): Concurrency workers pull requests in
 // order. Open loop: arrivals from Gamma(burstiness, 1/(rate*burstiness))

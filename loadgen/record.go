@@ -25,7 +25,8 @@ type RequestRecord struct {
 	Index     int    `json:"index"`
 	Warmup    bool   `json:"warmup,omitempty"`
 	SessionID string `json:"session_id,omitempty"`
-	Turn      int    `json:"turn,omitempty"` // 1-based turn number in agentic replay
+	Turn      int    `json:"turn,omitempty"` // agentic replay: 1-based main-agent call of the trace
+	Subagent  bool   `json:"subagent,omitempty"`
 
 	ResponseID string `json:"response_id,omitempty"`
 	Status     int    `json:"status"`

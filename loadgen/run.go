@@ -29,11 +29,14 @@ type Options struct {
 	Concurrency int
 	// NumPrompts is the number of measured requests (default 10 x
 	// Concurrency, as InferenceX; unlimited when only Duration is set). In
-	// agentic replay it counts sessions (default: every session once).
+	// agentic replay it counts plays of a trace, the lanes' first plays
+	// included (default: as many as there are traces; unlimited with
+	// Duration).
 	NumPrompts int
 	// NumWarmups requests run before the measured phase through the same
 	// concurrency and are excluded from every metric. Taken literally (0 =
-	// none); DefaultNumWarmups gives InferenceX's 2 x Concurrency.
+	// none); DefaultNumWarmups gives InferenceX's 2 x Concurrency. In agentic
+	// replay it is the warmup calls per lane (InferenceX: 10, fast mode 1).
 	NumWarmups int
 	// RequestRate in requests/s; 0 or +Inf means closed loop.
 	RequestRate float64
@@ -51,10 +54,19 @@ type Options struct {
 	RandomRangeRatio float64
 	IgnoreEOS        bool
 
-	// Trace switches to agentic session replay.
-	Trace []Session
-	// TimeScale multiplies trace think-time delays (after the 10 s cap);
-	// default 1.
+	// Trace switches to AgentX replay (replay.go): Concurrency lanes
+	// replaying these traces.
+	Trace []Trace
+	// TrajectoryStartMin/Max bound where a lane's first play starts, as
+	// fractions of the trace's duration (both 0: InferenceX's 0.25-0.75).
+	TrajectoryStartMin, TrajectoryStartMax float64
+	// StartAtBeginning starts every first play at its first call (no
+	// warmup calls then).
+	StartAtBeginning bool
+	// IdleGapCap caps recorded idle gaps between calls (0: AgentX's 10 s;
+	// negative: no cap).
+	IdleGapCap time.Duration
+	// TimeScale multiplies trace idle gaps (after the cap); default 1.
 	TimeScale float64
 
 	Seed           int64
@@ -171,6 +183,15 @@ func (o Options) normalize() (*runConfig, error) {
 		if !rc.closed {
 			return nil, errors.New("loadgen: a request rate cannot be combined with trace replay (concurrency = live sessions)")
 		}
+		if rc.TrajectoryStartMin == 0 && rc.TrajectoryStartMax == 0 {
+			rc.TrajectoryStartMin, rc.TrajectoryStartMax = DefaultTrajectoryStartMin, DefaultTrajectoryStartMax
+		}
+		if rc.TrajectoryStartMin < 0 || rc.TrajectoryStartMax > 1 || rc.TrajectoryStartMin > rc.TrajectoryStartMax {
+			return nil, fmt.Errorf("loadgen: trajectory start window must satisfy 0 <= min <= max <= 1 (got %g, %g)", o.TrajectoryStartMin, o.TrajectoryStartMax)
+		}
+		if rc.IdleGapCap == 0 {
+			rc.IdleGapCap = DefaultIdleGapCap
+		}
 		rc.limit = o.NumPrompts
 		if rc.limit == 0 {
 			rc.limit = len(o.Trace)
@@ -201,7 +222,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := newTransport(rc.Concurrency)
+	conns := rc.Concurrency
+	if rc.agentic {
+		conns *= 4 // subagents run beside their lane's main agent
+	}
+	tr := newTransport(conns)
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	if rc.Model == "" {
@@ -213,11 +238,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
-	if rc.NumWarmups > 0 {
+	if rc.agentic {
+		res.Warmups, res.Requests, res.StartedAt = runReplay(ctx, rc, hc)
+	} else if rc.NumWarmups > 0 {
 		ph := newPhase(rc, hc, true)
 		res.Warmups = ph.run(ctx, rc.NumWarmups)
 	}
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !rc.agentic {
 		ph := newPhase(rc, hc, false)
 		ph.progress = rc.Progress
 		res.Requests = ph.run(ctx, rc.limit)
@@ -283,18 +310,16 @@ func (rc *runConfig) metadata(res *Result) Aggregate {
 	return a
 }
 
-// phase runs one set of units (requests or sessions) with its own epoch.
+// phase runs one set of random-workload requests with its own epoch.
 type phase struct {
 	rc       *runConfig
 	c        *client
 	warmup   bool
 	deadline time.Time
 	next     atomic.Int64 // next unit
-	reqIdx   atomic.Int64 // next request index (agentic)
 	done     atomic.Int64 // finished requests
 	total    int
 	progress func(done, total int)
-	seenHash sync.Map // hash ids already sent (theoretical cache hits)
 }
 
 func newPhase(rc *runConfig, hc *http.Client, warmup bool) *phase {
@@ -306,15 +331,6 @@ func newPhase(rc *runConfig, hc *http.Client, warmup bool) *phase {
 func (ph *phase) run(ctx context.Context, limit int) []RequestRecord {
 	rc := ph.rc
 	ph.total = limit
-	if rc.agentic && limit > 0 && !ph.warmup {
-		ph.total = 0
-		for u := 0; u < limit; u++ {
-			ph.total += len(rc.Trace[u%len(rc.Trace)].Turns)
-		}
-	}
-	if ph.warmup && rc.agentic {
-		ph.total = limit
-	}
 	ph.c.epoch = time.Now()
 	if rc.Duration > 0 && !ph.warmup {
 		ph.deadline = ph.c.epoch.Add(rc.Duration)
@@ -422,9 +438,6 @@ func (ph *phase) startProgress() func() {
 
 // runUnit runs one unit and appends its records.
 func (ph *phase) runUnit(ctx context.Context, w *conn, u int, dueNs int64, out []RequestRecord) []RequestRecord {
-	if ph.rc.agentic {
-		return ph.runSession(ctx, w, u, dueNs, out)
-	}
 	return append(out, ph.runRandom(ctx, w, u, dueNs))
 }
 
@@ -452,75 +465,6 @@ func (ph *phase) runRandom(ctx context.Context, w *conn, u int, dueNs int64) Req
 	ph.c.do(ctx, w, w.body, &rec, false)
 	ph.done.Add(1)
 	return rec
-}
-
-// runSession replays session unit u: trace[u % len(trace)], with a cache-bust
-// marker unique to this replay. Each turn resends all earlier user inputs and
-// the assistant replies as the server returned them, then the new input. A
-// failed turn ends the session. In the warmup phase only first turns are sent.
-func (ph *phase) runSession(ctx context.Context, w *conn, u int, dueNs int64, out []RequestRecord) []RequestRecord {
-	rc := ph.rc
-	sess := rc.Trace[u%len(rc.Trace)]
-	stream := uint64(u)
-	if ph.warmup {
-		stream |= 1 << 62
-	}
-	rng := rand.New(rand.NewPCG(uint64(rc.Seed), stream|1<<61))
-	marker := fmt.Sprintf("[rid:%012x]", rng.Uint64()&0xffffffffffff)
-	var history []message
-	historyTokens := 0
-	turns := sess.Turns
-	if ph.warmup {
-		turns = turns[:1]
-	}
-	for ti, t := range turns {
-		if ti > 0 {
-			delay := min(t.DelayMs, MaxTurnDelayMs) * rc.TimeScale
-			dueAt := time.Now().Add(time.Duration(delay * 1e6))
-			if !sleepUntil(ctx, dueAt) {
-				break
-			}
-			dueNs = int64(dueAt.Sub(ph.c.epoch))
-		}
-		if ctx.Err() != nil || (ti > 0 && ph.pastDeadline()) {
-			break
-		}
-		input, n, shared := turnInput(nil, t, ti == 0, marker, rng)
-		cacheable := historyTokens
-		if ti == 0 {
-			// Leading shared blocks already sent by an earlier request.
-			for i, id := range t.HashIDs {
-				if i*HashBlockTokens >= shared {
-					break
-				}
-				if _, seen := ph.seenHash.LoadOrStore(id, struct{}{}); !seen {
-					break
-				}
-				cacheable += HashBlockTokens
-			}
-		}
-		msgs := append(history, message{role: "user", content: input})
-		w.body = rc.bodies.build(w.body, msgs, t.OutputTokens, true)
-		rec := RequestRecord{
-			Index: int(ph.reqIdx.Add(1) - 1), Warmup: ph.warmup,
-			SessionID: sess.SessionID, Turn: ti + 1, DispatchNs: dueNs,
-			RequestedPromptTokens: historyTokens + n, MaxTokens: t.OutputTokens,
-			ChunkNs:     make([]int64, 0, t.OutputTokens+1),
-			ChunkTokens: make([]int32, 0, t.OutputTokens+1),
-			cacheable:   cacheable,
-		}
-		ph.c.do(ctx, w, w.body, &rec, true)
-		ph.done.Add(1)
-		reply := rec.text
-		rec.text = nil
-		out = append(out, rec)
-		if !rec.Success {
-			break
-		}
-		history = append(msgs, message{role: "assistant", content: reply})
-		historyTokens += n + CountTokens(reply)
-	}
-	return out
 }
 
 // sleepUntil waits for t or ctx; it reports whether t was reached.

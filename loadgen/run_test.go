@@ -240,7 +240,7 @@ func TestRunValidation(t *testing.T) {
 		{"no lengths", Options{BaseURL: "http://x", Concurrency: 1}, "isl and osl must be > 0"},
 		{"bad endpoint", Options{BaseURL: "http://x", Endpoint: "/generate", Concurrency: 1, ISL: 1, OSL: 1}, "endpoint"},
 		{"bad ratio", Options{BaseURL: "http://x", Concurrency: 1, ISL: 1, OSL: 1, RandomRangeRatio: 2}, "random range ratio"},
-		{"rate with trace", Options{BaseURL: "http://x", Concurrency: 1, RequestRate: 5, Trace: GenerateTrace(1, 1, 1, TraceShape{})}, "request rate cannot be combined"},
+		{"rate with trace", Options{BaseURL: "http://x", Concurrency: 1, RequestRate: 5, Trace: GenerateTrace(1, 1, TraceShape{})}, "request rate cannot be combined"},
 		{"reserved extra", Options{BaseURL: "http://x", Model: "m", Concurrency: 1, ISL: 1, OSL: 1, Extra: map[string]any{"stream": false}}, `"stream" is not allowed`},
 	}
 	for _, tc := range cases {

@@ -85,17 +85,15 @@ func TestAgainstSimulatorSpeculativeChunks(t *testing.T) {
 func TestAgainstSimulatorAgenticCacheHits(t *testing.T) {
 	t.Parallel()
 	_, url := startSim(t, sim.Config{TimeScale: 0.001, Seed: 3})
-	trace := GenerateTrace(5, 6, 3, TraceShape{FirstInputTokens: 1024, InputTokens: 128, OutputTokens: 32})
-	res, err := Run(context.Background(), Options{BaseURL: url, Concurrency: 3, Trace: trace, TimeScale: 0.001, TotalGPUs: 64})
+	trace := GenerateTrace(5, 3, TraceShape{MainCalls: 6, SystemTokens: 512, ToolTokens: 512, FirstUserTokens: 1024,
+		ToolResultTokens: 256, MinOut: 16, MaxOut: 32, SubagentEvery: -1})
+	res, err := Run(context.Background(), Options{BaseURL: url, Concurrency: 3, Trace: trace, TimeScale: 0.001, TotalGPUs: 64, NumWarmups: 1})
 	require.NoError(t, err)
 	require.NoError(t, res.Gate())
-	require.Len(t, res.Requests, 18)
 	a := res.Aggregate
 	assert.Equal(t, a.TotalRequestedInputTokens, a.TotalInputTokens)
 	for _, r := range res.Requests {
-		if r.Turn > 1 {
-			assert.Greater(t, r.CachedTokens, 0, "resent history hits the server's prefix cache (turn %d)", r.Turn)
-		}
+		assert.Greater(t, r.CachedTokens, 0, "the session's context, primed by warmup, hits the server's prefix cache (turn %d)", r.Turn)
 	}
 	rm := a.RequestMetrics
 	require.NotNil(t, rm)

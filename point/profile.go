@@ -38,7 +38,7 @@ type Measurement struct {
 	PerfDurationMs  int64   `json:"perf_duration_ms"`
 	Warmup          string  `json:"warmup"` // how warmup is sized ("2xconc")
 	TimeScale       float64 `json:"time_scale"`
-	Workload        string  `json:"workload"` // "random-isl-osl" or "trace"
+	Workload        string  `json:"workload"` // "random-isl-osl" or "agentx:<trace name>"
 	SessionsPerConc int     `json:"sessions_per_conc,omitempty"`
 	TurnsPerSession int     `json:"turns_per_session,omitempty"`
 	Seed            int64   `json:"seed"`

@@ -2,10 +2,13 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,5 +114,39 @@ func countEvents(r io.Reader) int64 {
 		if err != nil {
 			return n
 		}
+	}
+}
+
+// BenchmarkAgentXPromptIntake is the simulator's per-request CPU for an
+// AgentX-sized chat request: decode the JSON body, count the prompt's tokens
+// and hash its prefix-cache pages. One op is one request.
+//
+//	go test ./sim -run '^$' -bench AgentXPromptIntake
+func BenchmarkAgentXPromptIntake(b *testing.B) {
+	for _, words := range []int{8_000, 45_000, 90_000} {
+		b.Run(fmt.Sprintf("in=%d", words), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString(`{"model":"m","stream":true,"max_tokens":2000,"ignore_eos":true,"messages":[{"role":"user","content":"`)
+			for i := range words {
+				if i > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString([]string{"kernel", "tensor", "cache", "prefill", "decode", "batch"}[i%6])
+			}
+			sb.WriteString(`"}]}`)
+			body := []byte(sb.String())
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var req completionRequest
+				if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+					b.Fatal(err)
+				}
+				info, err := analyzePrompt(&req, true, 64)
+				if err != nil || info.tokens != words {
+					b.Fatal(err, info.tokens)
+				}
+			}
+		})
 	}
 }

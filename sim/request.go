@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,11 @@ func messageText(raw json.RawMessage) (string, error) {
 		return "", nil
 	}
 	if raw[0] == '"' {
+		// Fast path for AgentX-sized prompts (hundreds of KB): the decoder
+		// already validated raw, so a string without escapes is its bytes.
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
+			return string(raw[1 : len(raw)-1]), nil
+		}
 		var s string
 		err := json.Unmarshal(raw, &s)
 		return s, err

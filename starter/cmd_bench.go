@@ -33,6 +33,12 @@ func init() {
 
 const benchUsage = `usage: starter bench --base-url URL [--concurrency N] [--isl N --osl N | --trace F.jsonl] [flags]
 
+--trace replays AgentX traces (the cc-traces-weka corpus format) the way
+InferenceX's aiperf scenario does: one session per concurrency lane, first
+sessions starting between 25% and 75% of their trace after --num-warmups
+warmup calls per lane, idle gaps capped at --idle-gap-cap, prompts built so
+that equal hash ids are equal token blocks.
+
 Streams requests at an OpenAI-compatible server and reports TTFT, TPOT,
 ITL, E2EL (mean/median/p90/p99/p99.9), interactivity and per-GPU throughput
 with InferenceX's definitions. --output-json writes the aggregate (InferenceX
@@ -54,6 +60,8 @@ type benchFlags struct {
 	ignoreEOS                      bool
 	outJSON, saveRequests, outDir  string
 	trace                          string
+	startMin, startMax             float64
+	idleGapCap                     time.Duration
 	seed                           int64
 	prefillGPUs, decodeGPUs, total int
 	deployment                     string
@@ -83,8 +91,8 @@ func (f *benchFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.endpoint, "endpoint", "/v1/chat/completions", "API endpoint: /v1/chat/completions or /v1/completions")
 	fs.StringVar(&f.model, "model", "", "model name (default: the first model the server lists)")
 	fs.IntVar(&f.conc, "concurrency", 1, "requests in flight (closed loop), in-flight cap (open loop), or live sessions (--trace)")
-	fs.IntVar(&f.numPrompts, "num-prompts", 0, "measured requests (default 10 x concurrency; unlimited with --duration); sessions with --trace (default: each once)")
-	fs.IntVar(&f.numWarmups, "num-warmups", -1, "warmup requests excluded from metrics (default 2 x concurrency)")
+	fs.IntVar(&f.numPrompts, "num-prompts", 0, "measured requests (default 10 x concurrency; unlimited with --duration); with --trace, trace plays (default: one per trace)")
+	fs.IntVar(&f.numWarmups, "num-warmups", -1, "warmup requests excluded from metrics (default 2 x concurrency); with --trace, warmup calls per lane (default 1; InferenceX: 10)")
 	fs.StringVar(&f.rate, "request-rate", "inf", "requests/s on a Poisson/gamma schedule, or inf for closed loop")
 	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of inter-arrival times (1 = Poisson, <1 burstier)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop dispatching after this long; in-flight requests finish (0 = no limit)")
@@ -95,7 +103,10 @@ func (f *benchFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.outJSON, "output-json", "", "write the aggregate JSON here")
 	fs.StringVar(&f.saveRequests, "save-requests", "", "write one JSONL record per request here")
 	fs.StringVar(&f.outDir, "output-dir", "", "directory for both files (default names aggregate.json and requests.jsonl)")
-	fs.StringVar(&f.trace, "trace", "", "agentic session trace (JSONL) to replay instead of random prompts")
+	fs.StringVar(&f.trace, "trace", "", "AgentX trace (cc-traces-weka format: JSONL, or a JSON object or array) to replay instead of random prompts")
+	fs.Float64Var(&f.startMin, "trajectory-start-min", loadgen.DefaultTrajectoryStartMin, "with --trace: earliest start of a lane's first session, as a fraction of its trace")
+	fs.Float64Var(&f.startMax, "trajectory-start-max", loadgen.DefaultTrajectoryStartMax, "with --trace: latest start of a lane's first session (0 with min 0: from the beginning, no warmup)")
+	fs.DurationVar(&f.idleGapCap, "idle-gap-cap", loadgen.DefaultIdleGapCap, "with --trace: cap on recorded idle gaps between calls (negative: none)")
 	fs.Int64Var(&f.seed, "seed", 0, "seed for prompts, lengths and arrival times")
 	fs.IntVar(&f.prefillGPUs, "prefill-gpus", 0, "prefill GPUs, for per-GPU input throughput (disaggregated)")
 	fs.IntVar(&f.decodeGPUs, "decode-gpus", 0, "decode GPUs, for per-GPU output throughput (disaggregated)")
@@ -104,7 +115,7 @@ func (f *benchFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.gpusPerNode, "gpus-per-node", sim.DefaultGPUsPerNode, "GPUs per node for --deployment (node count only)")
 	fs.DurationVar(&f.timeout, "request-timeout", loadgen.DefaultRequestTimeout, "per-request deadline")
 	fs.Float64Var(&f.clockScale, "clock-scale", 0, "rate of the server's clock against real time (the simulator's --time-scale); figures are converted to it. 0: ask the simulator's /sim/info, 1 for any other server")
-	fs.Float64Var(&f.timeScale, "time-scale", 1, "multiply trace think-time delays (after the 10 s cap) by this")
+	fs.Float64Var(&f.timeScale, "time-scale", 1, "multiply trace idle gaps (after the cap) by this")
 	fs.BoolVar(&f.asJSON, "json", false, "print the aggregate JSON on stdout instead of the table")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress line on a terminal")
 	fs.StringVar(&f.extraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"temperature":0}'`)
@@ -184,6 +195,9 @@ func (f *benchFlags) options() (loadgen.Options, error) {
 	}
 	if f.numWarmups < 0 {
 		o.NumWarmups = loadgen.DefaultNumWarmups(f.conc)
+		if f.trace != "" {
+			o.NumWarmups = 1
+		}
 	}
 	switch r := strings.ToLower(strings.TrimSpace(f.rate)); r {
 	case "inf", "+inf", "infinity", "0":
@@ -225,6 +239,13 @@ func (f *benchFlags) options() (loadgen.Options, error) {
 			return o, err
 		}
 		o.Trace = tr
+		o.TrajectoryStartMin, o.TrajectoryStartMax, o.IdleGapCap = f.startMin, f.startMax, f.idleGapCap
+		if f.startMin == 0 && f.startMax == 0 {
+			o.StartAtBeginning = true
+		}
+		if o.IdleGapCap == 0 {
+			o.IdleGapCap = -1 // on the command line 0 means no cap
+		}
 	}
 	if f.extraBody != "" {
 		if err := json.Unmarshal([]byte(f.extraBody), &o.Extra); err != nil {
@@ -284,6 +305,9 @@ func printBenchTable(w io.Writer, a *loadgen.Aggregate) {
 	tw.Flush()
 	fmt.Fprintln(w, "Interactivity = 1000 / TPOT_ms of the same statistic (InferenceX); p99 is the slow-tail user.")
 	fmt.Fprintf(w, "Client queue (dispatch to send): mean %.3f ms, p99 %.3f ms, max %.3f ms\n", 1000*a.MeanClientQueue, 1000*a.P99ClientQueue, 1000*a.MaxClientQueue)
+	if a.DrainedAfterLimit > 0 {
+		fmt.Fprintf(w, "Drained: %d requests sent within the %.0f s window finished after it (included, as aiperf's grace period)\n", a.DrainedAfterLimit, a.DurationLimit)
+	}
 	if a.RequestMetrics != nil {
 		rm := a.RequestMetrics
 		fmt.Fprintf(w, "Agentic: %d turns; theoretical cache hit %.1f%%, server cached %.1f%%; QPS mean %.2f\n",
@@ -352,39 +376,45 @@ func benchTraceGen(args []string, stdout io.Writer) error {
 }
 
 func newBenchTraceGenCmd() *cobra.Command {
-	c := &cobra.Command{Use: "trace-gen", Short: "write a deterministic synthetic agentic trace (JSONL) for bench --trace",
-		Long: `usage: starter bench trace-gen [--sessions N --turns N --seed S] [--out F.jsonl]
+	c := &cobra.Command{Use: "trace-gen", Short: "write a deterministic synthetic AgentX trace (corpus format, JSONL) for bench --trace",
+		Long: `usage: starter bench trace-gen [--traces N --calls N --seed S] [--out F.jsonl]
 
-Writes a deterministic synthetic agentic trace for "starter bench --trace":
-one session per line {session_id, turns:[{input_tokens, output_tokens,
-delay_ms, hash_ids}]}. Every session opens with the same hash_ids (a shared
-system prompt); the same flags always give the same file.`,
+Writes deterministic synthetic traces in the AgentX corpus format
+(semianalysisai/cc-traces-weka-*: one session per line, {id, models,
+block_size: 64, hash_id_scope, requests: [{t, type, model, in, out,
+hash_ids, api_time}]}) shaped like the corpus: main-agent calls with tens of
+thousands of prompt tokens that mostly resend the session's context, replies
+of a few hundred to about 2,000 tokens, and subagents making short calls.
+This is the default workload of agentic points. The same flags always give
+the same file; a summary of its shape goes to stderr.`,
 		Args: noArgs}
 	fs := c.Flags()
-	sessions := fs.Int("sessions", 16, "number of sessions")
-	turns := fs.Int("turns", 8, "turns per session")
+	traces := fs.Int("traces", loadgen.DefaultTraceCount, "number of traces (sessions)")
 	seed := fs.Int64("seed", 1, "generator seed")
 	out := fs.String("out", "", "output file (default stdout)")
 	var shape loadgen.TraceShape
-	fs.IntVar(&shape.SharedPrefixBlocks, "shared-blocks", 8, "64-token hash blocks every session shares")
-	fs.IntVar(&shape.FirstInputTokens, "first-input", 2048, "first-turn input tokens (including the shared blocks)")
-	fs.IntVar(&shape.InputTokens, "input", 256, "later turns' new input tokens, drawn from [input/4, input]")
-	fs.IntVar(&shape.OutputTokens, "output-tokens", 256, "reply tokens, drawn from [output/4, output]")
-	fs.Float64Var(&shape.MaxDelayMs, "max-delay-ms", 2000, "think time drawn from [0, max] ms")
+	fs.IntVar(&shape.MainCalls, "calls", 24, "main-agent calls per trace")
+	fs.IntVar(&shape.SystemTokens, "system-tokens", 3000, "system prompt tokens opening every main call")
+	fs.IntVar(&shape.ToolTokens, "tool-tokens", 12000, "tool-definition tokens after the system prompt")
+	fs.IntVar(&shape.MinOut, "min-out", 300, "shortest main-agent reply")
+	fs.IntVar(&shape.MaxOut, "max-out", 2000, "longest main-agent reply")
+	fs.IntVar(&shape.MaxContext, "max-context", 90000, "compact a session's context when a prompt would exceed this")
+	fs.IntVar(&shape.SubagentEvery, "subagent-every", 5, "a subagent after about one main call in this many (0: none)")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		stdout := c.OutOrStdout()
-		if *sessions < 1 || *turns < 1 || shape.SharedPrefixBlocks < 0 || shape.FirstInputTokens < 1 ||
-			shape.InputTokens < 1 || shape.OutputTokens < 1 || shape.MaxDelayMs < 0 {
-			return &exitError{code: 2, msg: "--sessions, --turns, --first-input, --input and --output-tokens must be >= 1; --shared-blocks and --max-delay-ms >= 0"}
+		stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+		if *traces < 1 || shape.MainCalls < 1 || shape.SystemTokens < 1 || shape.ToolTokens < 0 || shape.MinOut < 1 ||
+			shape.MaxOut < shape.MinOut || shape.MaxContext < 1 || shape.SubagentEvery < 0 {
+			return &exitError{code: 2, msg: "--traces, --calls, --system-tokens, --min-out and --max-context must be >= 1, --max-out >= --min-out, --tool-tokens and --subagent-every >= 0"}
 		}
 		// TraceShape reads 0 as "default"; on the command line 0 means none.
-		if shape.SharedPrefixBlocks == 0 {
-			shape.SharedPrefixBlocks = -1
+		if shape.SubagentEvery == 0 {
+			shape.SubagentEvery = -1
 		}
-		if shape.MaxDelayMs == 0 {
-			shape.MaxDelayMs = -1
+		if shape.ToolTokens == 0 {
+			shape.ToolTokens = 1 // under one block: no tool prefix
 		}
-		tr := loadgen.GenerateTrace(*seed, *sessions, *turns, shape)
+		tr := loadgen.GenerateTrace(*seed, *traces, shape)
+		fmt.Fprint(stderr, loadgen.Stats(tr).String())
 		if *out == "" {
 			return loadgen.WriteTrace(stdout, tr)
 		}

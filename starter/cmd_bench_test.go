@@ -118,26 +118,49 @@ func TestBenchJSONAndTraceReplay(t *testing.T) {
 	url := startBenchSim(t, sim.Config{TimeScale: 0.001, Seed: 2})
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.jsonl")
-	require.NoError(t, benchTraceGen([]string{"--sessions", "6", "--turns", "3", "--first-input", "600", "--input", "64", "--output-tokens", "16", "--out", trace}, nil))
-	sessions, err := loadgen.LoadTrace(trace)
+	require.NoError(t, benchTraceGen([]string{"--traces", "3", "--calls", "4", "--system-tokens", "256", "--tool-tokens", "256",
+		"--min-out", "8", "--max-out", "16", "--max-context", "4000", "--subagent-every", "0", "--out", trace}, nil))
+	traces, err := loadgen.LoadTrace(trace)
 	require.NoError(t, err)
-	require.Len(t, sessions, 6)
+	require.Len(t, traces, 3)
 
 	var stdout, stderr bytes.Buffer
 	err = bench(context.Background(), []string{
 		"--base-url", url, "--concurrency", "3", "--trace", trace, "--time-scale", "0.001",
+		"--trajectory-start-min", "0", "--trajectory-start-max", "0",
 		"--total-gpus", "8", "--json", "--output-dir", filepath.Join(dir, "out"),
 	}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	var agg loadgen.Aggregate
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &agg), "--json prints the aggregate")
 	assert.Equal(t, loadgen.ScenarioAgentic, agg.ScenarioType)
-	assert.Equal(t, 18, agg.Completed)
+	assert.Equal(t, 12, agg.Completed, "three lanes play their trace from the beginning")
+	assert.Zero(t, agg.NumWarmups, "no warmup from the beginning")
 	require.NotNil(t, agg.RequestMetrics)
 	assert.Greater(t, agg.RequestMetrics.Cache.ServerCacheHitRate, 0.0)
-	assert.Len(t, agg.PerTurn, 3)
+	assert.Len(t, agg.PerTurn, 4)
 	assert.FileExists(t, filepath.Join(dir, "out", "aggregate.json"))
 	assert.FileExists(t, filepath.Join(dir, "out", "requests.jsonl"))
+}
+
+func TestBenchTraceFixture(t *testing.T) {
+	t.Parallel()
+	url := startBenchSim(t, sim.Config{TimeScale: 0.001, Seed: 4})
+	var stdout, stderr bytes.Buffer
+	err := bench(context.Background(), []string{
+		"--base-url", url, "--concurrency", "2", "--trace", "../loadgen/testdata/agentx-small.jsonl",
+		"--time-scale", "0.001", "--total-gpus", "8", "--json",
+	}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	var agg loadgen.Aggregate
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &agg))
+	assert.Equal(t, 2, agg.NumWarmups, "one warmup call per lane by default")
+	assert.Positive(t, agg.Completed)
+	assert.Zero(t, agg.Failed)
+	assert.Positive(t, agg.TotalCachedTokens, "warmup primed each lane's context")
+
+	err = bench(context.Background(), []string{"--base-url", url, "--trace", "../loadgen/testdata/nope.jsonl"}, &stdout, &stderr)
+	require.Error(t, err)
 }
 
 func TestBenchGateFailureExitsOne(t *testing.T) {
@@ -185,16 +208,17 @@ func TestBenchUsageErrors(t *testing.T) {
 func TestBenchTraceGenDeterministic(t *testing.T) {
 	t.Parallel()
 	var a, b bytes.Buffer
-	require.NoError(t, benchTraceGen([]string{"--sessions", "3", "--turns", "2", "--seed", "9"}, &a))
-	require.NoError(t, benchTraceGen([]string{"--sessions", "3", "--turns", "2", "--seed", "9"}, &b))
+	require.NoError(t, benchTraceGen([]string{"--traces", "3", "--calls", "2", "--seed", "9"}, &a))
+	require.NoError(t, benchTraceGen([]string{"--traces", "3", "--calls", "2", "--seed", "9"}, &b))
 	assert.Equal(t, a.String(), b.String())
 	assert.Len(t, strings.Split(strings.TrimSpace(a.String()), "\n"), 3)
 	var none bytes.Buffer
-	require.NoError(t, benchTraceGen([]string{"--sessions", "1", "--turns", "2", "--shared-blocks", "0", "--max-delay-ms", "0"}, &none))
+	require.NoError(t, benchTraceGen([]string{"--traces", "1", "--calls", "3", "--subagent-every", "0"}, &none))
 	s, err := loadgen.ParseTrace(&none, "stdin")
 	require.NoError(t, err)
-	assert.Empty(t, s[0].Turns[0].HashIDs)
-	assert.Zero(t, s[0].Turns[1].DelayMs)
+	require.Len(t, s[0].Requests, 3, "no subagents")
+	assert.Equal(t, 64, s[0].BlockSize)
+	assert.Equal(t, s[0].Requests[0].HashIDs[:10], s[0].Requests[1].HashIDs[:10], "calls resend the session's prefix")
 }
 
 func TestCapacityPointsParse(t *testing.T) {

@@ -1,7 +1,10 @@
 package workerapp
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -19,6 +22,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/local"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/metrics"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -27,18 +31,21 @@ import (
 // Config is the worker's configuration, from flags (and environment
 // defaults). The cluster profile says which backend serves the activities.
 type Config struct {
-	ClusterFile   string
-	Home          string
-	ResultsDSN    string
-	ArtifactsURL  string
-	GSM8KDir      string
-	EvalMode      string
-	EvalLimit     int
-	Thresholds    string
-	StarterBin    string
-	SimTimeScale  float64
-	SimAccuracy   float64
-	PerfDuration  time.Duration
+	ClusterFile  string
+	Home         string
+	ResultsDSN   string
+	ArtifactsURL string
+	GSM8KDir     string
+	EvalMode     string
+	EvalLimit    int
+	Thresholds   string
+	StarterBin   string
+	SimTimeScale float64
+	SimAccuracy  float64
+	PerfDuration time.Duration
+	// TraceFile is the AgentX trace agentic points replay (corpus format);
+	// empty: the generated default.
+	TraceFile     string
 	Control       bool
 	MaxActivities int
 	// SlurmQueueWait bounds how long a point's Slurm job may stay PENDING
@@ -79,6 +86,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.SimSlowdown, "sim-slowdown", 1, "simulated cluster: multiply every engine latency (1.2 = a 20% slower engine)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("SWEEPFLOW_METRICS_ADDR", ""), "serve Prometheus metrics on ADDR/metrics, e.g. 127.0.0.1:9464 (SDK and sweepflow metrics)")
 	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration on real clusters, 20 s of engine time on simulated ones)")
+	fs.StringVar(&c.TraceFile, "trace", env("SWEEPFLOW_TRACE", ""), "AgentX trace (cc-traces-weka format, JSONL) agentic points replay (default: the generated AgentX-shaped trace)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
 	fs.DurationVar(&c.SlurmQueueWait, "slurm-queue-wait", 0, "slurm clusters: a job pending longer than this goes to the operator gate (0: wait as long as the allocate stage allows)")
@@ -139,6 +147,12 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		Store: store, Artifacts: arts, GSM8K: ev, GPUsPerNode: cl.GPUsPerNode,
 		StateDir: filepath.Join(home, "state"), Logger: log,
 		Load: activities.PerfConfig{Duration: c.PerfDuration, TimeScale: 1, Seed: 1},
+	}
+	if c.TraceFile != "" {
+		if acts.Load.Trace, acts.Load.TraceName, err = loadTraceFile(c.TraceFile); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
 	}
 	switch cl.Backend {
 	case config.BackendLocal:
@@ -259,4 +273,20 @@ func (c *Config) Dial(log *zap.Logger) (cl client.Client, stop func(), err error
 		return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
 	}
 	return cl, func() { cl.Close(); stopMetrics() }, nil
+}
+
+// loadTraceFile reads an AgentX trace and names it by file name and content
+// hash, so results measured on different traces never stand in for each
+// other.
+func loadTraceFile(path string) ([]loadgen.Trace, string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--trace: %v", err)
+	}
+	tr, err := loadgen.ParseTrace(bytes.NewReader(b), path)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(b)
+	return tr, filepath.Base(path) + "@" + hex.EncodeToString(sum[:6]), nil
 }

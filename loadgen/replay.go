@@ -1,0 +1,536 @@
+package loadgen
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AgentX replay, the way aiperf's inferencex-agentx-mvp scenario replays the
+// corpus (research/benchmarks.md §2, research/inferencex.md §8):
+//
+//   - Concurrency lanes each hold one live session ("play" of a trace); a
+//     lane whose play ends recycles to the next trace of a seeded shuffle,
+//     from its first call.
+//   - A lane's first play starts at a point t* drawn uniformly between
+//     TrajectoryStartMin and TrajectoryStartMax (InferenceX: 25% and 75%) of
+//     the trace's (gap-capped) duration; the NumWarmups main calls just
+//     before t* are sent first, with the same cache-bust marker, so the
+//     server's cache holds the session's context when measurement starts.
+//     All lanes finish warming up before the measured phase begins.
+//   - Calls run one after another on their lane; the wait before a call is
+//     the recorded idle gap from the previous call's end (t + api_time) to
+//     its start, capped at IdleGapCap (AgentX: 10 s) and scaled by
+//     TimeScale. A group of adjacent subagents runs in parallel inside its
+//     lane (each subagent's calls in order) and the next main call waits for
+//     the whole group, so in-flight requests can exceed Concurrency.
+//   - Prompts are synthesised from hash_ids: block id i of a trace is always
+//     the same block_size words (the last block of a prompt is a prefix of
+//     its block), so equal ids are equal text across calls, lanes and plays,
+//     and a prefix cache sees the recorded reuse. A per-play marker
+//     "[rid:<12 hex>]" (one extra token) follows the declared system and
+//     tool prefix (or opens the prompt when none is declared), so plays share
+//     at most that prefix.
+//   - max_tokens = out with ignore_eos; recorded replies are not resent
+//     (the next call's hash ids stand for them).
+//   - After Duration no new call starts; calls in flight finish and count,
+//     as aiperf's grace-period drain does.
+
+// DefaultIdleGapCap is AgentX's cap on recorded idle gaps.
+const DefaultIdleGapCap = 10 * time.Second
+
+// Default trajectory start window: InferenceX's 25%-75%.
+const (
+	DefaultTrajectoryStartMin = 0.25
+	DefaultTrajectoryStartMax = 0.75
+)
+
+// replayTrace is a trace prepared for replay; lanes share it read-only.
+type replayTrace struct {
+	t        *Trace
+	scope    uint64 // hash namespace: the trace for "local", 0 for "global"
+	markerAt int    // blocks before the cache-bust marker in main calls
+	steps    []replayStep
+	mains    []int // indices of main-call steps
+}
+
+// replayStep is a main call or a group of subagents.
+type replayStep struct {
+	call  *Request
+	subs  [][]*Request // each subagent's calls, in order
+	waits [][]float64  // per subagent: seconds before each call
+	start float64      // recorded start, gap-capped timeline
+	delay float64      // seconds from the previous step's end, capped
+	turn  int          // 1-based main-call number; 0 for subagent groups
+}
+
+func prepareTraces(traces []Trace, capS float64) []*replayTrace {
+	out := make([]*replayTrace, len(traces))
+	for i := range traces {
+		out[i] = prepareTrace(&traces[i], capS)
+	}
+	return out
+}
+
+func prepareTrace(t *Trace, capS float64) *replayTrace {
+	rt := &replayTrace{t: t}
+	if t.HashIDScope != "global" {
+		rt.scope = hashString64(t.ID) | 1
+	}
+	if decl := t.SystemTokens + t.ToolTokens; decl > 0 {
+		rt.markerAt = decl / t.BlockSize
+	}
+	capGap := func(g float64) float64 {
+		g = max(g, 0)
+		if capS >= 0 {
+			g = min(g, capS)
+		}
+		return g
+	}
+	var prevStart, prevEnd, clock float64
+	for i := 0; i < len(t.Requests); i++ {
+		r := &t.Requests[i]
+		var st replayStep
+		var start, end float64
+		if r.IsCall() {
+			st.call = r
+			start, end = r.T, r.T+r.APITime
+			st.turn = len(rt.mains) + 1
+		} else {
+			// Adjacent subagents form one parallel group.
+			start, end = math.Inf(1), math.Inf(-1)
+			j := i
+			for ; j < len(t.Requests) && !t.Requests[j].IsCall(); j++ {
+				var calls []*Request
+				forEachCall(t.Requests[j].Requests, func(c *Request) { calls = append(calls, c) })
+				if len(calls) == 0 {
+					continue
+				}
+				st.subs = append(st.subs, calls)
+				start = min(start, calls[0].T)
+				for _, c := range calls {
+					end = max(end, c.T+c.APITime)
+				}
+			}
+			i = j - 1
+			if len(st.subs) == 0 {
+				continue
+			}
+			for _, calls := range st.subs {
+				w := make([]float64, len(calls))
+				w[0] = capGap(calls[0].T - start)
+				for k := 1; k < len(calls); k++ {
+					w[k] = capGap(calls[k].T - (calls[k-1].T + calls[k-1].APITime))
+				}
+				st.waits = append(st.waits, w)
+			}
+		}
+		if len(rt.steps) > 0 {
+			st.delay = capGap(start - prevEnd)
+			clock += capGap(start - prevStart)
+		}
+		st.start = clock
+		prevStart, prevEnd = start, max(end, start)
+		if st.call != nil {
+			rt.mains = append(rt.mains, len(rt.steps))
+		}
+		rt.steps = append(rt.steps, st)
+	}
+	return rt
+}
+
+// startStep picks a lane's first measured step: the first main call at or
+// after t* = span x U(lo, hi), keeping at least one call before it for
+// warmup and itself for measurement; it returns the step index and its
+// position among the main calls.
+func (rt *replayTrace) startStep(rng *rand.Rand, lo, hi float64) (step, pos int) {
+	if len(rt.mains) < 2 || hi <= 0 {
+		return 0, 0
+	}
+	span := rt.steps[len(rt.steps)-1].start
+	at := span * (lo + rng.Float64()*(hi-lo))
+	pos = len(rt.mains) - 1
+	for p, si := range rt.mains {
+		if rt.steps[si].start >= at {
+			pos = p
+			break
+		}
+	}
+	pos = min(max(pos, 1), len(rt.mains)-1)
+	return rt.mains[pos], pos
+}
+
+// play is one replay of a trace on a lane.
+type play struct {
+	rt     *replayTrace
+	id     string
+	marker string
+	seen   map[uint64]struct{} // chain keys this play has sent after its marker
+	filler uint64              // state for text of calls without hash ids
+}
+
+// prompt appends r's synthesised prompt and returns it with its token
+// count and the leading tokens an ideal prefix cache already holds
+// (whole blocks the run sent before with the same preceding text).
+func (p *play) prompt(dst []byte, r *Request, sub bool, shared *sync.Map) ([]byte, int, int) {
+	bs := p.rt.t.BlockSize
+	nb := (r.In + bs - 1) / bs
+	markerAt := p.rt.markerAt
+	if sub {
+		markerAt = 0 // a subagent's own conversation opens with the marker
+	}
+	markerAt = min(markerAt, nb)
+	var chain uint64 = p.rt.scope
+	cached, hitting := 0, true
+	tokens := 0
+	for j := 0; j <= nb; j++ {
+		if j == markerAt {
+			if len(dst) > 0 {
+				dst = append(dst, ' ')
+			}
+			dst = append(dst, p.marker...)
+			tokens++
+			chain = mix(chain, hashString64(p.marker))
+		}
+		if j == nb {
+			break
+		}
+		n := min(bs, r.In-j*bs)
+		full := n == bs
+		var key uint64
+		if j < len(r.HashIDs) {
+			id := uint64(r.HashIDs[j])
+			dst = appendBlock(dst, p.rt.scope, id, n)
+			chain = mix(chain, id+1)
+			key = chain
+		} else {
+			p.filler++
+			dst = appendBlock(dst, mix(p.rt.scope, hashString64(p.marker)), 1<<62+p.filler, n)
+			chain = mix(chain, 1<<63+p.filler)
+			full = false // unique text: never a hit
+		}
+		tokens += n
+		if !full {
+			hitting = false
+			continue
+		}
+		var seen bool
+		if j < markerAt {
+			_, seen = shared.LoadOrStore(key, struct{}{})
+		} else {
+			_, seen = p.seen[key]
+			p.seen[key] = struct{}{}
+		}
+		if hitting && seen {
+			cached += n
+		} else {
+			hitting = false
+		}
+	}
+	return dst, tokens, cached
+}
+
+// appendBlock appends the first n words of block id in namespace scope.
+// The words depend only on (scope, id), so a block's text is the same
+// wherever the id appears; n < block size gives a prefix of it.
+func appendBlock(dst []byte, scope, id uint64, n int) []byte {
+	var src rand.PCG
+	src.Seed(scope, id)
+	for range n {
+		if len(dst) > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, words[src.Uint64()%uint64(len(words))]...)
+	}
+	return dst
+}
+
+func hashString64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func mix(a, b uint64) uint64 {
+	x := a ^ (b + 0x9e3779b97f4a7c15 + a<<6 + a>>2)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// replayRun is one agentic run: warmup then measurement over shared lanes.
+type replayRun struct {
+	rc       *runConfig
+	traces   []*replayTrace
+	order    []int        // seeded shuffle of trace indices
+	nextPlay atomic.Int64 // plays handed out
+	warm     *client
+	meas     *client
+	warmIdx  atomic.Int64
+	measIdx  atomic.Int64
+	done     atomic.Int64
+	deadline time.Time
+	started  chan struct{} // closed when measurement starts
+	shared   sync.Map      // chain keys of blocks before markers
+}
+
+// runReplay executes the agentic warmup and measured phases.
+func runReplay(ctx context.Context, rc *runConfig, hc *http.Client) (warm, meas []RequestRecord, epoch time.Time) {
+	capS := rc.IdleGapCap.Seconds()
+	if rc.IdleGapCap < 0 {
+		capS = -1
+	}
+	rr := &replayRun{
+		rc: rc, traces: prepareTraces(rc.Trace, capS),
+		warm:    &client{hc: hc, url: rc.url, timeout: rc.RequestTimeout},
+		meas:    &client{hc: hc, url: rc.url, timeout: rc.RequestTimeout},
+		started: make(chan struct{}),
+	}
+	rng := rand.New(rand.NewPCG(uint64(rc.Seed), 0x5a3b1e))
+	rr.order = rng.Perm(len(rr.traces))
+
+	lanes := rc.Concurrency
+	warmRecs := make([][]RequestRecord, lanes)
+	measRecs := make([][]RequestRecord, lanes)
+	var warmWG, laneWG sync.WaitGroup
+	warmWG.Add(lanes)
+	laneWG.Add(lanes)
+	rr.warm.epoch = time.Now()
+	for li := range lanes {
+		go func() {
+			defer laneWG.Done()
+			warmRecs[li], measRecs[li] = rr.lane(ctx, li, &warmWG)
+		}()
+	}
+	warmWG.Wait()
+	rr.meas.epoch = time.Now()
+	if rc.Duration > 0 {
+		rr.deadline = rr.meas.epoch.Add(rc.Duration)
+	}
+	stop := rr.startProgress()
+	close(rr.started)
+	laneWG.Wait()
+	stop()
+	flat := func(per [][]RequestRecord) []RequestRecord {
+		var out []RequestRecord
+		for _, rs := range per {
+			out = append(out, rs...)
+		}
+		slices.SortFunc(out, func(a, b RequestRecord) int { return cmp.Compare(a.Index, b.Index) })
+		return out
+	}
+	return flat(warmRecs), flat(measRecs), rr.meas.epoch
+}
+
+func (rr *replayRun) startProgress() func() {
+	if rr.rc.Progress == nil {
+		return func() {}
+	}
+	stopCh := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopCh:
+				rr.rc.Progress(int(rr.done.Load()), 0)
+				return
+			case <-t.C:
+				rr.rc.Progress(int(rr.done.Load()), 0)
+			}
+		}
+	}()
+	return func() { close(stopCh); wg.Wait() }
+}
+
+// takePlay hands out the next play's trace, or false when the run's play
+// limit is reached.
+func (rr *replayRun) takePlay() (*replayTrace, int, bool) {
+	n := int(rr.nextPlay.Add(1) - 1)
+	if rr.rc.limit >= 0 && n >= rr.rc.limit {
+		return nil, 0, false
+	}
+	return rr.traces[rr.order[n%len(rr.order)]], n, true
+}
+
+func (rr *replayRun) newPlay(rt *replayTrace, n int, rng *rand.Rand) *play {
+	return &play{
+		rt: rt, id: rt.t.ID + "#" + strconv.Itoa(n+1),
+		marker: fmt.Sprintf("[rid:%012x]", rng.Uint64()&0xffffffffffff),
+		seen:   map[uint64]struct{}{},
+	}
+}
+
+func (rr *replayRun) pastDeadline() bool {
+	return !rr.deadline.IsZero() && !time.Now().Before(rr.deadline)
+}
+
+// lane runs lane li: its first play's warmup, the barrier, then plays until
+// the deadline, the play limit or cancellation.
+func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (warm, meas []RequestRecord) {
+	rc := rr.rc
+	rng := rand.New(rand.NewPCG(uint64(rc.Seed), uint64(li)<<1|1))
+	rt, n, ok := rr.takePlay()
+	if !ok {
+		warmWG.Done()
+		return nil, nil
+	}
+	p := rr.newPlay(rt, n, rng)
+	first, pos := 0, 0
+	if !rc.StartAtBeginning {
+		first, pos = rt.startStep(rng, rc.TrajectoryStartMin, rc.TrajectoryStartMax)
+	}
+	w := rr.warm.newConn()
+	for _, si := range rt.mains[max(pos-rc.NumWarmups, 0):pos] {
+		if ctx.Err() != nil {
+			break
+		}
+		st := &rt.steps[si]
+		warm = append(warm, rr.send(ctx, rr.warm, w, p, st.call, st.turn, false, rr.warm.now(), true, &rr.warmIdx))
+	}
+	w = rr.meas.newConn()
+	// Build the first measured prompt now, so 1,000 lanes do not all build
+	// theirs in the instant measurement starts (client lag, not server time).
+	var ready *prepared
+	if st := &rt.steps[first]; st.call != nil {
+		pr := rr.prepare(w, p, st.call, st.turn, false)
+		ready = &pr
+	}
+	warmWG.Done()
+	select {
+	case <-rr.started:
+	case <-ctx.Done():
+		return warm, nil
+	}
+	var spare []*conn
+	for {
+		for i := first; i < len(rt.steps); i++ {
+			st := &rt.steps[i]
+			due := rr.meas.now()
+			// After warmup calls the first measured call keeps its recorded
+			// gap too, which also spreads the lanes' first sends.
+			if i > first || pos > 0 && rc.NumWarmups > 0 {
+				at := time.Now().Add(time.Duration(st.delay * rc.TimeScale * 1e9))
+				if !sleepUntil(ctx, at) {
+					return warm, meas
+				}
+				due = int64(at.Sub(rr.meas.epoch))
+			}
+			if ctx.Err() != nil || rr.pastDeadline() {
+				return warm, meas
+			}
+			if st.call != nil {
+				pr := ready
+				if pr == nil {
+					x := rr.prepare(w, p, st.call, st.turn, false)
+					pr = &x
+				}
+				ready = nil
+				rec := rr.do(ctx, rr.meas, w, pr, due, false, &rr.measIdx)
+				meas = append(meas, rec)
+				if !rec.Success {
+					break // a failed call ends the play, as a broken session would
+				}
+				continue
+			}
+			for len(spare) < len(st.subs) {
+				spare = append(spare, rr.meas.newConn())
+			}
+			meas = append(meas, rr.runGroup(ctx, p, st, due, spare)...)
+		}
+		if ctx.Err() != nil || rr.pastDeadline() {
+			return warm, meas
+		}
+		if rt, n, ok = rr.takePlay(); !ok {
+			return warm, meas
+		}
+		p, first, pos = rr.newPlay(rt, n, rng), 0, 0
+	}
+}
+
+// runGroup runs a subagent group: each subagent's calls in order on its own
+// connection, all subagents at once; it returns when all are done.
+func (rr *replayRun) runGroup(ctx context.Context, p *play, st *replayStep, due int64, conns []*conn) []RequestRecord {
+	recs := make([][]RequestRecord, len(st.subs))
+	var wg sync.WaitGroup
+	for k, calls := range st.subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j, c := range calls {
+				at := rr.meas.epoch.Add(time.Duration(due))
+				if j == 0 {
+					at = at.Add(time.Duration(st.waits[k][0] * rr.rc.TimeScale * 1e9))
+				} else {
+					at = time.Now().Add(time.Duration(st.waits[k][j] * rr.rc.TimeScale * 1e9))
+				}
+				if !sleepUntil(ctx, at) || rr.pastDeadline() {
+					return
+				}
+				rec := rr.send(ctx, rr.meas, conns[k], p, c, 0, true, int64(at.Sub(rr.meas.epoch)), false, &rr.measIdx)
+				recs[k] = append(recs[k], rec)
+				if !rec.Success {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var out []RequestRecord
+	for _, rs := range recs {
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// prepared is a call whose body sits in its conn's buffer.
+type prepared struct {
+	rec RequestRecord
+}
+
+// prepare builds call r of play p into w's body buffer.
+func (rr *replayRun) prepare(w *conn, p *play, r *Request, turn int, sub bool) prepared {
+	text, tokens, cached := p.prompt(w.text[:0], r, sub, &rr.shared)
+	w.text = text
+	msgs := [1]message{{role: "user", content: text}}
+	w.body = rr.rc.bodies.build(w.body, msgs[:], r.Out, true)
+	return prepared{rec: RequestRecord{
+		SessionID: p.id, Turn: turn, Subagent: sub, RequestedPromptTokens: tokens, MaxTokens: r.Out,
+		ChunkNs:     make([]int64, 0, r.Out/2+2),
+		ChunkTokens: make([]int32, 0, r.Out/2+2),
+		cacheable:   cached,
+	}}
+}
+
+// do sends the call prepared in w and returns its record.
+func (rr *replayRun) do(ctx context.Context, c *client, w *conn, pr *prepared, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
+	rec := pr.rec
+	rec.Index, rec.Warmup, rec.DispatchNs = int(idx.Add(1)-1), warmup, due
+	c.do(ctx, w, w.body, &rec, false)
+	if !warmup {
+		rr.done.Add(1)
+	}
+	return rec
+}
+
+// send prepares and sends one call of play p.
+func (rr *replayRun) send(ctx context.Context, c *client, w *conn, p *play, r *Request, turn int, sub bool, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
+	pr := rr.prepare(w, p, r, turn, sub)
+	return rr.do(ctx, c, w, &pr, due, warmup, idx)
+}
