@@ -26,7 +26,8 @@ pkgs=(chromium postgresql slurmctld slurmd slurm-client munge)
 need=()
 if command -v dpkg >/dev/null; then
   for pkg in "${pkgs[@]}"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+    # A removed package keeps a dpkg entry ("deinstall ok config-files").
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
   done
 fi
 if [ ${#need[@]} -eq 0 ]; then
