@@ -76,7 +76,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.Home, "home", home, "local state: ledger, artifacts, local nodes, scratch")
 	fs.StringVar(&c.ResultsDSN, "results", env("SWEEPFLOW_RESULTS", ""), "results store DSN (default: SQLite file under --home)")
 	fs.StringVar(&c.ArtifactsURL, "artifacts", env("SWEEPFLOW_ARTIFACTS", ""), "artifact store (default: directory under --home)")
-	fs.StringVar(&c.GSM8KDir, "gsm8k-dir", env("SWEEPFLOW_GSM8K_DIR", ""), "directory with GSM8K train.jsonl and test.jsonl (default: download once from the canonical URL into the cache)")
+	fs.StringVar(&c.GSM8KDir, "gsm8k-dir", env(gsm8k.EnvDir, ""), "directory with GSM8K train.jsonl and test.jsonl (default: $SWEEPFLOW_GSM8K_DIR, else the verified cache, else one verified download)")
 	fs.StringVar(&c.EvalMode, "eval-mode", "lm-eval", "GSM8K prompt mode: lm-eval, inferencex or cot")
 	fs.IntVar(&c.EvalLimit, "eval-limit", 0, "score only the first N GSM8K questions (0: all 1319)")
 	fs.StringVar(&c.Thresholds, "thresholds", env("SWEEPFLOW_THRESHOLDS", "configs/thresholds.yaml"), "eval floors in InferenceX thresholds.yaml format")

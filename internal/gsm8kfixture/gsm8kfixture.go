@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 var (
@@ -94,7 +96,7 @@ func Split(t testing.TB, n int) string {
 // train problems), so whole-eval tests run on a bare clone too.
 func Dir(t testing.TB) string {
 	t.Helper()
-	if d := os.Getenv("SWEEPFLOW_GSM8K_DIR"); d != "" {
+	if d := os.Getenv(reftest.EnvGSM8K); d != "" {
 		if _, err := os.Stat(filepath.Join(d, "test.jsonl")); err != nil {
 			t.Fatalf("SWEEPFLOW_GSM8K_DIR=%s: %v", d, err)
 		}

@@ -12,7 +12,6 @@ package reftest
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -45,7 +44,7 @@ func dir(t testing.TB, env, what string, rel ...string) string {
 	t.Helper()
 	d := os.Getenv(env)
 	if d == "" {
-		Skip(t, fmt.Sprintf("reference test skipped: set %s to %s", env, what))
+		skip(t, fmt.Sprintf("reference test skipped: set %s to %s", env, what))
 	}
 	for _, r := range rel {
 		p := filepath.Join(d, r)
@@ -61,22 +60,11 @@ func dir(t testing.TB, env, what string, rel ...string) string {
 	return abs
 }
 
-// Skip skips t with msg and records the skip in the skip log.
-func Skip(t testing.TB, msg string) {
+// skip skips t with msg and records the skip in the skip log.
+func skip(t testing.TB, msg string) {
 	t.Helper()
 	record(t.Name(), msg)
 	t.Skip(msg)
-}
-
-// NeedCommand returns the path of a system command the test needs, or skips
-// t with one line naming the Debian package that provides it.
-func NeedCommand(t testing.TB, name, debianPackage string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("system tool skipped: %s not found (install the Debian package %s; scripts/test.sh does as root)", name, debianPackage)
-	}
-	return p
 }
 
 func record(test, msg string) {
