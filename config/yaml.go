@@ -543,3 +543,52 @@ func (m *mapping) reqBool(key string) (bool, bool) {
 	}
 	return m.d.boolean(m.value[key], m.field(key))
 }
+
+// Value converts n into the value PyYAML's safe_load would build: aliases
+// are followed, scalars are typed by ScalarValue, sequences become []any,
+// and a mapping becomes what mapping makes of its keys (each typed by key,
+// in order, before its value is converted) and values. Nesting deeper than
+// maxDepth is an error; maxDepth < 0 means no limit.
+func Value(n *yaml.Node, maxDepth int, key func(*yaml.Node) (string, error), mapping func(keys []string, vals []any) any) (any, error) {
+	return value(n, 0, maxDepth, key, mapping)
+}
+
+func value(n *yaml.Node, depth, maxDepth int, key func(*yaml.Node) (string, error), mapping func([]string, []any) any) (any, error) {
+	if maxDepth >= 0 && depth > maxDepth {
+		return nil, fmt.Errorf("YAML nested too deeply")
+	}
+	n = deref(n)
+	if n == nil {
+		return nil, nil
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return ScalarValue(n)
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := value(c, depth+1, maxDepth, key, mapping)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		keys := make([]string, 0, len(n.Content)/2)
+		vals := make([]any, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, err := key(n.Content[i])
+			if err != nil {
+				return nil, err
+			}
+			v, err := value(n.Content[i+1], depth+1, maxDepth, key, mapping)
+			if err != nil {
+				return nil, err
+			}
+			keys, vals = append(keys, k), append(vals, v)
+		}
+		return mapping(keys, vals), nil
+	}
+	return nil, fmt.Errorf("unsupported YAML node at line %d", n.Line)
+}

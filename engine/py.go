@@ -19,35 +19,15 @@ import (
 // pyValue converts a YAML node into nil, bool, int64, float64, string,
 // []any or *ordered (for mappings).
 func pyValue(n *yaml.Node) (any, error) {
-	n = deref(n)
-	if n == nil {
-		return nil, nil
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		return config.ScalarValue(n)
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := pyValue(c)
-			if err != nil {
-				return nil, err
+	return config.Value(deref(n), -1,
+		func(k *yaml.Node) (string, error) { return deref(k).Value, nil },
+		func(keys []string, vals []any) any {
+			m := &ordered{}
+			for i, k := range keys {
+				m.setAny(k, vals[i])
 			}
-			out = append(out, v)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		m := &ordered{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := pyValue(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m.setAny(deref(n.Content[i]).Value, v)
-		}
-		return m, nil
-	}
-	return nil, fmt.Errorf("unsupported YAML node at line %d", n.Line)
+			return m
+		})
 }
 
 // pyStr is Python's str(v).
@@ -103,31 +83,14 @@ func pyFloatRepr(f float64) string {
 	case math.IsNaN(f):
 		return "nan"
 	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
-	neg := strings.HasPrefix(mant, "-")
-	mant = strings.TrimPrefix(mant, "-")
-	digits := strings.Replace(mant, ".", "", 1)
-	sign := ""
-	if neg {
-		sign = "-"
+	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
+		return strconv.FormatFloat(f, 'e', -1, 64) // Go's shortest 'e' form is Python's: 1e-05, 1.5e+16
 	}
-	if exp < -4 || exp >= 16 {
-		m := digits[:1]
-		if len(digits) > 1 {
-			m += "." + digits[1:]
-		}
-		es := fmt.Sprintf("%+03d", exp)
-		return sign + m + "e" + es
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
 	}
-	if exp < 0 {
-		return sign + "0." + strings.Repeat("0", -exp-1) + digits
-	}
-	if len(digits) <= exp+1 {
-		return sign + digits + strings.Repeat("0", exp+1-len(digits)) + ".0"
-	}
-	return sign + digits[:exp+1] + "." + digits[exp+1:]
+	return s
 }
 
 // pyStrRepr quotes a string like Python's repr (ASCII-printable subset).

@@ -410,7 +410,7 @@ func concRange(start, end int) []int {
 // workerValue emits the raw worker mapping, then pp, dcp-size, pcp-size
 // (in that order) for whichever were not written.
 func workerValue(w *config.Worker) (Object, error) {
-	v, err := fromNode(w.Node, 0)
+	v, err := fromNode(w.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +427,7 @@ func componentValue(c *config.Component) (any, error) {
 	if c == nil {
 		return nil, nil
 	}
-	return fromNode(c.Node, 0)
+	return fromNode(c.Node)
 }
 
 // header builds the row fields shared by both scenario types.
@@ -446,7 +446,7 @@ func disaggValue(e *config.Entry) any {
 	if e.DisaggNode == nil {
 		return false
 	}
-	v, err := fromNode(e.DisaggNode, 0)
+	v, err := fromNode(e.DisaggNode)
 	if err != nil {
 		return e.Disagg
 	}

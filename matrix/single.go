@@ -39,7 +39,7 @@ func searchValue(s *config.SearchEntry, key string, def any) (any, error) {
 	if n == nil {
 		return def, nil
 	}
-	v, err := fromNode(n, 0)
+	v, err := fromNode(n)
 	if err != nil {
 		return nil, err
 	}

@@ -76,45 +76,22 @@ func (o Object) MarshalJSON() ([]byte, error) {
 
 // fromNode converts a YAML node (already validated by config) into a JSON
 // value, keeping mapping order. A depth cap guards against pathological input.
-func fromNode(n *yaml.Node, depth int) (any, error) {
-	if depth > 100 {
-		return nil, fmt.Errorf("YAML nested too deeply")
-	}
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 64; i++ {
-		n = n.Alias
-	}
-	if n == nil {
-		return nil, nil
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		return config.ScalarValue(n)
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := fromNode(c, depth+1)
+func fromNode(n *yaml.Node) (any, error) {
+	return config.Value(n, 100,
+		func(k *yaml.Node) (string, error) {
+			v, err := config.ScalarValue(k)
 			if err != nil {
-				return nil, err
+				return "", err
 			}
-			out = append(out, v)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		out := make(Object, 0, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, err := config.ScalarValue(n.Content[i])
-			if err != nil {
-				return nil, err
+			return fmt.Sprint(v), nil
+		},
+		func(keys []string, vals []any) any {
+			out := make(Object, 0, len(keys))
+			for i, k := range keys {
+				out.Set(k, vals[i])
 			}
-			v, err := fromNode(n.Content[i+1], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out.Set(fmt.Sprint(k), v)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unsupported YAML node")
+			return out
+		})
 }
 
 type encOptions struct {
