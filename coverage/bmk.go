@@ -1,12 +1,15 @@
 package coverage
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sweepflow/sweepflow/internal/anynum"
 )
 
 // BmkFile is the aggregate InferenceX's collect-results writes and
@@ -39,16 +42,16 @@ func FromBmk(rows []map[string]any) ([]Curve, []string) {
 	var c Collector
 	var warnings []string
 	for i, r := range rows {
-		conc, ok := num(r["conc"])
+		conc, ok := anynum.Float(r["conc"])
 		if !ok {
-			conc, ok = num(r["max_concurrency"])
+			conc, ok = anynum.Float(r["max_concurrency"])
 		}
 		if !ok || conc < 1 {
 			warnings = append(warnings, fmt.Sprintf("row %d: no concurrency; skipped", i))
 			continue
 		}
 		// InferenceX's ingest drops agentic rows without a success too.
-		if n, ok := num(r["num_requests_successful"]); ok && n == 0 {
+		if n, ok := anynum.Float(r["num_requests_successful"]); ok && n == 0 {
 			warnings = append(warnings, fmt.Sprintf("row %d (conc %d): no successful request; skipped", i, int(conc)))
 			continue
 		}
@@ -63,10 +66,10 @@ func FromBmk(rows []map[string]any) ([]Curve, []string) {
 // metric reads a fixed-seq-len row's flat field, else an agentic row's
 // request_metrics.latency.<name>.p50.
 func metric(r map[string]any, flat, latency string) float64 {
-	if v, ok := num(r[flat]); ok {
+	if v, ok := anynum.Float(r[flat]); ok {
 		return v
 	}
-	v, _ := num(dig(r, "request_metrics", "latency", latency, "p50"))
+	v, _ := anynum.Float(dig(r, "request_metrics", "latency", latency, "p50"))
 	return v
 }
 
@@ -80,17 +83,17 @@ func CurveKey(r map[string]any) string {
 	if k := str(r["config_key"]); k != "" {
 		return k
 	}
-	model := firstNonEmpty(str(r["infmax_model_prefix"]), str(r["model_prefix"]), str(r["model"]))
-	spec := firstNonEmpty(str(r["spec_decoding"]), "none")
+	model := cmp.Or(str(r["infmax_model_prefix"]), str(r["model_prefix"]), str(r["model"]))
+	spec := cmp.Or(str(r["spec_decoding"]), "none")
 	disagg := "agg"
 	if b, _ := r["disagg"].(bool); b {
 		disagg = "disagg"
 	}
-	scenario := firstNonEmpty(str(r["scenario_type"]), "fixed-seq-len")
+	scenario := cmp.Or(str(r["scenario_type"]), "fixed-seq-len")
 	parts := []string{orQ(model), orQ(str(r["hw"])), orQ(str(r["framework"])), orQ(str(r["precision"])), spec, disagg, scenario}
 	if scenario != "agentic-coding" {
-		isl, _ := num(r["isl"])
-		osl, _ := num(r["osl"])
+		isl, _ := anynum.Float(r["isl"])
+		osl, _ := anynum.Float(r["osl"])
 		parts = append(parts, fmt.Sprintf("%d/%d", int(isl), int(osl)))
 	}
 	return strings.Join(parts, " | ")
@@ -108,24 +111,6 @@ func dig(m map[string]any, path ...string) any {
 	return v
 }
 
-func num(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil
-	}
-	return 0, false
-}
-
 func str(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -138,13 +123,4 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
-func orQ(s string) string { return firstNonEmpty(s, "?") }
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
+func orQ(s string) string { return cmp.Or(s, "?") }

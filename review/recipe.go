@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/internal/anynum"
 )
 
 // recipeView reads the parts of an srt-slurm recipe the rules need, keeping
@@ -168,19 +169,6 @@ func specConfig(n *yaml.Node) map[string]any {
 	return out
 }
 
-func num(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil
-	}
-	return 0, false
-}
-
 // draft is a recipe's speculative decoding on its decoding role.
 type draft struct {
 	Algorithm string
@@ -221,7 +209,7 @@ func (rv *recipeView) speculative() (draft, bool) {
 			d.Algorithm = m
 		}
 		for _, k := range []string{"num_speculative_tokens", "num_nextn_predict_layers", "max_draft_len"} {
-			if v, ok := num(sc[k]); ok {
+			if v, ok := anynum.Float(sc[k]); ok {
 				d.Tokens = int(v)
 				break
 			}

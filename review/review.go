@@ -173,7 +173,9 @@ func Check(opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	if opts.Inject != "" {
+	if opts.Inject == opts.GoldenAL {
+		c.inject = c.golden
+	} else if opts.Inject != "" {
 		if c.inject, err = loadGolden(opts.Inject); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/internal/anynum"
 	"github.com/sweepflow/sweepflow/matrix"
 )
 
@@ -136,7 +137,7 @@ func (rv *recipeView) pins(decodeOnly bool) []pin {
 			sc := specConfig(n)
 			if sc["rejection_sample_method"] == "synthetic" {
 				p := pin{Raw: "speculative-config " + strings.TrimSpace(n.Value), Knob: knobVLLM, Pos: rv.pos(n), Field: role + ".speculative-config"}
-				if v, ok := num(sc[knobVLLM]); ok {
+				if v, ok := anynum.Float(sc[knobVLLM]); ok {
 					p.AL = v
 				} else {
 					p.Bad = "rejection_sample_method synthetic without synthetic_acceptance_length"

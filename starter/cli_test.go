@@ -41,6 +41,16 @@ func err2s(err error) string {
 	return err.Error()
 }
 
+// requireExit asserts err is an exitError with the code and a message
+// containing msg.
+func requireExit(t *testing.T, err error, code int, msg string) {
+	t.Helper()
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, code, ee.code)
+	assert.Contains(t, ee.msg, msg)
+}
+
 func TestCLIFlagsAndPositionalsMixInAnyOrder(t *testing.T) {
 	tests := []struct {
 		name  string

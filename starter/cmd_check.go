@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,7 +89,7 @@ func checkOptions(f *checkFlags, fs *flag.FlagSet) (review.Options, error) {
 		if o.RecipesRoot == "" {
 			o.RecipesRoot = s.RecipesRoot
 		}
-		cl := firstNonEmptyStr(f.cluster, s.ClusterPath)
+		cl := cmp.Or(f.cluster, s.ClusterPath)
 		if o.RecipesRoot == "" && cl != "" {
 			c, err := config.LoadCluster(cl)
 			if err != nil {
@@ -141,25 +142,11 @@ func firstExisting(paths ...string) string {
 	return ""
 }
 
-func firstNonEmptyStr(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
 func runCheck(out io.Writer, f *checkFlags, fs *flag.FlagSet) error {
-	o, err := checkOptions(f, fs)
+	rep, err := checkReport(f, fs)
 	if err != nil {
 		return err
 	}
-	rep, err := review.Check(o)
-	if err != nil {
-		return configError(err)
-	}
-	rep.Allow(f.allow)
 	if f.jsonOut {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -199,8 +186,12 @@ func writeCheck(out io.Writer, rep *review.Report) {
 
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 func reviewSweep(sweepFile, clusterFile string, allow []string) (*review.Report, error) {
-	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}
-	o, err := checkOptions(f, nil)
+	return checkReport(&checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}, nil)
+}
+
+// checkReport runs the rules the flags select and waives the --allow'ed ones.
+func checkReport(f *checkFlags, fs *flag.FlagSet) (*review.Report, error) {
+	o, err := checkOptions(f, fs)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +199,7 @@ func reviewSweep(sweepFile, clusterFile string, allow []string) (*review.Report,
 	if err != nil {
 		return nil, configError(err)
 	}
-	rep.Allow(allow)
+	rep.Allow(f.allow)
 	return rep, nil
 }
 

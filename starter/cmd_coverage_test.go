@@ -104,10 +104,7 @@ func TestCoverageCommand(t *testing.T) {
 			var out bytes.Buffer
 			err := runCoverage(tc.args, &out)
 			if tc.wantCode != 0 {
-				var ee *exitError
-				require.ErrorAs(t, err, &ee)
-				assert.Equal(t, tc.wantCode, ee.code)
-				assert.Contains(t, ee.msg, tc.wantMsg)
+				requireExit(t, err, tc.wantCode, tc.wantMsg)
 				return
 			}
 			require.NoError(t, err)

@@ -86,10 +86,7 @@ func TestExportCommand(t *testing.T) {
 			}
 			err := runExport(args)
 			if tc.wantCode != 0 {
-				var ee *exitError
-				require.ErrorAs(t, err, &ee)
-				assert.Equal(t, tc.wantCode, ee.code)
-				assert.Contains(t, ee.msg, tc.wantMsg)
+				requireExit(t, err, tc.wantCode, tc.wantMsg)
 				return
 			}
 			require.NoError(t, err)

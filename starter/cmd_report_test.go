@@ -43,10 +43,7 @@ func TestReportCommand(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "sub", "report.html")
 			err := runReport(append(tc.args, "--out", out))
 			if tc.wantCode != 0 {
-				var ee *exitError
-				require.ErrorAs(t, err, &ee)
-				assert.Equal(t, tc.wantCode, ee.code)
-				assert.Contains(t, ee.msg, tc.wantMsg)
+				requireExit(t, err, tc.wantCode, tc.wantMsg)
 				return
 			}
 			require.NoError(t, err)

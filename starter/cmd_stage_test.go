@@ -92,10 +92,7 @@ func TestStageCommandUsage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := runStage(tc.args)
-			var ee *exitError
-			require.ErrorAs(t, err, &ee)
-			assert.Equal(t, 2, ee.code)
-			assert.Contains(t, ee.msg, tc.want)
+			requireExit(t, err, 2, tc.want)
 		})
 	}
 }
