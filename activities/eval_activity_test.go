@@ -1,10 +1,6 @@
 package activities
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/artifacts"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -26,7 +21,6 @@ import (
 // asking the server again, and the result and samples are stored under
 // their content hash.
 func TestEvalActivityVerdict(t *testing.T) {
-	ctx := context.Background()
 	fixture := filepath.Join("..", "gsm8k", "testdata", "gsm8k")
 	tests := []struct {
 		name       string
@@ -80,15 +74,7 @@ func TestEvalActivityVerdict(t *testing.T) {
 			assert.Equal(t, asked, requests.Load(), "the retry does not evaluate again")
 
 			for _, uri := range []string{got.ResultURI, got.SamplesURI} {
-				key, err := artifacts.SHA256(uri)
-				require.NoError(t, err)
-				rc, err := a.Artifacts.Open(ctx, uri)
-				require.NoError(t, err)
-				data, err := io.ReadAll(rc)
-				require.NoError(t, rc.Close())
-				require.NoError(t, err)
-				sum := sha256.Sum256(data)
-				assert.Equal(t, hex.EncodeToString(sum[:]), key)
+				assertContentAddressed(t, a, uri)
 			}
 		})
 	}

@@ -163,15 +163,10 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
 		return err
 	}
 	p := in.Point
-	// The stage output goes first: for a reused output it records where the
-	// figures came from, and it carries the profile the typed rows repeat.
 	if in.Perf != nil {
-		if err := a.putStage(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom); err != nil {
-			return classify(err)
-		}
-		so, _, err := a.Store.StageOutput(ctx, p.SweepID, p.Identity, StagePerf)
-		if err != nil || so == nil {
-			return classify(fmt.Errorf("perf output of %s missing after write: %v", p.PointID, err))
+		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)
+		if err != nil {
+			return err
 		}
 		data, _ := json.Marshal(in.Perf)
 		if err := a.Store.PutPerf(ctx, results.PerfResult{
@@ -182,12 +177,9 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
 		}
 	}
 	if in.Eval != nil {
-		if err := a.putStage(ctx, p, StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated, in.EvalFrom); err != nil {
-			return classify(err)
-		}
-		so, _, err := a.Store.StageOutput(ctx, p.SweepID, p.Identity, StageEval)
-		if err != nil || so == nil {
-			return classify(fmt.Errorf("eval output of %s missing after write: %v", p.PointID, err))
+		so, err := a.putStageStored(ctx, p, StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated, in.EvalFrom)
+		if err != nil {
+			return err
 		}
 		data, _ := json.Marshal(in.Eval)
 		if err := a.Store.PutEval(ctx, results.EvalResult{
@@ -199,6 +191,20 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
 		}
 	}
 	return nil
+}
+
+// putStageStored writes a stage output first and returns the row the ledger
+// holds: for a reused output it records where the figures came from, and it
+// carries the profile the typed result row repeats. Errors are classified.
+func (a *Activities) putStageStored(ctx context.Context, p PointSpec, stage string, out any, uris []string, simulated bool, from *ReuseSource) (*results.StageOutput, error) {
+	if err := a.putStage(ctx, p, stage, out, uris, simulated, from); err != nil {
+		return nil, classify(err)
+	}
+	so, _, err := a.Store.StageOutput(ctx, p.SweepID, p.Identity, stage)
+	if err != nil || so == nil {
+		return nil, classify(fmt.Errorf("%s output of %s missing after write: %v", stage, p.PointID, err))
+	}
+	return so, nil
 }
 
 // RecordPoint stores the point's final status, its spec (exports read the

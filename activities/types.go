@@ -159,10 +159,9 @@ type StageInput struct {
 
 // UploadInput carries the durable outputs of a point to the results store.
 type UploadInput struct {
-	Point      PointSpec    `json:"point"`
-	Perf       *PerfSummary `json:"perf,omitempty"`
-	Eval       *EvalSummary `json:"eval,omitempty"`
-	ReusedFrom []string     `json:"reused_from,omitempty"`
+	Point PointSpec    `json:"point"`
+	Perf  *PerfSummary `json:"perf,omitempty"`
+	Eval  *EvalSummary `json:"eval,omitempty"`
 	// PerfFrom and EvalFrom are set when the output was reused.
 	PerfFrom *ReuseSource `json:"perf_from,omitempty"`
 	EvalFrom *ReuseSource `json:"eval_from,omitempty"`

@@ -124,15 +124,7 @@ func TestUploadActivity(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, []string{base.Perf.AggregateURI, base.Perf.RequestsURI}, so.ArtifactURIs)
 		for _, uri := range so.ArtifactURIs {
-			key, err := artifacts.SHA256(uri)
-			require.NoError(t, err)
-			rc, err := a.Artifacts.Open(ctx, uri)
-			require.NoError(t, err)
-			data, err := io.ReadAll(rc)
-			require.NoError(t, rc.Close())
-			require.NoError(t, err)
-			sum := sha256.Sum256(data)
-			assert.Equal(t, hex.EncodeToString(sum[:]), key, "%s is keyed by its content", uri)
+			assertContentAddressed(t, a, uri, "%s is keyed by its content", uri)
 		}
 		// A retried stage writing the same bytes gets the same URI, so its
 		// upload is the identical write above, not a conflict.
@@ -157,6 +149,21 @@ func TestUploadActivity(t *testing.T) {
 		assert.Equal(t, "s1", perf[0].SourceSweep)
 		assert.Equal(t, 400.0, perf[0].OutputTputPerGPU)
 	})
+}
+
+// assertContentAddressed checks that the artifact at uri is stored under
+// the SHA-256 of its bytes.
+func assertContentAddressed(t *testing.T, a *Activities, uri string, msgAndArgs ...any) {
+	t.Helper()
+	key, err := artifacts.SHA256(uri)
+	require.NoError(t, err)
+	rc, err := a.Artifacts.Open(context.Background(), uri)
+	require.NoError(t, err)
+	data, err := io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	assert.Equal(t, hex.EncodeToString(sum[:]), key, msgAndArgs...)
 }
 
 // uploadInput2 is a deep copy of in, so a case can change its figures.

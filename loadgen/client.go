@@ -91,10 +91,9 @@ type reqTrace struct {
 	rec *RequestRecord
 }
 
-// do sends one request and fills rec. wantText keeps the returned content
-// (agentic history). runCtx is the run's context: its cancellation marks the
-// request "canceled" rather than "timeout".
-func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRecord, wantText bool) {
+// do sends one request and fills rec. runCtx is the run's context: its
+// cancellation marks the request "canceled" rather than "timeout".
+func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRecord) {
 	rec.FirstTokenNs, rec.LastTokenNs = -1, -1
 	ctx, cancel := context.WithTimeout(runCtx, c.timeout)
 	defer cancel()
@@ -132,7 +131,7 @@ func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRe
 		rec.finish()
 		return
 	}
-	c.stream(runCtx, ctx, w, resp.Body, rec, wantText)
+	c.stream(runCtx, ctx, w, resp.Body, rec)
 	drain(resp.Body)
 	rec.EndNs = c.now()
 	rec.finish()
@@ -140,12 +139,9 @@ func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRe
 
 // stream reads the SSE body. Each chunk's time is when the Read that
 // completed it returned, taken before any parsing.
-func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, rec *RequestRecord, wantText bool) {
+func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, rec *RequestRecord) {
 	w.rd.Reset(body, c.epoch)
 	w.cum = w.cum[:0]
-	if wantText {
-		w.text = w.text[:0]
-	}
 	allUsage := true
 	for {
 		ev, err := w.rd.Next()
@@ -190,9 +186,6 @@ func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, re
 			} else {
 				allUsage = false
 			}
-			if wantText {
-				w.text = append(w.text, ch.Content...)
-			}
 		}
 		if ch.HasUsage {
 			rec.usageSeen = true
@@ -227,9 +220,6 @@ func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, re
 			}
 			rec.TokenCountSource = "usage"
 		}
-	}
-	if wantText {
-		rec.text = append([]byte(nil), w.text...)
 	}
 }
 

@@ -72,11 +72,9 @@ type RequestRecord struct {
 	TPOT        float64 `json:"tpot,omitempty"` // only when completion_tokens > 1
 	ClientQueue float64 `json:"client_queue"`
 
-	// text is the assistant output as returned, kept for agentic history.
-	text      []byte
 	usageSeen bool
 	// cacheable is how many leading prompt tokens repeat an earlier request's
-	// prompt (history, shared hash blocks): the theoretical prefix-cache hit.
+	// prompt (shared hash blocks): the theoretical prefix-cache hit.
 	cacheable int
 }
 

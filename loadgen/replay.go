@@ -1,13 +1,11 @@
 package loadgen
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -320,43 +318,11 @@ func runReplay(ctx context.Context, rc *runConfig, hc *http.Client) (warm, meas 
 	if rc.Duration > 0 {
 		rr.deadline = rr.meas.epoch.Add(rc.Duration)
 	}
-	stop := rr.startProgress()
+	stop := startProgress(rc.Progress, &rr.done, 0)
 	close(rr.started)
 	laneWG.Wait()
 	stop()
-	flat := func(per [][]RequestRecord) []RequestRecord {
-		var out []RequestRecord
-		for _, rs := range per {
-			out = append(out, rs...)
-		}
-		slices.SortFunc(out, func(a, b RequestRecord) int { return cmp.Compare(a.Index, b.Index) })
-		return out
-	}
-	return flat(warmRecs), flat(measRecs), rr.meas.epoch
-}
-
-func (rr *replayRun) startProgress() func() {
-	if rr.rc.Progress == nil {
-		return func() {}
-	}
-	stopCh := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopCh:
-				rr.rc.Progress(int(rr.done.Load()), 0)
-				return
-			case <-t.C:
-				rr.rc.Progress(int(rr.done.Load()), 0)
-			}
-		}
-	}()
-	return func() { close(stopCh); wg.Wait() }
+	return mergeByIndex(warmRecs), mergeByIndex(measRecs), rr.meas.epoch
 }
 
 // takePlay hands out the next play's trace, or false when the run's play
@@ -522,7 +488,7 @@ func (rr *replayRun) prepare(w *conn, p *play, r *Request, turn int, sub bool) p
 func (rr *replayRun) do(ctx context.Context, c *client, w *conn, pr *prepared, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
 	rec := pr.rec
 	rec.Index, rec.Warmup, rec.DispatchNs = int(idx.Add(1)-1), warmup, due
-	c.do(ctx, w, w.body, &rec, false)
+	c.do(ctx, w, w.body, &rec)
 	if !warmup {
 		rr.done.Add(1)
 	}

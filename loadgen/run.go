@@ -240,15 +240,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	res := &Result{}
 	if rc.agentic {
 		res.Warmups, res.Requests, res.StartedAt = runReplay(ctx, rc, hc)
-	} else if rc.NumWarmups > 0 {
-		ph := newPhase(rc, hc, true)
-		res.Warmups = ph.run(ctx, rc.NumWarmups)
-	}
-	if ctx.Err() == nil && !rc.agentic {
-		ph := newPhase(rc, hc, false)
-		ph.progress = rc.Progress
-		res.Requests = ph.run(ctx, rc.limit)
-		res.StartedAt = ph.c.epoch
+	} else {
+		if rc.NumWarmups > 0 {
+			res.Warmups = newPhase(rc, hc, true).run(ctx, rc.NumWarmups)
+		}
+		if ctx.Err() == nil {
+			ph := newPhase(rc, hc, false)
+			ph.progress = rc.Progress
+			res.Requests = ph.run(ctx, rc.limit)
+			res.StartedAt = ph.c.epoch
+		}
 	}
 	res.Aggregate = rc.metadata(res)
 	scenario := ScenarioFixedSeqLen
@@ -304,9 +305,6 @@ func (rc *runConfig) metadata(res *Result) Aggregate {
 	if !res.StartedAt.IsZero() {
 		a.StartedAt = res.StartedAt.UTC().Format(time.RFC3339Nano)
 	}
-	if rc.agentic {
-		a.NumPrompts = len(res.Requests)
-	}
 	return a
 }
 
@@ -318,7 +316,6 @@ type phase struct {
 	deadline time.Time
 	next     atomic.Int64 // next unit
 	done     atomic.Int64 // finished requests
-	total    int
 	progress func(done, total int)
 }
 
@@ -330,12 +327,11 @@ func newPhase(rc *runConfig, hc *http.Client, warmup bool) *phase {
 // records sorted by index.
 func (ph *phase) run(ctx context.Context, limit int) []RequestRecord {
 	rc := ph.rc
-	ph.total = limit
 	ph.c.epoch = time.Now()
 	if rc.Duration > 0 && !ph.warmup {
 		ph.deadline = ph.c.epoch.Add(rc.Duration)
 	}
-	stopProgress := ph.startProgress()
+	stopProgress := startProgress(ph.progress, &ph.done, max(limit, 0))
 	defer stopProgress()
 
 	workers := rc.Concurrency
@@ -352,7 +348,7 @@ func (ph *phase) run(ctx context.Context, limit int) []RequestRecord {
 					if limit >= 0 && u >= limit {
 						return
 					}
-					perWorker[wi] = ph.runUnit(ctx, w, u, ph.c.now(), perWorker[wi])
+					perWorker[wi] = append(perWorker[wi], ph.runRandom(ctx, w, u, ph.c.now()))
 				}
 			}()
 		}
@@ -368,7 +364,7 @@ func (ph *phase) run(ctx context.Context, limit int) []RequestRecord {
 				defer wg.Done()
 				w := ph.c.newConn()
 				for j := range jobs {
-					perWorker[wi] = ph.runUnit(ctx, w, j.u, j.due, perWorker[wi])
+					perWorker[wi] = append(perWorker[wi], ph.runRandom(ctx, w, j.u, j.due))
 				}
 			}()
 		}
@@ -399,8 +395,13 @@ func (ph *phase) run(ctx context.Context, limit int) []RequestRecord {
 		close(jobs)
 	}
 	wg.Wait()
+	return mergeByIndex(perWorker)
+}
+
+// mergeByIndex joins per-worker records and sorts them by index.
+func mergeByIndex(per [][]RequestRecord) []RequestRecord {
 	var out []RequestRecord
-	for _, rs := range perWorker {
+	for _, rs := range per {
 		out = append(out, rs...)
 	}
 	slices.SortFunc(out, func(a, b RequestRecord) int { return cmp.Compare(a.Index, b.Index) })
@@ -411,8 +412,10 @@ func (ph *phase) pastDeadline() bool {
 	return !ph.deadline.IsZero() && !time.Now().Before(ph.deadline)
 }
 
-func (ph *phase) startProgress() func() {
-	if ph.progress == nil {
+// startProgress calls progress(done, total) about four times a second and
+// once when the returned stop is called; nil progress does nothing.
+func startProgress(progress func(done, total int), done *atomic.Int64, total int) func() {
+	if progress == nil {
 		return func() {}
 	}
 	stop := make(chan struct{})
@@ -422,23 +425,17 @@ func (ph *phase) startProgress() func() {
 		defer wg.Done()
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
-		total := max(ph.total, 0)
 		for {
 			select {
 			case <-stop:
-				ph.progress(int(ph.done.Load()), total)
+				progress(int(done.Load()), total)
 				return
 			case <-t.C:
-				ph.progress(int(ph.done.Load()), total)
+				progress(int(done.Load()), total)
 			}
 		}
 	}()
 	return func() { close(stop); wg.Wait() }
-}
-
-// runUnit runs one unit and appends its records.
-func (ph *phase) runUnit(ctx context.Context, w *conn, u int, dueNs int64, out []RequestRecord) []RequestRecord {
-	return append(out, ph.runRandom(ctx, w, u, dueNs))
 }
 
 // runRandom sends request u of the random workload. Its lengths and words
@@ -462,7 +459,7 @@ func (ph *phase) runRandom(ctx context.Context, w *conn, u int, dueNs int64) Req
 		ChunkNs:     make([]int64, 0, osl+1),
 		ChunkTokens: make([]int32, 0, osl+1),
 	}
-	ph.c.do(ctx, w, w.body, &rec, false)
+	ph.c.do(ctx, w, w.body, &rec)
 	ph.done.Add(1)
 	return rec
 }

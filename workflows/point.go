@@ -249,13 +249,9 @@ func (r *pointRun) run(ctx workflow.Context) error {
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
 	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, activities.StagePerf) {
-		up.ReusedFrom = append(up.ReusedFrom, reused.PerfSweep)
 		up.PerfFrom = &activities.ReuseSource{Sweep: reused.PerfSweep, Run: reused.PerfRun}
 	}
 	if reused.EvalSweep != "" && slices.Contains(r.state.Reused, activities.StageEval) {
-		if reused.EvalSweep != reused.PerfSweep {
-			up.ReusedFrom = append(up.ReusedFrom, reused.EvalSweep)
-		}
 		up.EvalFrom = &activities.ReuseSource{Sweep: reused.EvalSweep, Run: reused.EvalRun}
 	}
 	_, err := r.stage(ctx, activities.StageUpload, func(actx workflow.Context) error {
