@@ -67,9 +67,8 @@ func (l *ledgerFlags) openOrCreate(ctx context.Context) (*results.Store, error) 
 // empty ledger) and the artifact store (nil with a warning when it cannot be
 // opened: rows then carry the ledger's figures only).
 func (l *ledgerFlags) open(ctx context.Context) (*results.Store, artifacts.Store, []string, error) {
-	dsn := l.results
-	if dsn == "" {
-		dsn = filepath.Join(l.home, "results.db")
+	dsn := l.dsn()
+	if l.results == "" {
 		if _, err := os.Stat(dsn); err != nil {
 			return nil, nil, nil, &exitError{code: 1, msg: fmt.Sprintf("no results store at %s (run a sweep first, or pass --home or --results)", dsn)}
 		}

@@ -76,14 +76,18 @@ type reuseView struct {
 	Run   string `json:"run,omitempty"`
 }
 
-func reusedOf(s *workflows.PointState) []reuseView {
-	var out []reuseView
+// fromState copies what a finished and a running point's state have in
+// common; the callers add what only one of them shows (a finished point's
+// missing outputs, a running point's allocation).
+func (pv *pointView) fromState(s *workflows.PointState) {
+	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
+	pv.ReuseNotes, pv.Skipped = s.ReuseNotes, s.Skipped
+	pv.Reused = nil
 	for _, r := range s.Stages {
 		if r.Outcome == "reused" {
-			out = append(out, reuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
+			pv.Reused = append(pv.Reused, reuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
 		}
 	}
-	return out
 }
 
 type sweepView struct {
@@ -133,9 +137,8 @@ func collect(ctx context.Context, c client.Client, id string) (*sweepView, error
 		pv := pointView{PointProgress: p, Stage: p.Status}
 		if p.Outcome != nil && p.Outcome.State != nil {
 			s := p.Outcome.State
-			pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
-			pv.Reused, pv.ReuseNotes = reusedOf(s), s.ReuseNotes
-			pv.Skipped, pv.Missing = s.Skipped, s.Missing
+			pv.fromState(s)
+			pv.Missing = s.Missing
 			if s.FailedStage != "" {
 				pv.Stage = s.FailedStage
 			}
@@ -156,9 +159,8 @@ func livePoint(ctx context.Context, c client.Client, pv *pointView) {
 	if q, err := c.QueryWorkflow(ctx, pv.WorkflowID, "", workflows.QueryState); err == nil {
 		var s workflows.PointState
 		if q.Get(&s) == nil {
-			pv.Status, pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Status, s.Stage, s.Perf, s.Eval, s.LastError
-			pv.Reused, pv.ReuseNotes = reusedOf(&s), s.ReuseNotes
-			pv.Skipped, pv.NodesHeld, pv.Released, pv.Hold = s.Skipped, s.NodesHeld, s.Released, s.Hold
+			pv.fromState(&s)
+			pv.Status, pv.NodesHeld, pv.Released, pv.Hold = s.Status, s.NodesHeld, s.Released, s.Hold
 			if n := len(s.Stages); n > 0 {
 				pv.Elapsed = time.Since(s.Stages[n-1].Started).Seconds()
 			}

@@ -132,11 +132,7 @@ func runSweepStart(f startFlags) error {
 	if err != nil {
 		return &exitError{code: 1, msg: oneLine(err)}
 	}
-	files := make([]results.PlanFile, 0, len(p.Inputs))
-	for _, i := range p.Inputs {
-		files = append(files, results.PlanFile{Path: i.Path, Role: i.Role})
-	}
-	if err := recordPlan(f.ledger, in, files); err != nil {
+	if err := recordPlan(f.ledger, in, p); err != nil {
 		return err
 	}
 	c, err := temporalx.Dial(nil)
@@ -150,23 +146,41 @@ func runSweepStart(f startFlags) error {
 // recordPlan stores the sweep's plan and the bytes of its input files in
 // the ledger, so `starter rerun` needs neither the files nor Temporal
 // history. The same plan stored twice (an attaching start) is fine.
-func recordPlan(l ledgerFlags, in *workflows.SweepInput, files []results.PlanFile) error {
-	files, err := results.ReadPlanFiles(files)
+func recordPlan(l ledgerFlags, in *workflows.SweepInput, p *plan.Plan) error {
+	files, err := planFiles(p)
 	if err != nil {
 		return err
 	}
-	return storePlanBytes(l, in, files)
-}
-
-// storedPlan reads a sweep's plan from the ledger.
-func storedPlan(l ledgerFlags, id string) (*workflows.SweepInput, []results.PlanFile, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store, err := l.openOrCreate(ctx)
 	if err != nil {
-		return nil, nil, false, err
+		return err
 	}
 	defer store.Close()
+	return putPlan(ctx, store, in, files)
+}
+
+// planFiles reads the bytes of every file the plan read.
+func planFiles(p *plan.Plan) ([]results.PlanFile, error) {
+	files := make([]results.PlanFile, 0, len(p.Inputs))
+	for _, i := range p.Inputs {
+		files = append(files, results.PlanFile{Path: i.Path, Role: i.Role})
+	}
+	return results.ReadPlanFiles(files)
+}
+
+// putPlan stores the sweep input as the plan of in.SweepID, with files.
+func putPlan(ctx context.Context, store *results.Store, in *workflows.SweepInput, files []results.PlanFile) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return store.PutSweepPlan(ctx, results.SweepPlan{SweepID: in.SweepID, PlanJSON: data, Files: files})
+}
+
+// storedPlan reads a sweep's plan from the ledger.
+func storedPlan(ctx context.Context, store *results.Store, id string) (*workflows.SweepInput, []results.PlanFile, bool, error) {
 	sp, ok, err := store.GetSweepPlan(ctx, id)
 	if err != nil || !ok {
 		return nil, nil, ok, err
@@ -276,12 +290,18 @@ func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 		return err
 	}
 	defer done()
+	// One ledger handle reads the old plan and records the new one.
+	store, err := f.ledger.openOrCreate(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	// The plan comes from the ledger, so a rerun works once Temporal has
 	// dropped the old sweep's history. --sweep or --cluster re-plans from
 	// files instead (onto another cluster, or after editing a recipe).
 	var in *workflows.SweepInput
 	var files []results.PlanFile
-	prev, stored, found, err := storedPlan(f.ledger, old)
+	prev, stored, found, err := storedPlan(ctx, store, old)
 	if err != nil {
 		return err
 	}
@@ -314,10 +334,7 @@ func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 		if in, p, err = buildSweep(req); err != nil {
 			return &exitError{code: 1, msg: oneLine(err)}
 		}
-		for _, i := range p.Inputs {
-			files = append(files, results.PlanFile{Path: i.Path, Role: i.Role})
-		}
-		if files, err = results.ReadPlanFiles(files); err != nil {
+		if files, err = planFiles(p); err != nil {
 			return err
 		}
 	} else {
@@ -341,26 +358,11 @@ func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 			return err
 		}
 	}
-	if err := storePlanBytes(f.ledger, in, files); err != nil {
+	if err := putPlan(ctx, store, in, files); err != nil {
 		return err
 	}
+	store.Close() // not needed while the sweep is watched (idempotent with the defer)
 	return startAndReport(c, in, f)
-}
-
-// storePlanBytes is recordPlan for files whose bytes are already read.
-func storePlanBytes(l ledgerFlags, in *workflows.SweepInput, files []results.PlanFile) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	store, err := l.openOrCreate(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	data, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return store.PutSweepPlan(ctx, results.SweepPlan{SweepID: in.SweepID, PlanJSON: data, Files: files})
 }
 
 // nextRerunID is <base>-rerun<N> with the first N not taken.
