@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,11 @@ type Options struct {
 	LauncherVersion string
 	// RecipesRoot overrides the sweep's and the cluster's recipes root.
 	RecipesRoot string
+	// KeepRow, when set, keeps only the generated rows it accepts (a
+	// changelog entry's scenario-type); KeepEval, when set, keeps only the
+	// eval picks on rows it accepts (the entries that select evals).
+	KeepRow  func(*matrix.Row) bool `json:"-"`
+	KeepEval func(*matrix.Row) bool `json:"-"`
 }
 
 // Plan is the sweep's points, in matrix row order.
@@ -195,6 +201,12 @@ func Build(opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.KeepRow != nil {
+		rows = slices.DeleteFunc(rows, func(r *matrix.Row) bool { return !opts.KeepRow(r) })
+		if len(rows) == 0 {
+			return nil, &config.Error{Field: "config-keys", Msg: "the selected scenarios of " + strings.Join(s.ConfigKeys, ", ") + " generate no rows"}
+		}
+	}
 	// Points are sized and launched from srt-slurm recipes, which only
 	// multinode entries name; single-node rows have no recipe to plan from.
 	for _, row := range rows {
@@ -211,9 +223,15 @@ func Build(opts Options) (*Plan, error) {
 	var evalRows []*matrix.Row
 	if s.Evals {
 		for _, pick := range matrix.SelectEvals(rows) {
-			evalAt[pick.Index] = pick.Conc
+			if opts.KeepEval == nil || opts.KeepEval(rows[pick.Index]) {
+				evalAt[pick.Index] = pick.Conc
+			}
 		}
-		evalRows = matrix.EvalRows(rows)
+		for _, r := range matrix.EvalRows(rows) {
+			if opts.KeepEval == nil || opts.KeepEval(r) {
+				evalRows = append(evalRows, r)
+			}
+		}
 	}
 
 	var golden goldenal.Table

@@ -44,6 +44,7 @@ var Rules = []struct{ ID, What string }{
 	{RuleNonAgenticSimAL, "no simulated acceptance on non-agentic rows (check 11)"},
 	{RuleAppendOnly, "changes only add points: every base point stays with the same row and recipe (check 12)"},
 	{RuleRecipeRow, "the recipe deploys what the row says: workers, TP, EP, DP-attention, GPUs per node, claimed concurrency"},
+	{RuleChangelog, "the chosen perf-changelog entries are well formed, their keys resolve, and the changelog only grew (with --base)"},
 }
 
 // KnownRule reports whether id is a rule id.
@@ -63,7 +64,7 @@ type Finding struct {
 	Field     string     `json:"field,omitempty"`
 	ConfigKey string     `json:"config_key,omitempty"`
 	Got       string     `json:"got"`
-	Want      string     `json:"want"`
+	Want      string     `json:"want,omitempty"`
 	Allowed   bool       `json:"allowed,omitempty"` // waived with --allow
 }
 
@@ -77,7 +78,11 @@ func (f Finding) String() string {
 		b.WriteString(f.Field)
 		b.WriteString(": ")
 	}
-	fmt.Fprintf(&b, "got %s; want %s", f.Got, f.Want)
+	if f.Want == "" { // a message that says it all (changelog problems)
+		b.WriteString(f.Got)
+	} else {
+		fmt.Fprintf(&b, "got %s; want %s", f.Got, f.Want)
+	}
 	if f.Allowed {
 		b.WriteString(" (allowed)")
 	}
@@ -140,6 +145,12 @@ type Options struct {
 	// Base is a directory holding the base copy of the config files (and,
 	// at the same root-relative paths, recipes) for the append-only rule.
 	Base string
+	// Changelog is a perf-changelog.yaml: its chosen entries are checked
+	// and, when ConfigKeys is empty, their keys are the keys checked.
+	// ChangelogEntry / ChangelogSince choose entries as changelog.Select;
+	// with neither, the entries added relative to Base's copy (or the last).
+	Changelog                      string
+	ChangelogEntry, ChangelogSince int
 }
 
 // Check loads everything opts names and runs every rule. Errors are inputs
@@ -158,12 +169,35 @@ func Check(opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	var clFindings []Finding
+	var clNotes []string
+	if opts.Changelog != "" {
+		var keys []string
+		if clFindings, clNotes, keys, err = changelogStep(opts, master); err != nil {
+			return nil, err
+		}
+		if len(opts.ConfigKeys) == 0 {
+			opts.ConfigKeys = keys
+		}
+		if len(opts.ConfigKeys) == 0 { // nothing resolved: report the changelog alone
+			return &Report{Findings: clFindings, Notes: clNotes, Rules: []string{RuleChangelog}}, nil
+		}
+	}
 	rows, err := matrix.Generate(master, runners, matrix.Options{Keys: opts.ConfigKeys})
 	if err != nil {
 		return nil, err
 	}
 	c := &checker{opts: opts, master: master, runners: runners, rows: rows,
 		recipes: map[string]*recipeView{}, report: &Report{Rows: len(rows)}, seen: map[string]bool{}}
+	if opts.Changelog != "" {
+		c.ranRule(RuleChangelog)
+		for _, f := range clFindings {
+			c.add(f)
+		}
+		for _, n := range clNotes {
+			c.note("%s", n)
+		}
+	}
 	if opts.GoldenAL == "" {
 		opts.GoldenAL = opts.Inject
 		c.opts.GoldenAL = opts.Inject

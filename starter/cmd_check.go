@@ -29,6 +29,9 @@ usage:
   starter check --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--inferencex DIR] [--base REF-DIR] [--json]
   starter check --config-files F... --config-keys K... [--runner-config R] [--recipes-root D]
                 [--golden-al FILE|DIR] [--models MODELS.md] [--base REF-DIR] [--allow RULE]
+  starter check --sweep FILE --changelog perf-changelog.yaml [--entry N|--since N] [--base REF-DIR]
+                (the chosen entries' fields and keys; with --base, the entries added
+                 relative to REF-DIR's changelog, and their append-only promise)
 
 rules:
 ` + ruleList() + `
@@ -51,6 +54,8 @@ func ruleList() string {
 
 type checkFlags struct {
 	sweep, cluster, runnerConfig, recipesRoot, golden, models, inferencex, today, base string
+	changelog                                                                          string
+	entry, since                                                                       int
 	configFiles, configKeys                                                            listFlag
 	allow                                                                              multiFlag
 	thinking, jsonOut                                                                  bool
@@ -71,11 +76,21 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.base, "base", "", "directory with the base copy of the config files (and recipes) for the append-only rule")
 	fs.Var(&f.allow, "allow", "waive this rule's findings: reported, but not failing (repeatable)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the findings as JSON")
+	fs.StringVar(&f.changelog, "changelog", "", "InferenceX perf-changelog.yaml: check the chosen entries and the keys they select")
+	fs.IntVar(&f.entry, "entry", 0, "with --changelog: check entry N (1-based; negative counts from the end)")
+	fs.IntVar(&f.since, "since", 0, "with --changelog: check entries N to the last")
 }
 
 // checkOptions turns the flags (and the sweep file) into review options.
 func checkOptions(f *checkFlags, fs *flag.FlagSet) (review.Options, error) {
-	o := review.Options{Thinking: f.thinking, RecipesRoot: f.recipesRoot, GoldenAL: f.golden, Models: f.models, Base: f.base}
+	o := review.Options{Thinking: f.thinking, RecipesRoot: f.recipesRoot, GoldenAL: f.golden, Models: f.models, Base: f.base,
+		Changelog: f.changelog, ChangelogEntry: f.entry, ChangelogSince: f.since}
+	if f.changelog == "" && (f.entry != 0 || f.since != 0) {
+		return o, usageError("--entry and --since need --changelog")
+	}
+	if f.entry != 0 && f.since != 0 {
+		return o, usageError("--entry and --since are mutually exclusive")
+	}
 	if f.sweep != "" {
 		s, err := config.LoadSweep(f.sweep)
 		if err != nil {
@@ -101,13 +116,16 @@ func checkOptions(f *checkFlags, fs *flag.FlagSet) (review.Options, error) {
 	if len(f.configFiles) > 0 {
 		o.ConfigFiles = f.configFiles
 	}
+	if f.changelog != "" {
+		o.ConfigKeys = nil // the changelog's entries select the keys
+	}
 	if len(f.configKeys) > 0 {
 		o.ConfigKeys = f.configKeys
 	}
 	if f.runnerConfig != "" {
 		o.RunnerConfig = f.runnerConfig
 	}
-	if len(o.ConfigFiles) == 0 || len(o.ConfigKeys) == 0 {
+	if len(o.ConfigFiles) == 0 || (len(o.ConfigKeys) == 0 && f.changelog == "") {
 		return o, usageError("give --sweep FILE, or --config-files and --config-keys")
 	}
 	if f.inferencex != "" {
@@ -185,8 +203,14 @@ func writeCheck(out io.Writer, rep *review.Report) {
 }
 
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
-func reviewSweep(sweepFile, clusterFile string, allow []string) (*review.Report, error) {
-	return checkReport(&checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}, nil)
+// With a changelog, the keys its chosen entries select are checked, and
+// the entries themselves.
+func reviewSweep(sweepFile, clusterFile string, allow []string, cl *changelogRef) (*review.Report, error) {
+	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}
+	if cl != nil {
+		f.changelog, f.entry, f.since = cl.Path, cl.Entry, cl.Since
+	}
+	return checkReport(f, nil)
 }
 
 // checkReport runs the rules the flags select and waives the --allow'ed ones.

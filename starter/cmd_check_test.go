@@ -84,7 +84,7 @@ func TestSweepStartRefusesFailingCheck(t *testing.T) {
 }
 
 func TestSweepStartReviewMemo(t *testing.T) {
-	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", []string{review.RuleUpstreamImage})
+	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", []string{review.RuleUpstreamImage}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, rep.Failures())
 	memo := reviewMemo(rep, []string{review.RuleUpstreamImage})

@@ -29,7 +29,9 @@ matrix JSON of master config files.
 
 usage:
   starter plan --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--cluster FILE] [--json]
-  starter plan --config-files F... --runner-config R --config-keys K... [--no-evals|--evals-only] --format ix-json`,
+  starter plan --config-files F... --runner-config R --config-keys K... [--no-evals|--evals-only] --format ix-json
+  starter plan --sweep FILE --changelog perf-changelog.yaml [--entry N|--since N] [--json]
+               (dry run of sweep start --changelog: the points the chosen entries run)`,
 			Annotations: map[string]string{annotationListFlags: strings.Join(planListFlags, ",")},
 			Args:        noArgs,
 			RunE:        func(*cobra.Command, []string) error { return runPlan(&f) }}
@@ -82,6 +84,7 @@ type planFlags struct {
 	configFiles, configKeys, concs, seqLens, scenarioTypes                         listFlag
 	noEvals, evalsOnly, jsonOut                                                    bool
 	indent                                                                         int
+	changelog                                                                      changelogRef
 }
 
 func (f *planFlags) bind(fs *flag.FlagSet) {
@@ -101,6 +104,9 @@ func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&f.scenarioTypes, "scenario-type", "ix-json: fixed-seq-len and/or agentic-coding")
 	fs.StringVar(&f.nodeFilter, "runner-node-filter", "", "ix-json: expand the runner label into runners containing this text")
 	fs.StringVar(&f.launcherVersion, "launcher-version", "", "launcher version hashed into fingerprints (default from the cluster)")
+	fs.StringVar(&f.changelog.Path, "changelog", "", "plan the keys, scenario types and evals of perf-changelog entries (what sweep start --changelog runs)")
+	fs.IntVar(&f.changelog.Entry, "entry", 0, "with --changelog: entry N (1-based; negative counts from the end)")
+	fs.IntVar(&f.changelog.Since, "since", 0, "with --changelog: entries N to the last (default: the last entry)")
 }
 
 func runPlan(f *planFlags) error {
@@ -112,8 +118,21 @@ func runPlan(f *planFlags) error {
 	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
+	return runPlanTo(out, f)
+}
+
+func runPlanTo(out io.Writer, f *planFlags) error {
+	if f.changelog.Path == "" && (f.changelog.Entry != 0 || f.changelog.Since != 0) {
+		return usageError("--entry and --since need --changelog")
+	}
+	if f.changelog.Entry != 0 && f.changelog.Since != 0 {
+		return usageError("--entry and --since are mutually exclusive")
+	}
 	switch f.format {
 	case "ix-json":
+		if f.changelog.Path != "" {
+			return usageError("--changelog plans sweep points; use --format table or json")
+		}
 		return planIXJSON(out, f)
 	case "table", "json":
 		return planPoints(out, f)
@@ -153,7 +172,7 @@ func sweepFromFlags(f *planFlags) (*config.Sweep, error) {
 	if f.noEvals {
 		s.Evals = false
 	}
-	if len(s.ConfigFiles) == 0 || len(s.ConfigKeys) == 0 {
+	if len(s.ConfigFiles) == 0 || (len(s.ConfigKeys) == 0 && f.changelog.Path == "") {
 		return nil, &exitError{code: 2, msg: "give --sweep FILE, or --config-files and --config-keys"}
 	}
 	return s, nil
@@ -232,7 +251,19 @@ func planPoints(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
-	p, err := plan.Build(plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: f.recipesRoot})
+	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: f.recipesRoot}
+	if f.changelog.Path != "" {
+		sel, err := applyChangelog(f.changelog, s, &opts)
+		if err != nil {
+			return configError(err)
+		}
+		if f.format != "json" {
+			for _, l := range sel.Describe() {
+				fmt.Fprintln(out, "changelog "+l)
+			}
+		}
+	}
+	p, err := plan.Build(opts)
 	if err != nil {
 		return configError(err)
 	}

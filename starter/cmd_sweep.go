@@ -30,6 +30,9 @@ func init() {
 			RunE: func(*cobra.Command, []string) error { return runSweepStart(f) }}
 		f.bind(c.Flags())
 		c.Flags().Var(&f.allow, "allow", "start despite failing `starter check` findings of this rule (repeatable; recorded in the sweep's memo)")
+		c.Flags().StringVar(&f.changelog.Path, "changelog", "", "InferenceX perf-changelog.yaml: run the config keys, scenario types and evals its chosen entries select (the --sweep file still names config files, cluster and recipes)")
+		c.Flags().IntVar(&f.changelog.Entry, "entry", 0, "with --changelog: run entry N (1-based; negative counts from the end)")
+		c.Flags().IntVar(&f.changelog.Since, "since", 0, "with --changelog: run entries N to the last (default: the last entry)")
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -63,6 +66,8 @@ type startFlags struct {
 	// allow waives check rules; memo records the check on the workflow.
 	allow multiFlag
 	memo  map[string]any
+	// changelog: `sweep start --changelog F [--entry N|--since N]`.
+	changelog changelogRef
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -110,8 +115,16 @@ func runSweepStart(f startFlags) error {
 	if err := checkStages(f.force); err != nil {
 		return err
 	}
+	if f.changelog.Path != "" {
+		req.Changelog = &f.changelog
+	} else if f.changelog.Entry != 0 || f.changelog.Since != 0 {
+		return usageError("--entry and --since need --changelog")
+	}
+	if f.changelog.Entry != 0 && f.changelog.Since != 0 {
+		return usageError("--entry and --since are mutually exclusive")
+	}
 	// The reviewer checklist runs before anything is planned or scheduled.
-	rep, err := reviewSweep(f.sweepFile, f.clusterFile, f.allow)
+	rep, err := reviewSweep(f.sweepFile, f.clusterFile, f.allow, req.Changelog)
 	if err != nil {
 		return err
 	}
@@ -131,6 +144,9 @@ func runSweepStart(f startFlags) error {
 	in, p, err := buildSweep(req)
 	if err != nil {
 		return &exitError{code: 1, msg: oneLine(err)}
+	}
+	if req.Changelog != nil {
+		f.memo["changelog"] = changelogMemo(*req.Changelog)
 	}
 	if err := recordPlan(f.ledger, in, p); err != nil {
 		return err

@@ -26,6 +26,9 @@ type sweepRequest struct {
 	Faults      []string // point:stage:times
 	Tuning      workflows.Tuning
 	Nightly     bool
+	// Changelog, when set, picks the config keys and eval selection from
+	// perf-changelog entries instead of the sweep file's config-keys.
+	Changelog *changelogRef
 }
 
 // buildSweep plans the sweep file and converts every point into the
@@ -45,9 +48,18 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 	}
 	// The launcher version comes from the cluster (backend+launcher), so a
 	// simulated and a real sweep of one plan never share identities.
-	p, err := plan.Build(plan.Options{Sweep: sw, Cluster: cl})
+	opts := plan.Options{Sweep: sw, Cluster: cl}
+	if req.Changelog != nil {
+		if _, err := applyChangelog(*req.Changelog, sw, &opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	p, err := plan.Build(opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if req.Changelog != nil {
+		p.Inputs = append(p.Inputs, plan.Input{Role: "changelog", Path: absPath(req.Changelog.Path)})
 	}
 	in := &workflows.SweepInput{
 		Name: sw.Name, Cluster: cl.Name, TaskQueue: temporalx.ClusterQueue(cl.Name), NodeBudget: cl.Nodes,
