@@ -32,6 +32,22 @@ type RegressionPoint struct {
 	Conc        int    `json:"conc"`
 	BaselineKey string `json:"baseline_key"`
 	Status      string `json:"status"`
+	Image       string `json:"image,omitempty"`
+}
+
+// ImageChange is a point whose image differs from its baseline's: the
+// same identity apart from the image, so the image is what changed.
+type ImageChange struct {
+	PointID       string `json:"point_id"`
+	ConfigKey     string `json:"config_key"`
+	Conc          int    `json:"conc"`
+	From          string `json:"from"`
+	To            string `json:"to"`
+	BaselineSweep string `json:"baseline_sweep"`
+}
+
+func (c ImageChange) String() string {
+	return fmt.Sprintf("%s conc %d: image %s -> %s (baseline %s)", c.ConfigKey, c.Conc, c.From, c.To, c.BaselineSweep)
 }
 
 // RegressionRequest asks for a nightly sweep's comparison with its baseline.
@@ -63,6 +79,8 @@ type RegressionReport struct {
 	Findings        []regress.Finding `json:"findings"`
 	RegressedPoints []string          `json:"regressed_points"`
 	ReportURI       string            `json:"report_uri,omitempty"`
+	// ImageChanges names every point whose image is not its baseline's.
+	ImageChanges []ImageChange `json:"image_changes,omitempty"`
 }
 
 // okStatus: the point ran to the end, so its figures exist.
@@ -97,6 +115,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 		return rep, classify(err)
 	}
 	var cur, base []regress.Point
+	images := map[string]map[string]string{} // sweep -> point -> image
 	for _, p := range req.Points {
 		c := regress.Point{Key: p.BaselineKey, SweepID: req.SweepID, PointID: p.PointID, ConfigKey: p.ConfigKey, Conc: p.Conc,
 			OK: okStatus(p.Status), Status: p.Status}
@@ -136,6 +155,12 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 		}
 		rep.Compared++
 		rep.BaselineSweeps[p.PointID] = b.SweepID
+		if from, err := a.baselineImage(ctx, images, b.SweepID, b.PointID); err != nil {
+			return rep, classify(err)
+		} else if from != "" && p.Image != "" && from != p.Image {
+			rep.ImageChanges = append(rep.ImageChanges, ImageChange{PointID: p.PointID, ConfigKey: p.ConfigKey, Conc: p.Conc,
+				From: from, To: p.Image, BaselineSweep: b.SweepID})
+		}
 		base = append(base, regress.Point{Key: p.BaselineKey, SweepID: b.SweepID, PointID: b.PointID, OK: okStatus(b.Status),
 			Status: b.Status, Perf: toRegressPerf(b.Perf), Eval: toRegressEval(b.Eval)})
 	}
@@ -164,9 +189,35 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 		Baseline: rep.Baseline, Findings: len(rep.Findings), JSON: data, ArtifactURI: rep.ReportURI}); err != nil {
 		return rep, classify(err)
 	}
+	for _, c := range rep.ImageChanges {
+		a.log(ctx).Info("image change", zap.String("point", c.PointID), zap.String("from", c.From), zap.String("to", c.To))
+	}
 	a.log(ctx).Info("regression report", zap.String("sweep", req.SweepID), zap.Int("findings", len(rep.Findings)),
 		zap.Int("compared", rep.Compared), zap.Strings("regressed", rep.RegressedPoints))
 	return rep, nil
+}
+
+// baselineImage is the image a baseline point ran with, from the spec its
+// sweep recorded ("" when unknown).
+func (a *Activities) baselineImage(ctx context.Context, cache map[string]map[string]string, sweepID, pointID string) (string, error) {
+	m, ok := cache[sweepID]
+	if !ok {
+		pts, err := a.Store.Points(ctx, sweepID)
+		if err != nil {
+			return "", err
+		}
+		m = map[string]string{}
+		for _, p := range pts {
+			var spec struct {
+				Image string `json:"image"`
+			}
+			if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &spec) == nil {
+				m[p.PointID] = spec.Image
+			}
+		}
+		cache[sweepID] = m
+	}
+	return m[pointID], nil
 }
 
 func toRegressPerf(p *results.PerfResult) *regress.Perf {
@@ -198,6 +249,12 @@ type NightlySummary struct {
 	RegressedPoints []string          `json:"regressed_points"`
 	Findings        []regress.Finding `json:"findings"`
 	ReportURI       string            `json:"report_uri,omitempty"`
+	// ImageChanges names the points that run another image than their
+	// baseline; SourceCommit the commit a git-sourced schedule planned
+	// from; CheckFailures why no point ran (the configs failed the check).
+	ImageChanges  []ImageChange `json:"image_changes,omitempty"`
+	SourceCommit  string        `json:"source_commit,omitempty"`
+	CheckFailures []string      `json:"check_failures,omitempty"`
 }
 
 // WebhookRequest posts a nightly's summary, as JSON, to a URL.

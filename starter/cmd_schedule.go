@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -14,8 +16,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/replan"
+	"github.com/sweepflow/sweepflow/review"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -59,6 +63,8 @@ type scheduleFlags struct {
 	baseline, webhook                string
 	catchup, jitter                  time.Duration
 	pause, fast                      bool
+	gitDir, gitRef                   string
+	allow                            multiFlag
 }
 
 func (f *scheduleFlags) bind(fs *flag.FlagSet) {
@@ -72,6 +78,9 @@ func (f *scheduleFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.jitter, "jitter", 0, "random delay added to each run's start")
 	fs.BoolVar(&f.pause, "pause-on-failure", false, "pause the schedule when a night fails (the sweep or the comparison could not run)")
 	fs.BoolVar(&f.fast, "fast-retries", false, "short retry intervals and operator timeout (demos and tests)")
+	fs.StringVar(&f.gitDir, "git-dir", "", "read the sweep's files from this git checkout at --git-ref each night (--sweep and --cluster relative to its root)")
+	fs.StringVar(&f.gitRef, "git-ref", "HEAD", "with --git-dir: the ref each night plans from (resolved to a commit every night)")
+	fs.Var(&f.allow, "allow", "waive this check rule on every night (repeatable)")
 }
 
 // nightlySchedule builds the schedule: a NightlyWorkflow per cron tick, one
@@ -89,22 +98,41 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 	if f.catchup < 10*time.Second {
 		return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: "--catchup-window must be at least 10s"}
 	}
-	req := sweepRequest{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, Nightly: true}
+	for _, a := range f.allow {
+		if !review.KnownRule(a) {
+			return client.ScheduleOptions{}, nil, usageError("--allow %q: unknown rule (see starter check --help)", a)
+		}
+	}
+	// Every night re-reads the files from here (PlanNightly); the plan made
+	// now only proves they are good today and labels the schedule.
+	src := &replan.Source{SweepFile: absPath(f.sweepFile), ClusterFile: absPath(f.clusterFile), Allow: f.allow}
+	if f.gitDir != "" {
+		src = &replan.Source{SweepFile: filepath.ToSlash(f.sweepFile), ClusterFile: filepath.ToSlash(f.clusterFile),
+			GitDir: absPath(f.gitDir), GitRef: f.gitRef, Allow: f.allow}
+	}
+	scratch, err := os.MkdirTemp("", "sweepflow-schedule-")
+	if err != nil {
+		return client.ScheduleOptions{}, nil, err
+	}
+	defer os.RemoveAll(scratch)
+	res, err := replan.Run(context.Background(), *src, scratch)
+	if err != nil {
+		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
+	}
+	if len(res.Failures) > 0 {
+		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: fmt.Sprintf("the sweep fails its check today (%d finding(s)), first: %s", len(res.Failures), res.Failures[0])}
+	}
+	sw := res.Sweep
+	in := &workflows.SweepInput{Name: sw.Name, Cluster: res.Cluster.Name, TaskQueue: temporalx.ClusterQueue(res.Cluster.Name),
+		NodeBudget: res.Cluster.Nodes, Nightly: true, SweepFile: src.SweepFile, ClusterFile: src.ClusterFile,
+		Points: activities.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
 	if f.fast {
-		req.Tuning = fastTuning()
-	}
-	in, _, err := buildSweep(req)
-	if err != nil {
-		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
-	}
-	sw, err := config.LoadSweep(f.sweepFile)
-	if err != nil {
-		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
+		in.Tuning = fastTuning()
 	}
 	// Each night's sweep ID derives from its workflow ID (the schedule
 	// appends the night's time).
 	in.SweepID = ""
-	nin := &workflows.NightlyInput{Sweep: *in, Baseline: f.baseline, Webhook: f.webhook,
+	nin := &workflows.NightlyInput{Sweep: *in, Baseline: f.baseline, Webhook: f.webhook, Source: src,
 		Thresholds: regress.Thresholds{OutputTputPerGPUDropPct: sw.Regression.OutputTputPerGPUDropPct,
 			TTFTp90RisePct: sw.Regression.TTFTp90RisePct, InteractivityDropPct: sw.Regression.InteractivityDropPct}}
 	baseline := f.baseline

@@ -66,22 +66,7 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 		Tuning: req.Tuning, ReuseFrom: req.ReuseFrom, Force: req.Force, Nightly: req.Nightly,
 		SweepFile: absPath(req.SweepFile), ClusterFile: absPath(req.ClusterFile),
 	}
-	for _, pt := range p.Points {
-		spec := activities.PointSpec{
-			PointID: pt.ID, ExpName: pt.ExpName, ConfigKey: pt.ConfigKey, Topology: pt.Topology, Conc: pt.Conc,
-			Nodes: pt.Nodes, GPUs: pt.GPUs, PrefillGPUs: pt.PrefillGPUs, DecodeGPUs: pt.DecodeGPUs,
-			Identity: pt.Identity, ProfileHash: pt.ProfileHash, Profile: pt.Profile,
-			Eval: pt.Eval && sw.Evals, Model: pt.Model, ModelPrefix: pt.ModelPrefix,
-			Image: pt.Image, RecipePath: pt.RecipePath, Row: pt.Row, ISL: pt.ISL, OSL: pt.OSL,
-			DurationSec: pt.DurationSec, Deployment: pt.Topology, SyntheticAL: pt.SyntheticAL, BaselineKey: pt.BaselineKey,
-		}
-		if pt.Recipe != nil {
-			if m, ok := cl.Models[pt.Recipe.Model.Path]; ok {
-				spec.CheckpointSource, spec.CheckpointPath = m.Source, m.Path
-			}
-		}
-		in.Points = append(in.Points, spec)
-	}
+	in.Points = activities.PointSpecs(p, cl, sw.Evals)
 	if err := applyFaults(req.Faults, in.Points); err != nil {
 		return nil, nil, err
 	}

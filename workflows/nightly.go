@@ -11,6 +11,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/replan"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // KindNightly is the SweepflowKind of a nightly regression run, so
@@ -31,6 +33,10 @@ type NightlyInput struct {
 	// the schedule's arguments: with the payload codec on it is encrypted in
 	// history, otherwise anyone who can read histories sees it.
 	Webhook string `json:"webhook,omitempty"`
+	// Source, when set, is where the sweep's files live: each night
+	// re-reads them (PlanNightly), runs the checklist and plans again, so
+	// Sweep's points only say what the files said at schedule creation.
+	Source *replan.Source `json:"source,omitempty"`
 }
 
 // NightlySummary is the nightly's outcome and its webhook's JSON body.
@@ -89,6 +95,30 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 		return nil, err
 	}
 
+	if in.Source != nil && workflow.GetVersion(ctx, "nightly-replan", workflow.DefaultVersion, 1) == 1 {
+		// Tonight's plan comes from the files as they are tonight.
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet("plan"))
+		pctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, sw.TaskQueue, sw.Tuning))
+		var np activities.NightlyPlan
+		if err := workflow.ExecuteActivity(pctx, nightlyActs.PlanNightly, activities.NightlyPlanRequest{NightlyID: nid, Source: *in.Source}).Get(ctx, &np); err != nil {
+			return fail("plan", err)
+		}
+		sum.SourceCommit = np.Commit
+		if len(np.CheckFailures) > 0 {
+			// Reported, not run: no GPU time on configs the checklist rejects.
+			sum.CheckFailures = np.CheckFailures
+			sum.Points = 0
+			_ = workflow.UpsertTypedSearchAttributes(ctx, SAPointStatus.ValueSet(StatusCheckFailed), SAStage.ValueSet("check"))
+			workflow.SetCurrentDetails(ctx, nightlyDetails(sum))
+			res := &NightlyResult{Summary: sum}
+			postNightlyWebhook(ctx, in, sw, res)
+			return res, nil
+		}
+		sw.Name, sw.Cluster, sw.NodeBudget, sw.Points = np.Name, np.Cluster, np.NodeBudget, np.Points
+		sw.TaskQueue = temporalx.ClusterQueue(np.Cluster)
+		sum.Points = len(sw.Points)
+	}
+
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          sw.SweepID,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
@@ -111,7 +141,7 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 	for _, p := range pr.Points {
 		s := spec[p.PointID]
 		req.Points = append(req.Points, activities.RegressionPoint{PointID: p.PointID, ConfigKey: s.ConfigKey, Conc: s.Conc,
-			BaselineKey: s.BaselineKey, Status: p.Status})
+			BaselineKey: s.BaselineKey, Status: p.Status, Image: s.Image})
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet("compare"))
 	lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, sw.TaskQueue, sw.Tuning))
@@ -122,11 +152,21 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 	sum.Compared, sum.Regressions, sum.ReportURI = rep.Compared, len(rep.Findings), rep.ReportURI
 	sum.Findings = append(sum.Findings, rep.Findings...)
 	sum.RegressedPoints = append(sum.RegressedPoints, rep.RegressedPoints...)
+	sum.ImageChanges = rep.ImageChanges
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SARegressionCount.ValueSet(int64(len(rep.Findings))),
 		SAPointStatus.ValueSet(StatusCompleted), SAStage.ValueSet("done"))
 	workflow.SetCurrentDetails(ctx, nightlyDetails(sum))
 
 	res := &NightlyResult{Summary: sum}
+	postNightlyWebhook(ctx, in, sw, res)
+	return res, nil
+}
+
+// postNightlyWebhook posts the summary when the schedule names a webhook;
+// a failure is recorded in the result, never fails the night.
+func postNightlyWebhook(ctx workflow.Context, in NightlyInput, sw SweepInput, res *NightlyResult) {
+	sum := res.Summary
+	nid := sum.NightlyID
 	if in.Webhook != "" {
 		interval := sw.Tuning.RetryInterval
 		if interval <= 0 {
@@ -147,10 +187,16 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 			workflow.GetLogger(ctx).Error("webhook failed", "nightly", nid, "error", res.WebhookError)
 		}
 	}
-	return res, nil
 }
 
 func nightlyDetails(s NightlySummary) string {
+	if len(s.CheckFailures) > 0 {
+		lines := []string{fmt.Sprintf("nightly **%s**: **check failed**, no point ran (%d failing findings)", s.Night.UTC().Format(time.RFC3339), len(s.CheckFailures))}
+		for _, f := range s.CheckFailures {
+			lines = append(lines, "- "+f)
+		}
+		return strings.Join(lines, "\n\n")
+	}
 	lines := []string{fmt.Sprintf("nightly **%s**: **%d regressions** in %d points (%d compared with %s)\n\nsweep `%s`",
 		s.Night.UTC().Format(time.RFC3339), s.Regressions, s.Points, s.Compared, s.Baseline, s.SweepID)}
 	for i, f := range s.Findings {
@@ -159,6 +205,9 @@ func nightlyDetails(s NightlySummary) string {
 			break
 		}
 		lines = append(lines, "- "+f.Message)
+	}
+	for _, c := range s.ImageChanges {
+		lines = append(lines, "- image change: "+c.String())
 	}
 	return strings.Join(lines, "\n\n")
 }

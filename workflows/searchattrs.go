@@ -52,6 +52,9 @@ const (
 	StatusAborted          = "aborted"
 	StatusCancelled        = "cancelled"
 	StatusFailed           = "failed"
+	// StatusCheckFailed is a nightly whose re-read configs failed the
+	// reviewer checklist: reported, and none of its points ran.
+	StatusCheckFailed = "check-failed"
 	// StatusSkipped is no longer set (a skipped bring-up now ends the point
 	// incomplete); ledgers and histories written before issue 11 hold it.
 	StatusSkipped = "skipped"
