@@ -58,9 +58,9 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if req.Changelog != nil {
-		p.Inputs = append(p.Inputs, plan.Input{Role: "changelog", Path: absPath(req.Changelog.Path)})
-	}
+	// The changelog is provenance (the sweep's memo names its entries), not
+	// an input of the plan: the seed entry and the seed sweep file plan one
+	// sweep, with one ID and one stored plan.
 	in := &workflows.SweepInput{
 		Name: sw.Name, Cluster: cl.Name, TaskQueue: temporalx.ClusterQueue(cl.Name), NodeBudget: cl.Nodes,
 		Tuning: req.Tuning, ReuseFrom: req.ReuseFrom, Force: req.Force, Nightly: req.Nightly,
