@@ -133,16 +133,20 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 	}
 	switch role {
 	case RoleInfra:
-		return runInfra(ctx, argv, o, mounts)
+		err = runInfra(ctx, argv, o, mounts)
 	case RoleWorker:
-		return runWorker(ctx, argv, o, mounts)
+		err = runWorker(ctx, argv, o, mounts)
 	case RoleFrontend:
-		return runFrontend(ctx, argv, o)
+		err = runFrontend(ctx, argv, o)
 	case RoleNginx:
-		return runNginx(ctx, argv, o, mounts)
+		err = runNginx(ctx, argv, o, mounts)
 	default:
-		return runBenchmark(ctx, argv, o, mounts)
+		err = runBenchmark(ctx, argv, o, mounts)
 	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil // stopped (teardown) while starting: not a failure
+	}
+	return err
 }
 
 // simFloat reads a SWEEPFLOW_SIM_* number (def when unset).
@@ -160,9 +164,17 @@ func simFloat(getenv func(string) string, name string, def, min float64) (float6
 
 // server is one listener served until ctx ends.
 type server struct {
-	name string
-	ln   net.Listener
-	srv  *http.Server
+	name    string
+	ln      net.Listener
+	srv     *http.Server
+	started bool
+}
+
+// serveNow starts serving s at once (a status server that must answer
+// while the role is still starting); serveAll then only reports and stops it.
+func (s *server) serveNow() {
+	s.started = true
+	go func() { _ = s.srv.Serve(s.ln) }()
 }
 
 func listen(name, addr string, h http.Handler) (*server, error) {
@@ -193,6 +205,9 @@ func serveAll(ctx context.Context, o Options, servers []*server, extra <-chan er
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
+		if s.started {
+			continue
+		}
 		go func(s *server) {
 			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("%s: %w", s.name, err)

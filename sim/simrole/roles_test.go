@@ -309,3 +309,42 @@ func TestRoleUsageAndEnvErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRendezvous: the leader's status port answers (not ready) while it
+// waits for its group, refuses a member that does not fit, and admits the
+// right one.
+func TestRendezvous(t *testing.T) {
+	reg := start(t, RoleInfra, []string{"python3", "/tmp/setup_head.py", "--name", "r"}, nil,
+		Options{InfraHTTP: "127.0.0.1:0", InfraNATS: "127.0.0.1:0"}, true)
+	env := func(sys int) map[string]string {
+		return map[string]string{"ETCD_ENDPOINTS": "http://" + reg.addrs["etcd"], "DYN_SYSTEM_PORT": strconv.Itoa(sys), EnvTimeScale: "0.001"}
+	}
+	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	sys := freePort(t)
+	leader := start(t, RoleWorker, workerArgv("decode", freePort(t), 2, 0, rdv, 8), env(sys), Options{}, false)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", sys))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, 10*time.Second, 20*time.Millisecond, "status port answers 503 while the group forms")
+
+	wrong := start(t, RoleWorker, workerArgv("decode", 0, 4, 1, rdv, 8), env(freePort(t)), Options{}, false)
+	select {
+	case err := <-wrong.done:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "refused: rank 1 of 4 does not fit a group of 2")
+		wrong.done <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("a member of the wrong group size was not refused")
+	}
+
+	start(t, RoleWorker, workerArgv("decode", 0, 2, 1, rdv, 8), env(freePort(t)), Options{}, true)
+	require.Eventually(t, func() bool {
+		code, _ := getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/health", sys))
+		return code == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Contains(t, leader.log.String(), "node-rank 1 joined (2/2)")
+}

@@ -94,12 +94,14 @@ http {
         hash $http_x_dynamo_session_id consistent;   # session affinity
         server 10.0.0.2:8180 max_fails=0;
         server 10.0.0.3:8180;
+        keepalive 4096;
     }
     server {
         listen 8000;
         location / {
             proxy_pass http://backends;
             proxy_buffering off;
+            proxy_set_header Connection "";
         }
     }
 }

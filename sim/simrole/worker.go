@@ -304,6 +304,10 @@ func (w *worker) member(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if sys != nil {
+		sys.serveNow()
+		defer sys.srv.Close()
+	}
 	conn, err := dialRetry(ctx, w.a.DistInitAddr)
 	if err != nil {
 		return fmt.Errorf("node-rank %d: rendezvous with %s: %w", w.a.NodeRank, w.a.DistInitAddr, err)
@@ -422,13 +426,14 @@ func (w *worker) leader(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if sys != nil {
+		sys.serveNow()
+		defer sys.srv.Close()
+	}
 	var lost <-chan error
 	if w.a.NNodes > 1 {
 		l, closeAll, err := w.rendezvous(ctx)
 		if err != nil {
-			if sys != nil {
-				sys.ln.Close()
-			}
 			return err
 		}
 		defer closeAll()
