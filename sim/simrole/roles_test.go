@@ -258,6 +258,7 @@ func TestRolesEndToEnd(t *testing.T) {
 	assert.True(t, r.Simulated)
 	assert.Equal(t, 24, r.NumGPUs())
 	p := r.Perf()
+	t.Logf("benchmark role point (simulated): %d/%d requests ok, %+v", r.NumRequestsSuccess, r.NumRequestsTotal, p)
 	assert.Greater(t, p.OutputTputPerGPU, 0.0)
 	assert.Greater(t, p.TputPerGPU, p.OutputTputPerGPU*16/24, "input tokens dominate agentic traffic")
 	assert.Greater(t, p.TTFTp90Ms, 0.0)
