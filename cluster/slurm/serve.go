@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,7 +148,10 @@ type step struct {
 	SrunOptions []kv     `json:"srun_options,omitempty"`
 	ExportEnv   []kv     `json:"export_env,omitempty"`
 	MPI         string   `json:"mpi,omitempty"`
-	Payload     string   `json:"payload"` // the `bash -c` script as rendered
+	// Program is what srun runs with real engines: the rendered `bash -c`
+	// script (exports, preamble, command), or the command itself when
+	// srt-slurm runs it bare (nginx).
+	Program []string `json:"program"`
 }
 
 // launchState is what a bring-up leaves in its log directory for Health,
@@ -181,7 +185,11 @@ func (l *Launch) newStep(p *engine.Process) (step, error) {
 	s := step{Name: stepName(p), Role: string(p.Role), Nodes: p.Nodelist, Output: p.Output, Command: p.Command,
 		Env:     pairs(p.EnvKeys(), func(k string) string { v, _ := p.EnvValue(k); return v }),
 		Mounts:  pairs(p.ContainerMounts.Keys(), p.ContainerMounts.Get),
-		Payload: p.Payload(p.BashPreamble),
+	}
+	if n := len(p.Command); len(p.Argv) >= n && slices.Equal(p.Argv[len(p.Argv)-n:], p.Command) {
+		s.Program = p.Command
+	} else {
+		s.Program = []string{"bash", "-c", p.Payload(p.BashPreamble)}
 	}
 	if p.SrunOptions != nil {
 		s.SrunOptions = pairs(p.SrunOptions.Keys(), p.SrunOptions.Get)
@@ -248,7 +256,7 @@ func (l *Launch) srunArgs(s step, jobID, starter string) []string {
 		a = append(a, starter, "sim", "role", s.SimRole, "--")
 		return append(a, s.Command...)
 	}
-	return append(a, "bash", "-c", s.Payload)
+	return append(a, s.Program...)
 }
 
 // stepEnv is the srun client's environment: the worker's, then (emulated
