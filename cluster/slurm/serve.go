@@ -183,8 +183,8 @@ func pairs(keys []string, get func(string) string) []kv {
 // profile's containers.
 func (l *Launch) newStep(p *engine.Process) (step, error) {
 	s := step{Name: stepName(p), Role: string(p.Role), Nodes: p.Nodelist, Output: p.Output, Command: p.Command,
-		Env:     pairs(p.EnvKeys(), func(k string) string { v, _ := p.EnvValue(k); return v }),
-		Mounts:  pairs(p.ContainerMounts.Keys(), p.ContainerMounts.Get),
+		Env:    pairs(p.EnvKeys(), func(k string) string { v, _ := p.EnvValue(k); return v }),
+		Mounts: pairs(p.ContainerMounts.Keys(), p.ContainerMounts.Get),
 	}
 	if n := len(p.Command); len(p.Argv) >= n && slices.Equal(p.Argv[len(p.Argv)-n:], p.Command) {
 		s.Program = p.Command
