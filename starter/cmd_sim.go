@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sweepflow/sweepflow/sim"
+	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
 func init() {
@@ -26,6 +28,64 @@ func init() {
 			return serveSim(ctx, cfg, opts, c.OutOrStdout(), c.ErrOrStderr())
 		})
 	})
+}
+
+func init() {
+	register("sim role", func() *cobra.Command { return newSimRoleCmd(nil) })
+}
+
+// newSimRoleCmd builds `starter sim role ROLE -- ARGV...`: the emulated
+// partition's launcher runs every rendered srt-slurm command through it
+// (sim/simrole). opts, when non-nil, overrides the role's options (tests).
+func newSimRoleCmd(opts *simrole.Options) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "role ROLE -- ARGV...",
+		Short: "run a rendered srt-slurm command as a simulator role (" + strings.Join(simrole.Roles(), ", ") + ")",
+		Long: `role runs one process of the emulated partition: ARGV is the command
+srt-slurm renders (python3 -m dynamo.sglang ..., python3 -m dynamo.frontend ...,
+python3 /tmp/setup_head.py ..., bash -c "nginx ...", bash -lc "bash .../agentic_srt.sh"),
+passed unchanged after --. The role first prints the argv and environment it
+received (two "sweepflow-sim-role:" lines), then serves until it is stopped,
+except the benchmark, which exits when its result files are written.
+Everything it serves is simulated.`,
+		Args: func(c *cobra.Command, args []string) error {
+			dash := c.ArgsLenAtDash()
+			if dash != 1 || len(args) < 2 {
+				return usageError("want: sim role ROLE -- ARGV... (the rendered command after --)")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			o := simrole.Options{}
+			if opts != nil {
+				o = *opts
+			}
+			if o.Stdout == nil {
+				o.Stdout = c.OutOrStdout()
+			}
+			if o.Stderr == nil {
+				o.Stderr = c.ErrOrStderr()
+			}
+			if o.Logger == nil {
+				lg, err := simLogger(o.Stderr, "info", false)
+				if err != nil {
+					return err
+				}
+				o.Logger = lg
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err := simrole.Run(ctx, args[0], args[1:], o)
+			if errors.Is(err, simrole.ErrUsage) {
+				return usageError("%v", err)
+			}
+			if err != nil {
+				return &exitError{code: 1, msg: "role " + args[0] + ": " + err.Error()}
+			}
+			return nil
+		},
+	}
+	return c
 }
 
 // simServeOptions is what the flags decide besides sim.Config.

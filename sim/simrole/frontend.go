@@ -1,0 +1,196 @@
+package simrole
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FrontendPortDefault is dynamo.frontend's default --http-port.
+const FrontendPortDefault = 8000
+
+func parseFrontend(argv []string) (int, error) {
+	fa, err := parseFlags(flagsAfterEntry(argv))
+	if err != nil {
+		return 0, fmt.Errorf("python3 -m dynamo.frontend: error: %v", err)
+	}
+	port, _, err := fa.int(FrontendPortDefault, "http-port")
+	if err != nil {
+		return 0, fmt.Errorf("python3 -m dynamo.frontend: error: %v", err)
+	}
+	if port < 0 || port > 65535 {
+		return 0, fmt.Errorf("python3 -m dynamo.frontend: error: argument --http-port: %d is not a port", port)
+	}
+	return port, nil
+}
+
+// frontend routes completions to the registered decode/aggregated leaders.
+type frontend struct {
+	reg    *RegistryClient
+	active atomic.Int64
+	total  atomic.Int64
+	rr     atomic.Uint64
+
+	mu      sync.Mutex
+	cached  []Instance
+	cacheAt time.Time
+	cacheOK bool
+	proxies map[string]*httputil.ReverseProxy
+}
+
+func runFrontend(ctx context.Context, argv []string, o Options) error {
+	port, err := parseFrontend(argv)
+	if err != nil {
+		return err
+	}
+	reg, err := NewRegistryClient(o.Getenv("ETCD_ENDPOINTS"))
+	if err != nil {
+		return err
+	}
+	f := &frontend{reg: reg, proxies: map[string]*httputil.ReverseProxy{}}
+	s, err := listen("http", o.bind(port), f.handler())
+	if err != nil {
+		return err
+	}
+	return serveAll(ctx, o, []*server{s}, nil)
+}
+
+// instances lists the registry, cached for a quarter second.
+func (f *frontend) instances(ctx context.Context) ([]Instance, error) {
+	f.mu.Lock()
+	if f.cacheOK && time.Since(f.cacheAt) < 250*time.Millisecond {
+		ins := f.cached
+		f.mu.Unlock()
+		return ins, nil
+	}
+	f.mu.Unlock()
+	ins, err := f.reg.List(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.cacheOK = false
+		return nil, err
+	}
+	f.cached, f.cacheAt, f.cacheOK = ins, time.Now(), true
+	return ins, nil
+}
+
+// targets are the instances completions go to: decode or aggregated
+// leaders' generate endpoints.
+func targets(ins []Instance) []Instance {
+	var out []Instance
+	for _, in := range ins {
+		if in.Endpoint == "generate" && (in.Component == "decode" || in.Component == "backend") {
+			out = append(out, in)
+		}
+	}
+	sortInstances(out)
+	return out
+}
+
+func (f *frontend) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		ins, err := f.instances(r.Context())
+		if err != nil {
+			h := HealthOf(nil)
+			h.Status = "unhealthy"
+			writeJSON(w, http.StatusServiceUnavailable, h)
+			return
+		}
+		writeJSON(w, http.StatusOK, HealthOf(ins))
+	})
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		ins, err := f.instances(r.Context())
+		if err != nil {
+			openAIError(w, http.StatusServiceUnavailable, "registry unreachable: "+err.Error())
+			return
+		}
+		seen := map[string]bool{}
+		data := []map[string]any{}
+		for _, in := range targets(ins) {
+			if in.Model == "" || seen[in.Model] {
+				continue
+			}
+			seen[in.Model] = true
+			data = append(data, map[string]any{"id": in.Model, "object": "model", "owned_by": "sweepflow-simulated", "simulated": true})
+		}
+		sort.Slice(data, func(i, j int) bool { return data[i]["id"].(string) < data[j]["id"].(string) })
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "simulated": true})
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP dynamo_frontend_active_requests Requests in flight (simulated frontend).\n# TYPE dynamo_frontend_active_requests gauge\ndynamo_frontend_active_requests %d\n", f.active.Load())
+		fmt.Fprintf(w, "# HELP dynamo_frontend_requests_total Requests received (simulated frontend).\n# TYPE dynamo_frontend_requests_total counter\ndynamo_frontend_requests_total %d\n", f.total.Load())
+		fmt.Fprintf(w, "# HELP sweepflow_simulated Served by sweepflow's simulator.\n# TYPE sweepflow_simulated gauge\nsweepflow_simulated 1\n")
+	})
+	mux.HandleFunc("POST /v1/chat/completions", f.proxy)
+	mux.HandleFunc("POST /v1/completions", f.proxy)
+	return mux
+}
+
+// pick chooses a worker: the X-Dynamo-Session-ID header keeps a session on
+// one worker (as dynamo's session affinity does), else round robin.
+func (f *frontend) pick(r *http.Request, ts []Instance) Instance {
+	if sid := r.Header.Get("X-Dynamo-Session-ID"); sid != "" {
+		h := fnv.New64a()
+		_, _ = io.WriteString(h, sid)
+		return ts[h.Sum64()%uint64(len(ts))]
+	}
+	return ts[(f.rr.Add(1)-1)%uint64(len(ts))]
+}
+
+func (f *frontend) proxy(w http.ResponseWriter, r *http.Request) {
+	f.total.Add(1)
+	f.active.Add(1)
+	defer f.active.Add(-1)
+	ins, err := f.instances(r.Context())
+	if err != nil {
+		openAIError(w, http.StatusServiceUnavailable, "registry unreachable: "+err.Error())
+		return
+	}
+	ts := targets(ins)
+	if len(ts) == 0 {
+		openAIError(w, http.StatusServiceUnavailable, "no decode or aggregated worker has registered")
+		return
+	}
+	f.reverseProxy(f.pick(r, ts).Address).ServeHTTP(w, r)
+}
+
+func (f *frontend) reverseProxy(addr string) *httputil.ReverseProxy {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p := f.proxies[addr]; p != nil {
+		return p
+	}
+	p := newStreamingProxy(&url.URL{Scheme: "http", Host: addr})
+	f.proxies[addr] = p
+	return p
+}
+
+// newStreamingProxy forwards to target, flushing every write so SSE
+// chunks pass through as they come.
+func newStreamingProxy(target *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+		},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			openAIError(w, http.StatusBadGateway, fmt.Sprintf("upstream %s: %v", target.Host, err))
+		},
+	}
+}

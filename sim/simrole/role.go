@@ -1,0 +1,216 @@
+// Package simrole runs the processes srt-slurm launches, on the emulated
+// Slurm partition, as simulator roles (docs: the emulation contract in
+// issue 12). The launcher runs `starter sim role ROLE -- ARGV...` with the
+// rendered command ARGV unchanged and its env_to_set exported; each role
+// first prints the argv and environment it received (Header, ParseLog),
+// then behaves like the real process as far as sweepflow and srt-slurm can
+// see:
+//
+//   - infra (python3 /tmp/setup_head.py): an etcd-like registry over HTTP
+//     on :2379 (GET /health) and a TCP listener on :4222 (nats).
+//   - sglang-worker (python3 -m dynamo.sglang): reads sglang's flags,
+//     refuses what sglang refuses, joins or leads its multi-node group,
+//     registers its leader with the registry and serves the simulated
+//     engine (package sim) on --host:--port plus /health and /metrics on
+//     DYN_SYSTEM_PORT.
+//   - dynamo-frontend (python3 -m dynamo.frontend): /health with the
+//     registered instances (engine.FrontendHealth), /v1/models, and
+//     streaming proxying of completions to decode or aggregated leaders.
+//   - nginx: reads its nginx.conf and proxies its listen ports to the
+//     upstream servers.
+//   - benchmark (agentic_srt.sh): sweepflow's load generator replays the
+//     AgentX trace against the frontend and writes InferenceX's per-point
+//     result file (package ixresult).
+//
+// Everything a role serves says it is simulated.
+package simrole
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Role names (the cluster profile's emulation.entrypoints map to these).
+const (
+	RoleInfra     = "infra"
+	RoleWorker    = "sglang-worker"
+	RoleFrontend  = "dynamo-frontend"
+	RoleNginx     = "nginx"
+	RoleBenchmark = "benchmark"
+)
+
+// Roles lists the role names in launch order.
+func Roles() []string {
+	return []string{RoleInfra, RoleWorker, RoleFrontend, RoleNginx, RoleBenchmark}
+}
+
+// The emulation's own environment (contract §3), never part of a comparison.
+const (
+	EnvMounts      = "SWEEPFLOW_SIM_MOUNTS"
+	EnvTimeScale   = "SWEEPFLOW_SIM_TIME_SCALE"
+	EnvAccuracy    = "SWEEPFLOW_SIM_ACCURACY"
+	EnvSlowdown    = "SWEEPFLOW_SIM_SLOWDOWN"
+	EnvGSM8K       = "SWEEPFLOW_SIM_GSM8K"
+	EnvGPUsPerNode = "SWEEPFLOW_SIM_GPUS_PER_NODE"
+)
+
+// ErrUsage marks a bad role invocation (unknown role, empty argv): the
+// command exits 2 on it; every other error is the role failing (exit 1).
+var ErrUsage = errors.New("usage")
+
+// Options are what a role runs with besides its argv. The zero value is the
+// real thing (os environment, stdout/stderr, listening on all interfaces
+// at the ports the command names); tests override addresses.
+type Options struct {
+	Getenv  func(string) string
+	Environ []string
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Logger  *zap.Logger
+	// BindHost is the host listeners bind to ("" = all interfaces, as the
+	// real processes do; tests use 127.0.0.x).
+	BindHost string
+	// InfraHTTP and InfraNATS override the infra role's :2379 and :4222.
+	InfraHTTP, InfraNATS string
+	// Ready, if set, is called once a serving role listens, with what it
+	// listens on by name (e.g. "http", "nats", "engine", "system").
+	Ready func(addrs map[string]string)
+}
+
+func (o *Options) fill() {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+func (o *Options) bind(port int) string {
+	return net.JoinHostPort(o.BindHost, strconv.Itoa(port))
+}
+
+// Run prints the two header lines, then runs role with the rendered argv
+// until ctx ends (serving roles) or the work is done (benchmark).
+func Run(ctx context.Context, role string, argv []string, o Options) error {
+	o.fill()
+	known := false
+	for _, r := range Roles() {
+		known = known || r == role
+	}
+	if !known {
+		return fmt.Errorf("%w: unknown role %q (roles: %s)", ErrUsage, role, strings.Join(Roles(), ", "))
+	}
+	if len(argv) == 0 {
+		return fmt.Errorf("%w: role %s: no command after --", ErrUsage, role)
+	}
+	if err := Header(o.Stdout, argv, o.Environ); err != nil {
+		return err
+	}
+	mounts, err := ParseMounts(o.Getenv(EnvMounts))
+	if err != nil {
+		return err
+	}
+	switch role {
+	case RoleInfra:
+		return runInfra(ctx, argv, o, mounts)
+	case RoleWorker:
+		return runWorker(ctx, argv, o, mounts)
+	case RoleFrontend:
+		return runFrontend(ctx, argv, o)
+	case RoleNginx:
+		return runNginx(ctx, argv, o, mounts)
+	default:
+		return runBenchmark(ctx, argv, o, mounts)
+	}
+}
+
+// simFloat reads a SWEEPFLOW_SIM_* number (def when unset).
+func simFloat(getenv func(string) string, name string, def, min float64) (float64, error) {
+	s := getenv(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < min {
+		return 0, fmt.Errorf("%s=%q: want a number >= %g", name, s, min)
+	}
+	return v, nil
+}
+
+// server is one listener served until ctx ends.
+type server struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+func listen(name, addr string, h http.Handler) (*server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen %s: %w", name, addr, err)
+	}
+	return &server{name: name, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second}}, nil
+}
+
+// serveAll serves every server until ctx ends or one fails, then shuts all
+// down; ready gets the bound addresses first.
+func serveAll(ctx context.Context, o Options, servers []*server, extra <-chan error) error {
+	addrs := map[string]string{}
+	for _, s := range servers {
+		addrs[s.name] = s.ln.Addr().String()
+	}
+	names := make([]string, 0, len(addrs))
+	for n := range addrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED %s listening on %s\n", n, addrs[n])
+	}
+	if o.Ready != nil {
+		o.Ready(addrs)
+	}
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func(s *server) {
+			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s: %w", s.name, err)
+			}
+		}(s)
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	case err = <-extra:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if e := s.srv.Shutdown(sctx); e != nil {
+			_ = s.srv.Close()
+		}
+	}
+	return err
+}
