@@ -273,7 +273,7 @@ func (l *Launch) stepEnv(s step, extra []kv) []string {
 	}
 	for _, e := range os.Environ() {
 		k, _, _ := strings.Cut(e, "=")
-		if drop[k] || strings.HasPrefix(k, "SWEEPFLOW_SIM_") || strings.HasPrefix(k, "SLURM_") {
+		if drop[k] || strings.HasPrefix(k, "SWEEPFLOW_SIM_") {
 			continue
 		}
 		env = append(env, e)
@@ -595,11 +595,18 @@ func (b *Backend) stepDied(ctx context.Context, alloc cluster.Allocation, name, 
 		return err
 	}
 	data, _ := os.ReadFile(logPath)
+	role := strings.TrimPrefix(strings.TrimPrefix(name, stepPrefix), benchPrefix)
 	last := tail(logPath, 5)
 	if last == "" {
-		last = "(empty log)"
+		// Nothing from the process: srun's own output says why.
+		srunLog := filepath.Join(filepath.Dir(logPath), "srun-"+role+".log")
+		data, _ = os.ReadFile(srunLog)
+		if last = tail(srunLog, 5); last == "" {
+			last = "(empty log)"
+		} else {
+			logPath = srunLog
+		}
 	}
-	role := strings.TrimPrefix(name, stepPrefix)
 	switch {
 	case oomRe.Match(data):
 		return fmt.Errorf("%w: %s of slurm job %s ran out of memory (%s): %s", cluster.ErrOOM, role, alloc.JobID, logPath, last)
