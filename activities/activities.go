@@ -66,6 +66,11 @@ type Activities struct {
 	// part of every stored output's measurement profile.
 	Simulated bool
 	Engine    string
+	// PerfClient is what drives perf: "benchmark" runs the recipe's own
+	// benchmark process on the cluster (the backend must be a
+	// cluster.Benchmarker) and reads its result file; "" or "loadgen" runs
+	// sweepflow's load generator from the worker.
+	PerfClient string
 	// StateDir keeps small per-point files (fault counters).
 	StateDir       string
 	HealthInterval time.Duration

@@ -104,6 +104,9 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 	}
 	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "perf"})
 	defer hb.Stop()
+	if a.PerfClient == "benchmark" {
+		return a.perfBenchmark(ctx, in, hb)
+	}
 	o := a.options(p, *in.Endpoint)
 	if o.Trace != nil {
 		// Calls still in flight when the window closes finish and count, as

@@ -106,14 +106,16 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, erro
 		return Endpoint{}, err
 	}
 	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
+	al := 0.0
 	if in.Mode == "perf" && in.Point.SyntheticAL > 0 {
 		env["SYNTHETIC_ACCEPTANCE"] = "true"
 		env["SYNTHETIC_ACCEPTANCE_LENGTH"] = strconv.FormatFloat(in.Point.SyntheticAL, 'f', -1, 64)
+		al = in.Point.SyntheticAL
 	}
 	alloc := toCluster(in.Alloc)
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
 		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
-		RecipePath: in.Point.RecipePath, GPUsPerNode: a.GPUsPerNode, Env: env,
+		RecipePath: in.Point.RecipePath, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
 		return Endpoint{}, classify(err)

@@ -58,6 +58,29 @@ type ServeSpec struct {
 	// Env is added to the serving processes' environment (e.g. synthetic
 	// acceptance for perf runs only).
 	Env map[string]string
+	// SyntheticAL > 0 launches the throughput (perf) set: InferenceX's
+	// golden-AL rewrite of the recipe; 0 launches the recipe as it is (eval).
+	SyntheticAL float64
+}
+
+// BenchmarkSpec is one perf run of the recipe's own benchmark process, with
+// the environment InferenceX's workflow gives it.
+type BenchmarkSpec struct {
+	RecipePath string
+	// Env: CONC, DURATION, MODEL, RESULT_FILENAME, ... (names and values as
+	// InferenceX's benchmark-multinode template exports them).
+	Env map[string]string
+	// ResultFilename is the per-point result file's base name
+	// (RESULT_FILENAME; the script writes <base>_conc<N>.json).
+	ResultFilename string
+	Conc           int
+	Status         func(string)
+}
+
+// Benchmarker is a backend that can run the recipe's benchmark process
+// against a brought-up server. It returns the result JSON's path.
+type Benchmarker interface {
+	RunBenchmark(ctx context.Context, alloc Allocation, srv Server, spec BenchmarkSpec) (string, error)
 }
 
 // Server is a started inference server.

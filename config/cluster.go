@@ -29,7 +29,47 @@ type Cluster struct {
 	DefaultTimeLimit time.Duration
 	Runners          []string         // runner labels this cluster serves (empty: any)
 	Models           map[string]Model // recipe model.path alias -> locations
+
+	// Engine launch (slurm backend): how the process set engine.Render
+	// produces is started on the nodes.
+	Runtime string // "pyxis" (containers through srun --container-*) or "none"
+	// Containers maps a recipe's container name (model.container, the
+	// nginx image) to the image or squash file srun runs; an unlisted name
+	// is passed through as it is.
+	Containers      map[string]string
+	SrtRoot         string // srt-slurm checkout: configs, runtime and benchmark scripts (absolute)
+	InfmaxWorkspace string // InferenceX checkout mounted at /infmax-workspace (absolute; may be empty)
+	// PerfClient drives perf on this cluster: "benchmark" runs the recipe's
+	// benchmark process (InferenceX's figures), "loadgen" sweepflow's own
+	// load generator from the worker.
+	PerfClient string
+	// Emulation, when set, marks an emulated partition: every rendered
+	// command is handed to a simulator role (contract in README).
+	Emulation *Emulation
 }
+
+// Emulation maps rendered engine commands to simulator roles.
+type Emulation struct {
+	Entrypoints []Entrypoint
+}
+
+// Entrypoint maps commands whose words start with Match to Role.
+type Entrypoint struct {
+	Match string
+	Role  string
+}
+
+// Runtimes and perf clients a profile may name.
+const (
+	RuntimePyxis      = "pyxis"
+	RuntimeNone       = "none"
+	PerfClientBench   = "benchmark"
+	PerfClientLoadgen = "loadgen"
+)
+
+// Simulated reports whether the engines this profile serves are sweepflow's
+// simulator (the local backend, or an emulated Slurm partition).
+func (c *Cluster) Simulated() bool { return c.Backend == BackendLocal || c.Emulation != nil }
 
 // Model says where a checkpoint alias lives on a cluster.
 type Model struct {
@@ -45,10 +85,13 @@ const (
 
 var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
-		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models"}
-	modelFields = []string{"path", "source"}
-	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	envRefRe    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
+		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation"}
+	modelFields      = []string{"path", "source"}
+	emulationFields  = []string{"entrypoints"}
+	entrypointFields = []string{"match", "role"}
+	nameRe           = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	envRefRe         = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 )
 
 // LoadCluster reads and validates a cluster profile. Path fields may use
@@ -117,8 +160,12 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 		if c.Launcher == "" {
 			c.Launcher = "sbatch"
 		}
-		if c.Launcher != "sbatch" && c.Launcher != "srtctl" {
-			d.errorf(m.value["launcher"], "launcher", "expected sbatch or srtctl for the slurm backend, got %q", c.Launcher)
+		switch c.Launcher {
+		case "sbatch":
+		case "srtctl":
+			d.errorf(m.value["launcher"], "launcher", "srtctl was removed: it could not run sweepflow's stages (health, perf, eval restart); use sbatch, which launches the same srt-slurm process set itself")
+		default:
+			d.errorf(m.value["launcher"], "launcher", "expected sbatch for the slurm backend, got %q", c.Launcher)
 		}
 	case BackendLocal:
 		if c.Launcher == "" {
@@ -163,10 +210,74 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 			}
 		}
 	}
+	d.launchFields(m, c, dir)
 	if err := errs.errs.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// launchFields reads the engine-launch fields of a profile.
+func (d *decoder) launchFields(m *mapping, c *Cluster, dir string) {
+	c.Runtime, _ = m.optStr("runtime")
+	if c.Runtime == "" {
+		c.Runtime = RuntimeNone
+	}
+	if c.Runtime != RuntimePyxis && c.Runtime != RuntimeNone {
+		d.errorf(m.value["runtime"], "runtime", "expected pyxis or none, got %q", c.Runtime)
+	}
+	c.Containers = map[string]string{}
+	if n := m.get("containers"); n != nil {
+		if cm := d.mapping(n, "containers", nil); cm != nil {
+			for _, k := range cm.keys {
+				if v, ok := d.str(cm.value[k], cm.field(k)); ok {
+					if v == "" {
+						d.errorf(cm.value[k], cm.field(k), "must not be empty")
+						continue
+					}
+					c.Containers[k] = v
+				}
+			}
+		}
+	}
+	c.SrtRoot = d.pathField(m, "srt-root", dir, false)
+	c.InfmaxWorkspace = d.pathField(m, "infmax-workspace", dir, false)
+	if n := m.get("emulation"); n != nil {
+		if em := d.mapping(n, "emulation", emulationFields); em != nil {
+			c.Emulation = &Emulation{}
+			if items, ok := d.seq(em.get("entrypoints"), em.field("entrypoints")); ok {
+				for i, it := range items {
+					f := idx(em.field("entrypoints"), i)
+					if im := d.mapping(it, f, entrypointFields); im != nil {
+						e := Entrypoint{Match: im.reqStr("match"), Role: im.reqStr("role")}
+						if im.has("match") && len(strings.Fields(e.Match)) == 0 {
+							d.errorf(im.value["match"], im.field("match"), "must name a command")
+						}
+						c.Emulation.Entrypoints = append(c.Emulation.Entrypoints, e)
+					}
+				}
+			}
+			if len(c.Emulation.Entrypoints) == 0 {
+				d.errorf(n, "emulation.entrypoints", "an emulated partition needs at least one entry point")
+			}
+		}
+	}
+	c.PerfClient, _ = m.optStr("perf-client")
+	if c.PerfClient == "" {
+		c.PerfClient = PerfClientLoadgen
+		if c.Backend == BackendSlurm && c.Emulation == nil {
+			c.PerfClient = PerfClientBench
+		}
+	}
+	if c.PerfClient != PerfClientBench && c.PerfClient != PerfClientLoadgen {
+		d.errorf(m.value["perf-client"], "perf-client", "expected benchmark or loadgen, got %q", c.PerfClient)
+	}
+	if c.Backend == BackendLocal && c.PerfClient == PerfClientBench {
+		d.errorf(m.value["perf-client"], "perf-client", "the local backend has no benchmark process; use loadgen")
+	}
+	if c.Backend == BackendLocal && c.Emulation != nil {
+		d.errorf(m.value["emulation"], "emulation", "only for the slurm backend")
+	}
 }
 
 // ServesRunner reports whether rows for runner may run on this cluster.

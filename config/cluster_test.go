@@ -47,7 +47,11 @@ func TestSeedFilesLoad(t *testing.T) {
 	assert.Equal(t, BackendSlurm, c.Backend)
 	assert.Equal(t, 18, c.Nodes)
 	assert.Equal(t, 4, c.GPUsPerNode)
-	assert.Equal(t, "srtctl", c.Launcher)
+	assert.Equal(t, "sbatch", c.Launcher)
+	assert.Equal(t, RuntimePyxis, c.Runtime)
+	assert.Equal(t, PerfClientBench, c.PerfClient)
+	assert.False(t, c.Simulated())
+	assert.Contains(t, c.Containers, "dynamo-sglang")
 	assert.Equal(t, 6*time.Hour, c.DefaultTimeLimit)
 	assert.Equal(t, "cluster-gb200-nvl72", c.TaskQueue)
 	assert.True(t, c.ServesRunner("cluster:gb200-nv"))
@@ -112,10 +116,15 @@ func TestParseClusterErrors(t *testing.T) {
 		{"zero nodes", "nodes: 18", "nodes: 0", "c.yaml:3: nodes: must be > 0"},
 		{"unknown field", "nodes: 18\n", "nodes: 18\nracks: 1\n", "c.yaml:4: racks: unknown field"},
 		{"missing partition", "partition: batch\n", "", "partition: required for the slurm backend"},
-		{"bad launcher", "nodes: 18\n", "nodes: 18\nlauncher: local\n", "launcher: expected sbatch or srtctl"},
+		{"bad launcher", "nodes: 18\n", "nodes: 18\nlauncher: local\n", "launcher: expected sbatch for the slurm backend"},
 		{"unset env", "/shared", "${SF_UNSET_VAR_FOR_TEST}/x", "shared-root: environment variable SF_UNSET_VAR_FOR_TEST is not set"},
 		{"bad time", "nodes: 18\n", "nodes: 18\ndefault-time-limit: forever\n", "default-time-limit: expected a Slurm time limit"},
 		{"missing root", "node-local-root: /nvme\n", "", "node-local-root: required field is missing"},
+		{"srtctl removed", "nodes: 18\n", "nodes: 18\nlauncher: srtctl\n", "c.yaml:4: launcher: srtctl was removed"},
+		{"bad runtime", "nodes: 18\n", "nodes: 18\nruntime: docker\n", "c.yaml:4: runtime: expected pyxis or none"},
+		{"bad perf client", "nodes: 18\n", "nodes: 18\nperf-client: aiperf\n", "c.yaml:4: perf-client: expected benchmark or loadgen"},
+		{"empty emulation", "nodes: 18\n", "nodes: 18\nemulation:\n  entrypoints: []\n", "emulation.entrypoints: an emulated partition needs at least one entry point"},
+		{"entrypoint without role", "nodes: 18\n", "nodes: 18\nemulation:\n  entrypoints:\n    - {match: nginx}\n", "emulation.entrypoints[0].role: required field is missing"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +137,18 @@ func TestParseClusterErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "sbatch", c.Launcher, "default launcher")
 	assert.Equal(t, "cluster-c1", c.TaskQueue, "default task queue")
+}
+
+func TestSlurmEmuCluster(t *testing.T) {
+	c, err := LoadCluster(repoFile(t, "clusters/slurm-emu.yaml"))
+	require.NoError(t, err)
+	assert.True(t, c.Simulated())
+	assert.Equal(t, RuntimeNone, c.Runtime)
+	assert.Equal(t, PerfClientLoadgen, c.PerfClient)
+	require.NotNil(t, c.Emulation)
+	assert.Equal(t, Entrypoint{Match: "python3 -m dynamo.sglang", Role: "sglang-worker"}, c.Emulation.Entrypoints[0])
+	assert.Len(t, c.Emulation.Entrypoints, 5)
+	assert.NotEmpty(t, c.SrtRoot)
 }
 
 func TestParseSweepErrors(t *testing.T) {

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # One-machine emulation of an 18-node GB200 NVL72 Slurm partition, with
 # Debian's real slurmctld, slurmd and munge: 18 slurmd processes
-# (slurmd -N gb200-NN) on 127.0.0.1 ports 17001-17018 behind one slurmctld.
+# (slurmd -N gb200-NN) behind one slurmctld. Each node has its own network
+# namespace with address 10.0.0.N/24 (a veth pair to the bridge
+# $net-br, 10.0.0.254, in the root namespace); its slurmd runs inside it, so
+# every job step on gb200-NN does too, and /etc/hosts maps gb200-NN to
+# 10.0.0.N. srt-slurm's per-node ports (8180, 6100+32k, 7500+i, 2379, ...)
+# thus work unchanged on every emulated node.
 # No GRES: the cluster profile (configs/clusters/slurm-emu.yaml) supplies the
 # 4 GPUs per node. Jobs take whole nodes and queue for them as on the rack.
 #
@@ -28,16 +33,26 @@ partition="${SWEEPFLOW_SLURM_EMU_PARTITION:-gb200}"
 ctld_port="${SWEEPFLOW_SLURM_EMU_CTLD_PORT:-17000}"
 conf="$dir/slurm.conf"
 export SLURM_CONF="$conf"
+# Network: namespaces $net-gb200-NN, bridge $net-br, host-side veths $net-hN.
+net="${SWEEPFLOW_SLURM_EMU_NET:-sfemu}"
+bridge="$net-br"
+bridge_addr=10.0.0.254
+hosts_begin="# sweepflow-slurm-emu begin ($net)"
+hosts_end="# sweepflow-slurm-emu end ($net)"
 
 log() { echo "slurm-emu: $*" >&2; }
 
 node_name() { printf 'gb200-%02d' "$1"; }
+node_ns() { echo "$net-$(node_name "$1")"; }
 
 install_packages() {
   local need=()
   for pkg in slurmctld slurmd slurm-client munge; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
+  command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ]; then
     log "missing Debian packages: ${need[*]} (run as root to install them)"
@@ -65,7 +80,7 @@ write_conf() {
   cat >"$conf" <<EOF
 # Written by scripts/slurm-emu.sh: an 18-node GB200 NVL72 partition on one machine.
 ClusterName=sweepflow-emu
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=$host($bridge_addr)
 SlurmctldPort=$ctld_port
 SlurmUser=root
 SlurmdUser=root
@@ -101,9 +116,80 @@ SlurmdTimeout=60
 SlurmctldTimeout=60
 # slurmd reports this host's CPUs; the configured shape wins.
 SlurmdParameters=config_overrides
-NodeName=gb200-[01-$(printf '%02d' $nodes)] NodeHostname=$host NodeAddr=127.0.0.1 Port=17001-$((17000 + nodes)) CPUs=1 State=UNKNOWN
+$(for i in $(seq "$nodes"); do echo "NodeName=$(node_name "$i") NodeHostname=$host NodeAddr=10.0.0.$i Port=$((17000 + i)) CPUs=1 State=UNKNOWN"; done)
 PartitionName=$partition Nodes=gb200-[01-$(printf '%02d' $nodes)] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
+}
+
+# setup_net: the bridge, one namespace + veth pair per node, /etc/hosts.
+# Idempotent: what exists is kept.
+setup_net() {
+  if ! ip link show "$bridge" >/dev/null 2>&1; then
+    ip link add "$bridge" type bridge
+    ip addr add "$bridge_addr/24" dev "$bridge"
+  fi
+  ip link set "$bridge" up
+  local i ns
+  for i in $(seq "$nodes"); do
+    ns=$(node_ns "$i")
+    if ! ip netns list | grep -qw "$ns"; then
+      ip netns add "$ns"
+    fi
+    if ! ip link show "$net-h$i" >/dev/null 2>&1; then
+      ip link add "$net-h$i" type veth peer name "$net-n$i"
+      ip link set "$net-n$i" netns "$ns"
+      ip -n "$ns" link set "$net-n$i" name eth0
+      ip -n "$ns" addr add "10.0.0.$i/24" dev eth0
+    fi
+    ip link set "$net-h$i" master "$bridge"
+    ip link set "$net-h$i" up
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" route replace default via "$bridge_addr"
+  done
+  # Node-to-node traffic crosses the bridge; with br_netfilter on (Docker
+  # sets FORWARD to DROP) it must be let through explicitly.
+  local ipt
+  for ipt in iptables iptables-legacy; do
+    command -v "$ipt" >/dev/null 2>&1 || continue
+    "$ipt" -C FORWARD -i "$bridge" -o "$bridge" -j ACCEPT 2>/dev/null ||
+      "$ipt" -I FORWARD -i "$bridge" -o "$bridge" -j ACCEPT 2>/dev/null || true
+  done
+  remove_hosts
+  {
+    echo "$hosts_begin"
+    for i in $(seq "$nodes"); do echo "10.0.0.$i $(node_name "$i")"; done
+    echo "$hosts_end"
+  } >>/etc/hosts
+}
+
+# remove_hosts drops this emulation's block from /etc/hosts (in place: the
+# file may be a bind mount).
+remove_hosts() {
+  grep -qF "$hosts_begin" /etc/hosts 2>/dev/null || return 0
+  local kept
+  kept=$(awk -v b="$hosts_begin" -v e="$hosts_end" '$0==b{skip=1;next} $0==e{skip=0;next} !skip' /etc/hosts)
+  printf '%s\n' "$kept" >/etc/hosts
+}
+
+# teardown_net kills what still runs in the namespaces (job steps slurmd
+# left behind), then removes namespaces, veths, bridge and hosts entries.
+teardown_net() {
+  local i ns pid
+  for i in $(seq "$nodes"); do
+    ns=$(node_ns "$i")
+    ip netns list | grep -qw "$ns" || continue
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+    ip link del "$net-h$i" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  local ipt
+  for ipt in iptables iptables-legacy; do
+    command -v "$ipt" >/dev/null 2>&1 || continue
+    while "$ipt" -D FORWARD -i "$bridge" -o "$bridge" -j ACCEPT 2>/dev/null; do :; done
+  done
+  remove_hosts
 }
 
 start_munge() {
@@ -147,6 +233,10 @@ start() {
     log "must run as root: slurmd starts job steps as the submitting user"
     exit 1
   fi
+  if ! setup_net; then
+    log "could not set up the per-node network namespaces (needs root and iproute2 with netns support)"
+    exit 1
+  fi
   if alive "$dir/run/slurmctld.pid" slurmctld && ready; then
     log "already running ($conf)"
     return 0
@@ -160,7 +250,10 @@ start() {
   for i in $(seq "$nodes"); do
     local n
     n=$(node_name "$i")
-    daemon "$dir/run/slurmd-$n.pid" slurmd slurmd -D -N "$n" -f "$conf"
+    # nsenter joins only the node's network namespace (ip netns exec would
+    # also remount /sys and hide the cgroup mounts slurmd needs) and execs
+    # slurmd: the recorded pid is slurmd's.
+    daemon "$dir/run/slurmd-$n.pid" slurmd nsenter --net="/run/netns/$(node_ns "$i")" slurmd -D -N "$n" -f "$conf"
   done
   for _ in $(seq 300); do
     if ready; then
@@ -177,7 +270,7 @@ start() {
 }
 
 stop() {
-  [ -d "$dir" ] || return 0
+  [ -d "$dir" ] || { teardown_net; return 0; }
   local f pids=()
   # Jobs first, so slurmd kills their processes while it still runs.
   if [ -f "$conf" ] && alive "$dir/run/slurmctld.pid" slurmctld; then
@@ -209,6 +302,7 @@ stop() {
     done
     [ -d "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null || true
   done
+  teardown_net
   rm -rf "$dir"
   log "stopped"
 }

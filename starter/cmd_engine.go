@@ -110,7 +110,10 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		}
 		root := f.srtRoot
 		if root == "" && cluster != nil {
-			root = cluster.RecipesRoot
+			root = cluster.SrtRoot
+			if root == "" {
+				root = cluster.RecipesRoot
+			}
 		}
 		if root == "" {
 			return &exitError{code: 2, msg: "give --srt-root (the srt-slurm checkout) or --cluster with a recipes-root"}
@@ -125,8 +128,15 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		img := f.image
 		if img == "" {
 			img = recipe.Model.Container
+			if cluster != nil && cluster.Containers[img] != "" {
+				img = cluster.Containers[img] // what the backend runs
+			}
 		}
-		opt.Paths = engine.Paths{LogDir: ld, ModelDir: model, ModelName: filepath.Base(model), Image: img, SrtRoot: root, InfmaxWorkspace: f.infmax}
+		ws := f.infmax
+		if ws == "" && cluster != nil {
+			ws = cluster.InfmaxWorkspace
+		}
+		opt.Paths = engine.Paths{LogDir: ld, ModelDir: model, ModelName: filepath.Base(model), Image: img, SrtRoot: root, InfmaxWorkspace: ws}
 		opt.JobID = os.Getenv("SLURM_JOB_ID")
 		if alloc.Addrs, err = nodeAddrs(nodes, f.addrs); err != nil {
 			return &exitError{code: 2, msg: "--addrs: " + err.Error()}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -85,7 +86,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.SimAccuracy, "sim-accuracy", 0.95, "simulated cluster: probability a GSM8K answer is right")
 	fs.Float64Var(&c.SimSlowdown, "sim-slowdown", 1, "simulated cluster: multiply every engine latency (1.2 = a 20% slower engine)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("SWEEPFLOW_METRICS_ADDR", ""), "serve Prometheus metrics on ADDR/metrics, e.g. 127.0.0.1:9464 (SDK and sweepflow metrics)")
-	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "cap on an agentic perf run's dispatch time (0: the point's duration on real clusters, 20 s of engine time on simulated ones)")
+	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "simulated clusters only: cap an agentic perf run's dispatch window (0: 20 s of engine time); real clusters always run the matrix row's duration and refuse this flag")
 	fs.StringVar(&c.TraceFile, "trace", env("SWEEPFLOW_TRACE", ""), "AgentX trace (cc-traces-weka format, JSONL) agentic points replay (default: the generated AgentX-shaped trace)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
@@ -170,27 +171,60 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 			acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))
 		}
 	case config.BackendSlurm:
+		if err := c.refuseSimOnly(cl); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
 		b, err := c.slurmBackend(cl, ev.TestPath)
 		if err != nil {
 			store.Close()
 			return nil, nil, err
 		}
 		acts.Backend = b
-		// srtctl launches the recipe's real engines; otherwise the serving
-		// step is the simulator (the emulated partition).
-		acts.Simulated, acts.Engine = cl.Launcher != "srtctl", "simulator"
-		if !acts.Simulated {
-			acts.Engine = cl.Launcher
-		}
-		acts.Load.TimeScale = c.SimTimeScale // the serving step is the simulator
-		if acts.Load.Duration == 0 {
-			acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))
+		acts.PerfClient = cl.PerfClient
+		if cl.Simulated() {
+			// Emulated partition: the roles run the simulator on its
+			// scaled clock, so perf windows and think times scale too.
+			acts.Simulated, acts.Engine = true, "simulator"
+			acts.Load.TimeScale = c.SimTimeScale
+			if acts.Load.Duration == 0 {
+				acts.Load.Duration = time.Duration(20 * c.SimTimeScale * float64(time.Second))
+			}
+		} else {
+			// Real engines: the matrix row's duration, real time.
+			acts.Simulated, acts.Engine = false, "sweepflow-launch/"+cl.Runtime
 		}
 	default:
 		store.Close()
 		return nil, nil, fmt.Errorf("%s: backend %q is not served by this worker yet", config.DisplayPath(c.ClusterFile), cl.Backend)
 	}
 	return acts, func() { store.Close() }, nil
+}
+
+// refuseSimOnly rejects simulator-only settings on a cluster whose engines
+// are real: they would silently shorten or rescale real measurements.
+func (c *Config) refuseSimOnly(cl *config.Cluster) error {
+	if cl.Simulated() {
+		return nil
+	}
+	var bad []string
+	if c.SimTimeScale != 1 {
+		bad = append(bad, fmt.Sprintf("--sim-time-scale %g", c.SimTimeScale))
+	}
+	if c.PerfDuration != 0 {
+		bad = append(bad, "--perf-duration "+c.PerfDuration.String())
+	}
+	if c.SimSlowdown != 1 {
+		bad = append(bad, fmt.Sprintf("--sim-slowdown %g", c.SimSlowdown))
+	}
+	if c.SimAccuracy != 0.95 {
+		bad = append(bad, fmt.Sprintf("--sim-accuracy %g", c.SimAccuracy))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: cluster %s runs real engines: %s only apply to simulated clusters (perf runs the matrix row's duration, bring-up the recipe's health_check budget)",
+			config.DisplayPath(c.ClusterFile), cl.Name, strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 func (c *Config) localBackend(cl *config.Cluster, home, gsm8kTest string) (cluster.Backend, error) {

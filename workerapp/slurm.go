@@ -8,32 +8,37 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 )
 
-// slurmBackend serves a slurm cluster profile. With the sbatch launcher the
-// serving step is the simulator (`starter sim serve`) playing the row's
-// deployment on the head node, which is what the emulated partition
-// (configs/clusters/slurm-emu.yaml) runs; with srtctl the srt-slurm job
-// starts the real engines itself. The starter binary must be at the same path
-// on the compute nodes (staging runs `starter stage` there).
+// slurmBackend serves a slurm cluster profile: the backend launches the
+// recipe's process set (engine.Render) in each point's holder job, with
+// pyxis container flags when the profile's runtime is pyxis. On an emulated
+// partition (the profile's emulation section) every rendered command is
+// handed to a simulator role, `starter sim role ROLE -- ARGV`, with the
+// simulator's settings in SWEEPFLOW_SIM_*. The starter binary must be at the
+// same path on the compute nodes (staging runs `starter stage` there).
 func (c *Config) slurmBackend(cl *config.Cluster, gsm8kTest string) (cluster.Backend, error) {
 	bin, err := c.starterBinary()
 	if err != nil {
 		return nil, err
 	}
-	serve := []string{bin, "sim", "serve", "--listen", "{listen}", "--deployment", "{deployment}",
-		"--gpus-per-node", "{gpus_per_node}", "--model", "{model}",
-		"--time-scale", strconv.FormatFloat(c.SimTimeScale, 'f', -1, 64),
-		"--accuracy", strconv.FormatFloat(c.SimAccuracy, 'f', -1, 64)}
-	if gsm8kTest != "" {
-		serve = append(serve, "--gsm8k", gsm8kTest)
+	l := slurm.Launch{
+		Runtime: cl.Runtime, Containers: cl.Containers, SrtRoot: cl.SrtRoot, InfmaxWorkspace: cl.InfmaxWorkspace,
+		Models: cl.Models,
+	}
+	if cl.Emulation != nil {
+		l.Entrypoints = cl.Emulation.Entrypoints
+		l.SimEnv = map[string]string{
+			"SWEEPFLOW_SIM_TIME_SCALE":    strconv.FormatFloat(c.SimTimeScale, 'f', -1, 64),
+			"SWEEPFLOW_SIM_ACCURACY":      strconv.FormatFloat(c.SimAccuracy, 'f', -1, 64),
+			"SWEEPFLOW_SIM_SLOWDOWN":      strconv.FormatFloat(c.SimSlowdown, 'f', -1, 64),
+			"SWEEPFLOW_SIM_GPUS_PER_NODE": strconv.Itoa(cl.GPUsPerNode),
+		}
+		if gsm8kTest != "" {
+			l.SimEnv["SWEEPFLOW_SIM_GSM8K"] = gsm8kTest
+		}
 	}
 	return slurm.New(slurm.Config{
 		Partition: cl.Partition, Account: cl.Account, SharedRoot: cl.SharedRoot, NodeLocalRoot: cl.NodeLocalRoot,
 		RecipesRoot: cl.RecipesRoot, Launcher: cl.Launcher, DefaultTimeLimit: cl.DefaultTimeLimit,
-		QueueWait: c.SlurmQueueWait, StarterBin: bin,
-		// The simulator picks a free port and prints it; the backend reads
-		// the address from the step's log in the job directory.
-		Listen:    "127.0.0.1:0",
-		Roles:     map[string][]string{"frontend": serve},
-		JobPrefix: "sweepflow",
+		QueueWait: c.SlurmQueueWait, StarterBin: bin, Launch: l, JobPrefix: "sweepflow",
 	})
 }

@@ -121,21 +121,6 @@ func ParseSbatch(out string) (string, error) {
 	return "", fmt.Errorf("slurm: no job id in sbatch output %q", clip(out))
 }
 
-// srtctl prints "✅ Job N submitted!" (InferenceX parses the "✅ Job <id>" line).
-var srtctlRe = regexp.MustCompile(`(?m)^\S*\s*Job\s+(\d+)\s+submitted`)
-
-// ParseSrtctlApply reads the job id from `srtctl apply` output.
-func ParseSrtctlApply(out string) (string, error) {
-	m := srtctlRe.FindAllStringSubmatch(out, -1)
-	switch len(m) {
-	case 0:
-		return "", fmt.Errorf("slurm: no \"Job N submitted\" line in srtctl output %q", clip(out))
-	case 1:
-		return m[0][1], nil
-	}
-	return "", fmt.Errorf("slurm: srtctl submitted %d jobs for one point; expected one", len(m))
-}
-
 // QueueEntry is one line of `squeue -o %i|%T|%r|%N|%j`.
 type QueueEntry struct {
 	JobID  string

@@ -2,8 +2,6 @@ package slurm
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
-	"github.com/sweepflow/sweepflow/config"
 )
 
 func TestParseSbatch(t *testing.T) {
@@ -36,32 +33,6 @@ func TestParseSbatch(t *testing.T) {
 			assert.Equal(t, tc.id, id)
 		})
 	}
-}
-
-// TestParseSrtctlApply is the contract test of the srtctl launcher on
-// recorded `srtctl apply --no-preflight -f recipe` output.
-func TestParseSrtctlApply(t *testing.T) {
-	for _, tc := range []struct {
-		file, id string
-		bad      bool
-	}{
-		{file: "testdata/srtctl-apply.txt", id: "18612"},
-		{file: "testdata/srtctl-apply-failed.txt", bad: true},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(tc.file)
-			require.NoError(t, err)
-			id, err := ParseSrtctlApply(string(data))
-			if tc.bad {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.id, id)
-		})
-	}
-	_, err := ParseSrtctlApply("✅ Job 1 submitted!\n✅ Job 2 submitted!\n")
-	require.ErrorContains(t, err, "2 jobs")
 }
 
 func TestParseState(t *testing.T) {
@@ -202,32 +173,4 @@ func TestFormatTimeLimitAndJobName(t *testing.T) {
 		assert.Equal(t, want, FormatTimeLimit(d), d.String())
 	}
 	assert.Equal(t, "sweepflow.s_1.dsv4_p1x8_conc4", JobName("sweepflow", "s/1", "dsv4_p1x8_conc4"))
-}
-
-func TestLayout(t *testing.T) {
-	nodes := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
-	l, err := Layout(nil, nodes)
-	require.NoError(t, err)
-	assert.Equal(t, map[string][]string{"frontend": {"n1"}}, l)
-
-	// The seed 2P1D DEP16/DEP32 recipe: 8 prefill nodes, then 8 decode nodes.
-	rec, err := config.LoadRecipe("../../configs", "recipes/sglang/deepseek-v4-0813/gb200/agentic/disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache.yaml")
-	require.NoError(t, err)
-	var sixteen []string
-	for i := 1; i <= 16; i++ {
-		sixteen = append(sixteen, fmt.Sprintf("gb200-%02d", i))
-	}
-	l, err = Layout(rec, sixteen)
-	require.NoError(t, err)
-	assert.Equal(t, sixteen[:8], l["prefill"])
-	assert.Equal(t, sixteen[8:], l["decode"])
-	assert.Equal(t, []string{"gb200-01"}, l["frontend"])
-	_, err = Layout(rec, nodes)
-	require.ErrorIs(t, err, cluster.ErrBadConfig)
-
-	agg, err := config.LoadRecipe("../../configs", "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml")
-	require.NoError(t, err)
-	l, err = Layout(agg, nodes[:2])
-	require.NoError(t, err)
-	assert.Equal(t, nodes[:2], l["agg"])
 }

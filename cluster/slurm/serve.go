@@ -2,12 +2,17 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,14 +21,15 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/engine"
 )
 
 // stepPrefix names the serving job steps, so a retry or the switch from the
 // perf to the eval server finds and cancels them.
 const stepPrefix = "sweepflow-serve-"
 
-// endpointRe finds the frontend's address in its log.
-var endpointRe = regexp.MustCompile(`listening on (https?://[^\s"']+)`)
+// benchPrefix names benchmark steps (not serving: a bring-up keeps them).
+const benchPrefix = "sweepflow-bench-"
 
 // phaseMarkers are log lines that say how far a server got, checked in
 // order; the furthest one seen is the phase reported while waiting.
@@ -40,42 +46,274 @@ var phaseMarkers = []struct {
 // oomRe recognises an out-of-memory death in a step's log.
 var oomRe = regexp.MustCompile(`(?i)out of memory|OutOfMemoryError|oom-kill|OUT_OF_MEMORY`)
 
-// Layout assigns the allocation's nodes to serving roles as srt-slurm does:
-// prefill workers on the first prefill_nodes, decode workers on the next
-// decode_nodes (aggregated: agg_nodes), the frontend on the head node.
-func Layout(rec *config.Recipe, nodes []string) (map[string][]string, error) {
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w: no nodes to lay out", cluster.ErrAllocationLost)
-	}
-	l := map[string][]string{"frontend": nodes[:1]}
-	if rec == nil {
-		return l, nil
-	}
-	take := func(role string, from, n int) error {
-		if n <= 0 {
-			return nil
-		}
-		if from+n > len(nodes) {
-			return fmt.Errorf("%w: %s: %s needs nodes %d-%d but the job holds %d", cluster.ErrBadConfig, rec.Display, role, from+1, from+n, len(nodes))
-		}
-		l[role] = nodes[from : from+n]
-		return nil
-	}
-	res := rec.Resources
-	if res.Disaggregated {
-		if err := take("prefill", 0, res.PrefillNodes); err != nil {
-			return nil, err
-		}
-		if err := take("decode", res.PrefillNodes, res.DecodeNodes); err != nil {
-			return nil, err
-		}
-	} else if err := take("agg", 0, res.AggNodes); err != nil {
-		return nil, err
-	}
-	return l, nil
+// refusedRe recognises an engine refusing its arguments (argparse's
+// "error: ..." after its usage line, sglang's ValueError on bad flags): no
+// retry on fresh nodes can fix that.
+var refusedRe = regexp.MustCompile(`(?m)^(usage: .*|.*: error: .*|ValueError: .*|AssertionError: .*)$`)
+
+// Launch says how BringUp starts the process set engine.Render produces.
+type Launch struct {
+	// Runtime is config.RuntimePyxis (srun --container-* flags, as
+	// srt-slurm passes them) or config.RuntimeNone (the command runs on the
+	// node as it is).
+	Runtime string
+	// Containers maps a rendered container name to the image srun runs.
+	Containers      map[string]string
+	SrtRoot         string
+	InfmaxWorkspace string
+	// Models resolves the recipe's model.path alias to the checkpoint
+	// directory mounted at /model ("%n": the node name).
+	Models map[string]config.Model
+	// Entrypoints, on an emulated partition, map each rendered command to a
+	// simulator role run as `<StarterBin> sim role ROLE -- ARGV`.
+	Entrypoints []config.Entrypoint
+	// SimEnv is the SWEEPFLOW_SIM_* environment of every emulated role
+	// (SWEEPFLOW_SIM_MOUNTS is added per process).
+	SimEnv map[string]string
+	// InfraWait bounds the wait for etcd after the infra step starts
+	// (srt-slurm: 300 s).
+	InfraWait time.Duration
 }
 
-// serveDir is where one bring-up's step logs go: serve-1, serve-2, ...
+func (l *Launch) validate() error {
+	if l.Runtime == "" {
+		l.Runtime = config.RuntimeNone
+	}
+	if l.Runtime != config.RuntimePyxis && l.Runtime != config.RuntimeNone {
+		return fmt.Errorf("runtime %q: expected pyxis or none", l.Runtime)
+	}
+	if l.SrtRoot == "" {
+		return fmt.Errorf("the srt-slurm checkout (srt-root in the cluster profile) is required to launch engines")
+	}
+	if l.InfraWait <= 0 {
+		l.InfraWait = 300 * time.Second
+	}
+	return nil
+}
+
+// Emulated reports whether commands go to simulator roles.
+func (l *Launch) Emulated() bool { return len(l.Entrypoints) > 0 }
+
+// RoleFor maps a rendered command to its simulator role: the first entry
+// point whose words start the command's words, or, for `bash -c|-lc
+// SCRIPT`, the words of SCRIPT (or of one of its `&&` parts).
+func RoleFor(eps []config.Entrypoint, command []string) (string, bool) {
+	cands := [][]string{command}
+	if len(command) == 3 && command[0] == "bash" && (command[1] == "-c" || command[1] == "-lc") {
+		cands = [][]string{strings.Fields(command[2])}
+		for _, part := range strings.Split(command[2], "&&") {
+			cands = append(cands, strings.Fields(part))
+		}
+	}
+	for _, e := range eps {
+		want := strings.Fields(e.Match)
+		for _, words := range cands {
+			if hasPrefix(words, want) {
+				return e.Role, true
+			}
+		}
+	}
+	return "", false
+}
+
+func hasPrefix(words, prefix []string) bool {
+	if len(prefix) == 0 || len(words) < len(prefix) {
+		return false
+	}
+	for i := range prefix {
+		if words[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// kv is one ordered environment or option entry.
+type kv struct {
+	K string `json:"k"`
+	V string `json:"v"`
+}
+
+// step is one rendered process, ready to srun.
+type step struct {
+	Name        string   `json:"name"` // Slurm step name
+	Role        string   `json:"role"` // engine role (infra, prefill, ...)
+	SimRole     string   `json:"sim_role,omitempty"`
+	Nodes       []string `json:"nodes"`
+	Output      string   `json:"output"`
+	Command     []string `json:"command"`
+	Env         []kv     `json:"env"`
+	Image       string   `json:"image,omitempty"`
+	Mounts      []kv     `json:"mounts,omitempty"` // host -> container
+	SrunOptions []kv     `json:"srun_options,omitempty"`
+	ExportEnv   []kv     `json:"export_env,omitempty"`
+	MPI         string   `json:"mpi,omitempty"`
+	// Program is what srun runs with real engines: the rendered `bash -c`
+	// script (exports, preamble, command), or the command itself when
+	// srt-slurm runs it bare (nginx).
+	Program []string `json:"program"`
+}
+
+// launchState is what a bring-up leaves in its log directory for Health,
+// RunBenchmark and a retried activity.
+type launchState struct {
+	Started   time.Time `json:"started"`
+	BudgetSec float64   `json:"budget_sec"`
+	URL       string    `json:"url"`
+	Prefill   int       `json:"expected_prefill"`
+	Decode    int       `json:"expected_decode"`
+	Steps     []step    `json:"steps"`
+	Benchmark *step     `json:"benchmark,omitempty"`
+}
+
+func stepName(p *engine.Process) string {
+	base := strings.TrimSuffix(filepath.Base(p.Output), filepath.Ext(p.Output))
+	return stepPrefix + base
+}
+
+func pairs(keys []string, get func(string) string) []kv {
+	out := make([]kv, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, kv{k, get(k)})
+	}
+	return out
+}
+
+// newStep converts a rendered process, mapping its image through the
+// profile's containers.
+func (l *Launch) newStep(p *engine.Process) (step, error) {
+	s := step{Name: stepName(p), Role: string(p.Role), Nodes: p.Nodelist, Output: p.Output, Command: p.Command,
+		Env:    pairs(p.EnvKeys(), func(k string) string { v, _ := p.EnvValue(k); return v }),
+		Mounts: pairs(p.ContainerMounts.Keys(), p.ContainerMounts.Get),
+	}
+	if n := len(p.Command); len(p.Argv) >= n && slices.Equal(p.Argv[len(p.Argv)-n:], p.Command) {
+		s.Program = p.Command
+	} else {
+		s.Program = []string{"bash", "-c", p.Payload(p.BashPreamble)}
+	}
+	if p.SrunOptions != nil {
+		s.SrunOptions = pairs(p.SrunOptions.Keys(), p.SrunOptions.Get)
+	}
+	if p.SrunExportEnv != nil {
+		s.ExportEnv = pairs(p.SrunExportEnv.Keys(), p.SrunExportEnv.Get)
+	}
+	if p.MPI != nil {
+		s.MPI = *p.MPI
+	}
+	s.Image = p.ContainerImage
+	if img, ok := l.Containers[p.ContainerImage]; ok {
+		s.Image = img
+	}
+	if l.Emulated() {
+		role, ok := RoleFor(l.Entrypoints, p.Command)
+		if !ok {
+			return s, fmt.Errorf("%w: emulation: no entry point in the cluster profile matches %s's command %q", cluster.ErrBadConfig, p.Output, p.CommandLine())
+		}
+		s.SimRole = role
+	}
+	return s, nil
+}
+
+// srunArgs is the srun command line of a step: srt-slurm's flags (job,
+// overlap, nodes, output, container flags with the pyxis runtime, the
+// recipe's srun_options, --export) plus a step name, then the program.
+func (l *Launch) srunArgs(s step, jobID, starter string) []string {
+	pyxis := l.Runtime == config.RuntimePyxis
+	a := []string{"--jobid", jobID, "--overlap"}
+	if s.MPI != "" && pyxis {
+		a = append(a, "--mpi", s.MPI)
+	}
+	a = append(a, "--nodes", strconv.Itoa(len(s.Nodes)), "--ntasks", "1", "--nodelist", strings.Join(s.Nodes, ","),
+		"--output", s.Output, "--job-name", s.Name)
+	if pyxis && s.Image != "" {
+		a = append(a, "--container-image", s.Image, "--no-container-entrypoint", "--no-container-mount-home")
+		if len(s.Mounts) > 0 {
+			ms := make([]string, len(s.Mounts))
+			for i, m := range s.Mounts {
+				ms[i] = m.K + ":" + m.V
+			}
+			a = append(a, "--container-mounts", strings.Join(ms, ","))
+		}
+	}
+	for _, o := range s.SrunOptions {
+		if !pyxis && strings.HasPrefix(o.K, "container-") {
+			continue // a pyxis flag: plain srun would refuse it
+		}
+		if o.V != "" {
+			a = append(a, "--"+o.K+"="+o.V)
+		} else {
+			a = append(a, "--"+o.K)
+		}
+	}
+	if len(s.ExportEnv) > 0 {
+		e := []string{"ALL"}
+		for _, x := range s.ExportEnv {
+			e = append(e, x.K+"="+x.V)
+		}
+		a = append(a, "--export="+strings.Join(e, ","))
+	}
+	if s.SimRole != "" {
+		a = append(a, starter, "sim", "role", s.SimRole, "--")
+		return append(a, s.Command...)
+	}
+	return append(a, s.Program...)
+}
+
+// stepEnv is the srun client's environment: the worker's, then (emulated
+// roles, which skip the `bash -c` exports and install preamble) env_to_set
+// in order and the SWEEPFLOW_SIM_* settings.
+func (l *Launch) stepEnv(s step, extra []kv) []string {
+	var env []string
+	drop := map[string]bool{}
+	for _, x := range s.Env {
+		drop[x.K] = true
+	}
+	for _, x := range extra {
+		drop[x.K] = true
+	}
+	for _, e := range os.Environ() {
+		k, _, _ := strings.Cut(e, "=")
+		if drop[k] || strings.HasPrefix(k, "SWEEPFLOW_SIM_") {
+			continue
+		}
+		env = append(env, e)
+	}
+	for _, x := range extra {
+		env = append(env, x.K+"="+x.V)
+	}
+	if s.SimRole == "" {
+		return env
+	}
+	for _, x := range s.Env {
+		env = append(env, x.K+"="+x.V)
+	}
+	mounts := map[string]string{}
+	node := ""
+	if len(s.Nodes) > 0 {
+		node = s.Nodes[0]
+	}
+	for _, m := range s.Mounts {
+		mounts[m.V] = NodePath(m.K, node)
+	}
+	data, _ := json.Marshal(mounts)
+	env = append(env, "SWEEPFLOW_SIM_MOUNTS="+string(data))
+	for _, k := range sortedKeys(l.SimEnv) {
+		env = append(env, k+"="+l.SimEnv[k])
+	}
+	return env
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// serveDir is where one bring-up's logs go (srt-slurm's LOG_DIR, /logs in
+// the containers): serve-1, serve-2, ...
 func nextServeDir(workDir string) (string, error) {
 	entries, _ := os.ReadDir(workDir)
 	n := 0
@@ -88,135 +326,299 @@ func nextServeDir(workDir string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
+// nodeAddrs resolves the allocation's nodes (the emulation's /etc/hosts maps
+// gb200-NN to 10.0.0.N); a node that does not resolve keeps its name, as
+// srt-slurm falls back to the hostname.
+func nodeAddrs(ctx context.Context, nodes []string) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		addrs, err := net.DefaultResolver.LookupHost(rctx, n)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ip := net.ParseIP(a); ip != nil && ip.To4() != nil && !ip.IsLoopback() {
+				out[i] = a
+				break
+			}
+		}
+	}
+	return out
+}
+
+// render produces the process set of a bring-up in dir.
+func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec, dir string, addrs []string) (*config.Recipe, []*engine.Process, error) {
+	if spec.RecipePath == "" {
+		return nil, nil, fmt.Errorf("%w: the point has no recipe (CONFIG_FILE) to launch", cluster.ErrBadConfig)
+	}
+	rec, err := b.recipe(spec.RecipePath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec == nil {
+		return nil, nil, fmt.Errorf("%w: recipe %s: the cluster profile has no recipes-root", cluster.ErrBadConfig, spec.RecipePath)
+	}
+	l := b.cfg.Launch
+	modelDir := ""
+	if m, ok := l.Models[rec.Model.Path]; ok {
+		modelDir = m.Path
+	} else if filepath.IsAbs(rec.Model.Path) {
+		modelDir = rec.Model.Path
+	}
+	if modelDir == "" && !strings.HasPrefix(rec.Model.Path, "hf:") {
+		return nil, nil, fmt.Errorf("%w: recipe %s: model.path %q is not in the cluster profile's models", cluster.ErrBadConfig, rec.Display, rec.Model.Path)
+	}
+	paths := engine.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: rec.Model.Container,
+		SrtRoot: l.SrtRoot, InfmaxWorkspace: l.InfmaxWorkspace}
+	if paths.Image == "" {
+		return nil, nil, fmt.Errorf("%w: recipe %s: model.container is missing", cluster.ErrBadConfig, rec.Display)
+	}
+	procs, err := engine.Render(rec, engine.Allocation{Nodes: alloc.Nodes, Addrs: addrs},
+		engine.Options{SyntheticAL: spec.SyntheticAL, Paths: paths, JobID: alloc.JobID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
+	}
+	return rec, procs, nil
+}
+
 // BringUp cancels any serving steps the job already runs (a retry, or the
-// perf server making way for the eval server), starts one step per role the
-// recipe lays out and has a command for, and returns the frontend's address
-// once its log shows it.
+// perf server making way for the eval server), renders the recipe's process
+// set for the job's nodes (the golden-AL rewrite when spec.SyntheticAL > 0)
+// and starts it as srt-slurm does: infra, then workers, then nginx and the
+// frontends. It returns the public frontend (nginx or the single frontend,
+// port 8000 on the head node); Health waits for the workers to register.
 func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec) (cluster.Server, error) {
 	if err := b.Check(ctx, alloc); err != nil {
 		return cluster.Server{}, err
 	}
-	if b.cfg.Launcher == LauncherSrtctl {
-		// srt-slurm's job starts its own workers and frontend on the head node.
-		if len(alloc.Nodes) == 0 {
-			return cluster.Server{}, fmt.Errorf("%w: job %s holds no nodes", cluster.ErrAllocationLost, alloc.JobID)
-		}
-		return cluster.Server{URL: fmt.Sprintf("http://%s:%d", alloc.Nodes[0], b.cfg.FrontendPort), Handle: "srtctl"}, nil
-	}
-	if err := b.stopSteps(ctx, alloc); err != nil {
-		return cluster.Server{}, err
-	}
-	rec, err := b.recipe(spec.RecipePath)
-	if err != nil {
-		return cluster.Server{}, err
-	}
-	layout, err := Layout(rec, alloc.Nodes)
-	if err != nil {
+	if err := b.stopSteps(ctx, alloc, stepPrefix, benchPrefix); err != nil {
 		return cluster.Server{}, err
 	}
 	dir, err := nextServeDir(alloc.WorkDir)
 	if err != nil {
 		return cluster.Server{}, err
 	}
-	rowFile := filepath.Join(dir, "row.json")
-	if err := os.WriteFile(rowFile, spec.RowJSON, 0o644); err != nil {
+	addrs := nodeAddrs(ctx, alloc.Nodes)
+	addrOf := map[string]string{}
+	for i, n := range alloc.Nodes {
+		addrOf[n] = addrs[i]
+	}
+	rec, procs, err := b.render(ctx, alloc, spec, dir, addrs)
+	if err != nil {
 		return cluster.Server{}, err
 	}
-	env := os.Environ()
-	keys := make([]string, 0, len(spec.Env))
-	for k := range spec.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+spec.Env[k])
-	}
-	roles := make([]string, 0, len(layout))
-	for role := range layout {
-		if len(b.cfg.Roles[role]) > 0 {
-			roles = append(roles, role)
-		}
-	}
-	sort.Strings(roles)
-	exited := make(chan string, len(roles))
-	for _, role := range roles {
-		nodes := layout[role]
-		repl := strings.NewReplacer("{listen}", b.cfg.Listen, "{deployment}", spec.Deployment, "{model}", spec.Model,
-			"{row_json_file}", rowFile, "{gpus_per_node}", strconv.Itoa(spec.GPUsPerNode), "{work_dir}", dir, "{role}", role)
-		args := []string{"--jobid", alloc.JobID, "--overlap", "--nodelist", strings.Join(nodes, ","), "--nodes", strconv.Itoa(len(nodes)),
-			"--ntasks-per-node", "1", "--job-name", stepPrefix + role, "--chdir", dir, "--kill-on-bad-exit=1",
-			// %t (the task rank: one task per node) rather than %N, which is
-			// the node's host name, the same for every emulated node.
-			"--output", filepath.Join(dir, role+"-%t.log")}
-		for _, a := range b.cfg.Roles[role] {
-			args = append(args, repl.Replace(a))
-		}
-		logf, err := os.Create(filepath.Join(dir, "srun-"+role+".log"))
+	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds()}
+	st.Prefill, st.Decode = engine.Expected(procs)
+	var infra, workers, fronts []step
+	for _, p := range procs {
+		s, err := b.cfg.Launch.newStep(p)
 		if err != nil {
 			return cluster.Server{}, err
 		}
-		// The srun client must outlive this activity (and a crashed worker):
-		// killing it kills the step. Its own session keeps it out of the
-		// worker's signals; scancel in teardown ends it.
-		cmd := exec.Command("srun", args...)
-		cmd.Stdout, cmd.Stderr, cmd.Env, cmd.Dir = logf, logf, env, dir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
-			logf.Close()
-			return cluster.Server{}, fmt.Errorf("%w: srun: %v", cluster.ErrBadConfig, err)
+		switch p.Role {
+		case engine.RoleInfra:
+			infra = append(infra, s)
+		case engine.RolePrefill, engine.RoleDecode, engine.RoleAgg:
+			workers = append(workers, s)
+		case engine.RoleNginx, engine.RoleFrontend:
+			fronts = append(fronts, s)
+		case engine.RoleBenchmark:
+			bs := s
+			st.Benchmark = &bs
+			continue
 		}
-		logf.Close()
-		go func() {
-			_ = cmd.Wait()
-			exited <- role
-		}()
+		if p.Role == engine.RoleNginx || (p.Role == engine.RoleFrontend && st.URL == "") {
+			st.URL = "http://" + net.JoinHostPort(addrOf[p.Nodelist[0]], "8000")
+		}
+		st.Steps = append(st.Steps, s)
 	}
-	frontLog := filepath.Join(dir, "frontend-0.log")
-	// The frontend prints its address as soon as it listens; the health
-	// wait (up to hours for real engines) happens in Health, heartbeated.
-	giveUp := time.After(2 * time.Minute)
-	for {
-		if data, err := os.ReadFile(frontLog); err == nil {
-			if m := endpointRe.FindSubmatch(data); m != nil {
-				return cluster.Server{URL: string(m[1]), Handle: filepath.Base(dir)}, nil
+	if err := writeNginxConf(dir, procs, addrOf); err != nil {
+		return cluster.Server{}, err
+	}
+	if err := writeJSON(filepath.Join(dir, "launch.json"), st); err != nil {
+		return cluster.Server{}, err
+	}
+	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir)}
+	exited := make(chan string, len(st.Steps))
+	start := func(steps []step) error {
+		for _, s := range steps {
+			if err := b.startStep(alloc, s, nil, exited); err != nil {
+				return err
 			}
 		}
+		return nil
+	}
+	if err := start(infra); err != nil {
+		return srv, err
+	}
+	if len(infra) > 0 {
+		if err := b.waitInfra(ctx, alloc, dir, infra[0], exited); err != nil {
+			return srv, err
+		}
+	}
+	if err := start(workers); err != nil {
+		return srv, err
+	}
+	if err := start(fronts); err != nil {
+		return srv, err
+	}
+	return srv, nil
+}
+
+// startStep sruns one step; the srun client must outlive this activity (and
+// a crashed worker): killing it kills the step. Its own session keeps it out
+// of the worker's signals; scancel in teardown ends it.
+func (b *Backend) startStep(alloc cluster.Allocation, s step, extra []kv, exited chan<- string) error {
+	dir := filepath.Dir(s.Output)
+	logf, err := os.Create(filepath.Join(dir, "srun-"+strings.TrimPrefix(strings.TrimPrefix(s.Name, stepPrefix), benchPrefix)+".log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command("srun", b.cfg.Launch.srunArgs(s, alloc.JobID, b.cfg.StarterBin)...)
+	cmd.Stdout, cmd.Stderr, cmd.Env, cmd.Dir = logf, logf, b.cfg.Launch.stepEnv(s, extra), dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: srun: %v", cluster.ErrBadConfig, err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		if exited != nil {
+			exited <- s.Name
+		}
+	}()
+	return nil
+}
+
+// waitInfra waits until etcd answers on the infra node, as srt-slurm's
+// wait_for_port does before it starts workers.
+func (b *Backend) waitInfra(ctx context.Context, alloc cluster.Allocation, dir string, infra step, exited <-chan string) error {
+	addr := net.JoinHostPort(nodeAddrs(ctx, infra.Nodes[:1])[0], "2379")
+	deadline := time.After(b.cfg.Launch.InfraWait)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
 		select {
-		case role := <-exited:
-			return cluster.Server{}, b.stepDied(ctx, alloc, dir, role)
-		case <-giveUp:
-			return cluster.Server{}, fmt.Errorf("slurm job %s: the frontend printed no address in 2 minutes (%s)", alloc.JobID, frontLog)
+		case name := <-exited:
+			return b.stepDied(ctx, alloc, name, stepLog(dir, name))
+		case <-deadline:
+			return fmt.Errorf("%w: slurm job %s: etcd on %s did not answer within %s: %s", cluster.ErrAllocationLost, alloc.JobID, addr,
+				b.cfg.Launch.InfraWait, tail(infra.Output, 5))
 		case <-ctx.Done():
-			return cluster.Server{}, ctx.Err()
+			return ctx.Err()
 		case <-time.After(b.cfg.Poll / 4):
 		}
 	}
 }
 
-// stepDied explains a serving step that ended: the job's own state first,
-// then an OOM in the logs, else a lost server.
-func (b *Backend) stepDied(ctx context.Context, alloc cluster.Allocation, dir, role string) error {
+func stepLog(dir, name string) string {
+	st, err := readState(dir)
+	if err == nil {
+		for _, s := range st.Steps {
+			if s.Name == name {
+				return s.Output
+			}
+		}
+	}
+	return filepath.Join(dir, "srun-"+strings.TrimPrefix(name, stepPrefix)+".log")
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+func readState(dir string) (*launchState, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "launch.json"))
+	if err != nil {
+		return nil, err
+	}
+	var st launchState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, "launch.json"), err)
+	}
+	return &st, nil
+}
+
+// writeNginxConf writes LOG_DIR/nginx.conf (mounted at /logs/nginx.conf) as
+// srt-slurm does when nginx fronts several frontends: listen on the public
+// port, spread requests over the frontends, keep a session on one frontend
+// by its X-Dynamo-Session-ID, and never buffer streamed responses.
+func writeNginxConf(dir string, procs []*engine.Process, addrOf map[string]string) error {
+	hasNginx := false
+	var ups []string
+	for _, p := range procs {
+		switch p.Role {
+		case engine.RoleNginx:
+			hasNginx = true
+		case engine.RoleFrontend:
+			port := "8180"
+			for _, a := range p.Command {
+				if v, ok := strings.CutPrefix(a, "--http-port="); ok {
+					port = v
+				}
+			}
+			ups = append(ups, net.JoinHostPort(addrOf[p.Nodelist[0]], port))
+		}
+	}
+	if !hasNginx {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("# Written by sweepflow for this bring-up: nginx in front of the dynamo frontends.\n")
+	sb.WriteString("worker_processes auto;\nevents { worker_connections 65536; }\nhttp {\n")
+	sb.WriteString("  upstream dynamo_frontends {\n    hash $http_x_dynamo_session_id consistent;\n")
+	for _, u := range ups {
+		sb.WriteString("    server " + u + ";\n")
+	}
+	sb.WriteString("  }\n  server {\n    listen 8000;\n    client_max_body_size 0;\n")
+	sb.WriteString("    location / {\n      proxy_pass http://dynamo_frontends;\n      proxy_http_version 1.1;\n")
+	sb.WriteString("      proxy_set_header Connection \"\";\n      proxy_buffering off;\n")
+	sb.WriteString("      proxy_read_timeout 86400s;\n      proxy_send_timeout 86400s;\n    }\n  }\n}\n")
+	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(sb.String()), 0o644)
+}
+
+// stepDied explains a step that ended: the job's own state first, then an
+// OOM or a refused configuration in its log, else a lost server, with the
+// tail of the log.
+func (b *Backend) stepDied(ctx context.Context, alloc cluster.Allocation, name, logPath string) error {
 	if err := b.Check(ctx, alloc); err != nil {
 		return err
 	}
-	logs, _ := filepath.Glob(filepath.Join(dir, role+"-*.log"))
-	for _, l := range logs {
-		if data, err := os.ReadFile(l); err == nil && oomRe.Match(data) {
-			return fmt.Errorf("%w: the %s step of slurm job %s ran out of memory (%s)", cluster.ErrOOM, role, alloc.JobID, l)
+	data, _ := os.ReadFile(logPath)
+	role := strings.TrimPrefix(strings.TrimPrefix(name, stepPrefix), benchPrefix)
+	last := tail(logPath, 5)
+	if last == "" {
+		// Nothing from the process: srun's own output says why.
+		srunLog := filepath.Join(filepath.Dir(logPath), "srun-"+role+".log")
+		data, _ = os.ReadFile(srunLog)
+		if last = tail(srunLog, 5); last == "" {
+			last = "(empty log)"
+		} else {
+			logPath = srunLog
 		}
 	}
-	last := ""
-	if len(logs) > 0 {
-		last = tail(logs[0], 5)
+	switch {
+	case oomRe.Match(data):
+		return fmt.Errorf("%w: %s of slurm job %s ran out of memory (%s): %s", cluster.ErrOOM, role, alloc.JobID, logPath, last)
+	case refusedRe.Match(data):
+		return fmt.Errorf("%w: %s of slurm job %s refused its configuration (%s): %s", cluster.ErrBadConfig, role, alloc.JobID, logPath, last)
 	}
-	if last == "" {
-		last = tail(filepath.Join(dir, "srun-"+role+".log"), 5)
-	}
-	return fmt.Errorf("%w: the %s step of slurm job %s exited: %s", cluster.ErrAllocationLost, role, alloc.JobID, last)
+	return fmt.Errorf("%w: %s of slurm job %s exited (%s): %s", cluster.ErrAllocationLost, role, alloc.JobID, logPath, last)
 }
 
-// steps lists the job's serving steps (id -> name).
-func (b *Backend) steps(ctx context.Context, alloc cluster.Allocation) (map[string]string, error) {
+// steps lists the job's steps whose names start with one of prefixes
+// (id -> name).
+func (b *Backend) steps(ctx context.Context, alloc cluster.Allocation, prefixes ...string) (map[string]string, error) {
 	out, err := run(ctx, nil, "squeue", "-h", "-s", "-j", alloc.JobID, "-o", "%i|%j")
 	if err != nil {
 		if strings.Contains(err.Error(), "Invalid job id") {
@@ -227,22 +629,27 @@ func (b *Backend) steps(ctx context.Context, alloc cluster.Allocation) (map[stri
 	steps := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		id, name, ok := strings.Cut(strings.TrimSpace(line), "|")
-		if ok && strings.HasPrefix(name, stepPrefix) {
-			steps[id] = name
+		if !ok {
+			continue
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				steps[id] = name
+			}
 		}
 	}
 	return steps, nil
 }
 
-func (b *Backend) stopSteps(ctx context.Context, alloc cluster.Allocation) error {
+func (b *Backend) stopSteps(ctx context.Context, alloc cluster.Allocation, prefixes ...string) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		steps, err := b.steps(ctx, alloc)
+		steps, err := b.steps(ctx, alloc, prefixes...)
 		if err != nil || len(steps) == 0 {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("slurm job %s: serving steps %v did not stop", alloc.JobID, steps)
+			return fmt.Errorf("slurm job %s: steps %v did not stop", alloc.JobID, steps)
 		}
 		for id := range steps {
 			_, _ = run(ctx, nil, "scancel", id)
@@ -255,60 +662,103 @@ func (b *Backend) stopSteps(ctx context.Context, alloc cluster.Allocation) error
 	}
 }
 
-// Health checks the job, then the frontend step, then the server's /health;
-// the phase is the furthest log marker of this bring-up.
+// errNotReady: the deployment is still coming up (the activity keeps
+// polling and heartbeating the phase).
+var errNotReady = errors.New("not ready")
+
+// Health checks the job, then every step of the bring-up, then the public
+// frontend's /health as srt-slurm's wait_for_model reads it: ready once the
+// expected prefill and decode workers have registered. Past the recipe's
+// health_check budget it fails with the tail of a worker that has not
+// registered.
 func (b *Backend) Health(ctx context.Context, alloc cluster.Allocation, srv cluster.Server) (string, error) {
 	if err := b.Check(ctx, alloc); err != nil {
 		return "job lost", err
 	}
-	phase := "starting"
-	if srv.Handle != "srtctl" {
-		dir := filepath.Join(alloc.WorkDir, srv.Handle)
-		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-		best := -1
-		for _, l := range logs {
-			data, err := os.ReadFile(l)
-			if err != nil {
-				continue
-			}
-			for i, m := range phaseMarkers {
-				if i > best && m.re.Match(data) {
-					best = i
-				}
-			}
-		}
-		if best >= 0 {
-			phase = phaseMarkers[best].phase
-		}
-		steps, err := b.steps(ctx, alloc)
-		if err != nil {
-			return phase, err
-		}
-		if !mapHas(steps, stepPrefix+"frontend") {
-			return "exited", b.stepDied(ctx, alloc, dir, "frontend")
-		}
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, srv.URL+"/health", nil)
-	resp, err := http.DefaultClient.Do(req)
+	dir := filepath.Join(alloc.WorkDir, srv.Handle)
+	st, err := readState(dir)
 	if err != nil {
-		return phase, err
+		return "starting", fmt.Errorf("%w: bring-up state: %v", cluster.ErrAllocationLost, err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return phase, fmt.Errorf("health: HTTP %d", resp.StatusCode)
+	running, err := b.steps(ctx, alloc, stepPrefix)
+	if err != nil {
+		return "starting", err
 	}
-	return "ready", nil
+	have := map[string]bool{}
+	for _, n := range running {
+		have[n] = true
+	}
+	for _, s := range st.Steps {
+		if !have[s.Name] {
+			return "exited", b.stepDied(ctx, alloc, s.Name, s.Output)
+		}
+	}
+	phase := logPhase(st.Steps)
+	gotP, gotD := 0, 0
+	herr := func() error {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, srv.URL+"/health", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("frontend /health: HTTP %d", resp.StatusCode)
+		}
+		h, err := engine.ParseFrontendHealth(body)
+		if err != nil {
+			return err
+		}
+		gotP, gotD = h.Workers()
+		if gotP < st.Prefill || gotD < st.Decode {
+			return errNotReady
+		}
+		return nil
+	}()
+	line := fmt.Sprintf("%d/%d workers registered (prefill %d/%d, decode %d/%d), phase %s",
+		min(gotP, st.Prefill)+min(gotD, st.Decode), st.Prefill+st.Decode, gotP, st.Prefill, gotD, st.Decode, phase)
+	if herr == nil {
+		return "ready: " + line, nil
+	}
+	if !errors.Is(herr, errNotReady) {
+		line = "frontend not answering (" + clip(herr.Error()) + "); " + line
+	}
+	if budget := time.Duration(st.BudgetSec * float64(time.Second)); budget > 0 && time.Since(st.Started) > budget {
+		failing := st.Steps[0]
+		for _, s := range st.Steps {
+			if (s.Role == string(engine.RolePrefill) && gotP < st.Prefill) ||
+				((s.Role == string(engine.RoleDecode) || s.Role == string(engine.RoleAgg)) && gotD < st.Decode) {
+				failing = s
+				break
+			}
+		}
+		return line, fmt.Errorf("%w: slurm job %s: not healthy within the recipe's health_check budget %s: %s; %s: %s",
+			cluster.ErrAllocationLost, alloc.JobID, budget, line, filepath.Base(failing.Output), tail(failing.Output, 5))
+	}
+	return line, fmt.Errorf("%s", line)
 }
 
-func mapHas(m map[string]string, v string) bool {
-	for _, x := range m {
-		if x == v {
-			return true
+// logPhase is the furthest marker any step's log shows.
+func logPhase(steps []step) string {
+	best := -1
+	for _, s := range steps {
+		data, err := os.ReadFile(s.Output)
+		if err != nil {
+			continue
+		}
+		for i, m := range phaseMarkers {
+			if i > best && m.re.Match(data) {
+				best = i
+			}
 		}
 	}
-	return false
+	if best < 0 {
+		return "starting"
+	}
+	return phaseMarkers[best].phase
 }
 
 var _ cluster.Backend = (*Backend)(nil)

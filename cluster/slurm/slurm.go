@@ -1,8 +1,9 @@
 // Package slurm is the cluster backend for Slurm partitions such as a GB200
-// NVL72 rack. A point's nodes are held by a holder job (sbatch, or srt-slurm's
-// `srtctl apply`); checkpoint staging and the serving processes run as job
-// steps inside it (`srun --jobid --overlap`), so the job's exit state, not the
-// presence of result files, says whether the allocation is alive.
+// NVL72 rack. A point's nodes are held by a holder job (sbatch); checkpoint
+// staging and the serving processes (exactly the process set srt-slurm would
+// launch, from engine.Render) run as job steps inside it (`srun --jobid
+// --overlap`), so the job's exit state, not the presence of result files,
+// says whether the allocation is alive.
 //
 // The backend shells out to the Slurm client commands (sbatch, squeue,
 // scontrol, sacct, srun, scancel) of the worker's host and reads files from
@@ -24,11 +25,10 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 )
 
-// Launchers: how the holder job is submitted.
-const (
-	LauncherSbatch = "sbatch"
-	LauncherSrtctl = "srtctl"
-)
+// LauncherSbatch is how the holder job is submitted. (srt-slurm's `srtctl
+// apply` was a second launcher; it ran the recipe's own stages and could not
+// restart workers for eval or hand perf to sweepflow, so it was removed.)
+const LauncherSbatch = "sbatch"
 
 // ErrQueueWait marks a job that stayed pending past Config.QueueWait. It is
 // wrapped together with cluster.ErrBadConfig so the point goes to the
@@ -47,9 +47,9 @@ type Config struct {
 	// checkpoint paths under it) is replaced by the node name, which gives
 	// each emulated node its own directory on a one-machine partition.
 	NodeLocalRoot string
-	// RecipesRoot resolves recipe paths (time limit, role layout, srtctl).
+	// RecipesRoot resolves recipe paths (time limit, process set).
 	RecipesRoot      string
-	Launcher         string // sbatch (default) or srtctl
+	Launcher         string // sbatch (default)
 	DefaultTimeLimit time.Duration
 	// QueueWait bounds how long a job may stay PENDING (0: no bound).
 	QueueWait time.Duration
@@ -58,21 +58,10 @@ type Config struct {
 	// StarterBin is the starter binary as the compute nodes see it; staging
 	// runs `starter stage` on every node.
 	StarterBin string
-	// Roles maps a serving role (frontend, prefill, decode, agg) to its argv.
-	// Placeholders: {listen}, {deployment}, {model}, {row_json_file},
-	// {gpus_per_node}, {work_dir}, {role}. The frontend role is required with
-	// the sbatch launcher; it must print "listening on http://HOST:PORT".
-	Roles map[string][]string
-	// Listen is the {listen} value of the frontend (default "0.0.0.0:8000";
-	// the emulation uses "127.0.0.1:0" and learns the port from the log).
-	Listen string
-	// FrontendPort is where srt-slurm's frontend listens on the head node
-	// (srtctl launcher; default 8000).
-	FrontendPort int
+	// Launch says how the rendered process set is started.
+	Launch Launch
 	// JobPrefix namespaces job names (default "sweepflow").
 	JobPrefix string
-	// Srtctl is the srtctl command (default "srtctl" on PATH).
-	Srtctl string
 }
 
 // Backend implements cluster.Backend on a Slurm partition.
@@ -88,14 +77,11 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Launcher == "" {
 		cfg.Launcher = LauncherSbatch
 	}
-	switch cfg.Launcher {
-	case LauncherSbatch:
-		if len(cfg.Roles["frontend"]) == 0 {
-			return nil, fmt.Errorf("slurm backend: the sbatch launcher needs a frontend serve command")
-		}
-	case LauncherSrtctl:
-	default:
-		return nil, fmt.Errorf("slurm backend: launcher %q: expected sbatch or srtctl", cfg.Launcher)
+	if cfg.Launcher != LauncherSbatch {
+		return nil, fmt.Errorf("slurm backend: launcher %q: expected sbatch", cfg.Launcher)
+	}
+	if err := cfg.Launch.validate(); err != nil {
+		return nil, fmt.Errorf("slurm backend: %v", err)
 	}
 	if cfg.StarterBin == "" {
 		return nil, fmt.Errorf("slurm backend: the starter binary (for staging on the nodes) is required")
@@ -106,17 +92,8 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = "0.0.0.0:8000"
-	}
-	if cfg.FrontendPort == 0 {
-		cfg.FrontendPort = 8000
-	}
 	if cfg.JobPrefix == "" {
 		cfg.JobPrefix = "sweepflow"
-	}
-	if cfg.Srtctl == "" {
-		cfg.Srtctl = "srtctl"
 	}
 	return &Backend{cfg: cfg}, nil
 }
@@ -222,7 +199,7 @@ func (b *Backend) Allocate(ctx context.Context, req cluster.AllocRequest) (clust
 }
 
 // findActive returns the id of a live job of this point: the one recorded
-// in the job directory (srtctl names jobs after the recipe), else one with
+// in the job directory, else one with
 // the point's job name. A retry after a crash so finds the job the crashed
 // attempt submitted instead of submitting another.
 func (b *Backend) findActive(ctx context.Context, name, dir string) (string, error) {
@@ -270,12 +247,6 @@ func (b *Backend) submit(ctx context.Context, req cluster.AllocRequest, name, di
 	}
 	if limit <= 0 {
 		limit = b.cfg.DefaultTimeLimit
-	}
-	if b.cfg.Launcher == LauncherSrtctl {
-		if rec == nil {
-			return "", fmt.Errorf("%w: the srtctl launcher needs the point's recipe (recipes-root in the cluster profile)", cluster.ErrBadConfig)
-		}
-		return b.submitSrtctl(ctx, rec, name)
 	}
 	args := []string{"--parsable", "--job-name", name, "--nodes", fmt.Sprint(req.Nodes), "--ntasks-per-node", "1",
 		// Whole nodes, as GB200 recipes take them; no requeue, so a node

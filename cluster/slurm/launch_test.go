@@ -1,0 +1,314 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/engine"
+)
+
+const seedRecipes = "recipes/sglang/deepseek-v4-0813/gb200/agentic/"
+
+func emuEntrypoints(t *testing.T) []config.Entrypoint {
+	cl, err := config.LoadCluster(filepath.Join("..", "..", "configs", "clusters", "slurm-emu.yaml"))
+	require.NoError(t, err)
+	return cl.Emulation.Entrypoints
+}
+
+func renderSeed(t *testing.T, name string, nodes int, al float64) []*engine.Process {
+	t.Helper()
+	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+name+".yaml")
+	require.NoError(t, err)
+	procs, err := engine.Render(rec, engine.PlaceholderAllocation(nodes), engine.Options{SyntheticAL: al,
+		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
+	require.NoError(t, err)
+	return procs
+}
+
+func TestRoleFor(t *testing.T) {
+	eps := emuEntrypoints(t)
+	for _, tc := range []struct {
+		name string
+		cmd  []string
+		role string
+	}{
+		{"worker", []string{"python3", "-m", "dynamo.sglang", "--model-path", "/model"}, "sglang-worker"},
+		{"frontend", []string{"python3", "-m", "dynamo.frontend", "--http-port=8180"}, "dynamo-frontend"},
+		{"infra", []string{"python3", "/tmp/setup_head.py", "--name", "x"}, "infra"},
+		{"nginx in bash -c", []string{"bash", "-c", "nginx -c /logs/nginx.conf -g 'daemon off;'"}, "nginx"},
+		{"nginx after ulimit", []string{"bash", "-c", "ulimit -n 1048576 && nginx -c /logs/nginx.conf -g 'daemon off;'"}, "nginx"},
+		{"benchmark in bash -lc", []string{"bash", "-lc", "bash /infmax-workspace/benchmarks/multi_node/agentic_srt.sh"}, "benchmark"},
+		{"prefix of a word is no match", []string{"python3", "-m", "dynamo.sglangx"}, ""},
+		{"unknown", []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			role, ok := RoleFor(eps, tc.cmd)
+			assert.Equal(t, tc.role, role)
+			assert.Equal(t, tc.role != "", ok)
+		})
+	}
+	// Every process of every seed render maps to a role.
+	for _, p := range renderSeed(t, "disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache", 16, 0) {
+		_, ok := RoleFor(eps, p.Command)
+		assert.True(t, ok, "%s: %s", p.Output, p.CommandLine())
+	}
+}
+
+func TestSrunArgs(t *testing.T) {
+	procs := renderSeed(t, "disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache", 6, 3.77)
+	t.Run("pyxis: srt-slurm's srun line plus a step name", func(t *testing.T) {
+		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
+		require.NoError(t, l.validate())
+		for _, p := range procs {
+			s, err := l.newStep(p)
+			require.NoError(t, err)
+			got := l.srunArgs(s, "4242", "/bin/starter")
+			i := indexOf(got, "--job-name")
+			require.GreaterOrEqual(t, i, 0)
+			assert.Equal(t, stepName(p), got[i+1])
+			got = append(append([]string{"srun"}, got[:i]...), got[i+2:]...)
+			assert.Equal(t, p.Argv, got, p.Output)
+		}
+	})
+	t.Run("pyxis: containers map to squash files", func(t *testing.T) {
+		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "x", Containers: map[string]string{"{CONTAINER_IMAGE}": "/sq/sglang.sqsh", "nginx:1.27.4": "/sq/nginx.sqsh"}}
+		for _, p := range procs {
+			s, err := l.newStep(p)
+			require.NoError(t, err)
+			got := l.srunArgs(s, "4242", "/bin/starter")
+			want := "/sq/sglang.sqsh"
+			if p.Role == engine.RoleNginx {
+				want = "/sq/nginx.sqsh"
+			}
+			assert.Equal(t, want, got[indexOf(got, "--container-image")+1], p.Output)
+		}
+	})
+	t.Run("emulated: no container flags, the role gets the rendered argv", func(t *testing.T) {
+		l := Launch{Runtime: config.RuntimeNone, SrtRoot: "x", Entrypoints: emuEntrypoints(t)}
+		roles := map[engine.Role]string{engine.RoleInfra: "infra", engine.RolePrefill: "sglang-worker", engine.RoleDecode: "sglang-worker",
+			engine.RoleNginx: "nginx", engine.RoleFrontend: "dynamo-frontend", engine.RoleBenchmark: "benchmark"}
+		for _, p := range procs {
+			s, err := l.newStep(p)
+			require.NoError(t, err)
+			got := l.srunArgs(s, "77", "/bin/starter")
+			assert.Equal(t, []string{"--jobid", "77", "--overlap", "--nodes", "1", "--ntasks", "1", "--nodelist", p.Nodelist[0],
+				"--output", p.Output, "--job-name", stepName(p)}, got[:13], p.Output)
+			for _, a := range got {
+				assert.False(t, strings.HasPrefix(a, "--container") || a == "--mpi", "%s: %s", p.Output, a)
+			}
+			dash := indexOf(got, "--")
+			require.Greater(t, dash, 4)
+			assert.Equal(t, []string{"/bin/starter", "sim", "role", roles[p.Role]}, got[dash-4:dash], p.Output)
+			assert.Equal(t, p.Command, got[dash+1:], "%s: the role receives the rendered command unchanged", p.Output)
+		}
+	})
+	t.Run("emulation without an entry point is a config error", func(t *testing.T) {
+		l := Launch{SrtRoot: "x", Entrypoints: []config.Entrypoint{{Match: "nginx", Role: "nginx"}}}
+		_, err := l.newStep(procs[1])
+		require.ErrorIs(t, err, cluster.ErrBadConfig)
+		require.ErrorContains(t, err, "no entry point in the cluster profile matches")
+	})
+}
+
+func TestStepEnv(t *testing.T) {
+	t.Setenv("SWEEPFLOW_SIM_STALE", "x")
+	t.Setenv("SLURM_CONF", "/etc/slurm-test.conf")
+	procs := renderSeed(t, "disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache", 6, 3.77)
+	l := Launch{Runtime: config.RuntimeNone, SrtRoot: "x", Entrypoints: emuEntrypoints(t), SimEnv: map[string]string{"SWEEPFLOW_SIM_TIME_SCALE": "0.1"}}
+	worker := procs[3] // gb200-03 decode leader
+	require.Equal(t, engine.RoleDecode, worker.Role)
+	s, err := l.newStep(worker)
+	require.NoError(t, err)
+	s.Mounts = append(s.Mounts, kv{"/nvme/%n/models/ckpt", "/model"}) // a node-local model path
+	env := l.stepEnv(s, []kv{{"CONC", "64"}})
+	var tail []string
+	for _, e := range env {
+		assert.NotContains(t, e, "SWEEPFLOW_SIM_STALE")
+		k, _, _ := strings.Cut(e, "=")
+		if _, ok := worker.EnvValue(k); ok {
+			tail = append(tail, k)
+		}
+	}
+	assert.Equal(t, worker.EnvKeys(), tail, "env_to_set exported in srt-slurm's order")
+	assert.Contains(t, env, "SGLANG_SIMULATE_ACC_LEN=3.77")
+	assert.Contains(t, env, "CONC=64")
+	assert.Contains(t, env, "SLURM_CONF=/etc/slurm-test.conf", "srun finds the cluster")
+	assert.Contains(t, env, "SWEEPFLOW_SIM_TIME_SCALE=0.1")
+	var mounts map[string]string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SWEEPFLOW_SIM_MOUNTS="); ok {
+			require.NoError(t, json.Unmarshal([]byte(v), &mounts))
+		}
+	}
+	assert.Equal(t, "{LOG_DIR}", mounts["/logs"])
+	assert.Equal(t, "/nvme/gb200-03/models/ckpt", mounts["/model"], "%n is the step's node")
+
+	real := Launch{Runtime: config.RuntimePyxis, SrtRoot: "x"}
+	s, err = real.newStep(worker)
+	require.NoError(t, err)
+	env = real.stepEnv(s, nil)
+	for _, e := range env {
+		assert.False(t, strings.HasPrefix(e, "SGLANG_SIMULATE_ACC_LEN="), "real engines get env_to_set from the bash -c exports")
+	}
+	assert.Contains(t, real.srunArgs(s, "1", "x")[len(real.srunArgs(s, "1", "x"))-1], "export SGLANG_SIMULATE_ACC_LEN=3.77")
+}
+
+// fakeSlurm puts squeue/sacct/scancel stand-ins on PATH: the job is RUNNING
+// and its steps are the names in the steps file.
+func fakeSlurm(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	steps := filepath.Join(dir, "steps")
+	require.NoError(t, os.WriteFile(steps, nil, 0o644))
+	squeue := fmt.Sprintf(`#!/bin/sh
+case "$*" in
+  *" -s "*) n=0; while read -r s; do n=$((n+1)); echo "7.$n|$s"; done < %q ;;
+  *) echo "7|RUNNING|None|gb200-[01-02]|job" ;;
+esac
+`, steps)
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "squeue"), []byte(squeue), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "scancel"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return steps
+}
+
+func TestHealthWaitsForRegisteredWorkers(t *testing.T) {
+	dir := t.TempDir()
+	stepsFile := fakeSlurm(t, dir)
+	var body string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "/health", r.URL.Path)
+		fmt.Fprint(w, body)
+	}))
+	defer front.Close()
+	b, err := New(Config{Partition: "p", SharedRoot: dir, NodeLocalRoot: dir, StarterBin: "/bin/true", Launch: Launch{SrtRoot: "x"}})
+	require.NoError(t, err)
+	serve := filepath.Join(dir, "serve-1")
+	require.NoError(t, os.MkdirAll(serve, 0o755))
+	st := launchState{Started: time.Now(), BudgetSec: 3600, URL: front.URL, Prefill: 2, Decode: 1, Steps: []step{
+		{Name: stepPrefix + "infra", Role: "infra", Output: filepath.Join(serve, "infra.out")},
+		{Name: stepPrefix + "gb200-01_prefill_w0", Role: "prefill", Output: filepath.Join(serve, "gb200-01_prefill_w0.out")},
+		{Name: stepPrefix + "gb200-02_prefill_w1", Role: "prefill", Output: filepath.Join(serve, "gb200-02_prefill_w1.out")},
+		{Name: stepPrefix + "gb200-03_decode_w0", Role: "decode", Output: filepath.Join(serve, "gb200-03_decode_w0.out")},
+	}}
+	require.NoError(t, writeJSON(filepath.Join(serve, "launch.json"), st))
+	var names []string
+	for _, s := range st.Steps {
+		names = append(names, s.Name)
+	}
+	require.NoError(t, os.WriteFile(stepsFile, []byte(strings.Join(names, "\n")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("Load weights begin\n"), 0o644))
+	alloc := cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02"}, WorkDir: dir}
+	srv := cluster.Server{URL: front.URL, Handle: "serve-1"}
+	inst := func(comp string) string {
+		return `{"component":"` + comp + `","endpoint":"generate","namespace":"dynamo","instance_id":1,"transport":{"tcp":"10.0.0.1:1"}}`
+	}
+	ctx := context.Background()
+
+	body = `{"status":"healthy","instances":[` + inst("prefill") + `,` + inst("decode") + `]}`
+	phase, err := b.Health(ctx, alloc, srv)
+	require.Error(t, err)
+	assert.False(t, errorsIsAny(err), "still coming up is not a stage failure: %v", err)
+	assert.Equal(t, "2/3 workers registered (prefill 1/2, decode 1/1), phase loading weights", phase)
+
+	body = `{"status":"healthy","instances":[` + inst("prefill") + `,` + inst("prefill") + `,` + inst("decode") + `]}`
+	phase, err = b.Health(ctx, alloc, srv)
+	require.NoError(t, err)
+	assert.Equal(t, "ready: 3/3 workers registered (prefill 2/2, decode 1/1), phase loading weights", phase)
+
+	// Past the recipe's budget: fail with the tail of a worker that did
+	// not register.
+	body = `{"status":"healthy","instances":[` + inst("decode") + `]}`
+	st.Started = time.Now().Add(-2 * time.Hour)
+	require.NoError(t, writeJSON(filepath.Join(serve, "launch.json"), st))
+	require.NoError(t, os.WriteFile(st.Steps[1].Output, []byte("loading shard 3/96\nNCCL WARN stuck\n"), 0o644))
+	_, err = b.Health(ctx, alloc, srv)
+	require.ErrorIs(t, err, cluster.ErrAllocationLost)
+	assert.ErrorContains(t, err, "health_check budget 1h0m0s")
+	assert.ErrorContains(t, err, "gb200-01_prefill_w0.out: loading shard 3/96 | NCCL WARN stuck")
+
+	// A role that exits: its log's tail, and a refused configuration is
+	// not retryable.
+	st.Started = time.Now()
+	require.NoError(t, writeJSON(filepath.Join(serve, "launch.json"), st))
+	require.NoError(t, os.WriteFile(stepsFile, []byte(strings.Join(names[:3], "\n")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("usage: sglang [-h] ...\nsglang: error: --disaggregation-mode prefill needs --disaggregation-bootstrap-port\n"), 0o644))
+	phase, err = b.Health(ctx, alloc, srv)
+	assert.Equal(t, "exited", phase)
+	require.ErrorIs(t, err, cluster.ErrBadConfig)
+	assert.ErrorContains(t, err, "gb200-03_decode_w0 of slurm job 7 refused its configuration")
+	assert.ErrorContains(t, err, "needs --disaggregation-bootstrap-port")
+}
+
+func errorsIsAny(err error) bool {
+	for _, e := range []error{cluster.ErrAllocationLost, cluster.ErrBadConfig, cluster.ErrOOM} {
+		if err != nil && strings.Contains(err.Error(), e.Error()) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestNginxConf(t *testing.T) {
+	procs := renderSeed(t, "disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache", 6, 0)
+	dir := t.TempDir()
+	addr := map[string]string{}
+	for i := 1; i <= 6; i++ {
+		addr[fmt.Sprintf("gb200-%02d", i)] = fmt.Sprintf("10.0.0.%d", i)
+	}
+	require.NoError(t, writeNginxConf(dir, procs, addr))
+	data, err := os.ReadFile(filepath.Join(dir, "nginx.conf"))
+	require.NoError(t, err)
+	conf := string(data)
+	assert.Contains(t, conf, "listen 8000;")
+	for i := 2; i <= 6; i++ {
+		assert.Contains(t, conf, fmt.Sprintf("server 10.0.0.%d:8180;", i), "one upstream per frontend")
+	}
+	assert.NotContains(t, conf, "10.0.0.1:8180", "no frontend on the nginx node")
+
+	// A render without nginx (one frontend on the head) writes none.
+	var noNginx []*engine.Process
+	for _, p := range procs {
+		if p.Role != engine.RoleNginx {
+			noNginx = append(noNginx, p)
+		}
+	}
+	dir = t.TempDir()
+	require.NoError(t, writeNginxConf(dir, noNginx, addr))
+	_, err = os.Stat(filepath.Join(dir, "nginx.conf"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestHostPath(t *testing.T) {
+	mounts := []kv{{"/shared/jobs/x/serve-1", "/logs"}, {"/nvme/%n/ckpt", "/model"}, {"/ws", "/infmax-workspace"}}
+	p, ok := hostPath(mounts, "/logs/agentic", []string{"gb200-02"})
+	assert.True(t, ok)
+	assert.Equal(t, "/shared/jobs/x/serve-1/agentic", p)
+	p, _ = hostPath(mounts, "/model", []string{"gb200-02"})
+	assert.Equal(t, "/nvme/gb200-02/ckpt", p)
+	_, ok = hostPath(mounts, "/elsewhere", nil)
+	assert.False(t, ok)
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
