@@ -27,6 +27,10 @@ type Cluster struct {
 	RecipesRoot      string // where CONFIG_FILE paths resolve (absolute; may be empty)
 	TaskQueue        string // Temporal task queue of this cluster's workers
 	DefaultTimeLimit time.Duration
+	// BringUpTime is how long a server of this cluster takes from launch to
+	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.
+	// Node-minute estimates (`starter bench nodeminutes`) use it.
+	BringUpTime time.Duration
 	Runners          []string         // runner labels this cluster serves (empty: any)
 	Models           map[string]Model // recipe model.path alias -> locations
 }
@@ -45,7 +49,8 @@ const (
 
 var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
-		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models"}
+		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
+		"bring-up-time"}
 	modelFields = []string{"path", "source"}
 	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	envRefRe    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -132,6 +137,7 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 	if c.TaskQueue == "" && c.Name != "" {
 		c.TaskQueue = "cluster-" + c.Name
 	}
+	c.BringUpTime = d.durationField(m, "bring-up-time")
 	c.DefaultTimeLimit = 6 * time.Hour
 	if n := m.get("default-time-limit"); n != nil {
 		if v, ok := d.scalar(n, "default-time-limit"); ok {
@@ -237,4 +243,22 @@ func expandEnv(s string) (string, error) {
 		return ""
 	})
 	return out, firstErr
+}
+
+// durationField reads an optional positive Go duration ("20m", "1h30m").
+func (d *decoder) durationField(m *mapping, key string) time.Duration {
+	n := m.get(key)
+	if n == nil {
+		return 0
+	}
+	v, ok := d.scalar(n, key)
+	if !ok {
+		return 0
+	}
+	dur, err := time.ParseDuration(fmt.Sprint(v))
+	if err != nil || dur <= 0 {
+		d.errorf(n, key, "expected a positive duration such as 20m or 1h30m, got %q", fmt.Sprint(v))
+		return 0
+	}
+	return dur
 }

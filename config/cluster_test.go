@@ -49,6 +49,7 @@ func TestSeedFilesLoad(t *testing.T) {
 	assert.Equal(t, 4, c.GPUsPerNode)
 	assert.Equal(t, "srtctl", c.Launcher)
 	assert.Equal(t, 6*time.Hour, c.DefaultTimeLimit)
+	assert.Equal(t, 20*time.Minute, c.BringUpTime, "a realistic DSv4 Pro bring-up on GB200")
 	assert.Equal(t, "cluster-gb200-nvl72", c.TaskQueue)
 	assert.True(t, c.ServesRunner("cluster:gb200-nv"))
 	assert.False(t, c.ServesRunner("cluster:gb300-nv"))
@@ -116,6 +117,8 @@ func TestParseClusterErrors(t *testing.T) {
 		{"unset env", "/shared", "${SF_UNSET_VAR_FOR_TEST}/x", "shared-root: environment variable SF_UNSET_VAR_FOR_TEST is not set"},
 		{"bad time", "nodes: 18\n", "nodes: 18\ndefault-time-limit: forever\n", "default-time-limit: expected a Slurm time limit"},
 		{"missing root", "node-local-root: /nvme\n", "", "node-local-root: required field is missing"},
+		{"bad bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: soon\n", "c.yaml:4: bring-up-time: expected a positive duration"},
+		{"negative bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: -5m\n", "bring-up-time: expected a positive duration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
