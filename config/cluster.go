@@ -31,8 +31,8 @@ type Cluster struct {
 	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.
 	// Node-minute estimates (`starter bench nodeminutes`) use it.
 	BringUpTime time.Duration
-	Runners          []string         // runner labels this cluster serves (empty: any)
-	Models           map[string]Model // recipe model.path alias -> locations
+	Runners     []string         // runner labels this cluster serves (empty: any)
+	Models      map[string]Model // recipe model.path alias -> locations
 }
 
 // Model says where a checkpoint alias lives on a cluster.
