@@ -27,12 +27,13 @@ type Cluster struct {
 	RecipesRoot      string // where CONFIG_FILE paths resolve (absolute; may be empty)
 	TaskQueue        string // Temporal task queue of this cluster's workers
 	DefaultTimeLimit time.Duration
+	Runners          []string         // runner labels this cluster serves (empty: any)
+	Models           map[string]Model // recipe model.path alias -> locations
+
 	// BringUpTime is how long a server of this cluster takes from launch to
 	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.
 	// Node-minute estimates (`starter bench nodeminutes`) use it.
 	BringUpTime time.Duration
-	Runners     []string         // runner labels this cluster serves (empty: any)
-	Models      map[string]Model // recipe model.path alias -> locations
 }
 
 // Model says where a checkpoint alias lives on a cluster.
