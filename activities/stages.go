@@ -258,3 +258,49 @@ func (a *Activities) scratch(p PointSpec, stage string) (string, error) {
 	}
 	return dir, nil
 }
+
+// ServerCheck says whether an allocation handed over from the previous
+// point of a deployment still holds its nodes and whether its server still
+// answers.
+type ServerCheck struct {
+	AllocationAlive bool   `json:"allocation_alive"`
+	ServerAlive     bool   `json:"server_alive"`
+	Reason          string `json:"reason,omitempty"`
+}
+
+// CheckServer probes a handed-over allocation and its server before the next
+// point of the deployment uses them. A dead server or a lost allocation is an
+// answer, not an error: the workflow brings the server up again, or
+// allocates again.
+func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerCheck, error) {
+	alloc := toCluster(in.Alloc)
+	if err := a.Backend.Check(ctx, alloc); err != nil {
+		if errors.Is(err, cluster.ErrAllocationLost) {
+			return ServerCheck{Reason: err.Error()}, nil
+		}
+		return ServerCheck{}, classify(err)
+	}
+	out := ServerCheck{AllocationAlive: true}
+	if in.Endpoint == nil {
+		return out, nil
+	}
+	srv := cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle}
+	// A few tries: one slow /health answer does not cost a bring-up.
+	var herr error
+	for try := 0; try < 3; try++ {
+		if _, herr = a.Backend.Health(ctx, alloc, srv); herr == nil {
+			out.ServerAlive = true
+			return out, nil
+		}
+		if errors.Is(herr, cluster.ErrAllocationLost) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	out.Reason = herr.Error()
+	a.log(ctx).Info("handed-over server is down", zap.String("job", in.Alloc.JobID), zap.String("url", in.Endpoint.URL), zap.Error(herr))
+	return out, nil
+}

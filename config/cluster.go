@@ -46,6 +46,10 @@ type Cluster struct {
 	// Emulation, when set, marks an emulated partition: every rendered
 	// command is handed to a simulator role (contract in README).
 	Emulation *Emulation
+	// BringUpTime is how long a server of this cluster takes from launch to
+	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.
+	// Node-minute estimates (`starter bench nodeminutes`) use it.
+	BringUpTime time.Duration
 }
 
 // Emulation maps rendered engine commands to simulator roles.
@@ -86,7 +90,8 @@ const (
 var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
 		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
-		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation"}
+		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
+		"bring-up-time"}
 	modelFields      = []string{"path", "source"}
 	emulationFields  = []string{"entrypoints"}
 	entrypointFields = []string{"match", "role"}
@@ -179,6 +184,7 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 	if c.TaskQueue == "" && c.Name != "" {
 		c.TaskQueue = "cluster-" + c.Name
 	}
+	c.BringUpTime = d.durationField(m, "bring-up-time")
 	c.DefaultTimeLimit = 6 * time.Hour
 	if n := m.get("default-time-limit"); n != nil {
 		if v, ok := d.scalar(n, "default-time-limit"); ok {
@@ -348,4 +354,22 @@ func expandEnv(s string) (string, error) {
 		return ""
 	})
 	return out, firstErr
+}
+
+// durationField reads an optional positive Go duration ("20m", "1h30m").
+func (d *decoder) durationField(m *mapping, key string) time.Duration {
+	n := m.get(key)
+	if n == nil {
+		return 0
+	}
+	v, ok := d.scalar(n, key)
+	if !ok {
+		return 0
+	}
+	dur, err := time.ParseDuration(fmt.Sprint(v))
+	if err != nil || dur <= 0 {
+		d.errorf(n, key, "expected a positive duration such as 20m or 1h30m, got %q", fmt.Sprint(v))
+		return 0
+	}
+	return dur
 }

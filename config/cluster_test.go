@@ -53,6 +53,7 @@ func TestSeedFilesLoad(t *testing.T) {
 	assert.False(t, c.Simulated())
 	assert.Contains(t, c.Containers, "dynamo-sglang")
 	assert.Equal(t, 6*time.Hour, c.DefaultTimeLimit)
+	assert.Equal(t, 20*time.Minute, c.BringUpTime, "a realistic DSv4 Pro bring-up on GB200")
 	assert.Equal(t, "cluster-gb200-nvl72", c.TaskQueue)
 	assert.True(t, c.ServesRunner("cluster:gb200-nv"))
 	assert.False(t, c.ServesRunner("cluster:gb300-nv"))
@@ -125,6 +126,8 @@ func TestParseClusterErrors(t *testing.T) {
 		{"bad perf client", "nodes: 18\n", "nodes: 18\nperf-client: aiperf\n", "c.yaml:4: perf-client: expected benchmark or loadgen"},
 		{"empty emulation", "nodes: 18\n", "nodes: 18\nemulation:\n  entrypoints: []\n", "emulation.entrypoints: an emulated partition needs at least one entry point"},
 		{"entrypoint without role", "nodes: 18\n", "nodes: 18\nemulation:\n  entrypoints:\n    - {match: nginx}\n", "emulation.entrypoints[0].role: required field is missing"},
+		{"bad bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: soon\n", "c.yaml:4: bring-up-time: expected a positive duration"},
+		{"negative bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: -5m\n", "bring-up-time: expected a positive duration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

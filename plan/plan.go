@@ -121,6 +121,10 @@ type Point struct {
 	Identity    string `json:"identity"`
 	Deployment  string `json:"deployment"`
 	BaselineKey string `json:"baseline-key"`
+	// BringUpGroup numbers the point's deployment (1, 2, ... in plan
+	// order): points with the same number share one allocation and one
+	// server bring-up.
+	BringUpGroup int `json:"bring-up-group"`
 	// Profile is the planned measurement profile; ProfileHash its hash.
 	Profile     point.Profile `json:"profile"`
 	ProfileHash string        `json:"profile-hash"`
@@ -134,16 +138,66 @@ type Point struct {
 	DurationSec int             `json:"duration-sec,omitempty"`
 }
 
-// NodeAllocations sums the nodes of every row (each row is one allocation).
+// NodeAllocations sums the nodes of every bring-up group: the points of one
+// deployment hold one allocation.
 func (p *Plan) NodeAllocations() int {
-	total, last := 0, -1
-	for _, pt := range p.Points {
-		if pt.RowIndex != last {
-			total += pt.Nodes
-			last = pt.RowIndex
-		}
+	total := 0
+	for _, g := range p.BringUpGroups() {
+		total += g.Nodes
 	}
 	return total
+}
+
+// BringUpGroup is one deployment of a plan: its points share one
+// allocation and one server bring-up, run their perf one after another and
+// restart the server once in eval mode when any of them has an eval.
+type BringUpGroup struct {
+	Group      int    `json:"group"` // Point.BringUpGroup
+	Deployment string `json:"deployment"`
+	Topology   string `json:"topology"`
+	Nodes      int    `json:"nodes"`
+	// Points are indexes into Plan.Points, in plan order.
+	Points []int `json:"points"`
+	Concs  []int `json:"concs"`
+	Evals  int   `json:"evals"`
+}
+
+// BringUpGroups groups the points by deployment, in plan order.
+func (p *Plan) BringUpGroups() []BringUpGroup {
+	var out []BringUpGroup
+	at := map[string]int{}
+	for i, pt := range p.Points {
+		key := pt.Deployment
+		if key == "" {
+			key = pt.ID // no deployment hash: a deployment of its own
+		}
+		j, ok := at[key]
+		if !ok {
+			j = len(out)
+			at[key] = j
+			out = append(out, BringUpGroup{Group: j + 1, Deployment: pt.Deployment, Topology: pt.Topology})
+		}
+		g := &out[j]
+		g.Nodes = max(g.Nodes, pt.Nodes)
+		g.Points = append(g.Points, i)
+		g.Concs = append(g.Concs, pt.Conc)
+		if pt.Eval {
+			g.Evals++
+		}
+	}
+	return out
+}
+
+// EvalRestarts counts the eval-mode restarts the plan needs: one per
+// bring-up group with an eval.
+func (p *Plan) EvalRestarts() int {
+	n := 0
+	for _, g := range p.BringUpGroups() {
+		if g.Evals > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Evals counts the points that run an eval.
@@ -263,6 +317,11 @@ func Build(opts Options) (*Plan, error) {
 	}
 	for i := range p.Points {
 		p.Points[i].Index = i
+	}
+	for _, g := range p.BringUpGroups() {
+		for _, i := range g.Points {
+			p.Points[i].BringUpGroup = g.Group
+		}
 	}
 	if err := checkUnique(p.Points); err != nil {
 		return nil, err

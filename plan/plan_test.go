@@ -117,7 +117,22 @@ func TestSeedPlan(t *testing.T) {
 	assert.Equal(t, 16, p.Points[7].PrefillTP)
 	assert.True(t, p.Points[7].DecodeDPA)
 	assert.Equal(t, 32, p.Points[7].DecodeEP)
-	assert.Equal(t, 76, p.NodeAllocations())
+	// Six deployments: the three 2P1D rows share one allocation and one
+	// bring-up, so 2+2+6+6+12+16 nodes are held, not 2+2+6+6+12+3x16.
+	groups := p.BringUpGroups()
+	require.Len(t, groups, 6)
+	for i, g := range groups {
+		assert.Equal(t, i+1, g.Group)
+		for _, j := range g.Points {
+			assert.Equal(t, g.Group, p.Points[j].BringUpGroup)
+			assert.Equal(t, g.Deployment, p.Points[j].Deployment)
+		}
+	}
+	assert.Equal(t, []int{5, 6, 7}, groups[5].Points)
+	assert.Equal(t, []int{768, 1024, 1280}, groups[5].Concs)
+	assert.Equal(t, 1, groups[5].Evals)
+	assert.Equal(t, 44, p.NodeAllocations())
+	assert.Equal(t, 4, p.EvalRestarts())
 	assert.Equal(t, 4, p.Evals())
 	assert.Len(t, p.Rows, 8)
 	assert.Len(t, p.EvalRows, 4)

@@ -16,6 +16,10 @@ const (
 	// StageLedger covers the small bookkeeping activities (reuse lookup,
 	// records); it is not a stage of the chain but has options like one.
 	StageLedger = "ledger"
+	// StageProbe checks that a server handed over from the previous point
+	// of a deployment still answers; like the ledger it has options but is
+	// not a stage of the chain.
+	StageProbe = "probe"
 )
 
 // Stage is one step of a point with its activity options and whether its
@@ -47,15 +51,21 @@ var chain = []Stage{
 	{Name: StageTeardown, StartToClose: 20 * time.Minute, Heartbeat: time.Minute, MaxAttempts: 10},
 }
 
-var ledgerStage = Stage{Name: StageLedger, StartToClose: 5 * time.Minute, MaxAttempts: 10}
+var (
+	ledgerStage = Stage{Name: StageLedger, StartToClose: 5 * time.Minute, MaxAttempts: 10}
+	probeStage  = Stage{Name: StageProbe, StartToClose: 2 * time.Minute, MaxAttempts: 5}
+)
 
 // Stages returns the point's stage chain in order (a copy).
 func Stages() []Stage { return append([]Stage(nil), chain...) }
 
 // Lookup returns a stage (or the ledger pseudo-stage) by name.
 func Lookup(name string) (Stage, bool) {
-	if name == StageLedger {
+	switch name {
+	case StageLedger:
 		return ledgerStage, true
+	case StageProbe:
+		return probeStage, true
 	}
 	for _, s := range chain {
 		if s.Name == name {

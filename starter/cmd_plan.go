@@ -275,6 +275,8 @@ func planPoints(out io.Writer, f *planFlags) error {
 			Cluster: clusterJSON{Name: cluster.Name, Backend: cluster.Backend, Nodes: cluster.Nodes, GPUsPerNode: cluster.GPUsPerNode,
 				TaskQueue: cluster.TaskQueue, Launcher: cluster.Launcher},
 			NodeAllocations: p.NodeAllocations(),
+			BringUps:        p.BringUpGroups(),
+			EvalRestarts:    p.EvalRestarts(),
 		})
 	}
 	return writePlanTable(out, p)
@@ -293,6 +295,11 @@ type planJSON struct {
 	*plan.Plan
 	Cluster         clusterJSON `json:"cluster"`
 	NodeAllocations int         `json:"node-allocations"`
+	// BringUps are the plan's deployments: each is one allocation and one
+	// perf bring-up shared by its points; EvalRestarts the eval-mode
+	// restarts (one per deployment with an eval).
+	BringUps     []plan.BringUpGroup `json:"bring-ups"`
+	EvalRestarts int                 `json:"eval-restarts"`
 }
 
 func writePlanTable(out io.Writer, p *plan.Plan) error {
@@ -314,7 +321,7 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tEXP-NAME\tTOPOLOGY\tCONC\tNODES\tGPUS\tEVAL\tRECIPE")
+	fmt.Fprintln(tw, "#\tEXP-NAME\tTOPOLOGY\tCONC\tNODES\tGPUS\tEVAL\tBRING-UP\tRECIPE")
 	largest := 0
 	for _, pt := range p.Points {
 		recipe := pt.RecipePath
@@ -325,7 +332,7 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 		if pt.Eval {
 			eval = "yes"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", pt.Index+1, pt.ExpName, pt.Topology, pt.Conc, pt.Nodes, pt.GPUs, eval, recipe)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\tB%d\t%s\n", pt.Index+1, pt.ExpName, pt.Topology, pt.Conc, pt.Nodes, pt.GPUs, eval, pt.BringUpGroup, recipe)
 		largest = max(largest, pt.Nodes)
 	}
 	if err := tw.Flush(); err != nil {
@@ -333,5 +340,17 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 	}
 	fmt.Fprintf(out, "\n%d points, %d node-allocations, %d with eval; largest point needs %d of %d nodes\n",
 		len(p.Points), p.NodeAllocations(), p.Evals(), largest, c.Nodes)
+	groups := p.BringUpGroups()
+	fmt.Fprintf(out, "%d bring-ups (one per deployment; points with the same B share its allocation and server), %d eval restarts\n",
+		len(groups), p.EvalRestarts())
+	for _, g := range groups {
+		if len(g.Points) > 1 {
+			concs := make([]string, len(g.Concs))
+			for i, c := range g.Concs {
+				concs[i] = "c" + strconv.Itoa(c)
+			}
+			fmt.Fprintf(out, "  B%d %s: %s on one %d-node allocation\n", g.Group, g.Topology, strings.Join(concs, ", "), g.Nodes)
+		}
+	}
 	return nil
 }

@@ -85,7 +85,7 @@ func seedCopy(t *testing.T) string {
 	return root
 }
 
-var tableRow = regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(TP\d+ agg|\dP\dD \S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|no)\s+(\S+\.yaml)$`)
+var tableRow = regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(TP\d+ agg|\dP\dD \S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|no)\s+B(\d+)\s+(\S+\.yaml)$`)
 
 func TestPlanSeedTable(t *testing.T) {
 	repo, err := filepath.Abs("..")
@@ -110,7 +110,15 @@ func TestPlanSeedTable(t *testing.T) {
 	assert.Equal(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache", rows[0][2])
 	assert.Equal(t, "1P1D DEP8/DEP16", rows[2][3])
 	assert.Equal(t, "2P1D DEP16/DEP32", rows[7][3])
-	assert.Contains(t, res.stdout, "8 points, 76 node-allocations, 4 with eval; largest point needs 16 of 18 nodes")
+	var groups []string
+	for _, r := range rows {
+		groups = append(groups, r[8])
+	}
+	assert.Equal(t, []string{"1", "2", "3", "4", "5", "6", "6", "6"}, groups, "the 2P1D concurrencies share one bring-up")
+	assert.Contains(t, res.stdout, "8 points, 44 node-allocations, 4 with eval; largest point needs 16 of 18 nodes")
+	assert.Contains(t, res.stdout, "6 bring-ups (one per deployment")
+	assert.Contains(t, res.stdout, "4 eval restarts")
+	assert.Contains(t, res.stdout, "B6 2P1D DEP16/DEP32: c768, c1024, c1280 on one 16-node allocation")
 
 	// --json for machines, and --cluster switches the profile.
 	res = starterIn(t, repo, "plan", "--sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "--cluster", "configs/clusters/local-sim.yaml", "--json")
@@ -121,13 +129,21 @@ func TestPlanSeedTable(t *testing.T) {
 			Name    string `json:"name"`
 			Backend string `json:"backend"`
 		} `json:"cluster"`
-		Points []struct {
-			Nodes       int    `json:"nodes"`
-			Eval        bool   `json:"eval"`
-			ID          string `json:"id"`
-			Identity    string `json:"identity"`
-			ProfileHash string `json:"profile-hash"`
-			Row         struct {
+		BringUps []struct {
+			Group  int   `json:"group"`
+			Nodes  int   `json:"nodes"`
+			Points []int `json:"points"`
+			Evals  int   `json:"evals"`
+		} `json:"bring-ups"`
+		EvalRestarts int `json:"eval-restarts"`
+		Points       []struct {
+			BringUpGroup int    `json:"bring-up-group"`
+			Nodes        int    `json:"nodes"`
+			Eval         bool   `json:"eval"`
+			ID           string `json:"id"`
+			Identity     string `json:"identity"`
+			ProfileHash  string `json:"profile-hash"`
+			Row          struct {
 				ExpName string `json:"exp-name"`
 			} `json:"row"`
 		} `json:"points"`
@@ -141,6 +157,12 @@ func TestPlanSeedTable(t *testing.T) {
 	assert.Equal(t, "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc1280_kvdram-hicache", out.Points[7].Row.ExpName)
 	assert.Regexp(t, `^[0-9a-f]{64}-c1$`, out.Points[0].Identity)
 	assert.Len(t, out.Points[0].ProfileHash, 64)
+	require.Len(t, out.BringUps, 6)
+	assert.Equal(t, []int{5, 6, 7}, out.BringUps[5].Points)
+	assert.Equal(t, 16, out.BringUps[5].Nodes)
+	assert.Equal(t, 1, out.BringUps[5].Evals)
+	assert.Equal(t, 4, out.EvalRestarts)
+	assert.Equal(t, 6, out.Points[7].BringUpGroup)
 
 	// What plan --json prints is exactly what the sweep runs with.
 	in, _, err := buildSweep(sweepRequest{SweepFile: filepath.Join(repo, "configs/sweeps/dsv4-gb200-agentx.yaml"), ClusterFile: filepath.Join(repo, "configs/clusters/local-sim.yaml")})

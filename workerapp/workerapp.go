@@ -47,6 +47,7 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		})
 		cw.RegisterWorkflow(workflows.SweepWorkflow)
 		cw.RegisterWorkflow(workflows.PointWorkflow)
+		cw.RegisterWorkflow(workflows.DeploymentWorkflow)
 		cw.RegisterWorkflow(workflows.NightlyWorkflow)
 		w.ws = append(w.ws, cw)
 	}

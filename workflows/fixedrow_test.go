@@ -84,6 +84,7 @@ func (r *rowRecorder) register(env *testsuite.TestWorkflowEnvironment) {
 		return nil
 	})
 	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.CheckServer, mock.Anything, mock.Anything).Return(activities.ServerCheck{AllocationAlive: true, ServerAlive: true}, nil)
 	env.OnActivity(a.RecordPoint, mock.Anything, mock.Anything).Return(func(_ context.Context, rec activities.PointRecord) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -92,6 +93,9 @@ func (r *rowRecorder) register(env *testsuite.TestWorkflowEnvironment) {
 	})
 	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
 	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		if info.WorkflowType.Name != "PointWorkflow" {
+			return // the deployment's group workflow
+		}
 		var in PointInput
 		if err := args.Get(&in); err != nil {
 			panic(err)
@@ -106,8 +110,9 @@ func (r *rowRecorder) register(env *testsuite.TestWorkflowEnvironment) {
 // TestSweepFixedSeqLenRowConcurrencies runs one fixed-seq-len row with
 // several concurrencies through SweepWorkflow and the real PointWorkflow:
 // every point gets its own child workflow and its perf figures are uploaded
-// and reported under its own identity, whether the points run side by side
-// or one after another.
+// and reported under its own identity. The points share one deployment, so
+// they run one after another on one allocation that holds its nodes once,
+// however many would fit side by side.
 func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 	concs := []int{12, 44, 76}
 	tests := []struct {
@@ -115,8 +120,8 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 		nodes       int // per point; the budget is 18
 		wantMaxUsed int
 	}{
-		{"side by side", 5, 15},
-		{"one after another", 10, 10},
+		{"small deployment", 5, 5},
+		{"large deployment", 10, 10},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +138,7 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 			env := s.NewTestWorkflowEnvironment()
 			env.RegisterWorkflow(SweepWorkflow)
 			env.RegisterWorkflow(PointWorkflow)
+			env.RegisterWorkflow(DeploymentWorkflow)
 			rec := &rowRecorder{uploads: map[string][]activities.UploadInput{}, records: map[string][]activities.PointRecord{},
 				children: map[string]string{}}
 			rec.register(env)

@@ -52,6 +52,9 @@ type PointInput struct {
 	ReuseFrom []string `json:"reuse_from,omitempty"`
 	// Force names stages that rerun even when a reusable output exists.
 	Force []string `json:"force,omitempty"`
+	// Group is set when the point shares its deployment's allocation and
+	// server with other points (DeploymentWorkflow).
+	Group *GroupRole `json:"group,omitempty"`
 }
 
 // Decision is the argument of the decide update.
@@ -106,6 +109,9 @@ type PointState struct {
 	Released bool `json:"released,omitempty"`
 	// Hold: the operator asked to keep the nodes while the point waits.
 	Hold bool `json:"hold,omitempty"`
+	// Handoff is the allocation (and server) a point of a deployment group
+	// hands to the next point instead of tearing it down.
+	Handoff *Lease `json:"handoff,omitempty"`
 }
 
 type pointRun struct {
@@ -122,6 +128,12 @@ type pointRun struct {
 	// gateVersion is the changeReleaseWhileWaiting version, known once the
 	// point reached an operator gate.
 	gateVersion workflow.Version
+	// endpoint is the server running on the allocation (group points).
+	endpoint *activities.Endpoint
+	// handBack: on success the allocation goes to the next point of the
+	// group; evalTurnDone: a deferred eval got its turn.
+	handBack     bool
+	evalTurnDone bool
 }
 
 // PointWorkflow runs the stages of one sweep point on one allocation:
@@ -192,6 +204,19 @@ func (r *pointRun) setup(ctx workflow.Context) error {
 
 func (r *pointRun) run(ctx workflow.Context) error {
 	p := r.in.Point
+	if g := r.in.Group; g != nil {
+		r.handBack = g.HandBack
+		if g.Lease != nil {
+			r.adopt(g.Lease)
+		}
+		// Whatever happens, the nodes this point still holds at the end go
+		// to the next point (success) or are torn down.
+		defer func() {
+			if r.allocated {
+				r.teardown(ctx)
+			}
+		}()
+	}
 	var reused activities.Reused
 	if len(r.in.ReuseFrom) > 0 {
 		lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, r.in.TaskQueue, r.in.Tuning))
@@ -246,6 +271,10 @@ func (r *pointRun) run(ctx workflow.Context) error {
 			break
 		}
 	}
+	if r.in.Group != nil && r.handBack && r.allocated {
+		r.state.Handoff = r.lease()
+		r.allocated, r.endpoint, r.state.NodesHeld = false, nil, 0
+	}
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
 	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, activities.StagePerf) {
@@ -264,29 +293,24 @@ func (r *pointRun) run(ctx workflow.Context) error {
 // reports that the operator skipped a stage that ends the point.
 func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (stop bool, err error) {
 	p := r.in.Point
-	var alloc activities.Allocation
-	skipped, err := r.stage(ctx, activities.StageAllocate, func(actx workflow.Context) error {
-		return workflow.ExecuteActivity(actx, r.acts.Allocate, p).Get(actx, &alloc)
-	})
-	if err != nil || skipped {
-		return true, err
-	}
-	r.alloc, r.allocated = alloc, true
-	r.state.NodesHeld, r.state.Released = len(alloc.Nodes), false
-	if r.state.NodesHeld == 0 {
-		r.state.NodesHeld = p.Nodes
-	}
-
-	in := activities.StageInput{Point: p, Alloc: alloc}
-	var ck activities.CheckpointOutput
-	if skipped, err := r.stage(ctx, activities.StageCheckpoint, func(actx workflow.Context) error {
-		return workflow.ExecuteActivity(actx, r.acts.StageCheckpoint, in).Get(actx, &ck)
-	}); err != nil || skipped {
-		return true, err
-	}
-	if needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf) {
-		if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
+	perfToDo := needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf)
+	var in activities.StageInput
+	// A point whose only stage on the nodes is a deferred eval takes them
+	// in the group's eval phase.
+	if perfToDo || !r.deferringEval() {
+		if in, stop, err = r.acquire(ctx); err != nil || stop {
 			return true, err
+		}
+	}
+	if perfToDo {
+		// A shared server started for perf (the golden AL in its
+		// environment) serves this point's perf run as it is.
+		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "perf") {
+			if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
+				return true, err
+			}
+		} else {
+			r.markShared(ctx, activities.StageBringUp)
 		}
 		if _, err := r.stage(ctx, activities.StageWarmup, func(actx workflow.Context) error {
 			return workflow.ExecuteActivity(actx, r.acts.Warmup, in).Get(actx, nil)
@@ -305,6 +329,13 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 		}
 	}
 	if needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval) {
+		if r.deferringEval() {
+			// Every perf run of the deployment comes first: hand the server
+			// over and wait for the group's eval phase.
+			if in, stop, err = r.awaitEvalTurn(ctx); err != nil || stop {
+				return true, err
+			}
+		}
 		// The eval runs with real draft verification: a server started
 		// with synthetic acceptance for perf is restarted without it.
 		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "eval") {
@@ -386,6 +417,7 @@ func (r *pointRun) bringUp(ctx workflow.Context, in *activities.StageInput, mode
 		return false, nil
 	}
 	in.Endpoint = &ep
+	r.endpoint = &ep
 	return true, nil
 }
 
@@ -544,7 +576,7 @@ func (r *pointRun) teardown(ctx workflow.Context) {
 		workflow.GetLogger(ctx).Error("teardown failed", "point", r.in.Point.PointID, "error", err)
 	}
 	r.state.Stages = append(r.state.Stages, run)
-	r.allocated, r.state.NodesHeld = false, 0
+	r.allocated, r.state.NodesHeld, r.endpoint = false, 0, nil
 }
 
 // finish settles the final status and records it in the ledger, also after a

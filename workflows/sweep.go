@@ -96,12 +96,54 @@ func PointWorkflowID(sweepID, pointID string) string { return sweepID + "/" + po
 type sweepRun struct {
 	in       SweepInput
 	acts     *activities.Activities
-	queue    []activities.PointSpec
-	running  []activities.PointSpec
+	queue    []unit
+	running  []unit
 	inUse    int
 	maxInUse int
 	bypassed int
 	done     []PointOutcome
+}
+
+// unit is what the sweep schedules on its node budget: one point, or (from
+// changeSharedBringUp on) the points of one deployment, which hold their
+// nodes once and share one bring-up.
+type unit struct {
+	key    string
+	points []activities.PointSpec
+	nodes  int
+}
+
+func (u unit) has(id string) bool {
+	return slices.ContainsFunc(u.points, func(p activities.PointSpec) bool { return p.PointID == id })
+}
+
+// units groups points into scheduling units in plan order: by deployment
+// when shared is set, else one unit per point.
+func units(pts []activities.PointSpec, shared bool) []unit {
+	var out []unit
+	at := map[string]int{}
+	for _, p := range pts {
+		key := "point:" + p.PointID
+		if shared {
+			key = DeploymentKey(p)
+		}
+		if i, ok := at[key]; ok {
+			out[i].points = append(out[i].points, p)
+			out[i].nodes = max(out[i].nodes, p.Nodes)
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, unit{key: key, points: []activities.PointSpec{p}, nodes: p.Nodes})
+	}
+	return out
+}
+
+func flatten(us []unit) []activities.PointSpec {
+	var out []activities.PointSpec
+	for _, u := range us {
+		out = append(out, u.points...)
+	}
+	return out
 }
 
 // SweepWorkflow owns a sweep's plan: it starts one PointWorkflow per point
@@ -122,12 +164,14 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		in.HistoryLimit = 8000
 	}
 	s := &sweepRun{in: in, done: in.Done}
-	s.queue = slices.Clone(in.Points)
-	for i := range s.queue {
-		s.queue[i].SweepID = in.SweepID
+	pts := slices.Clone(in.Points)
+	for i := range pts {
+		pts[i].SweepID = in.SweepID
 	}
+	shared := workflow.GetVersion(ctx, changeSharedBringUp, workflow.DefaultVersion, 1) >= 1
+	s.queue = units(pts, shared)
 	// Largest points first: they are the hardest to place.
-	slices.SortStableFunc(s.queue, func(a, b activities.PointSpec) int { return b.Nodes - a.Nodes })
+	slices.SortStableFunc(s.queue, func(a, b unit) int { return b.nodes - a.nodes })
 
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (SweepProgress, error) {
 		return s.progress(time.Time{}), nil
@@ -141,11 +185,13 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	}
 
 	// Points that can never fit fail at once instead of blocking the queue.
-	for _, p := range slices.Clone(s.queue) {
-		if p.Nodes > in.NodeBudget || p.Nodes <= 0 {
-			s.removeQueued(p.PointID)
-			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID),
-				Status: StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, in.NodeBudget)})
+	for _, u := range slices.Clone(s.queue) {
+		if u.nodes > in.NodeBudget || u.nodes <= 0 {
+			s.removeQueued(u.key)
+			for _, p := range u.points {
+				s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID),
+					Status: StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, in.NodeBudget)})
+			}
 		}
 	}
 
@@ -175,7 +221,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 			}
 			if draining {
 				// Every running point finished: hand the rest to a fresh run.
-				in.Points, in.Done, in.Runs = s.queue, s.done, in.Runs+1
+				in.Points, in.Done, in.Runs = flatten(s.queue), s.done, in.Runs+1
 				return nil, workflow.NewContinueAsNewError(ctx, SweepWorkflow, in)
 			}
 		}
@@ -196,7 +242,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	}
 	if ctx.Err() != nil {
 		status = StatusCancelled
-		for _, p := range s.queue {
+		for _, p := range flatten(s.queue) {
 			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled})
 		}
 		s.queue = nil
@@ -218,8 +264,8 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 // MaxBypass times, after which the sweep waits for the head's nodes.
 func (s *sweepRun) next() int {
 	free := s.in.NodeBudget - s.inUse
-	for i, p := range s.queue {
-		if p.Nodes > free {
+	for i, u := range s.queue {
+		if u.nodes > free {
 			continue
 		}
 		if i == 0 {
@@ -236,54 +282,79 @@ func (s *sweepRun) next() int {
 }
 
 func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
-	p := s.queue[i]
+	u := s.queue[i]
 	s.queue = slices.Delete(s.queue, i, i+1)
-	s.running = append(s.running, p)
-	s.inUse += p.Nodes
+	s.running = append(s.running, u)
+	s.inUse += u.nodes
 	s.maxInUse = max(s.maxInUse, s.inUse)
-	wid := PointWorkflowID(s.in.SweepID, p.PointID)
+	finish := func() {
+		s.inUse -= u.nodes
+		s.running = slices.DeleteFunc(s.running, func(r unit) bool { return r.key == u.key })
+	}
+	if len(u.points) == 1 {
+		p := u.points[0]
+		fut := startPoint(ctx, s.in.SweepID, p, PointInput{
+			Point: p, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning, ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
+		})
+		sel.AddFuture(fut, func(f workflow.Future) {
+			out, _ := childOutcome(ctx, p, PointWorkflowID(s.in.SweepID, p.PointID), f)
+			s.done = append(s.done, out)
+			finish()
+		})
+		return
+	}
+	// The points of one deployment: one allocation, one bring-up.
+	p0 := u.points[0]
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            wid,
+		WorkflowID:            DeploymentWorkflowID(s.in.SweepID, u.key),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation:   true,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:         fmt.Sprintf("%s %s c%d (%d nodes, %d GPUs)", p.ConfigKey, p.Topology, p.Conc, p.Nodes, p.GPUs),
-		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**identity** `%s`\n\n**profile** `%s`\n\n**recipe** %s\n\n**image** %s",
-			s.in.SweepID, p.PointID, p.Identity, p.ProfileHash, p.RecipePath, p.Image),
+		StaticSummary: fmt.Sprintf("%s %s: %d points on one allocation (%d nodes)", p0.ConfigKey, p0.Topology,
+			len(u.points), u.nodes),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SAKind.ValueSet(KindPoint), SASweepID.ValueSet(s.in.SweepID), SAConfigKey.ValueSet(p.ConfigKey),
-			SATopology.ValueSet(p.Topology), SAConcurrency.ValueSet(int64(p.Conc)),
-			SAStage.ValueSet("pending"), SAPointStatus.ValueSet(StatusPending)),
+			SAKind.ValueSet(KindDeployment), SASweepID.ValueSet(s.in.SweepID), SAConfigKey.ValueSet(p0.ConfigKey),
+			SATopology.ValueSet(p0.Topology)),
 	})
-	fut := workflow.ExecuteChildWorkflow(cctx, PointWorkflow, PointInput{
-		Point: p, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning, ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
+	fut := workflow.ExecuteChildWorkflow(cctx, DeploymentWorkflow, DeploymentInput{
+		SweepID: s.in.SweepID, Deployment: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
+		ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
 	})
 	sel.AddFuture(fut, func(f workflow.Future) {
-		var st PointState
-		err := f.Get(ctx, &st)
-		out := PointOutcome{PointID: p.PointID, WorkflowID: wid, Status: st.Status}
-		if err == nil {
-			out.State = &st
-		} else {
-			out.Error = rootMessage(err)
-			var app *temporal.ApplicationError
-			var failed PointState
-			if errors.As(err, &app) && app.HasDetails() && app.Details(&failed) == nil {
-				out.State, out.Status = &failed, failed.Status
-			} else if temporal.IsCanceledError(err) || ctx.Err() != nil {
-				out.Status = StatusCancelled
-			} else {
-				out.Status = StatusFailed
+		var outs []PointOutcome
+		err := f.Get(ctx, &outs)
+		if err != nil {
+			var ce *temporal.CanceledError
+			if errors.As(err, &ce) && ce.HasDetails() {
+				_ = ce.Details(&outs)
 			}
 		}
-		s.done = append(s.done, out)
-		s.inUse -= p.Nodes
-		s.running = slices.DeleteFunc(s.running, func(r activities.PointSpec) bool { return r.PointID == p.PointID })
+		got := map[string]bool{}
+		for _, o := range outs {
+			if o.PointID != "" {
+				got[o.PointID] = true
+				s.done = append(s.done, o)
+			}
+		}
+		for _, p := range u.points {
+			if got[p.PointID] {
+				continue
+			}
+			out := PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), Status: StatusFailed}
+			if err != nil {
+				out.Error = rootMessage(err)
+			}
+			if temporal.IsCanceledError(err) || ctx.Err() != nil {
+				out.Status = StatusCancelled
+			}
+			s.done = append(s.done, out)
+		}
+		finish()
 	})
 }
 
-func (s *sweepRun) removeQueued(id string) {
-	s.queue = slices.DeleteFunc(s.queue, func(p activities.PointSpec) bool { return p.PointID == id })
+func (s *sweepRun) removeQueued(key string) {
+	s.queue = slices.DeleteFunc(s.queue, func(u unit) bool { return u.key == key })
 }
 
 func (s *sweepRun) progress(end time.Time) SweepProgress {
@@ -298,9 +369,9 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	for _, p := range s.in.Points {
 		var r PointProgress
 		switch {
-		case slices.ContainsFunc(s.running, func(x activities.PointSpec) bool { return x.PointID == p.PointID }):
+		case slices.ContainsFunc(s.running, func(u unit) bool { return u.has(p.PointID) }):
 			r = row(p, StatusRunning)
-		case slices.ContainsFunc(s.queue, func(x activities.PointSpec) bool { return x.PointID == p.PointID }):
+		case slices.ContainsFunc(s.queue, func(u unit) bool { return u.has(p.PointID) }):
 			r = row(p, StatusPending)
 		default:
 			r = row(p, StatusPending)

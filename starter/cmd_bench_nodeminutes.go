@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/plan"
+)
+
+func init() { register("bench nodeminutes", newBenchNodeMinutesCmd) }
+
+func newBenchNodeMinutesCmd() *cobra.Command {
+	c := &cobra.Command{Use: "nodeminutes", Short: "node-minutes of a sweep with one bring-up per deployment vs one per point",
+		Long: `usage: starter bench nodeminutes --sweep F [--cluster F] [--warmup D] [--eval D] [--json]
+
+Estimates the node-minutes a sweep holds: per allocation, nodes x (bring-up
++ warmup + perf duration from the matrix row + eval restart + eval). With
+shared bring-up (what sweeps do) the points of one deployment are one
+allocation: one bring-up, every point's warmup and perf one after another,
+one eval-mode restart for the deployment's evals. The comparison gives
+every point its own allocation and bring-up. The bring-up time comes from
+the cluster profile's bring-up-time; warmup and eval times are assumptions
+given by flags. Nothing is submitted or measured.`,
+		Args: noArgs}
+	var f planFlags
+	var times plan.NodeMinuteTimes
+	fs := c.Flags()
+	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
+	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
+	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against")
+	fs.DurationVar(&times.Warmup, "warmup", 5*time.Minute, "warmup time per point (assumed)")
+	fs.DurationVar(&times.Eval, "eval", 10*time.Minute, "one GSM8K eval run (assumed)")
+	fs.BoolVar(&f.jsonOut, "json", false, "JSON for machines")
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		if f.sweep == "" {
+			return &exitError{code: 2, msg: "give --sweep FILE"}
+		}
+		if times.Warmup < 0 || times.Eval < 0 {
+			return &exitError{code: 2, msg: "--warmup and --eval must not be negative"}
+		}
+		s, err := sweepFromFlags(&f)
+		if err != nil {
+			return err
+		}
+		if s.ClusterPath == "" {
+			return &exitError{code: 2, msg: "no cluster profile: give --cluster FILE or set cluster in the sweep file"}
+		}
+		cluster, err := config.LoadCluster(s.ClusterPath)
+		if err != nil {
+			return configError(err)
+		}
+		p, err := plan.Build(plan.Options{Sweep: s, Cluster: cluster, RecipesRoot: f.recipesRoot})
+		if err != nil {
+			return configError(err)
+		}
+		times.BringUp = cluster.BringUpTime
+		rep, err := plan.NodeMinutes(p, times)
+		if err != nil {
+			return &exitError{code: 1, msg: err.Error()}
+		}
+		out := c.OutOrStdout()
+		if f.jsonOut {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(struct {
+				Sweep   string `json:"sweep"`
+				Cluster string `json:"cluster"`
+				plan.NodeMinuteReport
+			}{p.SweepName, cluster.Name, rep})
+		}
+		return writeNodeMinutes(out, p, cluster, rep)
+	}
+	return c
+}
+
+func writeNodeMinutes(out io.Writer, p *plan.Plan, c *config.Cluster, rep plan.NodeMinuteReport) error {
+	t := rep.Times
+	fmt.Fprintf(out, "sweep %s on %s: node-minutes, one bring-up per deployment vs one per point\n", p.SweepName, c.Name)
+	fmt.Fprintf(out, "bring-up %s (cluster profile bring-up-time, also the eval restart), warmup %s per point, eval %s; perf from each row\n\n",
+		t.BringUp, t.Warmup, t.Eval)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "GROUP\tTOPOLOGY\tNODES\tCONCS\tEVALS\tSHARED\tPER-POINT\t")
+	for _, g := range rep.Groups {
+		concs := make([]string, len(g.Concs))
+		for i, x := range g.Concs {
+			concs[i] = strconv.Itoa(x)
+		}
+		fmt.Fprintf(tw, "B%d\t%s\t%d\t%s\t%d\t%.0f\t%.0f\t\n", g.Group, g.Topology, g.Nodes, strings.Join(concs, ","), g.Evals, g.Shared, g.PerPoint)
+	}
+	fmt.Fprintf(tw, "total\t\t\t\t\t%.0f\t%.0f\t\n", rep.Shared, rep.PerPoint)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nbring-ups: %d perf + %d eval restarts shared, %d perf + %d eval restarts one per point\n",
+		rep.SharedPerfBringUps, rep.SharedEvalRestarts, rep.PerPointPerfBringUps, rep.PerPointEvalRestarts)
+	fmt.Fprintf(out, "node-minutes: %.0f shared vs %.0f per point: %.0f saved (%.1f%%), ratio %.3f\n",
+		rep.Shared, rep.PerPoint, rep.Saved, 100*rep.SavedShare, rep.Ratio)
+	return nil
+}

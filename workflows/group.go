@@ -1,0 +1,264 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
+)
+
+// changeSharedBringUp versions the sweep's scheduling by deployment (issue
+// 12 item 5): points that share a deployment run under one
+// DeploymentWorkflow on one allocation and one server. Sweeps recorded
+// before it start one PointWorkflow per point.
+const changeSharedBringUp = "shared-bringup-per-deployment"
+
+// Signals between a DeploymentWorkflow and its points.
+const (
+	// SignalPerfDone: a point whose eval waits for the group's eval phase
+	// hands its allocation and server back after its perf run.
+	SignalPerfDone = "deployment-perf-done"
+	// SignalEvalTurn: the group hands such a point the allocation for its
+	// eval, once every perf run of the deployment is done.
+	SignalEvalTurn = "deployment-eval-turn"
+)
+
+// KindDeployment is the SweepflowKind of a DeploymentWorkflow.
+const KindDeployment = "deployment"
+
+// Lease is an allocation (and the server running on it, if any) passed from
+// one point of a deployment to the next.
+type Lease struct {
+	Alloc    activities.Allocation `json:"alloc"`
+	Endpoint *activities.Endpoint  `json:"endpoint,omitempty"`
+	// From is the point that held it last.
+	From string `json:"from"`
+}
+
+// GroupRole is a point's place in its deployment group.
+type GroupRole struct {
+	// Workflow is the DeploymentWorkflow's ID (perf-done goes there).
+	Workflow string `json:"workflow"`
+	// Lease is what the previous point handed over; nil: allocate.
+	Lease *Lease `json:"lease,omitempty"`
+	// HandBack: a later point uses the nodes, so the point returns them in
+	// PointState.Handoff instead of tearing them down.
+	HandBack bool `json:"hand_back"`
+	// DeferEval: the point's eval waits for the group's eval phase, after
+	// every perf run of the deployment.
+	DeferEval bool `json:"defer_eval,omitempty"`
+}
+
+// PerfDone is the payload of SignalPerfDone.
+type PerfDone struct {
+	PointID string `json:"point_id"`
+	Lease   *Lease `json:"lease,omitempty"`
+}
+
+// EvalTurn is the payload of SignalEvalTurn.
+type EvalTurn struct {
+	Lease    *Lease `json:"lease,omitempty"`
+	HandBack bool   `json:"hand_back"`
+}
+
+// DeploymentInput starts the points of one deployment.
+type DeploymentInput struct {
+	SweepID    string                 `json:"sweep_id"`
+	Deployment string                 `json:"deployment"`
+	Points     []activities.PointSpec `json:"points"`
+	TaskQueue  string                 `json:"task_queue"`
+	Tuning     Tuning                 `json:"tuning"`
+	ReuseFrom  []string               `json:"reuse_from,omitempty"`
+	Force      []string               `json:"force,omitempty"`
+}
+
+// DeploymentKey is the deployment a point belongs to: the deployment hash of
+// its identity, or its own ID when it has no identity (then it is alone).
+func DeploymentKey(p activities.PointSpec) string {
+	if id, err := point.Parse(p.Identity); err == nil && id.Deployment != "" {
+		return id.Deployment
+	}
+	return "point:" + p.PointID
+}
+
+// DeploymentWorkflowID is the deterministic ID of a deployment's group
+// workflow in a sweep.
+func DeploymentWorkflowID(sweepID, deployment string) string {
+	return sweepID + "/deployment-" + deployment[:min(16, len(deployment))]
+}
+
+// PerfOrder is the order a deployment's points use the server: points
+// without an eval first, then those with one, each in plan order. So every
+// perf run comes before the one eval-mode restart.
+func PerfOrder(pts []activities.PointSpec) []activities.PointSpec {
+	out := slices.Clone(pts)
+	slices.SortStableFunc(out, func(a, b activities.PointSpec) int {
+		switch {
+		case a.Eval == b.Eval:
+			return 0
+		case b.Eval:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// DeploymentWorkflow runs the points of one deployment on one allocation
+// and one bring-up: their perf runs follow one another on the same server,
+// then the server restarts once in eval mode for the evals, then it is torn
+// down. Every point keeps its own PointWorkflow (same ID as without
+// grouping), status and ledger rows; a point that fails tears the nodes
+// down and the next one allocates again.
+func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcome, error) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAKind.ValueSet(KindDeployment), SASweepID.ValueSet(in.SweepID))
+	gid := workflow.GetInfo(ctx).WorkflowExecution.ID
+	order := PerfOrder(in.Points)
+	lastEval := -1
+	for i, p := range order {
+		if p.Eval {
+			lastEval = i
+		}
+	}
+	var (
+		lease    *Lease
+		outcomes = map[string]PointOutcome{}
+		deferred []deferredEval
+	)
+	perfDone := workflow.GetSignalChannel(ctx, SignalPerfDone)
+	settle := func(p activities.PointSpec, fut workflow.ChildWorkflowFuture) {
+		out, st := childOutcome(ctx, p, PointWorkflowID(in.SweepID, p.PointID), fut)
+		outcomes[p.PointID] = out
+		lease = nil
+		if st != nil {
+			lease = st.Handoff
+		}
+	}
+	for i, p := range order {
+		if ctx.Err() != nil {
+			outcomes[p.PointID] = PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled}
+			continue
+		}
+		deferEval := p.Eval && i != lastEval
+		later := i < len(order)-1 || len(deferred) > 0 || deferEval
+		role := &GroupRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
+		lease = nil
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Deployment, i+1, len(order), p.Topology, p.Conc))
+		fut := startPoint(ctx, in.SweepID, p, PointInput{Point: p, TaskQueue: in.TaskQueue, Tuning: in.Tuning,
+			ReuseFrom: in.ReuseFrom, Force: in.Force, Group: role})
+		if !deferEval {
+			settle(p, fut)
+			continue
+		}
+		// Wait until the point hands the server back after its perf run
+		// (or ends before that).
+		handed, finished := false, false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(perfDone, func(c workflow.ReceiveChannel, _ bool) {
+			var h PerfDone
+			c.Receive(ctx, &h)
+			if h.PointID != p.PointID {
+				workflow.GetLogger(ctx).Warn("perf-done from an unexpected point", "want", p.PointID, "got", h.PointID)
+			}
+			lease, handed = h.Lease, true
+		})
+		sel.AddFuture(fut, func(workflow.Future) { finished = true })
+		for !handed && !finished {
+			sel.Select(ctx)
+		}
+		if finished && !handed {
+			settle(p, fut)
+			continue
+		}
+		deferred = append(deferred, deferredEval{p: p, fut: fut})
+	}
+	// The eval phase: one eval-mode server serves every deferred eval.
+	for j, d := range deferred {
+		if ctx.Err() == nil {
+			turn := EvalTurn{Lease: lease, HandBack: j < len(deferred)-1}
+			lease = nil
+			if err := d.fut.SignalChildWorkflow(ctx, SignalEvalTurn, turn).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("eval turn not delivered", "point", d.p.PointID, "error", err)
+				lease = turn.Lease
+			}
+		}
+		settle(d.p, d.fut)
+	}
+	if lease != nil {
+		// Nobody is left to use it (cancellation, or a point ended early).
+		teardownLease(ctx, in.TaskQueue, in.Tuning, in.Points[0], lease)
+	}
+	out := make([]PointOutcome, 0, len(in.Points))
+	for _, p := range in.Points {
+		out = append(out, outcomes[p.PointID])
+	}
+	if ctx.Err() != nil {
+		return out, temporal.NewCanceledError(out)
+	}
+	return out, nil
+}
+
+type deferredEval struct {
+	p   activities.PointSpec
+	fut workflow.ChildWorkflowFuture
+}
+
+// teardownLease releases an allocation no point holds any more.
+func teardownLease(ctx workflow.Context, queue string, t Tuning, p activities.PointSpec, l *Lease) {
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(activities.StageTeardown, queue, t))
+	var a *activities.Activities
+	if err := workflow.ExecuteActivity(tctx, a.Teardown, activities.StageInput{Point: p, Alloc: l.Alloc}).Get(tctx, nil); err != nil {
+		workflow.GetLogger(ctx).Error("teardown of a left-over allocation failed", "job", l.Alloc.JobID, "error", err)
+	}
+}
+
+// startPoint starts a point's child workflow with its deterministic ID.
+func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in PointInput) workflow.ChildWorkflowFuture {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            PointWorkflowID(sweepID, p.PointID),
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation:   true,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("%s %s c%d (%d nodes, %d GPUs)", p.ConfigKey, p.Topology, p.Conc, p.Nodes, p.GPUs),
+		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**identity** `%s`\n\n**profile** `%s`\n\n**recipe** %s\n\n**image** %s",
+			sweepID, p.PointID, p.Identity, p.ProfileHash, p.RecipePath, p.Image),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SAKind.ValueSet(KindPoint), SASweepID.ValueSet(sweepID), SAConfigKey.ValueSet(p.ConfigKey),
+			SATopology.ValueSet(p.Topology), SAConcurrency.ValueSet(int64(p.Conc)),
+			SAStage.ValueSet("pending"), SAPointStatus.ValueSet(StatusPending)),
+	})
+	return workflow.ExecuteChildWorkflow(cctx, PointWorkflow, in)
+}
+
+// childOutcome waits for a point's child workflow and turns its result into
+// the outcome the sweep reports; st is the point's final state when known.
+func childOutcome(ctx workflow.Context, p activities.PointSpec, wid string, f workflow.Future) (PointOutcome, *PointState) {
+	var st PointState
+	err := f.Get(ctx, &st)
+	out := PointOutcome{PointID: p.PointID, WorkflowID: wid, Status: st.Status}
+	if err == nil {
+		out.State = &st
+		return out, &st
+	}
+	out.Error = rootMessage(err)
+	var app *temporal.ApplicationError
+	var failed PointState
+	switch {
+	case errors.As(err, &app) && app.HasDetails() && app.Details(&failed) == nil:
+		out.State, out.Status = &failed, failed.Status
+		return out, &failed
+	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		out.Status = StatusCancelled
+	default:
+		out.Status = StatusFailed
+	}
+	return out, nil
+}

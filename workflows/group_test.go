@@ -1,0 +1,294 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sweepflow/sweepflow/activities"
+)
+
+// groupFake stands in for the cluster activities of a whole sweep: it holds
+// allocations like a cluster (so the test sees every node held at once),
+// runs one server per allocation, and returns perf figures that depend on
+// the point's concurrency, so a figure landing on the wrong point shows.
+type groupFake struct {
+	mu      sync.Mutex
+	calls   map[string]int
+	order   []string
+	held    map[string]int // job -> nodes
+	peak    int
+	jobs    int
+	servers map[string]string // job -> mode of its running server
+	byJob   map[string][]string
+	// dead makes the server of the allocation that point ID receives die
+	// before that point probes it; lost makes its allocation vanish.
+	dead, lost map[string]bool
+}
+
+func newGroupFake() *groupFake {
+	return &groupFake{calls: map[string]int{}, held: map[string]int{}, servers: map[string]string{}, byJob: map[string][]string{},
+		dead: map[string]bool{}, lost: map[string]bool{}}
+}
+
+func (f *groupFake) note(job, key string) {
+	f.calls[key]++
+	f.order = append(f.order, key)
+	f.byJob[job] = append(f.byJob[job], key)
+}
+
+func (f *groupFake) nodesHeld() int {
+	n := 0
+	for _, v := range f.held {
+		n += v
+	}
+	return n
+}
+
+// tput is the fake's figure for a concurrency.
+func tput(conc int) float64 { return 1000 + float64(conc) }
+
+func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.jobs++
+		job := fmt.Sprintf("job%d", f.jobs)
+		f.held[job] = p.Nodes
+		f.peak = max(f.peak, f.nodesHeld())
+		f.note(job, "allocate")
+		return activities.Allocation{JobID: job, Nodes: make([]string, p.Nodes)}, nil
+	})
+	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(activities.CheckpointOutput{}, nil)
+	env.OnActivity(a.CheckServer, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.ServerCheck, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.note(in.Alloc.JobID, "probe")
+		if f.lost[in.Point.PointID] {
+			delete(f.held, in.Alloc.JobID)
+			delete(f.servers, in.Alloc.JobID)
+			return activities.ServerCheck{Reason: "job gone"}, nil
+		}
+		if f.dead[in.Point.PointID] {
+			delete(f.servers, in.Alloc.JobID)
+		}
+		_, up := f.servers[in.Alloc.JobID]
+		return activities.ServerCheck{AllocationAlive: true, ServerAlive: up}, nil
+	})
+	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.held[in.Alloc.JobID]; !ok {
+			return activities.Endpoint{}, fmt.Errorf("bring-up on %s, which holds no nodes", in.Alloc.JobID)
+		}
+		f.servers[in.Alloc.JobID] = in.Mode
+		f.note(in.Alloc.JobID, "bringup:"+in.Mode)
+		return activities.Endpoint{URL: "http://" + in.Alloc.JobID, Mode: in.Mode, JobID: in.Alloc.JobID}, nil
+	})
+	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.servers[in.Endpoint.JobID] != "perf" {
+			return activities.PerfSummary{}, fmt.Errorf("perf of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
+		}
+		f.note(in.Alloc.JobID, "perf:"+in.Point.PointID)
+		return activities.PerfSummary{Requests: in.Point.Conc, OutputTputPerGPU: tput(in.Point.Conc), Simulated: true}, nil
+	})
+	env.OnActivity(a.Eval, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.servers[in.Endpoint.JobID] != "eval" {
+			return activities.EvalSummary{}, fmt.Errorf("eval of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
+		}
+		f.note(in.Alloc.JobID, "eval:"+in.Point.PointID)
+		return activities.EvalSummary{EMStrict: 0.95, Passed: true}, nil
+	})
+	env.OnActivity(a.Upload, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.held, in.Alloc.JobID)
+		delete(f.servers, in.Alloc.JobID)
+		f.note(in.Alloc.JobID, "teardown")
+		return nil
+	})
+	env.OnActivity(a.RecordPoint, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
+}
+
+// seedGroupPoints is the seed sweep as the planner gives it: six
+// deployments, the 2P1D one with three concurrencies (eval at c1280).
+func seedGroupPoints() []activities.PointSpec {
+	type pt struct {
+		dep   string
+		nodes int
+		conc  int
+		eval  bool
+	}
+	var out []activities.PointSpec
+	for _, x := range []pt{{"agg1", 2, 1, false}, {"agg4", 2, 4, false}, {"dep8a", 6, 64, true}, {"dep8b", 6, 128, true},
+		{"dep16", 12, 256, true}, {"twop1d", 16, 768, false}, {"twop1d", 16, 1024, false}, {"twop1d", 16, 1280, true}} {
+		out = append(out, activities.PointSpec{PointID: fmt.Sprintf("%s_c%d", x.dep, x.conc), ConfigKey: "k", Topology: x.dep,
+			Conc: x.conc, Nodes: x.nodes, Eval: x.eval, SyntheticAL: 3.77, Identity: fmt.Sprintf("%s-c%d", x.dep, x.conc)})
+	}
+	return out
+}
+
+func runGroupSweep(t *testing.T, f *groupFake, pts []activities.PointSpec) *SweepProgress {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SweepWorkflow)
+	env.RegisterWorkflow(PointWorkflow)
+	env.RegisterWorkflow(DeploymentWorkflow)
+	f.register(env)
+	env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: pts, Tuning: fastTuning})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var pr SweepProgress
+	require.NoError(t, env.GetWorkflowResult(&pr))
+	return &pr
+}
+
+func TestSweepSharesOneBringUpPerDeployment(t *testing.T) {
+	f := newGroupFake()
+	pr := runGroupSweep(t, f, seedGroupPoints())
+	require.Equal(t, 8, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 6, f.calls["allocate"], "one allocation per deployment")
+	require.Equal(t, 6, f.calls["bringup:perf"], "6 perf bring-ups for 8 points")
+	require.Equal(t, 4, f.calls["bringup:eval"], "one eval restart per deployment with evals")
+	require.Equal(t, 6, f.calls["teardown"])
+	require.Empty(t, f.held, "every allocation released")
+	require.LessOrEqual(t, f.peak, 18, "the 2P1D deployment holds its 16 nodes once")
+	require.LessOrEqual(t, pr.MaxInUse, 18)
+
+	// The 2P1D deployment: three perf runs on one server, then one eval
+	// restart, the eval, the teardown.
+	var seq []string
+	for _, evs := range f.byJob {
+		if indexOf(evs, "perf:twop1d_c768") >= 0 {
+			seq = evs
+		}
+	}
+	require.Equal(t, []string{"allocate", "bringup:perf", "perf:twop1d_c768", "probe", "perf:twop1d_c1024", "probe", "perf:twop1d_c1280",
+		"bringup:eval", "eval:twop1d_c1280", "teardown"}, seq)
+
+	// Each point keeps its own workflow, status and figures.
+	for _, p := range pr.Points {
+		require.NotNil(t, p.Outcome, p.PointID)
+		require.Equal(t, PointWorkflowID("s", p.PointID), p.WorkflowID)
+		st := p.Outcome.State
+		require.NotNil(t, st, p.PointID)
+		require.NotNil(t, st.Perf, p.PointID)
+		require.Equal(t, p.Conc, st.Perf.Requests, "%s got another concurrency's figures", p.PointID)
+		require.Equal(t, tput(p.Conc), st.Perf.OutputTputPerGPU, p.PointID)
+		if p.PointID == "twop1d_c768" || p.PointID == "twop1d_c1024" {
+			require.NotNil(t, st.Handoff, "%s handed its server to the next point", p.PointID)
+		} else {
+			require.Nil(t, st.Handoff, "%s: the last user of an allocation tears it down", p.PointID)
+		}
+	}
+	c1024 := stagesOf(pr, "twop1d_c1024")
+	require.Contains(t, c1024, "allocate:shared")
+	require.Contains(t, c1024, "bringup:shared")
+	require.NotContains(t, c1024, "teardown:ok")
+}
+
+func TestDeploymentDefersEvalsUntilEveryPerfRan(t *testing.T) {
+	// Two evals in one deployment: both run after all three perf runs, on
+	// one eval-mode restart.
+	pts := []activities.PointSpec{}
+	for i, c := range []int{8, 16, 32} {
+		pts = append(pts, activities.PointSpec{PointID: fmt.Sprintf("p_c%d", c), ConfigKey: "k", Conc: c, Nodes: 6,
+			Eval: i != 1, SyntheticAL: 3.77, Identity: fmt.Sprintf("dep-c%d", c)})
+	}
+	f := newGroupFake()
+	pr := runGroupSweep(t, f, pts)
+	require.Equal(t, 3, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, []string{"allocate", "bringup:perf", "perf:p_c16", "probe", "perf:p_c8", "probe", "perf:p_c32",
+		"bringup:eval", "eval:p_c32", "probe", "eval:p_c8", "teardown"}, f.order)
+	for _, p := range pr.Points {
+		require.NotNil(t, p.Outcome.State.Perf, p.PointID)
+		require.Equal(t, tput(p.Conc), p.Outcome.State.Perf.OutputTputPerGPU, p.PointID)
+		require.Equal(t, p.PointID != "p_c16", p.Outcome.State.Eval != nil, p.PointID)
+	}
+}
+
+func TestDeploymentRecoversFromADeadServerOrLostNodes(t *testing.T) {
+	tests := []struct {
+		name                   string
+		dead, lost             string
+		allocs, perfUps, downs int
+	}{
+		{name: "server died between points", dead: "twop1d_c1024", allocs: 1, perfUps: 2, downs: 1},
+		{name: "allocation lost between points", lost: "twop1d_c1024", allocs: 2, perfUps: 2, downs: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newGroupFake()
+			if tc.dead != "" {
+				f.dead[tc.dead] = true
+			}
+			if tc.lost != "" {
+				f.lost[tc.lost] = true
+			}
+			pr := runGroupSweep(t, f, seedGroupPoints()[5:])
+			require.Equal(t, 3, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+			require.Equal(t, tc.allocs, f.calls["allocate"])
+			require.Equal(t, tc.perfUps, f.calls["bringup:perf"], "the bring-up again is counted")
+			require.Equal(t, 1, f.calls["bringup:eval"])
+			require.Equal(t, tc.downs, f.calls["teardown"])
+			require.Empty(t, f.held)
+			for _, p := range pr.Points {
+				require.Equal(t, tput(p.Conc), p.Outcome.State.Perf.OutputTputPerGPU, p.PointID)
+			}
+		})
+	}
+}
+
+func TestSweepBeforeSharedBringUpStartsOnePointWorkflowEach(t *testing.T) {
+	// A sweep history from before changeSharedBringUp replays with one
+	// allocation per point: the version gate keeps the old command sequence.
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SweepWorkflow)
+	env.RegisterWorkflow(PointWorkflow)
+	env.RegisterWorkflow(DeploymentWorkflow)
+	f := newGroupFake()
+	f.register(env)
+	env.OnGetVersion(changeSharedBringUp, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: seedGroupPoints()[5:], Tuning: fastTuning})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 3, f.calls["allocate"])
+	require.Equal(t, 3, f.calls["bringup:perf"])
+	require.Equal(t, 0, f.calls["probe"])
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+func stagesOf(pr *SweepProgress, id string) []string {
+	var out []string
+	for _, p := range pr.Points {
+		if p.PointID == id && p.Outcome != nil && p.Outcome.State != nil {
+			for _, s := range p.Outcome.State.Stages {
+				out = append(out, s.Stage+":"+s.Outcome)
+			}
+		}
+	}
+	return out
+}
