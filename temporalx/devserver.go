@@ -24,6 +24,32 @@ type DevServer struct {
 	UIPort  int
 	// SearchAttributes maps name to type (Keyword, Int, ...).
 	SearchAttributes map[string]string
+	// Stock runs the CLI's defaults, without TunedPragmas and
+	// TunedDynamicConfig (for comparison in `starter bench orchestration`).
+	Stock bool
+	// Headless runs without the Web UI (UIPort is then unused).
+	Headless bool
+	// DynamicConfig adds KEY=JSON-VALUE dynamic config values after the
+	// tuned ones (a later value of a key wins).
+	DynamicConfig []string
+}
+
+// TunedPragmas are the dev server's SQLite settings: write-ahead logging
+// with synchronous=NORMAL (1) commits without an fsync per transaction, the
+// dev server's main cost on a small machine. A crash of the process loses
+// nothing; a power loss may lose the last transactions before a checkpoint,
+// acceptable for a development server (production runs on PostgreSQL).
+var TunedPragmas = []string{"journal_mode=wal", "synchronous=1"}
+
+// TunedDynamicConfig lets a workflow task hand its new activity tasks
+// straight back to the worker that completed it (eager activity execution;
+// the worker must serve the activity's task queue) and keeps each task
+// queue in one partition, so a few pollers on one machine never miss a
+// task parked on another partition.
+var TunedDynamicConfig = []string{
+	"system.enableActivityEagerExecution=true",
+	"matching.numTaskqueueReadPartitions=1",
+	"matching.numTaskqueueWritePartitions=1",
 }
 
 // Args is the `temporal server start-dev` command line.
@@ -32,6 +58,20 @@ func (d DevServer) Args() []string {
 		"--ip", d.IP, "--port", strconv.Itoa(d.Port), "--ui-port", strconv.Itoa(d.UIPort),
 		"--db-filename", filepath.Join(d.DataDir, "temporal.db"),
 		"--log-level", "warn",
+	}
+	if d.Headless {
+		args = append(args, "--headless")
+	}
+	if !d.Stock {
+		for _, p := range TunedPragmas {
+			args = append(args, "--sqlite-pragma", p)
+		}
+		for _, kv := range TunedDynamicConfig {
+			args = append(args, "--dynamic-config-value", kv)
+		}
+	}
+	for _, kv := range d.DynamicConfig {
+		args = append(args, "--dynamic-config-value", kv)
 	}
 	names := make([]string, 0, len(d.SearchAttributes))
 	for n := range d.SearchAttributes {
@@ -97,7 +137,11 @@ func (d DevServer) Start(ctx context.Context) (pid int, started bool, err error)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(60 * time.Second)
-	for _, addr := range []string{d.Address(), net.JoinHostPort(d.IP, strconv.Itoa(d.UIPort))} {
+	addrs := []string{d.Address()}
+	if !d.Headless {
+		addrs = append(addrs, net.JoinHostPort(d.IP, strconv.Itoa(d.UIPort)))
+	}
+	for _, addr := range addrs {
 		for {
 			c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
 			if err == nil {

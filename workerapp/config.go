@@ -49,6 +49,8 @@ type Config struct {
 	TraceFile     string
 	Control       bool
 	MaxActivities int
+	// Pollers per task kind and worker (0: DefaultPollers).
+	Pollers int
 	// SlurmQueueWait bounds how long a point's Slurm job may stay PENDING
 	// before the point goes to the operator gate (0: no bound).
 	SlurmQueueWait time.Duration
@@ -90,6 +92,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.TraceFile, "trace", env("SWEEPFLOW_TRACE", ""), "AgentX trace (cc-traces-weka format, JSONL) agentic points replay (default: the generated AgentX-shaped trace)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
+	fs.IntVar(&c.Pollers, "pollers", DefaultPollers, "workflow-task and activity-task pollers of each worker")
 	fs.DurationVar(&c.SlurmQueueWait, "slurm-queue-wait", 0, "slurm clusters: a job pending longer than this goes to the operator gate (0: wait as long as the allocate stage allows)")
 }
 

@@ -1,0 +1,757 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster/noop"
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+func init() {
+	register("bench orchestration", newBenchOrchCmd)
+}
+
+// Goals of issue 14 for 1,000 points on the embedded dev server.
+const (
+	orchGoalPointsPerMin  = 700
+	orchGoalTransitionP50 = 50 // ms
+	orchGoalHistoryEvents = 10000
+	orchGoalInputBytes    = 4096
+)
+
+const benchOrchUsage = `usage: starter bench orchestration --points N [--address HOST:PORT] [--runs 3] [--json]
+
+Measures sweepflow's orchestration alone: a sweep of N points runs the real
+sweep and point workflows on a no-op cluster (package cluster/noop): every
+stage returns at once, so the time is Temporal's and the worker's. The
+worker runs in this process on a task queue of its own; the points repeat
+the plan of --sweep (IDs made unique, one node each, --parallel in flight).
+
+Without --address the embedded dev server is started in a temporary
+directory (the pinned Temporal CLI, as "starter server start" does, with
+its tuned SQLite and dynamic config unless --stock-server) and removed
+after. With --address the sweep runs on that server (TEMPORAL_NAMESPACE and
+TEMPORAL_TLS_* as for every starter command).
+
+Figures, from the workflow histories, as medians of --runs:
+  points/min               N over the sweep's first start to its last close
+                           (each point runs 7 stage activities, plus
+                           teardown and its ledger record)
+  transition p50/p99       one activity's completion to the next one's
+                           start in the same point
+  history events           per point (max, p50) and per sweep parent run
+  continue-as-new          how often the sweep parent continued as new
+  activity input bytes     payload bytes of each scheduled activity (max,
+                           p50), and how many of them are the matrix row
+Exit status: 0 ok (goals are reported, not enforced), 1 error, 2 usage.`
+
+type benchOrchFlags struct {
+	points, runs, parallel, pollers int
+	address, sweepFile              string
+	asJSON, stock, eager            bool
+	timeout                         time.Duration
+}
+
+// benchOrchestration runs `starter bench orchestration args` in-process.
+func benchOrchestration(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return execute(ctx, newBenchOrchCmd(), args, stdout, stderr)
+}
+
+func newBenchOrchCmd() *cobra.Command {
+	var f benchOrchFlags
+	c := &cobra.Command{Use: "orchestration", Short: "measure orchestration alone: a sweep of N points on a no-op cluster (points/min, stage transitions, history sizes)",
+		Long: benchOrchUsage, Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runBenchOrch(c.Context(), f, c.OutOrStdout(), c.ErrOrStderr())
+		}}
+	fs := c.Flags()
+	fs.IntVar(&f.points, "points", 0, "points in the sweep (required)")
+	fs.IntVar(&f.runs, "runs", 3, "sweeps to run; figures are their medians")
+	fs.IntVar(&f.parallel, "parallel", 64, "points in flight (the sweep's node budget; every point takes one node)")
+	fs.IntVar(&f.pollers, "pollers", workerapp.DefaultPollers, "workflow-task and activity-task pollers of the in-process worker")
+	fs.StringVar(&f.address, "address", "", "Temporal frontend HOST:PORT (default: start the embedded dev server in a temporary directory)")
+	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file whose planned points are repeated (their row JSON sizes the inputs)")
+	fs.BoolVar(&f.stock, "stock-server", false, "start the embedded dev server with the CLI's defaults instead of sweepflow's tuning")
+	fs.BoolVar(&f.eager, "eager", true, "serve workflows and activities on one task queue, so the server hands new activity tasks straight back (eager activity execution); false: two queues, as a control worker and a cluster worker")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "bound on each sweep")
+	fs.BoolVar(&f.asJSON, "json", false, "print the figures as JSON")
+	return c
+}
+
+// orchRun is one measured sweep.
+type orchRun struct {
+	SweepID              string         `json:"sweep_id"`
+	Points               int            `json:"points"`
+	Completed            int            `json:"completed"`
+	WallS                float64        `json:"wall_s"`
+	PointsPerMin         float64        `json:"points_per_min"`
+	ActivitiesPerMin     float64        `json:"activities_per_min"`
+	Activities           int            `json:"activities"`
+	Transitions          int            `json:"transitions"`
+	TransitionP50ms      float64        `json:"transition_p50_ms"`
+	TransitionP99ms      float64        `json:"transition_p99_ms"`
+	PointEventsMax       int            `json:"point_history_events_max"`
+	PointEventsP50       int            `json:"point_history_events_p50"`
+	PointHistoryBytesMax int            `json:"point_history_bytes_max"`
+	ParentEventsMax      int            `json:"parent_history_events_max"`
+	MaxHistoryEvents     int            `json:"max_history_events"`
+	ContinuedAsNew       int            `json:"continued_as_new"`
+	InputBytesMax        int            `json:"max_activity_input_bytes"`
+	InputBytesP50        int            `json:"activity_input_bytes_p50"`
+	RowBytesP50          int            `json:"row_bytes_per_input_p50"`
+	InputBytesByType     map[string]int `json:"max_input_bytes_by_activity"`
+	ChildInputBytesMax   int            `json:"point_workflow_input_bytes_max"`
+	CANInputBytesMax     int            `json:"continue_as_new_input_bytes_max"`
+	ResultBytes          int            `json:"sweep_result_bytes"`
+	NoopAllocationsHeld  int            `json:"noop_allocations_left_held"`
+	LoadAvg              [2]float64     `json:"load_avg_1m_start_end"`
+}
+
+// orchReport is the command's output: medians of the runs at the top.
+type orchReport struct {
+	PointsPerMin     float64   `json:"points_per_min"`
+	TransitionP50ms  float64   `json:"transition_p50_ms"`
+	TransitionP99ms  float64   `json:"transition_p99_ms"`
+	MaxHistoryEvents int       `json:"max_history_events"`
+	InputBytesMax    int       `json:"max_activity_input_bytes"`
+	Median           orchRun   `json:"median"`
+	Runs             []orchRun `json:"runs"`
+	Points           int       `json:"points"`
+	Parallel         int       `json:"parallel"`
+	Pollers          int       `json:"pollers"`
+	Eager            bool      `json:"eager"`
+	Server           string    `json:"server"`
+	CPUs             int       `json:"cpus"`
+	Goals            orchGoals `json:"goals"`
+}
+
+type orchGoals struct {
+	PointsPerMin     bool `json:"points_per_min_ge_700"`
+	TransitionP50    bool `json:"transition_p50_le_50ms"`
+	HistoryEvents    bool `json:"history_events_le_10000"`
+	ActivityInputs4K bool `json:"activity_inputs_lt_4KB"`
+}
+
+func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Writer) error {
+	switch {
+	case f.points <= 0:
+		return usageError("--points is required and must be positive")
+	case f.runs <= 0:
+		return usageError("--runs must be positive, got %d", f.runs)
+	case f.parallel <= 0:
+		return usageError("--parallel must be positive, got %d", f.parallel)
+	case f.pollers < 2:
+		return usageError("--pollers must be at least 2 (the SDK alternates sticky and normal polls), got %d", f.pollers)
+	}
+	template, err := benchTemplatePoints(f.sweepFile)
+	if err != nil {
+		return &exitError{code: exitUsage, msg: oneLine(err) + " (--sweep names the plan whose points are repeated)"}
+	}
+	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(stderr), zap.ErrorLevel))
+
+	opts, err := temporalx.ClientOptions(nil)
+	if err != nil {
+		return err
+	}
+	opts.Logger = temporalx.SDKLogger(log)
+	server := f.address
+	if f.address != "" {
+		opts.HostPort = f.address
+	} else {
+		d, stop, err := startBenchDevServer(ctx, f.stock)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		opts.HostPort = d.Address()
+		server = "embedded dev server (tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
+		if f.stock {
+			server = "embedded dev server (stock CLI defaults)"
+		}
+	}
+	c, err := client.Dial(opts)
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	}
+	defer c.Close()
+
+	rep := orchReport{Points: f.points, Parallel: f.parallel, Pollers: f.pollers, Eager: f.eager, Server: server, CPUs: runtime.NumCPU()}
+	for i := 0; i < f.runs; i++ {
+		if !f.asJSON {
+			fmt.Fprintf(stderr, "run %d of %d: %d points ...\n", i+1, f.runs, f.points)
+		}
+		r, err := benchOrchRun(ctx, c, f, template, log)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		rep.Runs = append(rep.Runs, r)
+	}
+	rep.Median = medianRun(rep.Runs)
+	m := rep.Median
+	rep.PointsPerMin, rep.TransitionP50ms, rep.TransitionP99ms = m.PointsPerMin, m.TransitionP50ms, m.TransitionP99ms
+	rep.MaxHistoryEvents, rep.InputBytesMax = m.MaxHistoryEvents, m.InputBytesMax
+	rep.Goals = orchGoals{
+		PointsPerMin: m.PointsPerMin >= orchGoalPointsPerMin, TransitionP50: m.TransitionP50ms <= orchGoalTransitionP50,
+		HistoryEvents: m.MaxHistoryEvents <= orchGoalHistoryEvents, ActivityInputs4K: m.InputBytesMax < orchGoalInputBytes,
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printOrchReport(stdout, rep)
+	return nil
+}
+
+// benchTemplatePoints plans the sweep file; its points are repeated.
+func benchTemplatePoints(sweepFile string) ([]activities.PointSpec, error) {
+	in, _, err := buildSweep(sweepRequest{SweepFile: sweepFile})
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Points) == 0 {
+		return nil, fmt.Errorf("%s: the plan has no points", sweepFile)
+	}
+	return in.Points, nil
+}
+
+// benchPoints repeats the template to n points with unique IDs and
+// identities, one node each.
+func benchPoints(template []activities.PointSpec, n int) []activities.PointSpec {
+	out := make([]activities.PointSpec, n)
+	for i := range out {
+		p := template[i%len(template)]
+		suffix := fmt.Sprintf("-b%05d", i)
+		p.PointID += suffix
+		p.Identity += suffix
+		p.Nodes = 1
+		p.Faults = nil
+		out[i] = p
+	}
+	return out
+}
+
+// startBenchDevServer starts the embedded dev server on a free port in a
+// temporary directory; stop ends it and removes the directory.
+func startBenchDevServer(ctx context.Context, stock bool) (temporalx.DevServer, func(), error) {
+	wd, _ := os.Getwd()
+	bin, err := temporalx.CLIPath(wd)
+	if err != nil {
+		return temporalx.DevServer{}, nil, err
+	}
+	dir, err := os.MkdirTemp("", "sweepflow-bench-orch-*")
+	if err != nil {
+		return temporalx.DevServer{}, nil, err
+	}
+	port, err := orchFreePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return temporalx.DevServer{}, nil, err
+	}
+	d := temporalx.DevServer{Binary: bin, DataDir: filepath.Join(dir, "temporal"), IP: "127.0.0.1", Port: port, Headless: true,
+		Stock: stock, SearchAttributes: workflows.SearchAttributeTypes()}
+	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	stop := func() { _ = d.Stop(); _ = os.RemoveAll(dir) }
+	if _, _, err := d.Start(sctx); err != nil {
+		stop()
+		return temporalx.DevServer{}, nil, err
+	}
+	return d, stop, nil
+}
+
+func orchFreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// benchActivities runs the real allocate, checkpoint, bring-up and teardown
+// activities on the no-op backend; the stages that would talk to a server
+// or the ledger return at once with empty, simulated-labelled outputs.
+type benchActivities struct {
+	*activities.Activities
+}
+
+func (benchActivities) Warmup(context.Context, activities.StageInput) error { return nil }
+
+func (benchActivities) Perf(context.Context, activities.StageInput) (activities.PerfSummary, error) {
+	return activities.PerfSummary{Simulated: true}, nil
+}
+
+func (benchActivities) Eval(context.Context, activities.StageInput) (activities.EvalSummary, error) {
+	return activities.EvalSummary{Passed: true, Simulated: true, Reason: "no-op backend: nothing measured"}, nil
+}
+
+func (benchActivities) Upload(context.Context, activities.UploadInput) error      { return nil }
+func (benchActivities) RecordPoint(context.Context, activities.PointRecord) error { return nil }
+func (benchActivities) RecordSweep(context.Context, activities.SweepRecord) error { return nil }
+func (benchActivities) LookupReuse(context.Context, activities.ReuseRequest) (activities.Reused, error) {
+	return activities.Reused{}, nil
+}
+
+func benchRandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// benchOrchRun runs one sweep with its own worker and measures it.
+func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, template []activities.PointSpec, log *zap.Logger) (orchRun, error) {
+	id := "bench-orch-" + benchRandomHex(4)
+	wfQueue, actQueue := id, id
+	if !f.eager {
+		actQueue = id + "-cluster"
+	}
+	backend := noop.New()
+	acts := benchActivities{&activities.Activities{Backend: backend, GPUsPerNode: 4, Simulated: true, Engine: "noop",
+		StateDir: filepath.Join(os.TempDir(), id), HealthInterval: 10 * time.Millisecond, Logger: zap.NewNop()}}
+	defer os.RemoveAll(acts.StateDir)
+	wopts := worker.Options{
+		MaxConcurrentWorkflowTaskPollers: f.pollers, MaxConcurrentActivityTaskPollers: f.pollers,
+		DeadlockDetectionTimeout: 5 * time.Second, WorkerStopTimeout: 5 * time.Second,
+	}
+	ww := worker.New(c, wfQueue, wopts)
+	ww.RegisterWorkflow(workflows.SweepWorkflow)
+	ww.RegisterWorkflow(workflows.PointWorkflow)
+	ws := []worker.Worker{ww}
+	if f.eager {
+		ww.RegisterActivity(&acts)
+	} else {
+		aw := worker.New(c, actQueue, wopts)
+		aw.RegisterActivity(&acts)
+		ws = append(ws, aw)
+	}
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			return orchRun{}, err
+		}
+		defer w.Stop()
+	}
+
+	in := workflows.SweepInput{SweepID: id, Name: "bench-orchestration", Cluster: noop.Name, TaskQueue: actQueue,
+		NodeBudget: f.parallel, Points: benchPoints(template, f.points),
+		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second}}
+	r := orchRun{SweepID: id, Points: f.points}
+	r.LoadAvg[0] = orchLoadAvg1()
+	rctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	t0 := time.Now()
+	run, err := c.ExecuteWorkflow(rctx, client.StartWorkflowOptions{ID: id, TaskQueue: wfQueue}, workflows.SweepWorkflow, in)
+	if err != nil {
+		return r, err
+	}
+	var res workflows.SweepProgress
+	if err := run.Get(rctx, &res); err != nil {
+		return r, fmt.Errorf("sweep %s: %w", id, err)
+	}
+	clientWall := time.Since(t0)
+	r.LoadAvg[1] = orchLoadAvg1()
+	r.Completed = res.Counts[workflows.StatusCompleted]
+	r.NoopAllocationsHeld = backend.Held()
+	if r.Completed != f.points {
+		return r, fmt.Errorf("sweep %s: %d of %d points completed (%v)", id, r.Completed, f.points, res.Counts)
+	}
+
+	parent, err := sweepRunsStats(rctx, c, id, run.GetRunID())
+	if err != nil {
+		return r, err
+	}
+	r.ContinuedAsNew = len(parent.events) - 1
+	for _, n := range parent.events {
+		r.ParentEventsMax = max(r.ParentEventsMax, n)
+	}
+	r.ChildInputBytesMax, r.CANInputBytesMax, r.ResultBytes = parent.childInputMax, parent.canInputMax, parent.resultBytes
+	wall := parent.end.Sub(parent.start)
+	if wall <= 0 {
+		wall = clientWall
+	}
+	r.WallS = wall.Seconds()
+
+	ids := make([]string, 0, len(res.Points))
+	for _, p := range res.Points {
+		ids = append(ids, p.WorkflowID)
+	}
+	pts, err := pointsStats(rctx, c, ids)
+	if err != nil {
+		return r, err
+	}
+	var trans []float64
+	var events, inputs, rows []int
+	r.InputBytesByType = map[string]int{}
+	for _, p := range pts {
+		events = append(events, p.events)
+		trans = append(trans, p.transitionsMs...)
+		r.Activities += len(p.acts)
+		r.PointHistoryBytesMax = max(r.PointHistoryBytesMax, p.historyBytes)
+		for _, a := range p.acts {
+			inputs = append(inputs, a.inputBytes)
+			rows = append(rows, a.rowBytes)
+			r.InputBytesByType[a.name] = max(r.InputBytesByType[a.name], a.inputBytes)
+		}
+	}
+	r.Transitions = len(trans)
+	r.TransitionP50ms, r.TransitionP99ms = orchPercentile(trans, 50), orchPercentile(trans, 99)
+	r.PointEventsMax, r.PointEventsP50 = orchMaxInt(events), orchPercentileInt(events, 50)
+	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = orchMaxInt(inputs), orchPercentileInt(inputs, 50), orchPercentileInt(rows, 50)
+	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax)
+	min := wall.Minutes()
+	r.PointsPerMin = float64(f.points) / min
+	r.ActivitiesPerMin = float64(r.Activities) / min
+	return r, nil
+}
+
+// parentStats are the sweep workflow's runs (one per continue-as-new).
+type parentStats struct {
+	events        []int
+	start, end    time.Time
+	childInputMax int
+	canInputMax   int
+	resultBytes   int
+}
+
+func sweepRunsStats(ctx context.Context, c client.Client, wid, runID string) (parentStats, error) {
+	var ps parentStats
+	for runID != "" {
+		evs, err := orchHistory(ctx, c, wid, runID)
+		if err != nil {
+			return ps, err
+		}
+		next := analyzeParentRun(evs, &ps)
+		runID = next
+	}
+	return ps, nil
+}
+
+// analyzeParentRun adds one run of the sweep workflow to ps and returns the
+// next run's ID after a continue-as-new.
+func analyzeParentRun(evs []*historypb.HistoryEvent, ps *parentStats) string {
+	ps.events = append(ps.events, len(evs))
+	next := ""
+	for _, e := range evs {
+		t := e.GetEventTime().AsTime()
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			if ps.start.IsZero() {
+				ps.start = t
+			}
+		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+			ps.childInputMax = max(ps.childInputMax, orchPayloadsBytes(e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetInput()))
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+			a := e.GetWorkflowExecutionContinuedAsNewEventAttributes()
+			ps.canInputMax = max(ps.canInputMax, orchPayloadsBytes(a.GetInput()))
+			next = a.GetNewExecutionRunId()
+			ps.end = t
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+			ps.resultBytes = orchPayloadsBytes(e.GetWorkflowExecutionCompletedEventAttributes().GetResult())
+			ps.end = t
+		}
+	}
+	return next
+}
+
+// pointStats is one point workflow's history.
+type pointStats struct {
+	events        int
+	historyBytes  int
+	acts          []actStats
+	transitionsMs []float64
+}
+
+type actStats struct {
+	name       string
+	inputBytes int
+	rowBytes   int
+	scheduled  int64
+	started    time.Time
+	completed  time.Time
+}
+
+func pointsStats(ctx context.Context, c client.Client, ids []string) ([]pointStats, error) {
+	out := make([]pointStats, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				evs, err := orchHistory(ctx, c, ids[i], "")
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				out[i] = analyzePoint(evs)
+			}
+		}()
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// analyzePoint reads a point's activities from its history: input sizes and
+// the transitions from one activity's completion to the next one's start.
+func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
+	ps := pointStats{events: len(evs)}
+	byID := map[int64]*actStats{}
+	var order []*actStats
+	for _, e := range evs {
+		ps.historyBytes += orchProtoSize(e)
+		t := e.GetEventTime().AsTime()
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := e.GetActivityTaskScheduledEventAttributes()
+			st := &actStats{name: a.GetActivityType().GetName(), inputBytes: orchPayloadsBytes(a.GetInput()),
+				rowBytes: orchRowBytes(a.GetInput()), scheduled: e.GetEventId()}
+			byID[e.GetEventId()] = st
+			order = append(order, st)
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if st := byID[e.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; st != nil {
+				st.started = t
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if st := byID[e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; st != nil {
+				st.completed = t
+			}
+		}
+	}
+	for i, a := range order {
+		ps.acts = append(ps.acts, *a)
+		if i == 0 {
+			continue
+		}
+		prev := order[i-1]
+		if prev.completed.IsZero() || a.started.IsZero() || a.started.Before(prev.completed) {
+			continue
+		}
+		ps.transitionsMs = append(ps.transitionsMs, float64(a.started.Sub(prev.completed).Microseconds())/1000)
+	}
+	return ps
+}
+
+func orchHistory(ctx context.Context, c client.Client, wid, runID string) ([]*historypb.HistoryEvent, error) {
+	it := c.GetWorkflowHistory(ctx, wid, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var evs []*historypb.HistoryEvent
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", wid, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs, nil
+}
+
+func orchProtoSize(e *historypb.HistoryEvent) int {
+	b, err := e.Marshal()
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// payloadsBytes is the data bytes of the payloads (metadata excluded).
+func orchPayloadsBytes(p *commonpb.Payloads) int {
+	n := 0
+	for _, x := range p.GetPayloads() {
+		n += len(x.GetData())
+	}
+	return n
+}
+
+// rowBytes finds the matrix row JSON in an activity input: the "row" of a
+// PointSpec argument or of its "point" field.
+func orchRowBytes(p *commonpb.Payloads) int {
+	n := 0
+	for _, x := range p.GetPayloads() {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(x.GetData(), &top) != nil {
+			continue
+		}
+		if r, ok := top["row"]; ok {
+			n += len(r)
+			continue
+		}
+		var pt map[string]json.RawMessage
+		if json.Unmarshal(top["point"], &pt) == nil {
+			n += len(pt["row"])
+		}
+	}
+	return n
+}
+
+// percentile is the nearest-rank percentile of xs (0 when empty).
+func orchPercentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(float64(len(s))*p/100+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func orchPercentileInt(xs []int, p float64) int {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	return int(orchPercentile(f, p))
+}
+
+func orchMaxInt(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// medianRun is the per-figure median of the runs (the first run's IDs and
+// per-activity maxima, which do not vary).
+func medianRun(rs []orchRun) orchRun {
+	m := rs[0]
+	m.SweepID = ""
+	mf := func(get func(orchRun) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = get(r)
+		}
+		return orchPercentile(xs, 50)
+	}
+	mi := func(get func(orchRun) int) int { return int(mf(func(r orchRun) float64 { return float64(get(r)) })) }
+	m.WallS = mf(func(r orchRun) float64 { return r.WallS })
+	m.PointsPerMin = mf(func(r orchRun) float64 { return r.PointsPerMin })
+	m.ActivitiesPerMin = mf(func(r orchRun) float64 { return r.ActivitiesPerMin })
+	m.TransitionP50ms = mf(func(r orchRun) float64 { return r.TransitionP50ms })
+	m.TransitionP99ms = mf(func(r orchRun) float64 { return r.TransitionP99ms })
+	m.PointEventsMax = mi(func(r orchRun) int { return r.PointEventsMax })
+	m.PointEventsP50 = mi(func(r orchRun) int { return r.PointEventsP50 })
+	m.PointHistoryBytesMax = mi(func(r orchRun) int { return r.PointHistoryBytesMax })
+	m.ParentEventsMax = mi(func(r orchRun) int { return r.ParentEventsMax })
+	m.MaxHistoryEvents = mi(func(r orchRun) int { return r.MaxHistoryEvents })
+	m.ContinuedAsNew = mi(func(r orchRun) int { return r.ContinuedAsNew })
+	m.InputBytesMax = mi(func(r orchRun) int { return r.InputBytesMax })
+	m.InputBytesP50 = mi(func(r orchRun) int { return r.InputBytesP50 })
+	m.RowBytesP50 = mi(func(r orchRun) int { return r.RowBytesP50 })
+	m.ChildInputBytesMax = mi(func(r orchRun) int { return r.ChildInputBytesMax })
+	m.CANInputBytesMax = mi(func(r orchRun) int { return r.CANInputBytesMax })
+	m.ResultBytes = mi(func(r orchRun) int { return r.ResultBytes })
+	m.LoadAvg[0] = mf(func(r orchRun) float64 { return r.LoadAvg[0] })
+	m.LoadAvg[1] = mf(func(r orchRun) float64 { return r.LoadAvg[1] })
+	return m
+}
+
+func printOrchReport(w io.Writer, rep orchReport) {
+	eager := "eager activities (one task queue)"
+	if !rep.Eager {
+		eager = "two task queues (control + cluster), no eager activities"
+	}
+	fmt.Fprintf(w, "orchestration: %d points x %d runs, %d in flight, %d pollers, %s\nserver: %s; %d CPUs\n\n",
+		rep.Points, len(rep.Runs), rep.Parallel, rep.Pollers, eager, rep.Server, rep.CPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "figure\t"
+	for i := range rep.Runs {
+		head += fmt.Sprintf("run %d\t", i+1)
+	}
+	fmt.Fprintln(tw, head+"median\tgoal\t")
+	row := func(name string, get func(orchRun) string, goal string) {
+		line := name + "\t"
+		for _, r := range rep.Runs {
+			line += get(r) + "\t"
+		}
+		fmt.Fprintln(tw, line+get(rep.Median)+"\t"+goal+"\t")
+	}
+	ok := func(b bool) string {
+		if b {
+			return " (met)"
+		}
+		return " (NOT met)"
+	}
+	f1 := func(g func(orchRun) float64) func(orchRun) string {
+		return func(r orchRun) string { return fmt.Sprintf("%.1f", g(r)) }
+	}
+	d := func(g func(orchRun) int) func(orchRun) string {
+		return func(r orchRun) string { return fmt.Sprintf("%d", g(r)) }
+	}
+	row("points/min", f1(func(r orchRun) float64 { return r.PointsPerMin }), fmt.Sprintf(">= %d%s", orchGoalPointsPerMin, ok(rep.Goals.PointsPerMin)))
+	row("activities/min", f1(func(r orchRun) float64 { return r.ActivitiesPerMin }), "")
+	row("activities per point", f1(func(r orchRun) float64 { return float64(r.Activities) / float64(max(r.Points, 1)) }), "")
+	row("wall s", f1(func(r orchRun) float64 { return r.WallS }), "")
+	row("transition p50 ms", f1(func(r orchRun) float64 { return r.TransitionP50ms }), fmt.Sprintf("<= %d%s", orchGoalTransitionP50, ok(rep.Goals.TransitionP50)))
+	row("transition p99 ms", f1(func(r orchRun) float64 { return r.TransitionP99ms }), "")
+	row("point history events max", d(func(r orchRun) int { return r.PointEventsMax }), "")
+	row("point history events p50", d(func(r orchRun) int { return r.PointEventsP50 }), "")
+	row("point history bytes max", d(func(r orchRun) int { return r.PointHistoryBytesMax }), "")
+	row("sweep parent events (max run)", d(func(r orchRun) int { return r.ParentEventsMax }), fmt.Sprintf("<= %d%s", orchGoalHistoryEvents, ok(rep.Goals.HistoryEvents)))
+	row("parent continued as new", d(func(r orchRun) int { return r.ContinuedAsNew }), "")
+	row("activity input bytes max", d(func(r orchRun) int { return r.InputBytesMax }), fmt.Sprintf("< %d%s", orchGoalInputBytes, ok(rep.Goals.ActivityInputs4K)))
+	row("activity input bytes p50", d(func(r orchRun) int { return r.InputBytesP50 }), "")
+	row("  of which row JSON p50", d(func(r orchRun) int { return r.RowBytesP50 }), "")
+	row("point workflow input bytes max", d(func(r orchRun) int { return r.ChildInputBytesMax }), "")
+	row("continue-as-new input bytes max", d(func(r orchRun) int { return r.CANInputBytesMax }), "")
+	row("sweep result bytes", d(func(r orchRun) int { return r.ResultBytes }), "")
+	row("load avg 1m start", f1(func(r orchRun) float64 { return r.LoadAvg[0] }), "")
+	row("load avg 1m end", f1(func(r orchRun) float64 { return r.LoadAvg[1] }), "")
+	tw.Flush()
+	names := make([]string, 0, len(rep.Median.InputBytesByType))
+	for n := range rep.Median.InputBytesByType {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", n, rep.Median.InputBytesByType[n]))
+	}
+	fmt.Fprintf(w, "\nmax input bytes by activity (run 1): %s\n", strings.Join(parts, ", "))
+}
+
+// loadAvg1 is the 1-minute load average (0 where /proc is missing).
+func orchLoadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	_, _ = fmt.Sscanf(string(b), "%f", &l)
+	return l
+}
