@@ -73,6 +73,7 @@ Exit status: 0 ok (goals are reported, not enforced), 1 error, 2 usage.`
 
 type benchOrchFlags struct {
 	points, runs, parallel, pollers int
+	historyLimit                    int
 	address, sweepFile              string
 	asJSON, stock, eager            bool
 	timeout                         time.Duration
@@ -99,6 +100,7 @@ func newBenchOrchCmd() *cobra.Command {
 	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file whose planned points are repeated (their row JSON sizes the inputs)")
 	fs.BoolVar(&f.stock, "stock-server", false, "start the embedded dev server with the CLI's defaults instead of sweepflow's tuning")
 	fs.BoolVar(&f.eager, "eager", true, "serve workflows and activities on one task queue, so the server hands new activity tasks straight back (eager activity execution); false: two queues, as a control worker and a cluster worker")
+	fs.IntVar(&f.historyLimit, "history-limit", 0, "sweep history length at which the parent continues as new (0: the workflow's default, 8000)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "bound on each sweep")
 	fs.BoolVar(&f.asJSON, "json", false, "print the figures as JSON")
 	return c
@@ -166,6 +168,8 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		return usageError("--runs must be positive, got %d", f.runs)
 	case f.parallel <= 0:
 		return usageError("--parallel must be positive, got %d", f.parallel)
+	case f.historyLimit < 0:
+		return usageError("--history-limit must not be negative, got %d", f.historyLimit)
 	case f.pollers < 2:
 		return usageError("--pollers must be at least 2 (the SDK alternates sticky and normal polls), got %d", f.pollers)
 	}
@@ -359,7 +363,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	}
 
 	in := workflows.SweepInput{SweepID: id, Name: "bench-orchestration", Cluster: noop.Name, TaskQueue: actQueue,
-		NodeBudget: f.parallel, Points: benchPoints(template, f.points),
+		NodeBudget: f.parallel, Points: benchPoints(template, f.points), HistoryLimit: f.historyLimit,
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second}}
 	r := orchRun{SweepID: id, Points: f.points}
 	r.LoadAvg[0] = orchLoadAvg1()
@@ -370,6 +374,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	if err != nil {
 		return r, err
 	}
+	firstRun := run.GetRunID() // Get follows continue-as-new and moves the run ID on
 	var res workflows.SweepProgress
 	if err := run.Get(rctx, &res); err != nil {
 		return r, fmt.Errorf("sweep %s: %w", id, err)
@@ -382,7 +387,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 		return r, fmt.Errorf("sweep %s: %d of %d points completed (%v)", id, r.Completed, f.points, res.Counts)
 	}
 
-	parent, err := sweepRunsStats(rctx, c, id, run.GetRunID())
+	parent, err := sweepRunsStats(rctx, c, id, firstRun)
 	if err != nil {
 		return r, err
 	}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/temporalx"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+const benchSweepFile = "../configs/sweeps/dsv4-gb200-agentx.yaml"
+
+func TestBenchOrchUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no points", nil, "--points is required"},
+		{"zero runs", []string{"--points", "5", "--runs", "0"}, "--runs must be positive"},
+		{"zero parallel", []string{"--points", "5", "--parallel", "0"}, "--parallel must be positive"},
+		{"one poller", []string{"--points", "5", "--pollers", "1"}, "--pollers must be at least 2"},
+		{"negative history limit", []string{"--points", "5", "--history-limit", "-1"}, "--history-limit must not be negative"},
+		{"missing sweep", []string{"--points", "5", "--sweep", "testdata/no-such-sweep.yaml"}, "--sweep names the plan"},
+		{"positional", []string{"extra"}, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := benchOrchestration(context.Background(), tt.args, io.Discard, io.Discard)
+			requireExit(t, err, 2, tt.want)
+		})
+	}
+}
+
+func TestBenchPoints(t *testing.T) {
+	tmpl := []activities.PointSpec{
+		{PointID: "a", Identity: "ia", Nodes: 4, Row: json.RawMessage(`{"x":1}`), Faults: []activities.Fault{{Stage: "perf", Times: 1}}},
+		{PointID: "b", Identity: "ib", Nodes: 16},
+	}
+	pts := benchPoints(tmpl, 5)
+	require.Len(t, pts, 5)
+	ids := map[string]bool{}
+	for i, p := range pts {
+		assert.Equal(t, 1, p.Nodes, "every point takes one node")
+		assert.Empty(t, p.Faults, "no injected faults in a benchmark")
+		ids[p.PointID], ids[p.Identity] = true, true
+		assert.Equal(t, tmpl[i%2].Row, p.Row, "the row is kept: it sizes the inputs")
+	}
+	assert.Len(t, ids, 10, "point IDs and identities are unique")
+	assert.Equal(t, "a-b00000", pts[0].PointID)
+	assert.Equal(t, "ib-b00003", pts[3].Identity)
+	assert.Equal(t, 4, tmpl[0].Nodes, "the template is not modified")
+}
+
+func TestOrchPercentile(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		p    float64
+		want float64
+	}{
+		{nil, 50, 0},
+		{[]float64{7}, 99, 7},
+		{[]float64{3, 1, 2}, 50, 2},
+		{[]float64{1, 2, 3, 4}, 50, 2},
+		{[]float64{1, 2, 3, 4}, 99, 4},
+		{[]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 90, 9},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, orchPercentile(tt.xs, tt.p), "%v p%v", tt.xs, tt.p)
+	}
+}
+
+func payloadOf(s string) *commonpb.Payloads {
+	return &commonpb.Payloads{Payloads: []*commonpb.Payload{{Data: []byte(s)}}}
+}
+
+// TestAnalyzePoint feeds a hand-built history: two activities, the second
+// starting 40 ms after the first completed, and a retried one whose start
+// precedes the previous completion (not a transition).
+func TestAnalyzePoint(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(ms) * time.Millisecond)) }
+	sched := func(id int64, ms int, name, input string) *historypb.HistoryEvent {
+		return &historypb.HistoryEvent{EventId: id, EventTime: at(ms), EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+			Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+				ActivityType: &commonpb.ActivityType{Name: name}, Input: payloadOf(input)}}}
+	}
+	started := func(id, s int64, ms int) *historypb.HistoryEvent {
+		return &historypb.HistoryEvent{EventId: id, EventTime: at(ms), EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+			Attributes: &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: s}}}
+	}
+	completed := func(id, s int64, ms int) *historypb.HistoryEvent {
+		return &historypb.HistoryEvent{EventId: id, EventTime: at(ms), EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+			Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: s}}}
+	}
+	row := `{"model":"dsv4","conc":64}`
+	evs := []*historypb.HistoryEvent{
+		{EventId: 1, EventTime: at(0), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED},
+		sched(2, 10, "Allocate", `{"point_id":"p","row":`+row+`}`),
+		started(3, 2, 10),
+		completed(4, 2, 30),
+		sched(5, 60, "StageCheckpoint", `{"point":{"row":`+row+`},"alloc":{}}`),
+		started(6, 5, 70),
+		completed(7, 5, 75),
+		sched(8, 76, "Teardown", `{"point":{}}`),
+		started(9, 8, 74), // clock skew: not counted
+		completed(10, 8, 80),
+	}
+	ps := analyzePoint(evs)
+	assert.Equal(t, 10, ps.events)
+	require.Len(t, ps.acts, 3)
+	assert.Equal(t, []float64{40}, ps.transitionsMs)
+	assert.Equal(t, "Allocate", ps.acts[0].name)
+	assert.Equal(t, len(`{"point_id":"p","row":`+row+`}`), ps.acts[0].inputBytes)
+	assert.Equal(t, len(row), ps.acts[0].rowBytes)
+	assert.Equal(t, len(row), ps.acts[1].rowBytes, "the row inside a StageInput's point")
+	assert.Equal(t, 0, ps.acts[2].rowBytes)
+	assert.Positive(t, ps.historyBytes)
+}
+
+func TestAnalyzeParentRun(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	run1 := []*historypb.HistoryEvent{
+		{EventId: 1, EventTime: timestamppb.New(t0), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED},
+		{EventId: 2, EventType: enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+			Attributes: &historypb.HistoryEvent_StartChildWorkflowExecutionInitiatedEventAttributes{StartChildWorkflowExecutionInitiatedEventAttributes: &historypb.StartChildWorkflowExecutionInitiatedEventAttributes{Input: payloadOf("12345")}}},
+		{EventId: 3, EventTime: timestamppb.New(t0.Add(time.Second)), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+			Attributes: &historypb.HistoryEvent_WorkflowExecutionContinuedAsNewEventAttributes{WorkflowExecutionContinuedAsNewEventAttributes: &historypb.WorkflowExecutionContinuedAsNewEventAttributes{
+				NewExecutionRunId: "run2", Input: payloadOf("1234567890")}}},
+	}
+	run2 := []*historypb.HistoryEvent{
+		{EventId: 1, EventTime: timestamppb.New(t0.Add(time.Second)), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED},
+		{EventId: 2, EventTime: timestamppb.New(t0.Add(3 * time.Second)), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+			Attributes: &historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes{WorkflowExecutionCompletedEventAttributes: &historypb.WorkflowExecutionCompletedEventAttributes{Result: payloadOf("abc")}}},
+	}
+	var ps parentStats
+	assert.Equal(t, "run2", analyzeParentRun(run1, &ps))
+	assert.Equal(t, "", analyzeParentRun(run2, &ps))
+	assert.Equal(t, []int{3, 2}, ps.events)
+	assert.Equal(t, 3*time.Second, ps.end.Sub(ps.start), "from the first run's start to the last run's close")
+	assert.Equal(t, 5, ps.childInputMax)
+	assert.Equal(t, 10, ps.canInputMax)
+	assert.Equal(t, 3, ps.resultBytes)
+}
+
+func TestMedianRun(t *testing.T) {
+	runs := []orchRun{
+		{PointsPerMin: 100, TransitionP50ms: 30, MaxHistoryEvents: 500, InputBytesMax: 3000, ContinuedAsNew: 1},
+		{PointsPerMin: 300, TransitionP50ms: 10, MaxHistoryEvents: 700, InputBytesMax: 3000, ContinuedAsNew: 1},
+		{PointsPerMin: 200, TransitionP50ms: 20, MaxHistoryEvents: 600, InputBytesMax: 3000, ContinuedAsNew: 2},
+	}
+	m := medianRun(runs)
+	assert.Equal(t, 200.0, m.PointsPerMin)
+	assert.Equal(t, 20.0, m.TransitionP50ms)
+	assert.Equal(t, 600, m.MaxHistoryEvents)
+	assert.Equal(t, 3000, m.InputBytesMax)
+	assert.Equal(t, 1, m.ContinuedAsNew)
+}
+
+func benchCLI(t *testing.T) string {
+	if testing.Short() {
+		t.Skip("integration test: needs the Temporal dev server")
+	}
+	wd, _ := os.Getwd()
+	bin, err := temporalx.CLIPath(wd)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must install the Temporal CLI: %v", err)
+		}
+		t.Skipf("no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
+	}
+	return bin
+}
+
+// TestBenchOrchEmbedded runs the command as a user does: it starts the tuned
+// embedded dev server, runs two small sweeps (the second continuing as new
+// through a low history limit) and removes the server's directory.
+func TestBenchOrchEmbedded(t *testing.T) {
+	benchCLI(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var out, errb bytes.Buffer
+	err := benchOrchestration(context.Background(), []string{"--points", "12", "--runs", "2", "--parallel", "4",
+		"--history-limit", "60", "--sweep", benchSweepFile, "--json"}, &out, &errb)
+	require.NoError(t, err, errb.String())
+	var rep orchReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
+	require.Len(t, rep.Runs, 2)
+	assert.Contains(t, rep.Server, "journal_mode=wal")
+	for _, r := range rep.Runs {
+		assert.Equal(t, 12, r.Completed)
+		assert.Positive(t, r.PointsPerMin)
+		// 7 stages, teardown and the ledger record; eval points with
+		// synthetic acceptance bring the server up twice.
+		assert.GreaterOrEqual(t, r.Activities, 12*9)
+		assert.LessOrEqual(t, r.Activities, 12*10)
+		assert.Equal(t, r.Activities-12, r.Transitions, "one transition between consecutive activities of a point")
+		assert.Positive(t, r.TransitionP50ms)
+		assert.GreaterOrEqual(t, r.TransitionP99ms, r.TransitionP50ms)
+		assert.GreaterOrEqual(t, r.ContinuedAsNew, 1, "history limit 60 continues the parent as new")
+		assert.Positive(t, r.CANInputBytesMax)
+		assert.Positive(t, r.RowBytesP50, "the matrix row travels in the inputs")
+		assert.Greater(t, r.InputBytesMax, r.RowBytesP50)
+		assert.Contains(t, r.InputBytesByType, "Perf")
+		assert.Equal(t, 0, r.NoopAllocationsHeld, "every allocation torn down")
+	}
+	assert.Equal(t, rep.Median.PointsPerMin, rep.PointsPerMin)
+	left, _ := filepath.Glob(filepath.Join(tmp, "sweepflow-bench-orch-*"))
+	assert.Empty(t, left, "the embedded server's directory is removed")
+}
+
+// TestBenchOrchAddress runs against a server it did not start, with the
+// production layout of two task queues (no eager activities), and prints
+// the table.
+func TestBenchOrchAddress(t *testing.T) {
+	bin := benchCLI(t)
+	var extra []string
+	for name, typ := range workflows.SearchAttributeTypes() {
+		extra = append(extra, "--search-attribute", name+"="+typ)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{ExistingPath: bin, LogLevel: "error", ExtraArgs: extra,
+		ClientOptions: &client.Options{Logger: temporalx.SDKLogger(zap.NewNop())}, Stdout: io.Discard, Stderr: io.Discard})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	var out, errb bytes.Buffer
+	err = benchOrchestration(context.Background(), []string{"--points", "6", "--runs", "1", "--address", srv.FrontendHostPort(),
+		"--eager=false", "--sweep", benchSweepFile}, &out, &errb)
+	require.NoError(t, err, errb.String())
+	s := out.String()
+	for _, want := range []string{"points/min", "transition p50 ms", "sweep parent events", "activity input bytes max", "of which row JSON", "two task queues", "max input bytes by activity"} {
+		assert.Contains(t, s, want)
+	}
+}

@@ -1,0 +1,52 @@
+package temporalx
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestDevServerArgs(t *testing.T) {
+	base := DevServer{Binary: "temporal", DataDir: "/data", IP: "127.0.0.1", Port: 7233, UIPort: 8233,
+		SearchAttributes: map[string]string{"B": "Int", "A": "Keyword"}}
+	tests := []struct {
+		name     string
+		mod      func(*DevServer)
+		want     []string
+		wantNot  []string
+		wantTail string
+	}{
+		{name: "tuned by default", mod: func(*DevServer) {},
+			want: []string{"--sqlite-pragma journal_mode=wal", "--sqlite-pragma synchronous=1",
+				"--dynamic-config-value system.enableActivityEagerExecution=true",
+				"--dynamic-config-value matching.numTaskqueueReadPartitions=1",
+				"--search-attribute A=Keyword --search-attribute B=Int", "--db-filename /data/temporal.db"},
+			wantNot: []string{"--headless"}},
+		{name: "stock", mod: func(d *DevServer) { d.Stock = true },
+			wantNot: []string{"--sqlite-pragma", "--dynamic-config-value"}},
+		{name: "headless with extra dynamic config", mod: func(d *DevServer) {
+			d.Headless = true
+			d.DynamicConfig = []string{"matching.numTaskqueueReadPartitions=4"}
+		}, want: []string{"--headless", "--dynamic-config-value matching.numTaskqueueReadPartitions=4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := base
+			tt.mod(&d)
+			line := strings.Join(d.Args(), " ")
+			assert.True(t, strings.HasPrefix(line, "server start-dev --ip 127.0.0.1 --port 7233"), line)
+			for _, w := range tt.want {
+				assert.Contains(t, line, w)
+			}
+			for _, w := range tt.wantNot {
+				assert.NotContains(t, line, w)
+			}
+		})
+	}
+	// An extra value comes after the tuned one, so it wins.
+	d := base
+	d.DynamicConfig = []string{"matching.numTaskqueueReadPartitions=4"}
+	line := strings.Join(d.Args(), " ")
+	assert.Less(t, strings.Index(line, "numTaskqueueReadPartitions=1"), strings.Index(line, "numTaskqueueReadPartitions=4"))
+}
