@@ -96,7 +96,9 @@ func payloadOf(s string) *commonpb.Payloads {
 // precedes the previous completion (not a transition).
 func TestAnalyzePoint(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(ms int) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(ms) * time.Millisecond)) }
+	at := func(ms int) *timestamppb.Timestamp {
+		return timestamppb.New(t0.Add(time.Duration(ms) * time.Millisecond))
+	}
 	sched := func(id int64, ms int, name, input string) *historypb.HistoryEvent {
 		return &historypb.HistoryEvent{EventId: id, EventTime: at(ms), EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
 			Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{

@@ -29,8 +29,8 @@ type DevServer struct {
 	Stock bool
 	// Headless runs without the Web UI (UIPort is then unused).
 	Headless bool
-	// DynamicConfig adds KEY=JSON-VALUE dynamic config values after the
-	// tuned ones (a later value of a key wins).
+	// DynamicConfig adds KEY=JSON-VALUE dynamic config values, passed
+	// after the tuned ones.
 	DynamicConfig []string
 }
 

@@ -11,11 +11,10 @@ func TestDevServerArgs(t *testing.T) {
 	base := DevServer{Binary: "temporal", DataDir: "/data", IP: "127.0.0.1", Port: 7233, UIPort: 8233,
 		SearchAttributes: map[string]string{"B": "Int", "A": "Keyword"}}
 	tests := []struct {
-		name     string
-		mod      func(*DevServer)
-		want     []string
-		wantNot  []string
-		wantTail string
+		name    string
+		mod     func(*DevServer)
+		want    []string
+		wantNot []string
 	}{
 		{name: "tuned by default", mod: func(*DevServer) {},
 			want: []string{"--sqlite-pragma journal_mode=wal", "--sqlite-pragma synchronous=1",
@@ -44,7 +43,7 @@ func TestDevServerArgs(t *testing.T) {
 			}
 		})
 	}
-	// An extra value comes after the tuned one, so it wins.
+	// Extra values come after the tuned ones.
 	d := base
 	d.DynamicConfig = []string{"matching.numTaskqueueReadPartitions=4"}
 	line := strings.Join(d.Args(), " ")
