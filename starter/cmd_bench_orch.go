@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -74,8 +75,9 @@ Exit status: 0 ok (goals are reported, not enforced), 1 error, 2 usage.`
 type benchOrchFlags struct {
 	points, runs, parallel, pollers int
 	historyLimit                    int
-	address, sweepFile              string
-	asJSON, stock, eager            bool
+	address, sweepFile, cpuProfile  string
+	dynamicConfig                   []string
+	asJSON, stock, eager, gzip      bool
 	timeout                         time.Duration
 }
 
@@ -101,8 +103,11 @@ func newBenchOrchCmd() *cobra.Command {
 	fs.BoolVar(&f.stock, "stock-server", false, "start the embedded dev server with the CLI's defaults instead of sweepflow's tuning")
 	fs.BoolVar(&f.eager, "eager", true, "serve workflows and activities on one task queue, so the server hands new activity tasks straight back (eager activity execution); false: two queues, as a control worker and a cluster worker")
 	fs.IntVar(&f.historyLimit, "history-limit", 0, "sweep history length at which the parent continues as new (0: the workflow's default, 8000)")
+	fs.BoolVar(&f.gzip, "gzip", false, "gzip the gRPC requests (the SDK's default; off by default here, as it costs both sides CPU on a local server)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "bound on each sweep")
 	fs.BoolVar(&f.asJSON, "json", false, "print the figures as JSON")
+	fs.StringArrayVar(&f.dynamicConfig, "dynamic-config-value", nil, "KEY=JSON-VALUE added to the embedded dev server's dynamic config (repeatable; experiments)")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (worker and analysis) here")
 	return c
 }
 
@@ -128,6 +133,10 @@ type orchRun struct {
 	InputBytesP50        int            `json:"activity_input_bytes_p50"`
 	RowBytesP50          int            `json:"row_bytes_per_input_p50"`
 	InputBytesByType     map[string]int `json:"max_input_bytes_by_activity"`
+	// LargestInput is where the bytes of the largest activity input are:
+	// JSON bytes per field ("point.row", "point.profile", "stages", ...).
+	LargestInput     map[string]int `json:"largest_input_bytes_by_field"`
+	LargestInputType string         `json:"largest_input_activity"`
 	ChildInputBytesMax   int            `json:"point_workflow_input_bytes_max"`
 	CANInputBytesMax     int            `json:"continue_as_new_input_bytes_max"`
 	ResultBytes          int            `json:"sweep_result_bytes"`
@@ -177,6 +186,17 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 	if err != nil {
 		return &exitError{code: exitUsage, msg: oneLine(err) + " (--sweep names the plan whose points are repeated)"}
 	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			pf.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
 	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(stderr), zap.ErrorLevel))
 
 	opts, err := temporalx.ClientOptions(nil)
@@ -184,11 +204,14 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		return err
 	}
 	opts.Logger = temporalx.SDKLogger(log)
+	if !f.gzip {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	server := f.address
 	if f.address != "" {
 		opts.HostPort = f.address
 	} else {
-		d, stop, err := startBenchDevServer(ctx, f.stock)
+		d, stop, err := startBenchDevServer(ctx, f.stock, f.dynamicConfig)
 		if err != nil {
 			return err
 		}
@@ -197,6 +220,9 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		server = "embedded dev server (tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
 		if f.stock {
 			server = "embedded dev server (stock CLI defaults)"
+		}
+		if len(f.dynamicConfig) > 0 {
+			server += " + " + strings.Join(f.dynamicConfig, ", ")
 		}
 	}
 	c, err := client.Dial(opts)
@@ -263,7 +289,7 @@ func benchPoints(template []activities.PointSpec, n int) []activities.PointSpec 
 
 // startBenchDevServer starts the embedded dev server on a free port in a
 // temporary directory; stop ends it and removes the directory.
-func startBenchDevServer(ctx context.Context, stock bool) (temporalx.DevServer, func(), error) {
+func startBenchDevServer(ctx context.Context, stock bool, dynamicConfig []string) (temporalx.DevServer, func(), error) {
 	wd, _ := os.Getwd()
 	bin, err := temporalx.CLIPath(wd)
 	if err != nil {
@@ -279,7 +305,7 @@ func startBenchDevServer(ctx context.Context, stock bool) (temporalx.DevServer, 
 		return temporalx.DevServer{}, nil, err
 	}
 	d := temporalx.DevServer{Binary: bin, DataDir: filepath.Join(dir, "temporal"), IP: "127.0.0.1", Port: port, Headless: true,
-		Stock: stock, SearchAttributes: workflows.SearchAttributeTypes()}
+		Stock: stock, DynamicConfig: dynamicConfig, SearchAttributes: workflows.SearchAttributeTypes()}
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	stop := func() { _ = d.Stop(); _ = os.RemoveAll(dir) }
@@ -377,6 +403,9 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	firstRun := run.GetRunID() // Get follows continue-as-new and moves the run ID on
 	var res workflows.SweepProgress
 	if err := run.Get(rctx, &res); err != nil {
+		if why := whyClosed(ctx, c, id); why != "" {
+			return r, fmt.Errorf("sweep %s: %w; %s", id, err, why)
+		}
 		return r, fmt.Errorf("sweep %s: %w", id, err)
 	}
 	clientWall := time.Since(t0)
@@ -412,6 +441,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	}
 	var trans []float64
 	var events, inputs, rows []int
+	largest, largestIn := -1, (*commonpb.Payloads)(nil)
 	r.InputBytesByType = map[string]int{}
 	for _, p := range pts {
 		events = append(events, p.events)
@@ -422,8 +452,13 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 			inputs = append(inputs, a.inputBytes)
 			rows = append(rows, a.rowBytes)
 			r.InputBytesByType[a.name] = max(r.InputBytesByType[a.name], a.inputBytes)
+			if a.inputBytes > largest {
+				largest, largestIn = a.inputBytes, a.input
+				r.LargestInputType = a.name
+			}
 		}
 	}
+	r.LargestInput = inputFields(largestIn)
 	r.Transitions = len(trans)
 	r.TransitionP50ms, r.TransitionP99ms = orchPercentile(trans, 50), orchPercentile(trans, 99)
 	r.PointEventsMax, r.PointEventsP50 = orchMaxInt(events), orchPercentileInt(events, 50)
@@ -433,6 +468,29 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	r.PointsPerMin = float64(f.points) / min
 	r.ActivitiesPerMin = float64(r.Activities) / min
 	return r, nil
+}
+
+// whyClosed reads the last failed workflow task and the termination reason
+// of a sweep's latest run: a result or continue-as-new input over the
+// server's blob size limit shows up there, not in the client's error.
+func whyClosed(ctx context.Context, c client.Client, wid string) string {
+	evs, err := orchHistory(ctx, c, wid, "")
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for i := len(evs) - 1; i >= 0 && len(parts) < 2; i-- {
+		e := evs[i]
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+			parts = append(parts, "terminated: "+e.GetWorkflowExecutionTerminatedEventAttributes().GetReason())
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			a := e.GetWorkflowTaskFailedEventAttributes()
+			parts = append(parts, fmt.Sprintf("last workflow task failed (%s): %s", a.GetCause(), a.GetFailure().GetMessage()))
+			i = 0
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // parentStats are the sweep workflow's runs (one per continue-as-new).
@@ -494,6 +552,7 @@ type pointStats struct {
 
 type actStats struct {
 	name       string
+	input      *commonpb.Payloads
 	inputBytes int
 	rowBytes   int
 	scheduled  int64
@@ -545,7 +604,7 @@ func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
 		switch e.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := e.GetActivityTaskScheduledEventAttributes()
-			st := &actStats{name: a.GetActivityType().GetName(), inputBytes: orchPayloadsBytes(a.GetInput()),
+			st := &actStats{name: a.GetActivityType().GetName(), input: a.GetInput(), inputBytes: orchPayloadsBytes(a.GetInput()),
 				rowBytes: orchRowBytes(a.GetInput()), scheduled: e.GetEventId()}
 			byID[e.GetEventId()] = st
 			order = append(order, st)
@@ -624,7 +683,34 @@ func orchRowBytes(p *commonpb.Payloads) int {
 	return n
 }
 
-// percentile is the nearest-rank percentile of xs (0 when empty).
+// inputFields splits a JSON activity input into the bytes of its fields;
+// the fields of a PointSpec (the input itself, or its "point") are named
+// "point.<field>".
+func inputFields(p *commonpb.Payloads) map[string]int {
+	out := map[string]int{}
+	for _, x := range p.GetPayloads() {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(x.GetData(), &top) != nil {
+			continue
+		}
+		if _, ok := top["point_id"]; ok { // the PointSpec itself
+			top = map[string]json.RawMessage{"point": x.GetData()}
+		}
+		for k, v := range top {
+			var pt map[string]json.RawMessage
+			if k == "point" && json.Unmarshal(v, &pt) == nil {
+				for pk, pv := range pt {
+					out["point."+pk] += len(pk) + 3 + len(pv)
+				}
+				continue
+			}
+			out[k] += len(k) + 3 + len(v)
+		}
+	}
+	return out
+}
+
+// orchPercentile is the nearest-rank percentile of xs (0 when empty).
 func orchPercentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -748,6 +834,19 @@ func printOrchReport(w io.Writer, rep orchReport) {
 		parts = append(parts, fmt.Sprintf("%s %d", n, rep.Median.InputBytesByType[n]))
 	}
 	fmt.Fprintf(w, "\nmax input bytes by activity (run 1): %s\n", strings.Join(parts, ", "))
+	fields := make([]string, 0, len(rep.Median.LargestInput))
+	for k := range rep.Median.LargestInput {
+		fields = append(fields, k)
+	}
+	sort.Slice(fields, func(i, j int) bool {
+		a, b := rep.Median.LargestInput[fields[i]], rep.Median.LargestInput[fields[j]]
+		return a > b || a == b && fields[i] < fields[j]
+	})
+	parts = parts[:0]
+	for _, k := range fields[:min(len(fields), 8)] {
+		parts = append(parts, fmt.Sprintf("%s %d", k, rep.Median.LargestInput[k]))
+	}
+	fmt.Fprintf(w, "largest input (%s) by JSON field: %s\n", rep.Median.LargestInputType, strings.Join(parts, ", "))
 }
 
 // loadAvg1 is the 1-minute load average (0 where /proc is missing).

@@ -252,3 +252,20 @@ func TestBenchOrchAddress(t *testing.T) {
 		assert.Contains(t, s, want)
 	}
 }
+
+func TestInputFields(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  map[string]int
+	}{
+		{"point spec", `{"point_id":"p","row":{"a":1}}`, map[string]int{"point.point_id": len(`point_id`) + 3 + len(`"p"`), "point.row": len(`row`) + 3 + len(`{"a":1}`)}},
+		{"stage input", `{"point":{"row":[1,2]},"alloc":{"job_id":"j"}}`, map[string]int{"point.row": len(`row`) + 3 + len(`[1,2]`), "alloc": len(`alloc`) + 3 + len(`{"job_id":"j"}`)}},
+		{"not JSON", `xyz`, map[string]int{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, inputFields(payloadOf(tt.input)))
+		})
+	}
+}

@@ -102,6 +102,8 @@ type sweepRun struct {
 	maxInUse int
 	bypassed int
 	done     []PointOutcome
+	// planned holds the IDs of in.Points (built by total).
+	planned map[string]bool
 }
 
 // unit is what the sweep schedules on its node budget: one point, or (from
@@ -396,11 +398,32 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 }
 
 func (s *sweepRun) publish(ctx workflow.Context) {
-	pr := s.progress(time.Time{})
-	finished := len(s.done)
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, len(pr.Points))))
+	// The same total as len(s.progress(...).Points), without building the
+	// progress: publish runs after every point, and progress is quadratic
+	// in the points (bench orchestration: 26% of the worker's CPU at 1,000
+	// points, cubic over the sweep).
+	total, finished := s.total(), len(s.done)
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, total)))
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: %d of %d points done, %d running, %d pending; %d/%d nodes in use",
-		s.in.SweepID, finished, len(pr.Points), len(s.running), len(s.queue), s.inUse, s.in.NodeBudget))
+		s.in.SweepID, finished, total, len(s.running), len(s.queue), s.inUse, s.in.NodeBudget))
+}
+
+// total counts the points progress shows: this run's plan and the points
+// finished in earlier runs of a continued-as-new sweep.
+func (s *sweepRun) total() int {
+	if s.planned == nil {
+		s.planned = make(map[string]bool, len(s.in.Points))
+		for _, p := range s.in.Points {
+			s.planned[p.PointID] = true
+		}
+	}
+	n := len(s.in.Points)
+	for i := range s.done {
+		if !s.planned[s.done[i].PointID] {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *sweepRun) record(ctx workflow.Context, status string, end time.Time) {

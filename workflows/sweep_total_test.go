@@ -1,0 +1,30 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/sweepflow/sweepflow/activities"
+)
+
+// total must count what progress lists, without building it.
+func TestSweepTotalMatchesProgress(t *testing.T) {
+	pts := []activities.PointSpec{{PointID: "a"}, {PointID: "b"}, {PointID: "c"}}
+	tests := []struct {
+		name string
+		run  sweepRun
+	}{
+		{"fresh", sweepRun{in: SweepInput{Points: pts}, queue: pts}},
+		{"some done", sweepRun{in: SweepInput{Points: pts}, queue: pts[2:], running: pts[1:2],
+			done: []PointOutcome{{PointID: "a"}}}},
+		{"continued as new", sweepRun{in: SweepInput{Points: pts[1:]}, queue: pts[2:],
+			done: []PointOutcome{{PointID: "x"}, {PointID: "y"}, {PointID: "b"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, len(tt.run.progress(time.Time{}).Points), tt.run.total())
+		})
+	}
+}
