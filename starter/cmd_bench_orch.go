@@ -135,13 +135,13 @@ type orchRun struct {
 	InputBytesByType     map[string]int `json:"max_input_bytes_by_activity"`
 	// LargestInput is where the bytes of the largest activity input are:
 	// JSON bytes per field ("point.row", "point.profile", "stages", ...).
-	LargestInput     map[string]int `json:"largest_input_bytes_by_field"`
-	LargestInputType string         `json:"largest_input_activity"`
-	ChildInputBytesMax   int            `json:"point_workflow_input_bytes_max"`
-	CANInputBytesMax     int            `json:"continue_as_new_input_bytes_max"`
-	ResultBytes          int            `json:"sweep_result_bytes"`
-	NoopAllocationsHeld  int            `json:"noop_allocations_left_held"`
-	LoadAvg              [2]float64     `json:"load_avg_1m_start_end"`
+	LargestInput        map[string]int `json:"largest_input_bytes_by_field"`
+	LargestInputType    string         `json:"largest_input_activity"`
+	ChildInputBytesMax  int            `json:"point_workflow_input_bytes_max"`
+	CANInputBytesMax    int            `json:"continue_as_new_input_bytes_max"`
+	ResultBytes         int            `json:"sweep_result_bytes"`
+	NoopAllocationsHeld int            `json:"noop_allocations_left_held"`
+	LoadAvg             [2]float64     `json:"load_avg_1m_start_end"`
 }
 
 // orchReport is the command's output: medians of the runs at the top.
