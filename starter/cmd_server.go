@@ -42,6 +42,7 @@ func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
 	dataDir := fs.String("data-dir", filepath.Join(homeDir(), "temporal"), "directory for the dev server's SQLite database and log")
 	port := fs.Int("port", 7233, "frontend gRPC port")
 	uiPort := fs.Int("ui-port", 8233, "Web UI port")
+	stock := fs.Bool("stock", false, "run the CLI's defaults, without sweepflow's SQLite (WAL, synchronous=NORMAL) and dynamic config (eager activities, one task queue partition) tuning")
 	return func() (temporalx.DevServer, error) {
 		wd, _ := os.Getwd()
 		bin, err := temporalx.CLIPath(wd)
@@ -52,7 +53,7 @@ func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
 		if err != nil {
 			return temporalx.DevServer{}, err
 		}
-		return temporalx.DevServer{Binary: bin, DataDir: abs, IP: "127.0.0.1", Port: *port, UIPort: *uiPort,
+		return temporalx.DevServer{Binary: bin, DataDir: abs, IP: "127.0.0.1", Port: *port, UIPort: *uiPort, Stock: *stock,
 			SearchAttributes: workflows.SearchAttributeTypes()}, nil
 	}
 }

@@ -34,10 +34,10 @@ type Options struct {
 	Logger  *zap.Logger
 }
 
-// DefaultPollers is the pollers per task kind. The SDK's 2 leave a worker
-// waiting on a poll round trip between tasks once hundreds of points run;
-// 8 kept the transition between stages near 50 ms on the dev server
-// (`starter bench orchestration`, README).
+// DefaultPollers is the pollers per task kind (the SDK's default is 2).
+// With hundreds of points in flight, 2 pollers leave tasks waiting for a
+// poll round trip; `starter bench orchestration --pollers N` measures it
+// (README, orchestration performance).
 const DefaultPollers = 8
 
 func (o Options) pollers() int {
