@@ -29,6 +29,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/noop"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workerapp"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -74,7 +75,7 @@ Exit status: 0 ok (goals are reported, not enforced), 1 error, 2 usage.`
 
 type benchOrchFlags struct {
 	points, runs, parallel, pollers int
-	historyLimit                    int
+	historyLimit, perDeployment     int
 	address, sweepFile, cpuProfile  string
 	dynamicConfig                   []string
 	asJSON, stock, eager, gzip      bool
@@ -102,6 +103,7 @@ func newBenchOrchCmd() *cobra.Command {
 	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file whose planned points are repeated (their row JSON sizes the inputs)")
 	fs.BoolVar(&f.stock, "stock-server", false, "start the embedded dev server with the CLI's defaults instead of sweepflow's tuning")
 	fs.BoolVar(&f.eager, "eager", true, "serve workflows and activities on one task queue, so the server hands new activity tasks straight back (eager activity execution); false: two queues, as a control worker and a cluster worker")
+	fs.IntVar(&f.perDeployment, "per-deployment", 1, "points sharing one deployment (one allocation and bring-up, a deployment workflow); 1: every point on its own, the 7-stage flow")
 	fs.IntVar(&f.historyLimit, "history-limit", 0, "sweep history length at which the parent continues as new (0: the workflow's default, 8000)")
 	fs.BoolVar(&f.gzip, "gzip", false, "gzip the gRPC requests (the SDK's default; off by default here, as it costs both sides CPU on a local server)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "bound on each sweep")
@@ -127,6 +129,7 @@ type orchRun struct {
 	PointEventsP50       int            `json:"point_history_events_p50"`
 	PointHistoryBytesMax int            `json:"point_history_bytes_max"`
 	ParentEventsMax      int            `json:"parent_history_events_max"`
+	DeploymentEventsMax  int            `json:"deployment_history_events_max,omitempty"`
 	MaxHistoryEvents     int            `json:"max_history_events"`
 	ContinuedAsNew       int            `json:"continued_as_new"`
 	InputBytesMax        int            `json:"max_activity_input_bytes"`
@@ -155,6 +158,7 @@ type orchReport struct {
 	Runs             []orchRun `json:"runs"`
 	Points           int       `json:"points"`
 	Parallel         int       `json:"parallel"`
+	PerDeployment    int       `json:"per_deployment"`
 	Pollers          int       `json:"pollers"`
 	Eager            bool      `json:"eager"`
 	Server           string    `json:"server"`
@@ -177,6 +181,8 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		return usageError("--runs must be positive, got %d", f.runs)
 	case f.parallel <= 0:
 		return usageError("--parallel must be positive, got %d", f.parallel)
+	case f.perDeployment <= 0:
+		return usageError("--per-deployment must be positive, got %d", f.perDeployment)
 	case f.historyLimit < 0:
 		return usageError("--history-limit must not be negative, got %d", f.historyLimit)
 	case f.pollers < 2:
@@ -231,7 +237,7 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 	}
 	defer c.Close()
 
-	rep := orchReport{Points: f.points, Parallel: f.parallel, Pollers: f.pollers, Eager: f.eager, Server: server, CPUs: runtime.NumCPU()}
+	rep := orchReport{Points: f.points, Parallel: f.parallel, PerDeployment: f.perDeployment, Pollers: f.pollers, Eager: f.eager, Server: server, CPUs: runtime.NumCPU()}
 	for i := 0; i < f.runs; i++ {
 		if !f.asJSON {
 			fmt.Fprintf(stderr, "run %d of %d: %d points ...\n", i+1, f.runs, f.points)
@@ -272,14 +278,21 @@ func benchTemplatePoints(sweepFile string) ([]activities.PointSpec, error) {
 }
 
 // benchPoints repeats the template to n points with unique IDs and
-// identities, one node each.
-func benchPoints(template []activities.PointSpec, n int) []activities.PointSpec {
+// identities, one node each; every perDeployment consecutive points share
+// a deployment (the identity's deployment part).
+func benchPoints(template []activities.PointSpec, n, perDeployment int) []activities.PointSpec {
 	out := make([]activities.PointSpec, n)
 	for i := range out {
-		p := template[i%len(template)]
-		suffix := fmt.Sprintf("-b%05d", i)
-		p.PointID += suffix
-		p.Identity += suffix
+		p := template[(i/perDeployment)%len(template)]
+		p.PointID += fmt.Sprintf("-b%05d", i)
+		dep := fmt.Sprintf("b%05d", i/perDeployment)
+		if id, err := point.Parse(p.Identity); err == nil {
+			id.Deployment = dep + id.Deployment // in front: deployment workflow IDs keep 16 characters
+			id.Conc = i                         // unique within a deployment
+			p.Identity = id.String()
+		} else {
+			p.Identity = dep + "-c" + fmt.Sprint(i)
+		}
 		p.Nodes = 1
 		p.Faults = nil
 		out[i] = p
@@ -373,6 +386,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	ww := worker.New(c, wfQueue, wopts)
 	ww.RegisterWorkflow(workflows.SweepWorkflow)
 	ww.RegisterWorkflow(workflows.PointWorkflow)
+	ww.RegisterWorkflow(workflows.DeploymentWorkflow)
 	ws := []worker.Worker{ww}
 	if f.eager {
 		ww.RegisterActivity(&acts)
@@ -389,7 +403,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	}
 
 	in := workflows.SweepInput{SweepID: id, Name: "bench-orchestration", Cluster: noop.Name, TaskQueue: actQueue,
-		NodeBudget: f.parallel, Points: benchPoints(template, f.points), HistoryLimit: f.historyLimit,
+		NodeBudget: f.parallel, Points: benchPoints(template, f.points, f.perDeployment), HistoryLimit: f.historyLimit,
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second}}
 	r := orchRun{SweepID: id, Points: f.points}
 	r.LoadAvg[0] = orchLoadAvg1()
@@ -413,7 +427,14 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	r.Completed = res.Counts[workflows.StatusCompleted]
 	r.NoopAllocationsHeld = backend.Held()
 	if r.Completed != f.points {
-		return r, fmt.Errorf("sweep %s: %d of %d points completed (%v)", id, r.Completed, f.points, res.Counts)
+		first := ""
+		for _, p := range res.Points {
+			if p.Outcome != nil && p.Status != workflows.StatusCompleted {
+				first = fmt.Sprintf("; first: %s %s: %s", p.PointID, p.Status, p.Outcome.Error)
+				break
+			}
+		}
+		return r, fmt.Errorf("sweep %s: %d of %d points completed (%v)%s", id, r.Completed, f.points, res.Counts, first)
 	}
 
 	parent, err := sweepRunsStats(rctx, c, id, firstRun)
@@ -439,6 +460,23 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	if err != nil {
 		return r, err
 	}
+	if f.perDeployment > 1 {
+		seen := map[string]bool{}
+		var deps []string
+		for _, p := range in.Points {
+			if k := workflows.DeploymentKey(p); !seen[k] {
+				seen[k] = true
+				deps = append(deps, workflows.DeploymentWorkflowID(id, k))
+			}
+		}
+		ds, err := pointsStats(rctx, c, deps)
+		if err != nil {
+			return r, err
+		}
+		for _, d := range ds {
+			r.DeploymentEventsMax = max(r.DeploymentEventsMax, d.events)
+		}
+	}
 	var trans []float64
 	var events, inputs, rows []int
 	largest, largestIn := -1, (*commonpb.Payloads)(nil)
@@ -463,7 +501,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	r.TransitionP50ms, r.TransitionP99ms = orchPercentile(trans, 50), orchPercentile(trans, 99)
 	r.PointEventsMax, r.PointEventsP50 = orchMaxInt(events), orchPercentileInt(events, 50)
 	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = orchMaxInt(inputs), orchPercentileInt(inputs, 50), orchPercentileInt(rows, 50)
-	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax)
+	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax, r.DeploymentEventsMax)
 	min := wall.Minutes()
 	r.PointsPerMin = float64(f.points) / min
 	r.ActivitiesPerMin = float64(r.Activities) / min
@@ -759,6 +797,7 @@ func medianRun(rs []orchRun) orchRun {
 	m.PointEventsP50 = mi(func(r orchRun) int { return r.PointEventsP50 })
 	m.PointHistoryBytesMax = mi(func(r orchRun) int { return r.PointHistoryBytesMax })
 	m.ParentEventsMax = mi(func(r orchRun) int { return r.ParentEventsMax })
+	m.DeploymentEventsMax = mi(func(r orchRun) int { return r.DeploymentEventsMax })
 	m.MaxHistoryEvents = mi(func(r orchRun) int { return r.MaxHistoryEvents })
 	m.ContinuedAsNew = mi(func(r orchRun) int { return r.ContinuedAsNew })
 	m.InputBytesMax = mi(func(r orchRun) int { return r.InputBytesMax })
@@ -814,6 +853,9 @@ func printOrchReport(w io.Writer, rep orchReport) {
 	row("point history events p50", d(func(r orchRun) int { return r.PointEventsP50 }), "")
 	row("point history bytes max", d(func(r orchRun) int { return r.PointHistoryBytesMax }), "")
 	row("sweep parent events (max run)", d(func(r orchRun) int { return r.ParentEventsMax }), fmt.Sprintf("<= %d%s", orchGoalHistoryEvents, ok(rep.Goals.HistoryEvents)))
+	if rep.Median.DeploymentEventsMax > 0 {
+		row("deployment workflow events max", d(func(r orchRun) int { return r.DeploymentEventsMax }), "")
+	}
 	row("parent continued as new", d(func(r orchRun) int { return r.ContinuedAsNew }), "")
 	row("activity input bytes max", d(func(r orchRun) int { return r.InputBytesMax }), fmt.Sprintf("< %d%s", orchGoalInputBytes, ok(rep.Goals.ActivityInputs4K)))
 	row("activity input bytes p50", d(func(r orchRun) int { return r.InputBytesP50 }), "")

@@ -37,6 +37,7 @@ func TestBenchOrchUsage(t *testing.T) {
 		{"zero runs", []string{"--points", "5", "--runs", "0"}, "--runs must be positive"},
 		{"zero parallel", []string{"--points", "5", "--parallel", "0"}, "--parallel must be positive"},
 		{"one poller", []string{"--points", "5", "--pollers", "1"}, "--pollers must be at least 2"},
+		{"zero per deployment", []string{"--points", "5", "--per-deployment", "0"}, "--per-deployment must be positive"},
 		{"negative history limit", []string{"--points", "5", "--history-limit", "-1"}, "--history-limit must not be negative"},
 		{"missing sweep", []string{"--points", "5", "--sweep", "testdata/no-such-sweep.yaml"}, "--sweep names the plan"},
 		{"positional", []string{"extra"}, "unexpected argument"},
@@ -51,22 +52,37 @@ func TestBenchOrchUsage(t *testing.T) {
 
 func TestBenchPoints(t *testing.T) {
 	tmpl := []activities.PointSpec{
-		{PointID: "a", Identity: "ia", Nodes: 4, Row: json.RawMessage(`{"x":1}`), Faults: []activities.Fault{{Stage: "perf", Times: 1}}},
-		{PointID: "b", Identity: "ib", Nodes: 16},
+		{PointID: "a", Identity: "aaa-c8", Nodes: 4, Row: json.RawMessage(`{"x":1}`), Faults: []activities.Fault{{Stage: "perf", Times: 1}}},
+		{PointID: "b", Identity: "not an identity", Nodes: 16},
 	}
-	pts := benchPoints(tmpl, 5)
+	pts := benchPoints(tmpl, 5, 1)
 	require.Len(t, pts, 5)
 	ids := map[string]bool{}
+	deps := map[string]bool{}
 	for i, p := range pts {
 		assert.Equal(t, 1, p.Nodes, "every point takes one node")
 		assert.Empty(t, p.Faults, "no injected faults in a benchmark")
 		ids[p.PointID], ids[p.Identity] = true, true
+		deps[workflows.DeploymentKey(p)] = true
 		assert.Equal(t, tmpl[i%2].Row, p.Row, "the row is kept: it sizes the inputs")
 	}
 	assert.Len(t, ids, 10, "point IDs and identities are unique")
+	assert.Len(t, deps, 5, "one deployment per point")
 	assert.Equal(t, "a-b00000", pts[0].PointID)
-	assert.Equal(t, "ib-b00003", pts[3].Identity)
+	assert.Equal(t, "b00000aaa-c0", pts[0].Identity)
+	assert.Equal(t, "b00003-c3", pts[3].Identity, "an unparsable template identity is replaced")
 	assert.Equal(t, 4, tmpl[0].Nodes, "the template is not modified")
+
+	shared := benchPoints(tmpl, 6, 3)
+	deps = map[string]bool{}
+	for _, p := range shared {
+		deps[workflows.DeploymentKey(p)] = true
+	}
+	assert.Len(t, deps, 2, "three points per deployment")
+	assert.Equal(t, workflows.DeploymentKey(shared[0]), workflows.DeploymentKey(shared[2]))
+	assert.Equal(t, "a-b00002", shared[2].PointID, "consecutive points of a deployment repeat one template point")
+	assert.NotEqual(t, workflows.DeploymentWorkflowID("s", workflows.DeploymentKey(shared[0])),
+		workflows.DeploymentWorkflowID("s", workflows.DeploymentKey(shared[3])), "deployment workflow IDs differ")
 }
 
 func TestOrchPercentile(t *testing.T) {

@@ -12,14 +12,15 @@ import (
 // total must count what progress lists, without building it.
 func TestSweepTotalMatchesProgress(t *testing.T) {
 	pts := []activities.PointSpec{{PointID: "a"}, {PointID: "b"}, {PointID: "c"}}
+	one := func(ps ...activities.PointSpec) []unit { return units(ps, false) }
 	tests := []struct {
 		name string
 		run  sweepRun
 	}{
-		{"fresh", sweepRun{in: SweepInput{Points: pts}, queue: pts}},
-		{"some done", sweepRun{in: SweepInput{Points: pts}, queue: pts[2:], running: pts[1:2],
+		{"fresh", sweepRun{in: SweepInput{Points: pts}, queue: one(pts...)}},
+		{"some done", sweepRun{in: SweepInput{Points: pts}, queue: one(pts[2:]...), running: units(pts[1:2], true),
 			done: []PointOutcome{{PointID: "a"}}}},
-		{"continued as new", sweepRun{in: SweepInput{Points: pts[1:]}, queue: pts[2:],
+		{"continued as new", sweepRun{in: SweepInput{Points: pts[1:]}, queue: one(pts[2:]...),
 			done: []PointOutcome{{PointID: "x"}, {PointID: "y"}, {PointID: "b"}}}},
 	}
 	for _, tt := range tests {
