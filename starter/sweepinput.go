@@ -11,7 +11,6 @@ import (
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/plan"
-	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -50,7 +49,7 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 		return nil, nil, err
 	}
 	in := &workflows.SweepInput{
-		Name: sw.Name, Cluster: cl.Name, TaskQueue: temporalx.ClusterQueue(cl.Name), NodeBudget: cl.Nodes,
+		Name: sw.Name, Cluster: cl.Name, TaskQueue: cl.TaskQueue, NodeBudget: cl.Nodes,
 		Tuning: req.Tuning, ReuseFrom: req.ReuseFrom, Force: req.Force, Nightly: req.Nightly,
 		SweepFile: absPath(req.SweepFile), ClusterFile: absPath(req.ClusterFile),
 	}
