@@ -153,7 +153,7 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	upCtx, cancelUp := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancelUp()
 	t0 = time.Now()
-	require.NoError(t, stack.Up(upCtx, compose.Wait(true)), "compose up")
+	require.NoError(t, stack.Up(upCtx), "compose up")
 	t.Logf("stack up in %s", time.Since(t0).Round(time.Second))
 
 	workerLogs := func() string {
