@@ -96,6 +96,10 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the compose stack test takes minutes")
 	}
+	// Ryuk (testcontainers' reaper) is an image from a registry, which this
+	// machine has not: the stack is removed by the cleanup below instead.
+	// Set before testcontainers reads its configuration (once).
+	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	ctx := context.Background()
 	if err := dockerEngine(ctx); err != nil {
 		t.Skipf("no Docker engine: %v", err)
@@ -110,7 +114,8 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	bctx, cancel := context.WithTimeout(ctx, 60*time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	t.Logf("scripts/images.sh (%s):\n%s", time.Since(t0).Round(time.Second), run(t, bctx, root, nil, "scripts/images.sh"))
+	built := run(t, bctx, root, nil, "scripts/images.sh")
+	t.Logf("scripts/images.sh (%s):\n%s", time.Since(t0).Round(time.Second), built)
 
 	// Certificates and the ledger password, as scripts/stack.sh makes them.
 	state := t.TempDir()
