@@ -87,7 +87,7 @@ func TestComposeServices(t *testing.T) {
 		{name: "temporal-create-namespace", image: "temporalio/admin-tools:1.29.1-tctl-1.18.4-cli-1.5.0",
 			dependsOn: map[string]string{"temporal": healthy}},
 		{name: "temporal-ui", image: "temporalio/ui:2.42.1",
-			dependsOn: map[string]string{"temporal": healthy}, ports: []string{"8080:8080"}},
+			dependsOn: map[string]string{"temporal": healthy}, ports: []string{"127.0.0.1:8080:8080"}},
 		{name: "node", image: "sweepflow-worker:local", health: true},
 		{name: "worker", image: "sweepflow-worker:local",
 			dependsOn: map[string]string{"temporal-create-namespace": completed, "node": healthy}},
@@ -206,7 +206,7 @@ func TestComposeOverrides(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"17233:7233"}, cf.Services["temporal"].Ports)
-	assert.Equal(t, []string{"18080:8080"}, cf.Services["temporal-ui"].Ports)
+	assert.Equal(t, []string{"127.0.0.1:18080:8080"}, cf.Services["temporal-ui"].Ports)
 	assert.Equal(t, "temporalio/server:1.31.0", cf.Services["temporal"].Image)
 	assert.Contains(t, cf.Services["worker"].Volumes, "/srv/gsm8k:/gsm8k:ro")
 }
