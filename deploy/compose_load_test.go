@@ -19,6 +19,8 @@ import (
 type composeFile struct {
 	Services map[string]service `yaml:"services"`
 	Volumes  map[string]any     `yaml:"volumes"`
+	// The workers' shared definition (a YAML anchor).
+	XWorker any `yaml:"x-worker"`
 }
 
 type service struct {
@@ -32,6 +34,8 @@ type service struct {
 	Entrypoint  []string             `yaml:"entrypoint"`
 	Command     []string             `yaml:"command"`
 	Restart     string               `yaml:"restart"`
+	NetworkMode string               `yaml:"network_mode"`
+	Pid         string               `yaml:"pid"`
 }
 
 type build struct {

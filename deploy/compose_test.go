@@ -79,7 +79,7 @@ func TestComposeServices(t *testing.T) {
 		ports     []string
 		health    bool
 	}{
-		{name: "postgresql", image: "postgres:16", health: true},
+		{name: "postgresql", image: "postgres:16", health: true, ports: []string{"127.0.0.1:5432:5432"}},
 		{name: "temporal-admin-tools", image: "temporalio/admin-tools:1.29.1-tctl-1.18.4-cli-1.5.0",
 			dependsOn: map[string]string{"postgresql": healthy}},
 		{name: "temporal", image: "temporalio/server:1.29.1", health: true,
@@ -87,9 +87,12 @@ func TestComposeServices(t *testing.T) {
 		{name: "temporal-create-namespace", image: "temporalio/admin-tools:1.29.1-tctl-1.18.4-cli-1.5.0",
 			dependsOn: map[string]string{"temporal": healthy}},
 		{name: "temporal-ui", image: "temporalio/ui:2.42.1",
-			dependsOn: map[string]string{"temporal": healthy}, ports: []string{"8080:8080"}},
+			dependsOn: map[string]string{"temporal": healthy}, ports: []string{"127.0.0.1:8080:8080"}},
+		{name: "node", image: "sweepflow-worker:local", health: true},
 		{name: "worker", image: "sweepflow-worker:local",
-			dependsOn: map[string]string{"temporal-create-namespace": completed}},
+			dependsOn: map[string]string{"temporal-create-namespace": completed, "node": healthy}},
+		{name: "worker-2", image: "sweepflow-worker:local",
+			dependsOn: map[string]string{"temporal-create-namespace": completed, "node": healthy}},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -203,7 +206,7 @@ func TestComposeOverrides(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"17233:7233"}, cf.Services["temporal"].Ports)
-	assert.Equal(t, []string{"18080:8080"}, cf.Services["temporal-ui"].Ports)
+	assert.Equal(t, []string{"127.0.0.1:18080:8080"}, cf.Services["temporal-ui"].Ports)
 	assert.Equal(t, "temporalio/server:1.31.0", cf.Services["temporal"].Image)
 	assert.Contains(t, cf.Services["worker"].Volumes, "/srv/gsm8k:/gsm8k:ro")
 }
@@ -233,7 +236,8 @@ func TestComposeSchemaJob(t *testing.T) {
 		assert.Contains(t, s, "temporal-sql-tool --db "+db+" setup-schema -v 0.0\n")
 		assert.Contains(t, s, "temporal-sql-tool --db "+db+" update-schema -d /etc/temporal/schema/postgresql/v12/"+dir+"/versioned\n")
 	}
-	assert.Contains(t, s, "for db in temporal temporal_visibility; do")
+	// sweepflow's ledger lives in the same PostgreSQL.
+	assert.Contains(t, s, "for db in temporal temporal_visibility sweepflow; do")
 	assert.Contains(t, s, `create-database`)
 }
 
@@ -291,7 +295,8 @@ func TestComposeWorkerMatchesClusterProfile(t *testing.T) {
 	require.NotNil(t, pt.Recipe)
 	m, ok := cl.Models[pt.Recipe.Model.Path]
 	require.True(t, ok, "recipe model %q not in the cluster profile", pt.Recipe.Model.Path)
-	assert.Equal(t, w.Environment["SWEEPFLOW_SIM_CHECKPOINT"], m.Source)
+	// The node service (the workers' shared login node) writes it.
+	assert.Equal(t, stackCompose(t).Services["node"].Environment["SWEEPFLOW_SIM_CHECKPOINT"], m.Source)
 	assert.True(t, strings.HasPrefix(m.Path, dataDir+"/"), "node-local checkpoint %s outside the data volume", m.Path)
 	assert.False(t, pt.Eval, "the compose test's point runs no eval (no GSM8K download needed)")
 }

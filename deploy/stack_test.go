@@ -119,7 +119,10 @@ func TestStackOnDevServer(t *testing.T) {
 	// The worker through the entrypoint, with the compose file's command.
 	w := cf.Services["worker"]
 	data := t.TempDir()
-	ckpt := strings.Replace(w.Environment["SWEEPFLOW_SIM_CHECKPOINT"], w.Environment["SWEEPFLOW_DATA_DIR"], data, 1)
+	// The node service (the workers' login node) names the checkpoint; here
+	// the entrypoint writes it, as it does for a worker started alone.
+	ckpt := strings.Replace(cf.Services["node"].Environment["SWEEPFLOW_SIM_CHECKPOINT"], w.Environment["SWEEPFLOW_DATA_DIR"], data, 1)
+	require.NotEmpty(t, ckpt)
 	gsm := gsm8kfixture.Dir(t) // the real split with SWEEPFLOW_GSM8K_DIR, else ours
 	args := append([]string{filepath.Join(root, "deploy", "worker-entrypoint.sh")}, w.Command...)
 	args = append(args, "--sim-time-scale", "0.002", "--perf-duration", "2s")
@@ -165,7 +168,8 @@ func TestStackOnDevServer(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "starter"), args...)
 		cmd.Dir = root
-		cmd.Env = cleanEnv(path, "TEMPORAL_ADDRESS="+addr, "TEMPORAL_NAMESPACE=default", "SWEEPFLOW_DATA_DIR="+data)
+		// Its own home: a ledger left by an earlier run must not meet this one.
+		cmd.Env = cleanEnv(path, "TEMPORAL_ADDRESS="+addr, "TEMPORAL_NAMESPACE=default", "SWEEPFLOW_DATA_DIR="+data, "SWEEPFLOW_HOME="+data)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

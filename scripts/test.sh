@@ -76,7 +76,7 @@ go test -count=1 -timeout 25m "$@" ./... || status=$?
 
 # The compose stack test is its own module (Docker's libraries): only with an engine.
 if docker info >/dev/null 2>&1; then
-  (cd deploy/composetest && go test -count=1 -timeout 30m ./...) || status=$?
+  (cd deploy/composetest && go test -count=1 -timeout 75m -v ./...) || status=$?  # -v: the figures (build, up, sweep times)
 else
   echo "compose stack test: skipped (no Docker engine)"
 fi

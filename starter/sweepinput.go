@@ -11,7 +11,6 @@ import (
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/plan"
-	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -62,7 +61,7 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 	// an input of the plan: the seed entry and the seed sweep file plan one
 	// sweep, with one ID and one stored plan.
 	in := &workflows.SweepInput{
-		Name: sw.Name, Cluster: cl.Name, TaskQueue: temporalx.ClusterQueue(cl.Name), NodeBudget: cl.Nodes,
+		Name: sw.Name, Cluster: cl.Name, TaskQueue: cl.TaskQueue, NodeBudget: cl.Nodes,
 		Tuning: req.Tuning, ReuseFrom: req.ReuseFrom, Force: req.Force, Nightly: req.Nightly,
 		SweepFile: absPath(req.SweepFile), ClusterFile: absPath(req.ClusterFile),
 	}

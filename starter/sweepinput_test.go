@@ -74,3 +74,20 @@ func TestBuildSweepErrors(t *testing.T) {
 	_, _, err = buildSweep(sweepRequest{SweepFile: sweepFile, ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.ErrorContains(t, err, "golden AL for 6 draft tokens is 3.5")
 }
+
+// A sweep's activities go to the queue the cluster profile names (the
+// workers poll the same one), not to one derived from the cluster's name.
+func TestBuildSweepUsesProfileTaskQueue(t *testing.T) {
+	prof, err := os.ReadFile("../configs/clusters/local-sim.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	custom := strings.Replace(string(prof), "task-queue: cluster-local-sim", "task-queue: gb200-rack-7", 1)
+	custom = strings.ReplaceAll(custom, "../../.sweepflow", filepath.Join(dir, "data"))
+	custom = strings.Replace(custom, "recipes-root: ..", "recipes-root: "+absPath("../configs"), 1)
+	require.Contains(t, custom, "task-queue: gb200-rack-7")
+	cf := filepath.Join(dir, "local-sim.yaml")
+	require.NoError(t, os.WriteFile(cf, []byte(custom), 0o644))
+	in, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: cf})
+	require.NoError(t, err)
+	require.Equal(t, "gb200-rack-7", in.TaskQueue)
+}

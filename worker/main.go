@@ -48,13 +48,13 @@ func run() error {
 	}
 	defer closeClient()
 	w, err := workerapp.Start(c, workerapp.Options{
-		ClusterName: cfg.ClusterName(), Control: cfg.Control, Activities: acts,
+		ClusterName: cfg.ClusterName(), TaskQueue: cfg.TaskQueue(), Control: cfg.Control, Activities: acts,
 		MaxConcurrentActivities: cfg.MaxActivities, Pollers: cfg.Pollers, Logger: log,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("worker ready", zap.String("cluster", cfg.ClusterName()), zap.String("backend", acts.Backend.Name()))
+	log.Info("worker ready", zap.String("cluster", cfg.ClusterName()), zap.String("task_queue", cfg.TaskQueue()), zap.String("backend", acts.Backend.Name()))
 	<-ctx.Done()
 	log.Info("stopping: letting running activities finish")
 	w.Stop()

@@ -104,6 +104,15 @@ func (c *Config) ClusterName() string {
 	return c.cluster.Name
 }
 
+// TaskQueue is the loaded profile's task-queue (after Activities): the
+// queue the cluster worker polls and sweeps started with this profile use.
+func (c *Config) TaskQueue() string {
+	if c.cluster == nil {
+		return ""
+	}
+	return c.cluster.TaskQueue
+}
+
 // Activities loads the cluster profile and opens the stores the stages use.
 func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.Activities, func(), error) {
 	cl, err := config.LoadCluster(c.ClusterFile)

@@ -22,6 +22,9 @@ import (
 // Options chooses what this process serves.
 type Options struct {
 	ClusterName string
+	// TaskQueue is the cluster's activity queue, the profile's task-queue
+	// (empty: temporalx.ClusterQueue(ClusterName)).
+	TaskQueue string
 	// Control serves the workflows; Activities serves the cluster queue.
 	Control    bool
 	Activities *activities.Activities
@@ -72,7 +75,7 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		if o.ClusterName == "" {
 			return nil, fmt.Errorf("workerapp: cluster name is required to serve activities")
 		}
-		aw := worker.New(c, temporalx.ClusterQueue(o.ClusterName), worker.Options{
+		aw := worker.New(c, o.clusterQueue(), worker.Options{
 			MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 			MaxConcurrentActivityTaskPollers:   o.pollers(),
 			WorkerStopTimeout:                  30 * time.Second,
@@ -95,7 +98,7 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		}
 	}
 	if o.Logger != nil {
-		o.Logger.Info("workers started", zap.Bool("control", o.Control), zap.String("cluster_queue", temporalx.ClusterQueue(o.ClusterName)))
+		o.Logger.Info("workers started", zap.Bool("control", o.Control), zap.String("cluster_queue", o.clusterQueue()))
 	}
 	return w, nil
 }
@@ -106,4 +109,11 @@ func (w *Workers) Stop() {
 	for _, x := range w.ws {
 		x.Stop()
 	}
+}
+
+func (o Options) clusterQueue() string {
+	if o.TaskQueue != "" {
+		return o.TaskQueue
+	}
+	return temporalx.ClusterQueue(o.ClusterName)
 }

@@ -2,6 +2,8 @@ package composetest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +21,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/modules/compose"
 	"github.com/testcontainers/testcontainers-go/wait"
-	"gopkg.in/yaml.v3"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 )
 
 // dockerEngine reports why no Docker engine can be used, or nil.
@@ -52,62 +54,6 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// workerDataDir is SWEEPFLOW_DATA_DIR of the compose file's worker: the
-// starter on the host must plan with the same value, or the checkpoint
-// paths in the plan would not exist inside the container.
-func workerDataDir(t *testing.T, composeFile string) string {
-	t.Helper()
-	data, err := os.ReadFile(composeFile)
-	require.NoError(t, err)
-	var cf struct {
-		Services map[string]struct {
-			Environment map[string]string `yaml:"environment"`
-		} `yaml:"services"`
-	}
-	require.NoError(t, yaml.Unmarshal(data, &cf))
-	d := cf.Services["worker"].Environment["SWEEPFLOW_DATA_DIR"]
-	require.NotEmpty(t, d, "%s: worker has no SWEEPFLOW_DATA_DIR", composeFile)
-	return d
-}
-
-// missingImages lists the images of services without a build section that
-// the local Docker engine does not have (${VAR:-default} tags at defaults).
-func missingImages(t *testing.T, composeFile string) []string {
-	t.Helper()
-	data, err := os.ReadFile(composeFile)
-	require.NoError(t, err)
-	var cf struct {
-		Services map[string]struct {
-			Image string         `yaml:"image"`
-			Build map[string]any `yaml:"build"`
-		} `yaml:"services"`
-	}
-	require.NoError(t, yaml.Unmarshal(data, &cf))
-	seen := map[string]bool{}
-	var missing []string
-	for _, svc := range cf.Services {
-		if svc.Build != nil || svc.Image == "" {
-			continue
-		}
-		img := os.Expand(svc.Image, func(v string) string {
-			name, def, ok := strings.Cut(v, ":-")
-			if val := os.Getenv(name); val != "" || !ok {
-				return val
-			}
-			return def
-		})
-		if seen[img] {
-			continue
-		}
-		seen[img] = true
-		if exec.Command("docker", "image", "inspect", img).Run() != nil {
-			missing = append(missing, img)
-		}
-	}
-	sort.Strings(missing)
-	return missing
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -116,38 +62,88 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func TestComposeStackRunsOnePoint(t *testing.T) {
+// gsm8kDir is a directory holding GSM8K's splits for the workers:
+// SWEEPFLOW_GSM8K_DIR, else the verified cache; "" when neither has them.
+func gsm8kDir() string {
+	cands := []string{os.Getenv("SWEEPFLOW_GSM8K_DIR")}
+	if c, err := os.UserCacheDir(); err == nil {
+		cands = append(cands, filepath.Join(c, "sweepflow", "gsm8k"))
+	}
+	for _, d := range cands {
+		if d != "" && fileExists(filepath.Join(d, "test.jsonl")) && fileExists(filepath.Join(d, "train.jsonl")) {
+			abs, _ := filepath.Abs(d)
+			return abs
+		}
+	}
+	return ""
+}
+
+func run(t *testing.T, ctx context.Context, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
+	return string(out)
+}
+
+// The stack of scripts/stack.sh (docker-compose.yml on the local images of
+// scripts/images.sh, with mTLS) runs the seed sweep (8 points) to the end;
+// the ledger in the stack's PostgreSQL holds its rows, the report reads
+// them, and a client without a certificate is refused.
+func TestComposeStackSeedSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the compose stack test takes minutes")
+	}
+	// Ryuk (testcontainers' reaper) is an image from a registry, which this
+	// machine has not: the stack is removed by the cleanup below instead.
+	// Set before testcontainers reads its configuration (once).
+	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	ctx := context.Background()
 	if err := dockerEngine(ctx); err != nil {
 		t.Skipf("no Docker engine: %v", err)
 	}
+	gsm := gsm8kDir()
+	if gsm == "" {
+		t.Skip("GSM8K not available (no internet in the containers): set SWEEPFLOW_GSM8K_DIR to a directory with test.jsonl and train.jsonl")
+	}
 	root := repoRoot(t)
-	composeFile := filepath.Join(root, "docker-compose.yml")
-	if missing := missingImages(t, composeFile); len(missing) > 0 {
-		// No registry here: an image that is not already loaded cannot be had.
-		t.Skipf("compose stack test skipped: images not present locally and not buildable from this repository: %s", strings.Join(missing, ", "))
-	}
-	dataDir := workerDataDir(t, composeFile)
 
-	// The host side of the test: the repository's starter.
+	// Images: built, or found unchanged (content-cached), by the project's script.
+	bctx, cancel := context.WithTimeout(ctx, 60*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	built := run(t, bctx, root, nil, "scripts/images.sh")
+	t.Logf("scripts/images.sh (%s):\n%s", time.Since(t0).Round(time.Second), built)
+
+	// Certificates and the ledger password, as scripts/stack.sh makes them.
+	state := t.TempDir()
+	run(t, ctx, root, []string{"SWEEPFLOW_STACK_DIR=" + state}, "scripts/stack.sh", "certs")
+	certs := filepath.Join(state, "certs")
+	pw, err := os.ReadFile(filepath.Join(state, "pg-password"))
+	require.NoError(t, err)
+	password := strings.TrimSpace(string(pw))
+
 	bin := filepath.Join(t.TempDir(), "starter")
-	build := exec.Command("go", "build", "-o", bin, "./starter")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	run(t, ctx, root, nil, "go", "build", "-o", bin, "./starter")
 
+	tport, uport, pport := freePort(t), freePort(t), freePort(t)
 	env := map[string]string{
-		// Free host ports, so a dev server on 7233 or anything on 8080 does
-		// not get in the way.
-		"SWEEPFLOW_TEMPORAL_PORT": strconv.Itoa(freePort(t)),
-		"SWEEPFLOW_UI_PORT":       strconv.Itoa(freePort(t)),
+		"SWEEPFLOW_TEMPORAL_PORT": strconv.Itoa(tport),
+		"SWEEPFLOW_UI_PORT":       strconv.Itoa(uport),
+		"SWEEPFLOW_POSTGRES_PORT": strconv.Itoa(pport),
+		"SWEEPFLOW_CERTS_DIR":     certs,
+		"SWEEPFLOW_PG_PASSWORD":   password,
+		"SWEEPFLOW_GSM8K_DIR":     gsm,
+		"SWEEPFLOW_WORKER_IMAGE":  "sweepflow-local/worker:local",
+		// Short runs: 10 s perf dispatch, 200 GSM8K questions per eval.
+		"SWEEPFLOW_PERF_DURATION": "10s",
+		"SWEEPFLOW_EVAL_LIMIT":    "200",
 	}
-	if gsm := os.Getenv("SWEEPFLOW_GSM8K_DIR"); fileExists(filepath.Join(gsm, "test.jsonl")) {
-		env["SWEEPFLOW_GSM8K_DIR"], _ = filepath.Abs(gsm) // else the worker downloads it
-	}
-
 	stack, err := compose.NewDockerComposeWith(
-		compose.WithStackFiles(composeFile),
+		compose.WithStackFiles(filepath.Join(root, "docker-compose.yml"),
+			filepath.Join(root, "docker-compose.local.yml"), filepath.Join(root, "docker-compose.tls.yml")),
 		compose.StackIdentifier(fmt.Sprintf("sweepflow-composetest-%d", time.Now().UnixNano())),
 	)
 	require.NoError(t, err)
@@ -157,54 +153,88 @@ func TestComposeStackRunsOnePoint(t *testing.T) {
 		assert.NoError(t, stack.Down(ctx, compose.RemoveOrphans(true), compose.RemoveVolumes(true)))
 	})
 	stack.WithEnv(env).
-		WaitForService("temporal", wait.ForListeningPort("7233/tcp").WithStartupTimeout(5*time.Minute)).
-		WaitForService("worker", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute))
-
-	upCtx, cancel := context.WithTimeout(ctx, 20*time.Minute) // includes building the worker image
-	defer cancel()
+		WaitForService("worker", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute)).
+		WaitForService("worker-2", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute))
+	upCtx, cancelUp := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancelUp()
+	t0 = time.Now()
 	require.NoError(t, stack.Up(upCtx), "compose up")
-
-	temporal, err := stack.ServiceContainer(ctx, "temporal")
-	require.NoError(t, err)
-	host, err := temporal.Host(ctx)
-	require.NoError(t, err)
-	port, err := temporal.MappedPort(ctx, "7233/tcp")
-	require.NoError(t, err)
-	addr := net.JoinHostPort(host, port.Port())
+	t.Logf("stack up in %s", time.Since(t0).Round(time.Second))
 
 	workerLogs := func() string {
-		w, err := stack.ServiceContainer(ctx, "worker")
-		if err != nil {
-			return err.Error()
-		}
-		r, err := w.Logs(ctx)
-		if err != nil {
-			return err.Error()
-		}
-		defer r.Close()
 		var b strings.Builder
-		_, _ = io.Copy(&b, r)
+		for _, svc := range []string{"worker", "worker-2"} {
+			c, err := stack.ServiceContainer(ctx, svc)
+			if err != nil {
+				continue
+			}
+			r, err := c.Logs(ctx)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(&b, "--- %s\n", svc)
+			_, _ = io.Copy(&b, r)
+			r.Close()
+		}
 		return b.String()
 	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tport))
+	results := fmt.Sprintf("postgres://temporal:%s@127.0.0.1:%d/sweepflow?sslmode=disable", password, pport)
+	clientEnv := []string{"TEMPORAL_ADDRESS=" + addr, "TEMPORAL_NAMESPACE=default", "TEMPORAL_TLS=true",
+		"TEMPORAL_TLS_CLIENT_CERT_PATH=" + filepath.Join(certs, "client.pem"),
+		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + filepath.Join(certs, "client-key.pem"),
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + filepath.Join(certs, "ca.pem"),
+		"TEMPORAL_TLS_SERVER_NAME=temporal", "SWEEPFLOW_RESULTS=" + results, "SWEEPFLOW_DATA_DIR=/data",
+		"SWEEPFLOW_HOME=" + t.TempDir(), "SWEEPFLOW_UI_URL=http://127.0.0.1:" + strconv.Itoa(uport)}
 	starter := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+addr, "TEMPORAL_NAMESPACE=default",
-			"SWEEPFLOW_DATA_DIR="+dataDir, "SWEEPFLOW_UI_URL=http://127.0.0.1:"+env["SWEEPFLOW_UI_PORT"])
+		cmd.Env = append(os.Environ(), clientEnv...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 
-	const id = "compose-test"
-	out2, err := starter("sweep", "start", "--sweep", "deploy/composetest/testdata/one-point-sweep.yaml",
-		"--id", id, "--fast-retries", "--wait")
-	require.NoError(t, err, "sweep start:\n%s\nworker logs:\n%s", out2, workerLogs())
-	t.Logf("sweep start:\n%s", out2)
+	t.Run("no certificate, no entry", func(t *testing.T) {
+		ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
+		require.NoError(t, err)
+		pool := x509.NewCertPool()
+		require.True(t, pool.AppendCertsFromPEM(ca))
+		for _, tt := range []struct {
+			name string
+			tls  *tls.Config
+		}{
+			{"TLS without a client certificate", &tls.Config{RootCAs: pool, ServerName: "temporal", MinVersion: tls.VersionTLS12}},
+			{"plaintext", nil},
+		} {
+			opts := client.Options{HostPort: addr, Namespace: "default"}
+			opts.ConnectionOptions.TLS = tt.tls
+			c, err := client.NewLazyClient(opts)
+			require.NoError(t, err, tt.name)
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			_, err = c.ListWorkflow(cctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default"})
+			assert.Error(t, err, "%s: list must be refused", tt.name)
+			_, err = c.ExecuteWorkflow(cctx, client.StartWorkflowOptions{ID: "intruder", TaskQueue: "cluster-local-sim"}, "SweepWorkflow")
+			assert.Error(t, err, "%s: start must be refused", tt.name)
+			cancel()
+			c.Close()
+			t.Logf("%s: refused (%v)", tt.name, err)
+		}
+		// The same calls with the client certificate go through.
+		out, err := starter("server", "setup", "--wait", "30s")
+		require.NoError(t, err, out)
+	})
 
-	out2, err = starter("status", id, "--json")
-	require.NoError(t, err, out2)
+	const id = "compose-seed"
+	t0 = time.Now()
+	out, err := starter("sweep", "start", "--sweep", "configs/sweeps/dsv4-gb200-agentx.yaml",
+		"--cluster", "configs/clusters/local-sim.yaml", "--id", id, "--fast-retries", "--wait")
+	require.NoError(t, err, "sweep start:\n%s\nworker logs:\n%s", lastLines(out, 40), lastLines(workerLogs(), 80))
+	t.Logf("seed sweep on the stack: %s\n%s", time.Since(t0).Round(time.Second), lastLines(out, 14))
+
+	out, err = starter("status", id, "--json")
+	require.NoError(t, err, out)
 	var st struct {
 		Workflow string `json:"workflow_status"`
 		Points   []struct {
@@ -215,13 +245,46 @@ func TestComposeStackRunsOnePoint(t *testing.T) {
 			} `json:"perf"`
 		} `json:"points"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out2), &st), out2)
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	assert.Equal(t, "completed", st.Workflow)
-	require.Len(t, st.Points, 1)
-	assert.Equal(t, "completed", st.Points[0].Status)
-	require.NotNil(t, st.Points[0].Perf, out2)
-	assert.True(t, st.Points[0].Perf.Simulated)
-	assert.Greater(t, st.Points[0].Perf.OutputTputPerGPU, 0.0)
+	require.Len(t, st.Points, 8)
+	for i, p := range st.Points {
+		assert.Equal(t, "completed", p.Status, "point %d", i)
+		if assert.NotNil(t, p.Perf, "point %d", i) {
+			assert.True(t, p.Perf.Simulated)
+			assert.Greater(t, p.Perf.OutputTputPerGPU, 0.0)
+		}
+	}
+
+	// The ledger in the stack's PostgreSQL, read from the host: one
+	// InferenceX row per point, one eval row per evaluated point.
+	exp := t.TempDir()
+	out, err = starter("export", "--sweep", id, "--results", results, "--out", exp, "--json")
+	require.NoError(t, err, out)
+	var ex struct {
+		Bmk  int `json:"bmk_rows"`
+		Eval int `json:"eval_rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &ex), out)
+	assert.Equal(t, 8, ex.Bmk, "agg_bmk rows")
+	assert.Equal(t, 4, ex.Eval, "agg_eval_all rows")
+
+	html := filepath.Join(t.TempDir(), "report.html")
+	out, err = starter("report", "--sweep", id, "--results", results, "--out", html)
+	require.NoError(t, err, out)
+	page, err := os.ReadFile(html)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), id)
+	t.Logf("figures: sweep %s, %d points completed, %d agg_bmk rows, %d eval rows, report %d bytes",
+		id, len(st.Points), ex.Bmk, ex.Eval, len(page))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func fileExists(p string) bool {

@@ -42,7 +42,7 @@ func TestComposeFileLoads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := loadProject(t, tt.env...)
-		assert.ElementsMatch(t, []string{"postgresql", "temporal-admin-tools", "temporal", "temporal-create-namespace", "temporal-ui", "worker"},
+		assert.ElementsMatch(t, []string{"postgresql", "temporal-admin-tools", "temporal", "temporal-create-namespace", "temporal-ui", "node", "worker", "worker-2"},
 			p.ServiceNames(), tt.name)
 		w, err := p.GetService("worker")
 		require.NoError(t, err)
@@ -65,4 +65,40 @@ func TestComposeFileLoads(t *testing.T) {
 		assert.Equal(t, uint32(7233), srv.Ports[0].Target, tt.name)
 		assert.Equal(t, types.ServiceConditionCompletedSuccessfully, w.DependsOn["temporal-create-namespace"].Condition, tt.name)
 	}
+}
+
+// Needs no Docker engine: the local-image and mTLS overlays load on top of
+// the base file; every service runs a local image, the server requires
+// client certificates and every client presents one.
+func TestComposeLocalTLSOverlays(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	files := []string{"docker-compose.yml", "docker-compose.local.yml", "docker-compose.tls.yml"}
+	for i := range files {
+		files[i] = filepath.Join(root, files[i])
+	}
+	opts, err := cli.NewProjectOptions(files, cli.WithName("sweepflow"), cli.WithWorkingDirectory(root),
+		cli.WithEnv([]string{"SWEEPFLOW_CERTS_DIR=/srv/certs"}))
+	require.NoError(t, err)
+	p, err := opts.LoadProject(context.Background())
+	require.NoError(t, err)
+	for _, svc := range p.Services {
+		assert.Regexp(t, `^sweepflow-local/`, svc.Image, "%s runs a local image", svc.Name)
+	}
+	srv, err := p.GetService("temporal")
+	require.NoError(t, err)
+	assert.Equal(t, "true", *srv.Environment["TEMPORAL_TLS_REQUIRE_CLIENT_AUTH"])
+	for _, name := range []string{"temporal-create-namespace", "worker", "worker-2"} {
+		s, err := p.GetService(name)
+		require.NoError(t, err)
+		assert.Equal(t, "/certs/client.pem", *s.Environment["TEMPORAL_TLS_CLIENT_CERT_PATH"], name)
+		assert.Equal(t, "temporal", *s.Environment["TEMPORAL_TLS_SERVER_NAME"], name)
+	}
+	ui, err := p.GetService("temporal-ui")
+	require.NoError(t, err)
+	assert.Equal(t, "/certs/client.pem", *ui.Environment["TEMPORAL_TLS_CERT"])
+	w, err := p.GetService("worker-2")
+	require.NoError(t, err)
+	assert.Equal(t, "service:node", w.NetworkMode)
+	assert.Equal(t, "service:node", w.Pid)
 }

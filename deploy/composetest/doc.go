@@ -1,7 +1,9 @@
 // Package composetest brings up the production-like stack of the
-// repository's docker-compose.yml (PostgreSQL, Temporal with its schema job,
-// the Web UI and the sweepflow worker built from the Dockerfile) with
-// testcontainers-go and runs one simulated point on it. It is a module of
-// its own so the main module does not depend on Docker's libraries; its test
-// skips, saying why, where no Docker engine answers.
+// repository's compose files (docker-compose.yml on the local images of
+// scripts/images.sh, with the mTLS overlay: PostgreSQL, Temporal with its
+// schema and namespace jobs, the Web UI and two sweepflow workers) with
+// testcontainers-go, checks that a client without a certificate is refused,
+// and runs the seed sweep on it to the end. It is a module of its own so the
+// main module does not depend on Docker's libraries; its stack test skips,
+// saying why, where no Docker engine answers or no GSM8K copy exists.
 package composetest
