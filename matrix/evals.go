@@ -175,18 +175,57 @@ func EvalRows(rows []*Row) []*Row {
 	picks := SelectEvals(rows)
 	out := make([]*Row, 0, len(picks))
 	for _, p := range picks {
-		src := rows[p.Index]
-		fields := append(Object(nil), src.Fields...)
-		fields.Set("run-eval", true)
-		if p.HasEvalConc {
-			fields = append(fields, Field{"eval-conc", int64(p.Conc)})
-		}
-		fields = append(fields, Field{"eval-only", true})
-		cp := *src
-		cp.Fields = fields
-		out = append(out, &cp)
+		out = append(out, evalOnly(rows[p.Index], p))
 	}
 	return out
+}
+
+// AllEvalRows is every row as an eval-only row, the way a changelog entry's
+// all-evals asks for evals on every row rather than InferenceX's selection:
+// annotated as EvalRows does, multinode rows at their highest concurrency
+// (no minimum), single-node rows at their own.
+func AllEvalRows(rows []*Row) []*Row {
+	out := make([]*Row, 0, len(rows))
+	for i, r := range rows {
+		concs := r.Conc()
+		if len(concs) == 0 {
+			continue
+		}
+		p := EvalPick{Index: i, Conc: concs[0]}
+		for _, c := range concs {
+			p.Conc = max(p.Conc, c)
+		}
+		p.HasEvalConc = r.multinode()
+		out = append(out, evalOnly(r, p))
+	}
+	return out
+}
+
+// EvalConc is the concurrency an eval row runs its eval at: eval-conc when
+// the row has it, else its (single-node) conc.
+func EvalConc(r *Row) int {
+	if _, ok := r.Fields.Get("eval-conc"); ok {
+		return r.Int("eval-conc")
+	}
+	if c := r.Conc(); len(c) > 0 {
+		return c[len(c)-1]
+	}
+	return 0
+}
+
+// evalOnly annotates a copy of src as an --evals-only row: run-eval
+// becomes true (in place when the row has it, appended otherwise), then
+// eval-conc for multinode picks, then eval-only.
+func evalOnly(src *Row, p EvalPick) *Row {
+	fields := append(Object(nil), src.Fields...)
+	fields.Set("run-eval", true)
+	if p.HasEvalConc {
+		fields = append(fields, Field{"eval-conc", int64(p.Conc)})
+	}
+	fields = append(fields, Field{"eval-only", true})
+	cp := *src
+	cp.Fields = fields
+	return &cp
 }
 
 // MarkEvals is InferenceX's output with neither --no-evals nor --evals-only

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -25,6 +26,9 @@ type pointView struct {
 	StagesNote                                                    string
 	Total                                                         string
 	Simulated                                                     bool
+	// EvalOnly: the point ran its eval without the throughput benchmark
+	// (an evals-only or all-evals changelog entry).
+	EvalOnly bool
 }
 
 type stageView struct {
@@ -224,6 +228,16 @@ func summary(r *Run) []summaryRow {
 	return rows
 }
 
+// specEvalOnly reads profile.eval_only from a point's stored spec.
+func specEvalOnly(spec []byte) bool {
+	var s struct {
+		Profile struct {
+			EvalOnly bool `json:"eval_only"`
+		} `json:"profile"`
+	}
+	return len(spec) > 0 && json.Unmarshal(spec, &s) == nil && s.Profile.EvalOnly
+}
+
 func points(r *Run) []pointView {
 	perf := map[string]*results.PerfResult{}
 	for i := range r.Perf {
@@ -252,7 +266,7 @@ func points(r *Run) []pointView {
 	}
 	for _, p := range r.Points {
 		add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Topology: p.Topology, Status: p.Status, FailedStage: p.FailedStage,
-			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc})
+			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc, EvalOnly: specEvalOnly(p.SpecJSON)})
 	}
 	for _, p := range r.Perf { // perf without a point row (older ledgers)
 		if !seen[p.PointID] {
@@ -575,6 +589,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>concurrency</th><td>{{.Conc}}</td></tr>
 <tr><th>status</th><td class="status-{{.Status}}">{{.Status}}{{if .FailedStage}} (at {{.FailedStage}}){{end}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td></tr>
 <tr><th>identity</th><td><code>{{.Identity}}</code></td></tr>
+{{if .EvalOnly}}<tr><th>measures</th><td><b>eval-only</b>: GSM8K without the throughput benchmark</td></tr>{{end}}
 {{with .Perf}}<tr><th>output throughput / GPU</th><td class="n">{{num .OutputTputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>total throughput / GPU</th><td class="n">{{num .TputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>interactivity (median)</th><td class="n">{{num .Interactivity 1}} tok/s/user</td></tr>

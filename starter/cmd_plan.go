@@ -329,7 +329,10 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 			recipe = path.Base(recipe)
 		}
 		eval := "no"
-		if pt.Eval {
+		switch {
+		case pt.EvalOnly:
+			eval = "eval-only"
+		case pt.Eval:
 			eval = "yes"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\tB%d\t%s\n", pt.Index+1, pt.ExpName, pt.Topology, pt.Conc, pt.Nodes, pt.GPUs, eval, pt.BringUpGroup, recipe)
@@ -340,6 +343,9 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 	}
 	fmt.Fprintf(out, "\n%d points, %d node-allocations, %d with eval; largest point needs %d of %d nodes\n",
 		len(p.Points), p.NodeAllocations(), p.Evals(), largest, c.Nodes)
+	if n := p.EvalOnlyPoints(); n > 0 {
+		fmt.Fprintf(out, "%d eval-only points (an evals-only or all-evals changelog entry): the eval runs without the throughput benchmark\n", n)
+	}
 	groups := p.BringUpGroups()
 	fmt.Fprintf(out, "%d bring-ups (one per deployment; points with the same B share its allocation and server), %d eval restarts\n",
 		len(groups), p.EvalRestarts())
