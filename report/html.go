@@ -77,6 +77,8 @@ type page struct {
 	Counts      []summaryRow
 	Points      []pointView
 	Generated   string
+	// CheckFailures: the nightly's check failed and no point ran.
+	CheckFailures []string
 }
 
 // Render writes the page.
@@ -95,6 +97,10 @@ func build(in *Input) page {
 		Generated: in.Generated.UTC().Format(time.RFC3339),
 	}
 	p.Summary = summary(cur)
+	if len(cur.CheckFailures) > 0 {
+		p.CheckFailures = cur.CheckFailures
+		p.Summary = append(p.Summary, summaryRow{"Nightly check", fmt.Sprintf("failed with %d findings; no point ran", len(cur.CheckFailures))})
+	}
 	cov := in.Coverage()
 	p.Factor = strconv.FormatFloat(in.factor(), 'g', -1, 64)
 	p.Gaps = gapViews(cov)
@@ -546,7 +552,10 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{range .Summary}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>
 {{end}}</table>
 
-<h2>Output throughput per GPU vs interactivity</h2>
+{{if .CheckFailures}}<h2 id="check-failed">Nightly check failed</h2>
+<p>The configs as the schedule read them tonight failed <code>starter check</code>; no point ran.</p>
+<ul class="findings">{{range .CheckFailures}}<li><code>{{.}}</code></li>{{end}}</ul>
+{{end}}<h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>
 <div class="muted">Each point is a concurrency. Each config key's curve is its Pareto frontier (no other point of the key has both more throughput and more interactivity); small faded markers are dominated points. The wide grey band is the frontier across config keys. Shaded bands are interactivity coverage gaps.{{if .HasBaseline}} Dashed curves with hollow markers, and the dashed grey band: baseline {{.BaselineID}}.{{end}}</div>
 
