@@ -317,8 +317,8 @@ func (s *Selection) KeepEval(r *matrix.Row) bool {
 // the way InferenceX runs an evals-only or all-evals entry's eval rows
 // (EVAL_ONLY: the server comes up, the eval runs, no throughput benchmark):
 // its key and scenario have evals selected but no throughput row claims
-// them. all is all-evals: every such row evals, not only InferenceX's
-// selection. Rows below the entry's eval-min-prefill-ep are not selected.
+// them. all is all-evals: InferenceX's wider selection
+// (matrix.AllEvalRows) rather than its default one. Rows below the entry's eval-min-prefill-ep are not selected.
 func (s *Selection) EvalOnlyRow(r *matrix.Row) (ok, all bool) {
 	if s.KeepRow(r) {
 		return false, false

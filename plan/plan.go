@@ -40,8 +40,9 @@ type Options struct {
 	KeepEval func(*matrix.Row) bool `json:"-"`
 	// EvalOnlyRow, when set, picks the generated rows KeepRow drops that
 	// run as eval-only points (a changelog entry's evals-only or
-	// all-evals): InferenceX's eval selection of them, or every one of
-	// them when all is true. Such points have no perf stage.
+	// all-evals): InferenceX's eval selection of them (matrix.EvalRows),
+	// or its all-evals selection when all is true (matrix.AllEvalRows).
+	// Such points have no perf stage.
 	EvalOnlyRow func(*matrix.Row) (ok, all bool) `json:"-"`
 }
 
@@ -334,17 +335,20 @@ func Build(opts Options) (*Plan, error) {
 		}
 		p.Points = append(p.Points, pts...)
 	}
-	// Eval-only rows: one point each, at the row's eval concurrency, with
-	// no perf stage. Their rows follow the throughput rows.
+	// Eval-only rows: a point per eval concurrency (eval-conc, or every
+	// conc under all-evals' eval-all-concs), with no perf stage. Their rows
+	// follow the throughput rows.
 	for j, row := range eoRows {
 		i := len(rows) + j
-		pts, err := points(row, i, map[int]int{i: matrix.EvalConc(row)}, runners, c, root, launcher, recipes)
+		pts, err := points(row, i, nil, runners, c, root, launcher, recipes)
 		if err != nil {
 			add(err)
 			continue
 		}
-		pts = slices.DeleteFunc(pts, func(pt Point) bool { return !pt.Eval })
+		evalConcs := matrix.EvalConcs(row)
+		pts = slices.DeleteFunc(pts, func(pt Point) bool { return !slices.Contains(evalConcs, pt.Conc) })
 		for j := range pts {
+			pts[j].Eval, pts[j].Profile.Eval = true, true
 			pts[j].EvalOnly, pts[j].Profile.EvalOnly = true, true
 			add(measure(&pts[j], s, golden))
 			// As InferenceX's EVAL_ONLY jobs: real draft verification, no
