@@ -81,6 +81,71 @@ type RegressionReport struct {
 	ReportURI       string            `json:"report_uri,omitempty"`
 	// ImageChanges names every point whose image is not its baseline's.
 	ImageChanges []ImageChange `json:"image_changes,omitempty"`
+	// CheckFailures are the failing `starter check` findings of a night
+	// whose configs failed the checklist: no point ran, nothing was
+	// compared. SourceCommit is the commit a git-sourced night read.
+	CheckFailures []string `json:"check_failures,omitempty"`
+	SourceCommit  string   `json:"source_commit,omitempty"`
+}
+
+// CheckFailedNight is a nightly whose re-read configs failed the check.
+type CheckFailedNight struct {
+	NightlyID string    `json:"nightly_id"`
+	SweepID   string    `json:"sweep_id"`
+	Name      string    `json:"name"`
+	Night     time.Time `json:"night"`
+	Baseline  string    `json:"baseline,omitempty"`
+	Commit    string    `json:"commit,omitempty"`
+	Failures  []string  `json:"failures"`
+}
+
+// StatusCheckFailed is the sweep status of a night whose check failed.
+const StatusCheckFailed = "check-failed"
+
+// RecordCheckFailure writes a check-failed night to the ledger as the
+// report of its sweep: a nightly sweep row with status check-failed and a
+// regression report that carries the findings (one per failing check), the
+// same report written as an artifact, so `starter report` and the ledger's
+// regression views show the failed night. Idempotent: a retry rewrites the
+// same rows.
+func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNight) (RegressionReport, error) {
+	rep := RegressionReport{NightlyID: req.NightlyID, SweepID: req.SweepID, Night: req.Night, Baseline: req.Baseline,
+		Findings: []regress.Finding{}, RegressedPoints: []string{}, CheckFailures: req.Failures, SourceCommit: req.Commit}
+	if rep.Baseline == "" {
+		rep.Baseline = BaselineLatestNightly
+	}
+	cfg, err := json.Marshal(req)
+	if err != nil {
+		return rep, classify(err)
+	}
+	if err := a.Store.UpsertSweep(ctx, results.Sweep{ID: req.SweepID, Name: req.Name, ConfigJSON: string(cfg), Status: StatusCheckFailed,
+		StartedAt: req.Night, FinishedAt: req.Night, Nightly: true}); err != nil {
+		return rep, classify(err)
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return rep, classify(err)
+	}
+	dir := filepath.Join(a.StateDir, "scratch", sanitize(req.SweepID), "regression")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return rep, classify(err)
+	}
+	path := filepath.Join(dir, "regression_"+sanitize(req.SweepID)+".json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return rep, classify(err)
+	}
+	if rep.ReportURI, err = a.putArtifact(ctx, path); err != nil {
+		return rep, classify(err)
+	}
+	if data, err = json.Marshal(rep); err != nil {
+		return rep, classify(err)
+	}
+	if err := a.Store.PutRegressionReport(ctx, results.RegressionReport{SweepID: req.SweepID, NightlyID: req.NightlyID,
+		Baseline: rep.Baseline, Findings: len(req.Failures), JSON: data, ArtifactURI: rep.ReportURI}); err != nil {
+		return rep, classify(err)
+	}
+	a.log(ctx).Warn("nightly check failed; no point ran", zap.String("sweep", req.SweepID), zap.Strings("failures", req.Failures))
+	return rep, nil
 }
 
 // okStatus: the point ran to the end, so its figures exist.

@@ -130,7 +130,8 @@ type Selection struct {
 	Evals      []EvalSelection
 	AppendOnly bool
 	// EvalOnly lists the entries that suppress throughput (evals-only or
-	// all-evals).
+	// all-evals); their keys run eval-only points unless another entry
+	// claims them for throughput.
 	EvalOnly []*config.ChangelogEntry
 }
 
@@ -271,11 +272,17 @@ func ResolveKeys(e *config.ChangelogEntry, master *config.Master) ([]string, err
 	return out, errs.Err()
 }
 
-// Keys is the throughput keys in order: what a sweep's config-keys become.
+// Keys is what a sweep's config-keys become: the throughput keys in order,
+// then the keys that only have eval-only rows.
 func (s *Selection) Keys() []string {
-	out := make([]string, 0, len(s.Throughput))
+	out := make([]string, 0, len(s.Throughput)+len(s.Evals))
 	for _, ks := range s.Throughput {
 		out = append(out, ks.Key)
+	}
+	for _, es := range s.Evals {
+		if !slices.Contains(out, es.Key) {
+			out = append(out, es.Key)
+		}
 	}
 	return out
 }
@@ -306,23 +313,35 @@ func (s *Selection) KeepEval(r *matrix.Row) bool {
 	return false
 }
 
-// RunnableAsSweep says why the selection cannot become a sweep of
-// sweepflow points, or nil: sweepflow's points always measure throughput
-// and run their eval on the same deployment, so an entry that asks for
-// eval rows alone (evals-only, all-evals) is not something a sweep runs
-// yet, and a selection must have throughput rows.
-func (s *Selection) RunnableAsSweep() error {
-	if len(s.EvalOnly) > 0 {
-		e := s.EvalOnly[0]
-		flag := "evals-only"
-		if e.AllEvals {
-			flag = "all-evals"
-		}
-		return &config.Error{Pos: e.FieldPos(flag), Field: fmt.Sprintf("entry %d.%s", e.Index, flag),
-			Msg: "eval-only entries cannot start a sweep yet: a sweepflow point always measures throughput and runs its eval on the same deployment"}
+// EvalOnlyRow reports whether a generated row runs as an eval-only point,
+// the way InferenceX runs an evals-only or all-evals entry's eval rows
+// (EVAL_ONLY: the server comes up, the eval runs, no throughput benchmark):
+// its key and scenario have evals selected but no throughput row claims
+// them. all is all-evals: InferenceX's wider selection
+// (matrix.AllEvalRows) rather than its default one. Rows below the entry's eval-min-prefill-ep are not selected.
+func (s *Selection) EvalOnlyRow(r *matrix.Row) (ok, all bool) {
+	if s.KeepRow(r) {
+		return false, false
 	}
-	if len(s.Throughput) == 0 {
-		return fmt.Errorf("the selected changelog entries select no throughput rows")
+	for _, es := range s.Evals {
+		if es.Key != r.ConfigKey || !slices.Contains(es.Scenarios, r.Scenario) {
+			continue
+		}
+		if es.MinPrefillEP > 0 && r.Search != nil && r.Search.Prefill != nil && r.Search.Prefill.EP < es.MinPrefillEP {
+			return false, false
+		}
+		return true, es.All
+	}
+	return false, false
+}
+
+// RunnableAsSweep says why the selection cannot become a sweep, or nil: it
+// must select throughput rows or eval rows. Keys of evals-only and
+// all-evals entries that no other entry claims for throughput become
+// eval-only points (EvalOnlyRow).
+func (s *Selection) RunnableAsSweep() error {
+	if len(s.Throughput) == 0 && len(s.Evals) == 0 {
+		return fmt.Errorf("the selected changelog entries select neither throughput nor eval rows")
 	}
 	return nil
 }

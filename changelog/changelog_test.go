@@ -9,6 +9,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/reftest"
+	"github.com/sweepflow/sweepflow/matrix"
 )
 
 const master = "../configs/dsv4-gb200-agentx.yaml"
@@ -83,8 +84,13 @@ func TestResolve(t *testing.T) {
 			}
 			assert.Equal(t, tt.evals, evals)
 			assert.Len(t, sel.EvalOnly, tt.evalOnly)
-			if tt.evalOnly > 0 {
-				assert.ErrorContains(t, sel.RunnableAsSweep(), "eval-only entries cannot start a sweep yet")
+			// Eval-only entries now run as eval-only points.
+			assert.NoError(t, sel.RunnableAsSweep())
+			for _, k := range evals {
+				row := &matrix.Row{ConfigKey: k, Scenario: config.ScenarioAgenticCoding}
+				ok, all := sel.EvalOnlyRow(row)
+				assert.Equal(t, !sel.KeepRow(row), ok, "key %s evals without throughput", k)
+				assert.Equal(t, ok && tt.allEvals, all, k)
 			}
 		})
 	}

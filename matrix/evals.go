@@ -175,18 +175,106 @@ func EvalRows(rows []*Row) []*Row {
 	picks := SelectEvals(rows)
 	out := make([]*Row, 0, len(picks))
 	for _, p := range picks {
-		src := rows[p.Index]
-		fields := append(Object(nil), src.Fields...)
+		out = append(out, evalOnly(rows[p.Index], p))
+	}
+	return out
+}
+
+// AllEvalRows is the --evals-only output under all-evals, InferenceX's
+// wider eval selection (mark_all_eval_entries, without its vendor suites):
+//
+//   - single-node rows: every agentic row and every fixed-seq-len 8k1k row;
+//   - multinode agentic rows: merged per parallelism key (conc becomes the
+//     sorted union), one eval at the highest conc (eval-conc), no minimum;
+//   - multinode fixed-seq-len 8k1k rows: merged per parallelism key, the
+//     eval runs at every conc of the merged row (eval-all-concs);
+//   - fixed-seq-len rows at other lengths: no eval.
+//
+// Rows come back in first-appearance order, annotated run-eval (in place
+// when the row has it), eval-conc or eval-all-concs, then eval-only.
+func AllEvalRows(rows []*Row) []*Row {
+	var out []*Row
+	merged := map[string]int{} // parallelism key -> index into out
+	for _, r := range rows {
+		agentic := r.Scenario == AgenticCoding
+		if !agentic && !r.is8k1k() {
+			continue
+		}
+		fields := append(Object(nil), r.Fields...)
 		fields.Set("run-eval", true)
-		if p.HasEvalConc {
-			fields = append(fields, Field{"eval-conc", int64(p.Conc)})
+		if !r.multinode() {
+			fields = append(fields, Field{"eval-only", true})
+			cp := *r
+			cp.Fields = fields
+			out = append(out, &cp)
+			continue
+		}
+		key := ParallelismKey(r)
+		if i, ok := merged[key]; ok {
+			m := out[i]
+			concs := unionInts(m.Conc(), r.Conc())
+			m.Fields.Set("conc", intsValue(concs))
+			if agentic {
+				m.Fields.Set("eval-conc", int64(concs[len(concs)-1]))
+			}
+			continue
+		}
+		concs := unionInts(nil, r.Conc())
+		fields.Set("conc", intsValue(concs))
+		if agentic {
+			fields = append(fields, Field{"eval-conc", int64(concs[len(concs)-1])})
+		} else {
+			fields = append(fields, Field{"eval-all-concs", true})
 		}
 		fields = append(fields, Field{"eval-only", true})
-		cp := *src
+		cp := *r
 		cp.Fields = fields
+		merged[key] = len(out)
 		out = append(out, &cp)
 	}
 	return out
+}
+
+// EvalConcs is the concurrencies an eval row evaluates: every conc under
+// eval-all-concs, eval-conc when the row has it, else its (single-node)
+// conc.
+func EvalConcs(r *Row) []int {
+	if v, ok := r.Fields.Get("eval-all-concs"); ok && v == true {
+		return r.Conc()
+	}
+	if _, ok := r.Fields.Get("eval-conc"); ok {
+		return []int{r.Int("eval-conc")}
+	}
+	return r.Conc()
+}
+
+func unionInts(a, b []int) []int {
+	out := append(append([]int(nil), a...), b...)
+	sort.Ints(out)
+	return compactInts(out)
+}
+
+func intsValue(v []int) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// evalOnly annotates a copy of src as an --evals-only row: run-eval
+// becomes true (in place when the row has it, appended otherwise), then
+// eval-conc for multinode picks, then eval-only.
+func evalOnly(src *Row, p EvalPick) *Row {
+	fields := append(Object(nil), src.Fields...)
+	fields.Set("run-eval", true)
+	if p.HasEvalConc {
+		fields = append(fields, Field{"eval-conc", int64(p.Conc)})
+	}
+	fields = append(fields, Field{"eval-only", true})
+	cp := *src
+	cp.Fields = fields
+	return &cp
 }
 
 // MarkEvals is InferenceX's output with neither --no-evals nor --evals-only

@@ -38,6 +38,12 @@ type Options struct {
 	// eval picks on rows it accepts (the entries that select evals).
 	KeepRow  func(*matrix.Row) bool `json:"-"`
 	KeepEval func(*matrix.Row) bool `json:"-"`
+	// EvalOnlyRow, when set, picks the generated rows KeepRow drops that
+	// run as eval-only points (a changelog entry's evals-only or
+	// all-evals): InferenceX's eval selection of them (matrix.EvalRows),
+	// or its all-evals selection when all is true (matrix.AllEvalRows).
+	// Such points have no perf stage.
+	EvalOnlyRow func(*matrix.Row) (ok, all bool) `json:"-"`
 }
 
 // Plan is the sweep's points, in matrix row order.
@@ -108,6 +114,10 @@ type Point struct {
 	Router           string `json:"router,omitempty"`
 
 	Eval bool `json:"eval"`
+	// EvalOnly: the point runs its eval alone, without the throughput
+	// benchmark (InferenceX's eval-only rows); its row carries eval-only,
+	// so its identity differs from the perf points of the same shape.
+	EvalOnly bool `json:"eval-only,omitempty"`
 
 	RecipePath string         `json:"recipe"`      // root-relative CONFIG_FILE path
 	RecipeFile string         `json:"recipe-file"` // absolute path on this machine
@@ -193,7 +203,8 @@ func (p *Plan) BringUpGroups() []BringUpGroup {
 func (p *Plan) EvalRestarts() int {
 	n := 0
 	for _, g := range p.BringUpGroups() {
-		if g.Evals > 0 {
+		// An eval-only deployment comes up in eval mode: no restart.
+		if g.Evals > 0 && !p.Points[g.Points[0]].EvalOnly {
 			n++
 		}
 	}
@@ -255,15 +266,27 @@ func Build(opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Eval-only candidates are picked before KeepRow drops them.
+	var eoCands, eoAllCands []*matrix.Row
+	if opts.EvalOnlyRow != nil && s.Evals {
+		for _, r := range rows {
+			if ok, all := opts.EvalOnlyRow(r); ok && all {
+				eoAllCands = append(eoAllCands, r)
+			} else if ok {
+				eoCands = append(eoCands, r)
+			}
+		}
+	}
 	if opts.KeepRow != nil {
 		rows = slices.DeleteFunc(rows, func(r *matrix.Row) bool { return !opts.KeepRow(r) })
-		if len(rows) == 0 {
+		if len(rows) == 0 && len(eoCands)+len(eoAllCands) == 0 {
 			return nil, &config.Error{Field: "config-keys", Msg: "the selected scenarios of " + strings.Join(s.ConfigKeys, ", ") + " generate no rows"}
 		}
 	}
+	eoRows := evalOnlyRows(eoCands, eoAllCands)
 	// Points are sized and launched from srt-slurm recipes, which only
 	// multinode entries name; single-node rows have no recipe to plan from.
-	for _, row := range rows {
+	for _, row := range slices.Concat(rows, eoRows) {
 		if e := row.Entry; !e.Multinode && !seen["single:"+e.Key] {
 			seen["single:"+e.Key] = true
 			errs = append(errs, &config.Error{Pos: e.FieldPos("multinode"), Field: e.Key + ".multinode",
@@ -312,6 +335,30 @@ func Build(opts Options) (*Plan, error) {
 		}
 		p.Points = append(p.Points, pts...)
 	}
+	// Eval-only rows: a point per eval concurrency (eval-conc, or every
+	// conc under all-evals' eval-all-concs), with no perf stage. Their rows
+	// follow the throughput rows.
+	for j, row := range eoRows {
+		i := len(rows) + j
+		pts, err := points(row, i, nil, runners, c, root, launcher, recipes)
+		if err != nil {
+			add(err)
+			continue
+		}
+		evalConcs := matrix.EvalConcs(row)
+		pts = slices.DeleteFunc(pts, func(pt Point) bool { return !slices.Contains(evalConcs, pt.Conc) })
+		for j := range pts {
+			pts[j].Eval, pts[j].Profile.Eval = true, true
+			pts[j].EvalOnly, pts[j].Profile.EvalOnly = true, true
+			add(measure(&pts[j], s, golden))
+			// As InferenceX's EVAL_ONLY jobs: real draft verification, no
+			// synthetic acceptance.
+			pts[j].SyntheticAL, pts[j].Profile.GoldenAL = 0, 0
+			pts[j].ProfileHash = pts[j].Profile.Hash()
+		}
+		p.Points = append(p.Points, pts...)
+	}
+	p.EvalRows = append(p.EvalRows, eoRows...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -328,6 +375,25 @@ func Build(opts Options) (*Plan, error) {
 	}
 	p.Inputs = inputs(s, c, p.Points)
 	return p, nil
+}
+
+// evalOnlyRows annotates the eval-only candidates as InferenceX's
+// --evals-only rows: its eval selection of cands, every row of all
+// (all-evals), in generation order.
+func evalOnlyRows(cands, all []*matrix.Row) []*matrix.Row {
+	out := matrix.EvalRows(cands)
+	return append(out, matrix.AllEvalRows(all)...)
+}
+
+// EvalOnlyPoints counts the points that run an eval without perf.
+func (p *Plan) EvalOnlyPoints() int {
+	n := 0
+	for _, pt := range p.Points {
+		if pt.EvalOnly {
+			n++
+		}
+	}
+	return n
 }
 
 // measure fills in the planned measurement profile: the golden AL the perf

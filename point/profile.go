@@ -14,15 +14,20 @@ import (
 // plan knows about how the point's figures will be measured. The plan fills
 // it in; `starter plan --json` prints its hash.
 type Profile struct {
-	Scenario    string  `json:"scenario"` // fixed-seq-len | agentic-coding
-	ISL         int     `json:"isl,omitempty"`
-	OSL         int     `json:"osl,omitempty"`
-	DurationSec int     `json:"duration_sec,omitempty"` // the row's perf duration
-	Eval        bool    `json:"eval"`                   // the point runs GSM8K
-	GoldenAL    float64 `json:"golden_al,omitempty"`    // synthetic acceptance for perf
-	Thinking    bool    `json:"thinking"`
-	Backend     string  `json:"backend"`  // slurm | local
-	Launcher    string  `json:"launcher"` // srtctl | sbatch | local: the engine launch
+	Scenario    string `json:"scenario"` // fixed-seq-len | agentic-coding
+	ISL         int    `json:"isl,omitempty"`
+	OSL         int    `json:"osl,omitempty"`
+	DurationSec int    `json:"duration_sec,omitempty"` // the row's perf duration
+	Eval        bool   `json:"eval"`                   // the point runs GSM8K
+	// EvalOnly: the point has no perf stage (InferenceX's EVAL_ONLY rows
+	// of an evals-only or all-evals changelog entry); its eval is stamped
+	// apart from a perf point's eval. Omitted when false, so the hashes of
+	// perf points stay as they were.
+	EvalOnly bool    `json:"eval_only,omitempty"`
+	GoldenAL float64 `json:"golden_al,omitempty"` // synthetic acceptance for perf
+	Thinking bool    `json:"thinking"`
+	Backend  string  `json:"backend"`  // slurm | local
+	Launcher string  `json:"launcher"` // srtctl | sbatch | local: the engine launch
 }
 
 // Hash is the planned profile's hash.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -25,6 +26,9 @@ type pointView struct {
 	StagesNote                                                    string
 	Total                                                         string
 	Simulated                                                     bool
+	// EvalOnly: the point ran its eval without the throughput benchmark
+	// (an evals-only or all-evals changelog entry).
+	EvalOnly bool
 }
 
 type stageView struct {
@@ -73,6 +77,8 @@ type page struct {
 	Counts      []summaryRow
 	Points      []pointView
 	Generated   string
+	// CheckFailures: the nightly's check failed and no point ran.
+	CheckFailures []string
 }
 
 // Render writes the page.
@@ -91,6 +97,10 @@ func build(in *Input) page {
 		Generated: in.Generated.UTC().Format(time.RFC3339),
 	}
 	p.Summary = summary(cur)
+	if len(cur.CheckFailures) > 0 {
+		p.CheckFailures = cur.CheckFailures
+		p.Summary = append(p.Summary, summaryRow{"Nightly check", fmt.Sprintf("failed with %d findings; no point ran", len(cur.CheckFailures))})
+	}
 	cov := in.Coverage()
 	p.Factor = strconv.FormatFloat(in.factor(), 'g', -1, 64)
 	p.Gaps = gapViews(cov)
@@ -224,6 +234,16 @@ func summary(r *Run) []summaryRow {
 	return rows
 }
 
+// specEvalOnly reads profile.eval_only from a point's stored spec.
+func specEvalOnly(spec []byte) bool {
+	var s struct {
+		Profile struct {
+			EvalOnly bool `json:"eval_only"`
+		} `json:"profile"`
+	}
+	return len(spec) > 0 && json.Unmarshal(spec, &s) == nil && s.Profile.EvalOnly
+}
+
 func points(r *Run) []pointView {
 	perf := map[string]*results.PerfResult{}
 	for i := range r.Perf {
@@ -252,7 +272,7 @@ func points(r *Run) []pointView {
 	}
 	for _, p := range r.Points {
 		add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Topology: p.Topology, Status: p.Status, FailedStage: p.FailedStage,
-			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc})
+			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc, EvalOnly: specEvalOnly(p.SpecJSON)})
 	}
 	for _, p := range r.Perf { // perf without a point row (older ledgers)
 		if !seen[p.PointID] {
@@ -532,7 +552,10 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{range .Summary}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>
 {{end}}</table>
 
-<h2>Output throughput per GPU vs interactivity</h2>
+{{if .CheckFailures}}<h2 id="check-failed">Nightly check failed</h2>
+<p>The configs as the schedule read them tonight failed <code>starter check</code>; no point ran.</p>
+<ul class="findings">{{range .CheckFailures}}<li><code>{{.}}</code></li>{{end}}</ul>
+{{end}}<h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>
 <div class="muted">Each point is a concurrency. Each config key's curve is its Pareto frontier (no other point of the key has both more throughput and more interactivity); small faded markers are dominated points. The wide grey band is the frontier across config keys. Shaded bands are interactivity coverage gaps.{{if .HasBaseline}} Dashed curves with hollow markers, and the dashed grey band: baseline {{.BaselineID}}.{{end}}</div>
 
@@ -575,6 +598,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>concurrency</th><td>{{.Conc}}</td></tr>
 <tr><th>status</th><td class="status-{{.Status}}">{{.Status}}{{if .FailedStage}} (at {{.FailedStage}}){{end}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td></tr>
 <tr><th>identity</th><td><code>{{.Identity}}</code></td></tr>
+{{if .EvalOnly}}<tr><th>measures</th><td><b>eval-only</b>: GSM8K without the throughput benchmark</td></tr>{{end}}
 {{with .Perf}}<tr><th>output throughput / GPU</th><td class="n">{{num .OutputTputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>total throughput / GPU</th><td class="n">{{num .TputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>interactivity (median)</th><td class="n">{{num .Interactivity 1}} tok/s/user</td></tr>

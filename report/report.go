@@ -9,6 +9,7 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -27,6 +28,9 @@ type Run struct {
 	Evals   []results.EvalResult
 	Stages  []results.StageRun
 	Outputs []results.StageOutput
+	// CheckFailures are the findings of a nightly whose configs failed
+	// the check (its stored report): the night ran no point.
+	CheckFailures []string
 }
 
 // Simulated is true when any figure of the run came from the simulator.
@@ -86,6 +90,19 @@ func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error
 	}
 	if r.Outputs, err = s.StageOutputs(ctx, sweepID); err != nil {
 		return nil, err
+	}
+	rep, ok, err := s.GetRegressionReport(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	if ok && len(rep.JSON) > 0 {
+		var stored struct {
+			CheckFailures []string `json:"check_failures"`
+		}
+		if err := json.Unmarshal(rep.JSON, &stored); err != nil {
+			return nil, fmt.Errorf("report: regression report of %s: %w", sweepID, err)
+		}
+		r.CheckFailures = stored.CheckFailures
 	}
 	if !r.Found && len(r.Points) == 0 && len(r.Perf) == 0 && len(r.Evals) == 0 {
 		return nil, fmt.Errorf("%w: %q has no rows in the results store", ErrNoSweep, sweepID)

@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // TestIntegrationChangelogStartsSeedSweep starts the seed sweep (on the
@@ -46,4 +52,55 @@ func TestIntegrationChangelogStartsSeedSweep(t *testing.T) {
 	assert.Equal(t, started.SweepID, again.SweepID, "the seed sweep file plans the same sweep")
 	assert.Equal(t, started.RunID, again.RunID)
 	require.NoError(t, e.c.TerminateWorkflow(ctx, started.SweepID, "", "test done"))
+}
+
+// TestIntegrationEvalOnlyChangelogSweep runs an all-evals changelog entry
+// on the real dev server with the simulated partition: its points bring
+// the server up in eval mode only, run GSM8K without any perf run, end
+// completed, and the ledger, status and report show them as eval-only.
+func TestIntegrationEvalOnlyChangelogSweep(t *testing.T) {
+	e := newITEnv(t)
+	e.startWorker()
+	const id = "it-eval-only"
+	in, _, err := buildSweep(sweepRequest{
+		SweepFile: seedSweep, ClusterFile: "../configs/clusters/local-sim.yaml", ID: id,
+		Changelog: &changelogRef{Path: "testdata/changelog/evals.yaml", Entry: 2},
+		Tuning:    workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
+	})
+	require.NoError(t, err)
+	require.Len(t, in.Points, 2)
+	e.start(in)
+	pr := e.wait(id, 5*time.Minute)
+	require.Len(t, pr.Points, 2)
+	for _, p := range pr.Points {
+		assert.True(t, p.EvalOnly, p.PointID)
+		require.NotNil(t, p.Outcome, p.PointID)
+		assert.Contains(t, []string{workflows.StatusCompleted, workflows.StatusEvalFailed}, p.Status, "%s: %+v", p.PointID, p.Outcome)
+		st := p.Outcome.State
+		require.NotNil(t, st, p.PointID)
+		assert.Nil(t, st.Perf, p.PointID)
+		require.NotNil(t, st.Eval, p.PointID)
+		assert.Empty(t, st.Missing, p.PointID)
+		assert.Equal(t, map[string]int{"eval": 1}, e.bringUps(p.WorkflowID), "%s comes up in eval mode only", p.PointID)
+		scheduled, _ := e.activityRuns(p.WorkflowID, "Perf")
+		assert.Zero(t, scheduled, "%s runs no perf", p.PointID)
+	}
+	ctx := context.Background()
+	store := e.ledger()
+	perf, err := store.Perf(ctx, id)
+	require.NoError(t, err)
+	assert.Empty(t, perf, "no throughput figure in the ledger")
+	evals, err := store.Evals(ctx, id)
+	require.NoError(t, err)
+	assert.Len(t, evals, 2)
+
+	out, code := e.cli("status", id)
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, 2, strings.Count(out, "(eval-only)"), out)
+	html := filepath.Join(t.TempDir(), "r.html")
+	out, code = e.cli("report", "--sweep", id, "--out", html)
+	require.Equal(t, 0, code, out)
+	page, err := os.ReadFile(html)
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(page), "<b>eval-only</b>"))
 }

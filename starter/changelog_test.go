@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,12 +36,17 @@ func TestChangelogFlagsShapeSweep(t *testing.T) {
 		entry, since int
 		points       int
 		evals        int
+		evalOnly     int
 		err          string
 	}{
 		{name: "no-evals agg entry", entry: 2, points: 2, evals: 0},
-		{name: "evals-only entry", entry: 3, err: "perf-changelog.yaml:23: entry 3.evals-only: eval-only entries cannot start a sweep yet"},
+		// InferenceX's eval selection of the disagg key: one row per
+		// parallelism key at its highest conc >= 16, each an eval-only point.
+		{name: "evals-only entry", entry: 3, points: 4, evals: 4, evalOnly: 4},
 		{name: "scenario filter selects nothing", entry: 4, err: "generate no rows"},
-		{name: "since 1 includes the evals-only entry", since: 1, err: "entry 3.evals-only"},
+		// Entry 1 claims the disagg key for throughput first: its evals
+		// ride on the perf points and nothing is eval-only.
+		{name: "since 1 includes the evals-only entry", since: 1, points: 8, evals: 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +59,16 @@ func TestChangelogFlagsShapeSweep(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, in.Points, tt.points)
 			assert.Equal(t, tt.evals, p.Evals())
+			assert.Equal(t, tt.evalOnly, p.EvalOnlyPoints())
+			for i, pt := range p.Points {
+				spec := in.Points[i]
+				assert.Equal(t, pt.EvalOnly, spec.Profile.EvalOnly, pt.ID)
+				if pt.EvalOnly {
+					assert.True(t, spec.Eval, "an eval-only point evals: %s", pt.ID)
+					assert.Zero(t, spec.SyntheticAL, "eval-only points run real draft verification: %s", pt.ID)
+					assert.Contains(t, string(pt.Row), `"eval-only":true`)
+				}
+			}
 		})
 	}
 }
@@ -95,5 +112,105 @@ func TestPlanChangelogDryRun(t *testing.T) {
 	var stdout bytes.Buffer
 	require.NoError(t, runPlanTo(&stdout, &planFlags{sweep: seedSweep, format: "table", changelog: changelogRef{Path: clFixture, Entry: 1}}))
 	assert.Contains(t, stdout.String(), "changelog entry 1 (testdata/changelog/perf-changelog.yaml:5)")
-	assert.Contains(t, stdout.String(), "8 points, 76 node-allocations, 4 with eval")
+	assert.Contains(t, stdout.String(), "8 points, 44 node-allocations, 4 with eval")
+}
+
+// TestChangelogEvalOnlyPoints: evals-only and all-evals entries plan
+// eval-only points whose identities, baselines and profiles never meet a
+// perf point's, so the ledger keeps them apart.
+func TestChangelogEvalOnlyPoints(t *testing.T) {
+	const clEvals = "testdata/changelog/evals.yaml"
+	perf, pp, err := buildSweep(sweepRequest{SweepFile: seedSweep})
+	require.NoError(t, err)
+	tests := []struct {
+		name         string
+		entry, since int
+		concs        []int
+	}{
+		{name: "evals-only: the eval selection", entry: 1, concs: []int{64, 128, 256, 1280}},
+		{name: "all-evals: every row", entry: 2, concs: []int{1, 4}},
+		{name: "both", since: 1, concs: []int{64, 128, 256, 1280, 1, 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, p, err := buildSweep(sweepRequest{SweepFile: seedSweep, Changelog: &changelogRef{Path: clEvals, Entry: tt.entry, Since: tt.since}})
+			require.NoError(t, err)
+			require.Len(t, p.Points, len(tt.concs))
+			assert.NotEqual(t, perf.SweepID, in.SweepID)
+			assert.Zero(t, p.EvalRestarts(), "eval-only deployments come up in eval mode")
+			for i, pt := range p.Points {
+				assert.Equal(t, tt.concs[i], pt.Conc)
+				assert.True(t, pt.EvalOnly && pt.Eval && in.Points[i].Eval && in.Points[i].Profile.EvalOnly, pt.ID)
+				for _, q := range pp.Points {
+					assert.NotEqual(t, q.Identity, pt.Identity)
+					assert.NotEqual(t, q.BaselineKey, pt.BaselineKey)
+					assert.NotEqual(t, q.ProfileHash, pt.ProfileHash)
+				}
+			}
+		})
+	}
+
+	var stdout bytes.Buffer
+	require.NoError(t, runPlanTo(&stdout, &planFlags{sweep: seedSweep, format: "table", changelog: changelogRef{Path: clEvals, Entry: 1}}))
+	assert.Contains(t, stdout.String(), "eval-only  B1")
+	assert.Contains(t, stdout.String(), "4 eval-only points")
+}
+
+// TestPlanChangelogIXJSON: --changelog with --format ix-json prints the
+// entries' matrix in InferenceX's changelog buckets; the seed entry's
+// buckets hold exactly the generator's --no-evals and --evals-only rows of
+// the seed keys, and an evals-only entry adds no throughput row.
+func TestPlanChangelogIXJSON(t *testing.T) {
+	type bucketed struct {
+		MultiNode         map[string][]json.RawMessage `json:"multi_node"`
+		SingleNode        map[string][]json.RawMessage `json:"single_node"`
+		MultinodeAgentic  []json.RawMessage            `json:"multinode_agentic_evals"`
+		Evals             []json.RawMessage            `json:"evals"`
+		ChangelogMetadata struct {
+			Entries []map[string]any `json:"entries"`
+		} `json:"changelog_metadata"`
+	}
+	plan := func(f *planFlags) []byte {
+		var out bytes.Buffer
+		require.NoError(t, runPlanTo(&out, f))
+		return out.Bytes()
+	}
+	var got bucketed
+	require.NoError(t, json.Unmarshal(plan(&planFlags{sweep: seedSweep, format: "ix-json", changelog: changelogRef{Path: clFixture, Entry: 1}}), &got))
+	var tput, evals []json.RawMessage
+	require.NoError(t, json.Unmarshal(plan(&planFlags{sweep: seedSweep, format: "ix-json", noEvals: true}), &tput))
+	require.NoError(t, json.Unmarshal(plan(&planFlags{sweep: seedSweep, format: "ix-json", evalsOnly: true}), &evals))
+	require.Len(t, tput, 8)
+	require.Len(t, evals, 4)
+	assert.Equal(t, canon(t, tput), canon(t, got.MultiNode["agentic"]))
+	assert.Equal(t, canon(t, evals), canon(t, got.MultinodeAgentic))
+	assert.Empty(t, got.SingleNode)
+	assert.Empty(t, got.Evals)
+	require.Len(t, got.ChangelogMetadata.Entries, 1)
+	assert.Equal(t, "https://github.com/SemiAnalysisAI/InferenceX/pull/XXX", got.ChangelogMetadata.Entries[0]["pr-link"])
+
+	var eo bucketed
+	require.NoError(t, json.Unmarshal(plan(&planFlags{sweep: seedSweep, format: "ix-json", changelog: changelogRef{Path: clFixture, Entry: 3}}), &eo))
+	assert.Empty(t, eo.MultiNode, "evals-only: no throughput rows")
+	assert.Len(t, eo.MultinodeAgentic, 4)
+	assert.Equal(t, true, eo.ChangelogMetadata.Entries[0]["evals-only"])
+
+	var stdout, stderr bytes.Buffer
+	code := runIO([]string{"plan", "--sweep", seedSweep, "--format", "ix-json", "--changelog", clFixture, "--no-evals"}, &stdout, &stderr)
+	assert.Equal(t, 2, code, "the entries say which evals run")
+}
+
+// canon is rows as sorted canonical JSON, so two row lists compare
+// whatever their order.
+func canon(t *testing.T, rows []json.RawMessage) []string {
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		var v any
+		require.NoError(t, json.Unmarshal(r, &v))
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
 }

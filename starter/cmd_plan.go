@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 
+	"github.com/sweepflow/sweepflow/changelog"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/matrix"
 	"github.com/sweepflow/sweepflow/plan"
@@ -31,7 +32,10 @@ usage:
   starter plan --sweep configs/sweeps/dsv4-gb200-agentx.yaml [--cluster FILE] [--json]
   starter plan --config-files F... --runner-config R --config-keys K... [--no-evals|--evals-only] --format ix-json
   starter plan --sweep FILE --changelog perf-changelog.yaml [--entry N|--since N] [--json]
-               (dry run of sweep start --changelog: the points the chosen entries run)`,
+               (dry run of sweep start --changelog: the points the chosen entries run;
+               evals-only/all-evals keys plan eval-only points)
+  starter plan --sweep FILE --changelog perf-changelog.yaml [--entry N|--since N] --format ix-json
+               (the entries' matrix in InferenceX's changelog buckets)`,
 			Annotations: map[string]string{annotationListFlags: strings.Join(planListFlags, ",")},
 			Args:        noArgs,
 			RunE:        func(*cobra.Command, []string) error { return runPlan(&f) }}
@@ -131,7 +135,7 @@ func runPlanTo(out io.Writer, f *planFlags) error {
 	switch f.format {
 	case "ix-json":
 		if f.changelog.Path != "" {
-			return usageError("--changelog plans sweep points; use --format table or json")
+			return planChangelogIXJSON(out, f)
 		}
 		return planIXJSON(out, f)
 	case "table", "json":
@@ -217,6 +221,49 @@ func planIXJSON(out io.Writer, f *planFlags) error {
 		rows = matrix.MarkEvals(rows) // InferenceX's mode with neither flag
 	}
 	data, err := matrix.EncodeIXJSON(rows, f.indent)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", data)
+	return err
+}
+
+// planChangelogIXJSON prints the chosen changelog entries' matrix as
+// InferenceX's changelog planner does: throughput and eval rows in
+// run-sweep.yml's buckets, plus the entries.
+func planChangelogIXJSON(out io.Writer, f *planFlags) error {
+	if f.noEvals || f.evalsOnly || len(f.concs) > 0 || len(f.seqLens) > 0 || len(f.scenarioTypes) > 0 || f.nodeFilter != "" {
+		return usageError("--changelog with --format ix-json takes its keys, scenarios and evals from the entries; drop --no-evals, --evals-only, --conc, --seq-lens, --scenario-type and --runner-node-filter")
+	}
+	s, err := sweepFromFlags(f)
+	if err != nil {
+		return err
+	}
+	cl, err := config.LoadChangelog(f.changelog.Path)
+	if err != nil {
+		return configError(err)
+	}
+	entries, err := changelog.Select(cl, f.changelog.Entry, f.changelog.Since)
+	if err != nil {
+		return configError(err)
+	}
+	var errs config.Errors
+	master, err := config.LoadMaster(s.ConfigFiles...)
+	appendErr(&errs, err)
+	runners, err := config.LoadRunners(s.RunnerConfig)
+	appendErr(&errs, err)
+	if len(errs) > 0 {
+		return configError(errs)
+	}
+	sel, err := changelog.Resolve(entries, master)
+	if err != nil {
+		return configError(err)
+	}
+	obj, err := sel.Matrix(master, runners)
+	if err != nil {
+		return configError(err)
+	}
+	data, err := matrix.EncodeCompact(obj, f.indent)
 	if err != nil {
 		return err
 	}
@@ -329,7 +376,10 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 			recipe = path.Base(recipe)
 		}
 		eval := "no"
-		if pt.Eval {
+		switch {
+		case pt.EvalOnly:
+			eval = "eval-only"
+		case pt.Eval:
 			eval = "yes"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%s\tB%d\t%s\n", pt.Index+1, pt.ExpName, pt.Topology, pt.Conc, pt.Nodes, pt.GPUs, eval, pt.BringUpGroup, recipe)
@@ -340,6 +390,9 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 	}
 	fmt.Fprintf(out, "\n%d points, %d node-allocations, %d with eval; largest point needs %d of %d nodes\n",
 		len(p.Points), p.NodeAllocations(), p.Evals(), largest, c.Nodes)
+	if n := p.EvalOnlyPoints(); n > 0 {
+		fmt.Fprintf(out, "%d eval-only points (an evals-only or all-evals changelog entry): the eval runs without the throughput benchmark\n", n)
+	}
 	groups := p.BringUpGroups()
 	fmt.Fprintf(out, "%d bring-ups (one per deployment; points with the same B share its allocation and server), %d eval restarts\n",
 		len(groups), p.EvalRestarts())

@@ -214,6 +214,9 @@ func printSweep(w io.Writer, v *sweepView) {
 			el = (time.Duration(p.Elapsed) * time.Second).Round(time.Second).String()
 		}
 		out, inter, ttft := "-", "-", "-"
+		if p.EvalOnly {
+			out = "(eval-only)"
+		}
 		if p.Perf != nil {
 			out, inter, ttft = fmtFloat(p.Perf.OutputTputPerGPU, 1), fmtFloat(p.Perf.Interactivity, 1), fmtFloat(p.Perf.TTFTp90Ms, 0)
 			if p.Perf.Simulated {

@@ -102,4 +102,26 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 	assert.Empty(t, res3.Summary.Counts)
 	assert.Equal(t, []string{"follow-it-dsv4-follow-test-2025-07-03T02:00:00Z"}, e.list(`SweepflowKind = "nightly" AND PointStatus = "check-failed"`))
 	assert.Empty(t, e.list(`SweepID = "`+res3.Summary.SweepID+`" AND SweepflowKind = "point"`), "no point ran")
+
+	// The failed night is in the ledger with its findings, and its report
+	// shows them.
+	assert.NotEmpty(t, res3.Summary.ReportURI)
+	sw3, found, err := e.ledger().GetSweep(ctx, res3.Summary.SweepID)
+	require.NoError(t, err)
+	require.True(t, found, "the check-failed night has a sweep row")
+	assert.Equal(t, activities.StatusCheckFailed, sw3.Status)
+	assert.True(t, sw3.Nightly)
+	rep3, ok, err := e.ledger().GetRegressionReport(ctx, res3.Summary.SweepID)
+	require.NoError(t, err)
+	require.True(t, ok, "the check-failed night has a report")
+	var stored3 activities.RegressionReport
+	require.NoError(t, json.Unmarshal(rep3.JSON, &stored3))
+	assert.Equal(t, res3.Summary.CheckFailures, stored3.CheckFailures)
+	html := filepath.Join(dir, "night3.html")
+	out, code = e.cli("report", "--sweep", res3.Summary.SweepID, "--out", html)
+	require.Equal(t, 0, code, out)
+	page, err := os.ReadFile(html)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `id="check-failed"`)
+	assert.Contains(t, string(page), "registry.example.com/sglang:patched")
 }

@@ -39,7 +39,7 @@ func applyChangelog(ref changelogRef, sw *config.Sweep, opts *plan.Options) (*ch
 	}
 	sw.ConfigKeys = sel.Keys()
 	sw.Evals = sw.Evals && sel.HasEvals()
-	opts.KeepRow, opts.KeepEval = sel.KeepRow, sel.KeepEval
+	opts.KeepRow, opts.KeepEval, opts.EvalOnlyRow = sel.KeepRow, sel.KeepEval, sel.EvalOnlyRow
 	return sel, nil
 }
 

@@ -145,7 +145,8 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 			outcomes[p.PointID] = PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled}
 			continue
 		}
-		deferEval := p.Eval && i != lastEval
+		// An eval-only point has no perf run to wait behind.
+		deferEval := p.Eval && !p.Profile.EvalOnly && i != lastEval
 		later := i < len(order)-1 || len(deferred) > 0 || deferEval
 		role := &GroupRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
 		lease = nil

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // groupFake stands in for the cluster activities of a whole sweep: it holds
@@ -291,4 +292,48 @@ func stagesOf(pr *SweepProgress, id string) []string {
 		}
 	}
 	return out
+}
+
+// TestEvalOnlyPointsSkipPerf: points of an evals-only changelog entry come
+// up in eval mode and run their eval alone (no warmup, no perf), complete
+// without a perf figure, and share a deployment's server without an
+// eval-mode restart; a perf deployment next to them runs as before.
+func TestEvalOnlyPointsSkipPerf(t *testing.T) {
+	evalOnly := func(id, identity string, conc int) activities.PointSpec {
+		return activities.PointSpec{PointID: id, ConfigKey: "k", Conc: conc, Nodes: 6, Eval: true, Identity: identity,
+			Profile: point.Profile{Eval: true, EvalOnly: true}}
+	}
+	pts := []activities.PointSpec{
+		{PointID: "perf_c64", ConfigKey: "k", Conc: 64, Nodes: 6, Eval: true, SyntheticAL: 3.77, Identity: "perf-c64", Profile: point.Profile{Eval: true}},
+		evalOnly("eo_c64", "eo-c64", 64),
+		evalOnly("eo2_c16", "eo2-c16", 16),
+		evalOnly("eo2_c32", "eo2-c32", 32),
+	}
+	f := newGroupFake()
+	pr := runGroupSweep(t, f, pts)
+	require.Equal(t, 4, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 1, f.calls["perf:perf_c64"])
+	require.Zero(t, f.calls["perf:eo_c64"]+f.calls["perf:eo2_c16"]+f.calls["perf:eo2_c32"], "eval-only points run no perf")
+	require.Equal(t, 1, f.calls["bringup:perf"], "only the perf point brings a server up for perf")
+	require.Equal(t, 3, f.calls["bringup:eval"], "one eval restart for the perf point, one eval bring-up per eval-only deployment")
+	require.Equal(t, 3, f.calls["allocate"])
+	require.Empty(t, f.held)
+	for _, p := range pr.Points {
+		st := p.Outcome.State
+		require.NotNil(t, st.Eval, p.PointID)
+		require.Empty(t, st.Missing, p.PointID)
+		require.Equal(t, p.PointID != "perf_c64", p.EvalOnly, p.PointID)
+		if p.EvalOnly {
+			require.Nil(t, st.Perf, p.PointID)
+			require.NotContains(t, stagesOf(pr, p.PointID), "warmup:ok", p.PointID)
+		}
+	}
+	// The two eval-only points of one deployment share its eval server.
+	var seq []string
+	for _, evs := range f.byJob {
+		if indexOf(evs, "eval:eo2_c16") >= 0 {
+			seq = evs
+		}
+	}
+	require.Equal(t, []string{"allocate", "bringup:eval", "eval:eo2_c16", "probe", "eval:eo2_c32", "teardown"}, seq)
 }

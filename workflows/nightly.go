@@ -48,6 +48,19 @@ type NightlyResult struct {
 	WebhookError string         `json:"webhook_error,omitempty"`
 }
 
+// changeNightlyCheckReport: a night whose check fails records its report
+// in the ledger (RecordCheckFailure) before the webhook.
+const changeNightlyCheckReport = "nightly-check-report"
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
 // NightlySweepID is the ID of a nightly's sweep (a child workflow) and the
 // prefix of its points' workflow IDs.
 func NightlySweepID(nightlyID string) string { return nightlyID + "/sweep" }
@@ -108,6 +121,18 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 			// Reported, not run: no GPU time on configs the checklist rejects.
 			sum.CheckFailures = np.CheckFailures
 			sum.Points = 0
+			if workflow.GetVersion(ctx, changeNightlyCheckReport, workflow.DefaultVersion, 1) == 1 {
+				// The failed night goes into the ledger like any other
+				// night's report, with its findings.
+				pctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, sw.TaskQueue, sw.Tuning))
+				var rep activities.RegressionReport
+				req := activities.CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: firstNonEmpty(np.Name, sw.Name), Night: night,
+					Baseline: in.Baseline, Commit: np.Commit, Failures: np.CheckFailures}
+				if err := workflow.ExecuteActivity(pctx, nightlyActs.RecordCheckFailure, req).Get(ctx, &rep); err != nil {
+					return fail("check", err)
+				}
+				sum.ReportURI = rep.ReportURI
+			}
 			_ = workflow.UpsertTypedSearchAttributes(ctx, SAPointStatus.ValueSet(StatusCheckFailed), SAStage.ValueSet("check"))
 			workflow.SetCurrentDetails(ctx, nightlyDetails(sum))
 			res := &NightlyResult{Summary: sum}

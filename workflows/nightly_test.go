@@ -15,6 +15,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/replan"
 )
 
 func nightlyInput(webhook string) NightlyInput {
@@ -158,4 +159,54 @@ func TestNightlyWorkflowSweepFailure(t *testing.T) {
 	assert.Empty(t, r.req.SweepID, "no comparison without a sweep")
 	_, ok := lastInt(r.attrs, SARegressionCount)
 	assert.False(t, ok)
+}
+
+// TestNightlyCheckFailureRecorded: a night whose re-read configs fail the
+// check runs no sweep, writes its report with the findings to the ledger
+// (RecordCheckFailure) and names that report in its summary and webhook.
+func TestNightlyCheckFailureRecorded(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(NightlyWorkflow)
+	env.RegisterWorkflow(SweepWorkflow)
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	night := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(saScheduledStart.ValueSet(night))))
+	failures := []string{"upstream-image m.yaml:3: registry.example.com/sglang:patched (expected an upstream image)"}
+	env.OnActivity(a.PlanNightly, mock.Anything, mock.Anything).Return(activities.NightlyPlan{Name: "dsv4", Commit: "abc", CheckFailures: failures}, nil)
+	var rec *activities.CheckFailedNight
+	env.OnActivity(a.RecordCheckFailure, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.CheckFailedNight) (activities.RegressionReport, error) {
+		rec = &req
+		return activities.RegressionReport{SweepID: req.SweepID, CheckFailures: req.Failures, ReportURI: "file:///check.json"}, nil
+	})
+	var hook *activities.WebhookRequest
+	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.WebhookRequest) error {
+		hook = &req
+		return nil
+	})
+	sweepRan := false
+	env.OnWorkflow(SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
+		sweepRan = true
+		return &SweepProgress{}, nil
+	})
+	in := nightlyInput("http://127.0.0.1:1/hook")
+	in.Source = &replan.Source{SweepFile: "sweep.yaml"}
+	env.ExecuteWorkflow(NightlyWorkflow, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res NightlyResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	assert.False(t, sweepRan, "a night whose check fails runs no point")
+	require.NotNil(t, rec, "the failed night is recorded in the ledger")
+	assert.Equal(t, failures, rec.Failures)
+	assert.Equal(t, NightlySweepID("default-test-workflow-id"), rec.SweepID)
+	assert.Equal(t, "dsv4", rec.Name)
+	assert.Equal(t, "abc", rec.Commit)
+	assert.Equal(t, night, rec.Night.UTC())
+	assert.Equal(t, failures, res.Summary.CheckFailures)
+	assert.Equal(t, "file:///check.json", res.Summary.ReportURI)
+	require.NotNil(t, hook)
+	assert.Equal(t, "file:///check.json", hook.Summary.ReportURI)
 }

@@ -234,7 +234,8 @@ func (r *pointRun) run(ctx workflow.Context) error {
 		r.state.Eval = reused.Eval
 		r.markReused(ctx, activities.StageEval, reused.EvalSweep, reused.EvalRun)
 	}
-	needPerf := r.state.Perf == nil
+	// An eval-only point (InferenceX's EVAL_ONLY rows) has no perf stage.
+	needPerf := r.state.Perf == nil && !p.Profile.EvalOnly
 	needEval := p.Eval && r.state.Eval == nil
 
 	if needPerf || needEval {
@@ -622,7 +623,7 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 // planned) and the upload of the results, which produce or reuse them.
 func (r *pointRun) missing() []string {
 	var out []string
-	if r.state.Perf == nil {
+	if r.state.Perf == nil && !r.in.Point.Profile.EvalOnly {
 		out = append(out, activities.StagePerf)
 	}
 	if r.in.Point.Eval && r.state.Eval == nil {

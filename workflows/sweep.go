@@ -67,6 +67,8 @@ type PointProgress struct {
 	Conc       int    `json:"conc"`
 	Nodes      int    `json:"nodes"`
 	Eval       bool   `json:"eval"`
+	// EvalOnly: the point runs its eval without perf.
+	EvalOnly bool `json:"eval_only,omitempty"`
 	// Status is pending/running here, or the final status once done.
 	Status  string        `json:"status"`
 	Outcome *PointOutcome `json:"outcome,omitempty"`
@@ -365,7 +367,7 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile}
 	row := func(p activities.PointSpec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
-			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, Status: status}
+			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status}
 	}
 	// Plan order, so tables read the same from one query to the next.
 	for _, p := range s.in.Points {
