@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,13 +11,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/ixresult"
 )
 
 // benchmarkEnv is the environment InferenceX's benchmark-multinode template
-// gives the recipe's benchmark (research/inferencex.md §3.2, §3.5): every
-// scalar input of the matrix row upper-cased (model-prefix -> MODEL_PREFIX),
-// the prefill/decode worker shape, and CONC, DURATION, RESULT_FILENAME,
-// IS_MULTINODE for this point.
+// and GB200 launcher give the recipe's benchmark (research/inferencex.md
+// §3.2-3.5): every scalar input of the matrix row upper-cased
+// (model-prefix -> MODEL_PREFIX); the prefill/decode worker shape as
+// PREFILL_*/DECODE_* (NUM_WORKERS, TP, EP, DP_ATTN, PP_SIZE, DCP_SIZE,
+// PCP_SIZE) and each of their additional-settings exported as the launcher
+// exports them; kv-offload-backend as KV_OFFLOAD_BACKEND (its name) plus
+// KV_OFFLOAD_BACKEND_METADATA (the object as JSON), router as
+// ROUTER_METADATA; KV_OFFLOADING "none" when the row has none; and CONC,
+// DURATION, RESULT_FILENAME, IS_MULTINODE for this point.
 func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error) {
 	env := map[string]string{}
 	if len(p.Row) > 0 {
@@ -26,20 +31,45 @@ func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error)
 		if err := json.Unmarshal(p.Row, &row); err != nil {
 			return nil, fmt.Errorf("%w: point %s: matrix row: %v", cluster.ErrBadConfig, p.PointID, err)
 		}
-		for k, v := range row {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // additional-settings of prefill, then decode, win in that order
+		for _, k := range keys {
+			v := row[k]
 			name := strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
 			switch x := v.(type) {
 			case map[string]any:
-				if k != "prefill" && k != "decode" {
-					continue
-				}
-				for wk, wv := range x {
-					wname := map[string]string{"num-worker": "NUM_WORKERS", "pp": "PP_SIZE"}[wk]
-					if wname == "" {
-						wname = strings.ToUpper(strings.ReplaceAll(wk, "-", "_"))
+				switch k {
+				case "prefill", "decode":
+					for wk, wv := range x {
+						if wk == "additional-settings" {
+							for _, kv := range settingsList(wv) {
+								if key, val, ok := strings.Cut(kv, "="); ok && key != "" {
+									env[key] = val
+								}
+							}
+							continue
+						}
+						wname := map[string]string{"num-worker": "NUM_WORKERS", "pp": "PP_SIZE"}[wk]
+						if wname == "" {
+							wname = strings.ToUpper(strings.ReplaceAll(wk, "-", "_"))
+						}
+						if s, ok := scalarEnv(wv); ok {
+							env[name+"_"+wname] = s
+						}
 					}
-					if s, ok := scalarEnv(wv); ok {
-						env[name+"_"+wname] = s
+				case "kv-offload-backend", "router":
+					meta, err := json.Marshal(x)
+					if err != nil {
+						return nil, fmt.Errorf("%w: point %s: matrix row %s: %v", cluster.ErrBadConfig, p.PointID, k, err)
+					}
+					env[name+"_METADATA"] = string(meta)
+					if k == "kv-offload-backend" {
+						if n, ok := x["name"].(string); ok {
+							env[name] = n
+						}
 					}
 				}
 			default:
@@ -48,6 +78,9 @@ func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error)
 				}
 			}
 		}
+	}
+	if env["KV_OFFLOADING"] == "" {
+		env["KV_OFFLOADING"] = "none"
 	}
 	env["CONC"] = strconv.Itoa(p.Conc)
 	env["CONC_LIST"] = strconv.Itoa(p.Conc)
@@ -62,6 +95,18 @@ func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error)
 		env["IS_AGENTIC"] = "1"
 	}
 	return env, nil
+}
+
+// settingsList reads an additional-settings list ("KEY=VALUE" strings).
+func settingsList(v any) []string {
+	xs, _ := v.([]any)
+	var out []string
+	for _, x := range xs {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func scalarEnv(v any) (string, bool) {
@@ -86,41 +131,18 @@ func scalarEnv(v any) (string, bool) {
 	return "", false
 }
 
-// ixAgenticResult is the part of InferenceX's per-point agentic result
-// (<RESULT_FILENAME>_conc<N>.json, research/inferencex.md §5.2) the ledger
-// keeps. Latencies are in seconds.
-type ixAgenticResult struct {
-	NumRequestsTotal      int `json:"num_requests_total"`
-	NumRequestsSuccessful int `json:"num_requests_successful"`
-	RequestMetrics        struct {
-		Latency    map[string]map[string]float64 `json:"latency"`
-		Throughput struct {
-			PerGPU map[string]float64 `json:"per_gpu"`
-		} `json:"throughput"`
-	} `json:"request_metrics"`
-}
-
-// readBenchmarkResult turns the benchmark's result file into the perf
-// summary: the figures are InferenceX's own.
+// readBenchmarkResult turns the benchmark's per-point result file
+// (ixresult: InferenceX's own format) into the perf summary after the
+// InferenceX workflow's gate: the figures are InferenceX's own.
 func readBenchmarkResult(path string) (PerfSummary, error) {
-	data, err := os.ReadFile(path)
+	r, err := ixresult.Read(path)
 	if err != nil {
 		return PerfSummary{}, err
 	}
-	var r ixAgenticResult
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := r.Gate(); err != nil {
 		return PerfSummary{}, fmt.Errorf("%s: %v", path, err)
 	}
-	if r.NumRequestsSuccessful <= 0 {
-		return PerfSummary{}, fmt.Errorf("%s: num_requests_successful is %d (InferenceX's result gate needs > 0)", path, r.NumRequestsSuccessful)
-	}
-	lat := r.RequestMetrics.Latency
-	pg := r.RequestMetrics.Throughput.PerGPU
-	return PerfSummary{
-		OutputTputPerGPU: pg["output_tput_tps"], TputPerGPU: pg["total_tput_tps"], InputTputPerGPU: pg["input_tput_tps"],
-		Interactivity: lat["intvty"]["p50"], TTFTp90Ms: lat["ttft"]["p90"] * 1000, TPOTMedianMs: lat["tpot"]["p50"] * 1000,
-		E2ELMedianMs: lat["e2el"]["p50"] * 1000, Requests: r.NumRequestsTotal, Failed: r.NumRequestsTotal - r.NumRequestsSuccessful,
-	}, nil
+	return r.Perf(), nil
 }
 
 // perfBenchmark runs the recipe's benchmark process on the cluster as
@@ -151,7 +173,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if err != nil {
 		return PerfSummary{}, classify(fmt.Errorf("%w: benchmark result: %v", cluster.ErrBadConfig, err))
 	}
-	out.Simulated = a.Simulated
+	out.Simulated = out.Simulated || a.Simulated
 	if out.AggregateURI, err = a.putArtifact(ctx, path); err != nil {
 		return PerfSummary{}, classify(err)
 	}

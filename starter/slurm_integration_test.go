@@ -184,9 +184,10 @@ func TestSlurm(t *testing.T) {
 	t.Run("seed point", func(t *testing.T) {
 		in := s.sweep(t, "slurm-seed", pt6Nodes)
 		s.start(in)
+		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
+		defer s.logFailures(t, wid)
 		pr := s.wait(in.SweepID, 3*time.Minute)
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
-		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
 		for _, typ := range []string{"Allocate", "StageCheckpoint", "BringUp", "Warmup", "Perf", "Eval", "Upload", "Teardown"} {
 			n, _ := s.activityRuns(wid, typ)
 			require.GreaterOrEqual(t, n, 1, "stage %s ran", typ)
@@ -364,4 +365,27 @@ func TestSlurm(t *testing.T) {
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
 		s.settled(t, in)
 	})
+}
+
+// logFailures logs every failed or timed-out activity attempt of a point
+// (type and failure), so a point that recovered by itself still shows why.
+func (s *slurmIT) logFailures(t *testing.T, wid string) {
+	it := s.c.GetWorkflowHistory(context.Background(), wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	types := map[int64]string{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Logf("%s: history: %v", wid, err)
+			return
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskFailedEventAttributes(); a != nil {
+			t.Logf("%s: %s failed: %s", wid, types[a.GetScheduledEventId()], a.GetFailure().GetMessage())
+		}
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			t.Logf("%s: %s timed out: %s", wid, types[a.GetScheduledEventId()], a.GetFailure().GetMessage())
+		}
+	}
 }

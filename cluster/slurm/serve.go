@@ -445,6 +445,9 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	exited := make(chan string, len(st.Steps))
 	start := func(steps []step) error {
 		for _, s := range steps {
+			if err := ctx.Err(); err != nil {
+				return err // a cancelled attempt starts nothing more
+			}
 			if err := b.startStep(alloc, s, nil, exited); err != nil {
 				return err
 			}
@@ -465,7 +468,46 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err := start(fronts); err != nil {
 		return srv, err
 	}
-	return srv, nil
+	// Health reads a step missing from squeue as a step that died: return
+	// only once Slurm lists every step (srun registers a step a moment
+	// after it starts).
+	return srv, b.waitListed(ctx, alloc, dir, st.Steps, exited)
+}
+
+// waitListed waits until squeue lists every step of a bring-up; a step whose
+// srun ended first is explained by stepDied.
+func (b *Backend) waitListed(ctx context.Context, alloc cluster.Allocation, dir string, steps []step, exited <-chan string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		running, err := b.steps(ctx, alloc, stepPrefix)
+		if err != nil {
+			return err
+		}
+		listed := map[string]bool{}
+		for _, n := range running {
+			listed[n] = true
+		}
+		var missing []string
+		for _, s := range steps {
+			if !listed[s.Name] {
+				missing = append(missing, s.Name)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: slurm job %s: steps %s were not listed by squeue within a minute of srun", cluster.ErrAllocationLost,
+				alloc.JobID, strings.Join(missing, ", "))
+		}
+		select {
+		case name := <-exited:
+			return b.stepDied(ctx, alloc, name, stepLog(dir, name))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(b.cfg.Poll / 4):
+		}
+	}
 }
 
 // startStep sruns one step; the srun client must outlive this activity (and
