@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"math"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -158,6 +159,9 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if err != nil {
 		return PerfSummary{}, classify(err)
 	}
+	if d := a.simulatedDuration(p); d > 0 {
+		env["DURATION"] = strconv.Itoa(d)
+	}
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -183,4 +187,19 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	a.log(ctx).Info("perf done (recipe benchmark)", zap.String("result", path), zap.Strings("env", keys),
 		zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU), zap.Bool("simulated", out.Simulated))
 	return out, nil
+}
+
+// simulatedDuration is DURATION (model seconds) for a simulated engine when
+// the worker caps the perf window (--perf-duration, wall time on the
+// simulator's scaled clock): the cap over the time scale, if it is shorter
+// than the row's duration. 0 leaves the row's duration (real engines always).
+func (a *Activities) simulatedDuration(p PointSpec) int {
+	if !a.Simulated || a.Load.Duration <= 0 || a.Load.TimeScale <= 0 {
+		return 0
+	}
+	d := int(math.Ceil(a.Load.Duration.Seconds() / a.Load.TimeScale))
+	if p.DurationSec > 0 && d >= p.DurationSec {
+		return 0
+	}
+	return d
 }

@@ -62,13 +62,16 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 }
 
 // sweep plans the seed sweep for the emulated partition, keeping the named
-// points.
+// points (all of them when none is named).
 func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.SweepInput {
 	in, _, err := buildSweep(sweepRequest{
 		SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: slurmEmuProfile, ID: id,
 		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})
 	require.NoError(t, err)
+	if len(keep) == 0 {
+		return in
+	}
 	var pts []activities.PointSpec
 	for _, p := range in.Points {
 		for _, k := range keep {

@@ -157,13 +157,18 @@ type step struct {
 // launchState is what a bring-up leaves in its log directory for Health,
 // RunBenchmark and a retried activity.
 type launchState struct {
-	Started   time.Time `json:"started"`
-	BudgetSec float64   `json:"budget_sec"`
-	URL       string    `json:"url"`
-	Prefill   int       `json:"expected_prefill"`
-	Decode    int       `json:"expected_decode"`
-	Steps     []step    `json:"steps"`
-	Benchmark *step     `json:"benchmark,omitempty"`
+	Started time.Time `json:"started"`
+	// What was rendered: the allocation and the synthetic acceptance (0:
+	// the eval-mode set).
+	JobID       string   `json:"job_id"`
+	Nodes       []string `json:"nodes"`
+	SyntheticAL float64  `json:"synthetic_al"`
+	BudgetSec   float64  `json:"budget_sec"`
+	URL         string   `json:"url"`
+	Prefill     int      `json:"expected_prefill"`
+	Decode      int      `json:"expected_decode"`
+	Steps       []step   `json:"steps"`
+	Benchmark   *step    `json:"benchmark,omitempty"`
 }
 
 func stepName(p *engine.Process) string {
@@ -410,7 +415,8 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err != nil {
 		return cluster.Server{}, err
 	}
-	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds()}
+	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+		SyntheticAL: spec.SyntheticAL}
 	st.Prefill, st.Decode = engine.Expected(procs)
 	var infra, workers, fronts []step
 	for _, p := range procs {
