@@ -86,17 +86,19 @@ func TestReadBenchmarkResult(t *testing.T) {
 	r.RequestMetrics.Throughput.Output.TokensPerSecond = 16 * 120
 	r.RequestMetrics.Throughput.Input.TokensPerSecond = 8 * 2400
 	require.NoError(t, ixresult.Write(path, r))
-	got, err := readBenchmarkResult(path)
+	got, gate, err := readBenchmarkResult(path)
 	require.NoError(t, err)
+	require.NoError(t, gate)
 	assert.Equal(t, PerfSummary{OutputTputPerGPU: 120, TputPerGPU: 900, InputTputPerGPU: 2400, Interactivity: 50,
 		TTFTp90Ms: 1500, TPOTMedianMs: 20, E2ELMedianMs: 30000, Requests: 100, Failed: 2}, got)
 
 	r.NumRequestsSuccess = 0
 	require.NoError(t, ixresult.Write(path, r))
-	_, err = readBenchmarkResult(path)
-	require.ErrorContains(t, err, "num_requests_successful is 0")
+	_, gate, err = readBenchmarkResult(path)
+	require.NoError(t, err)
+	require.ErrorContains(t, gate, "num_requests_successful is 0", "the gate fails, which a retry may pass")
 
 	require.NoError(t, os.WriteFile(path, []byte("{\n  \"conc\": \"x\"\n}"), 0o644))
-	_, err = readBenchmarkResult(path)
+	_, _, err = readBenchmarkResult(path)
 	require.ErrorContains(t, err, path)
 }

@@ -31,6 +31,8 @@ type seedLaunch struct {
 	JobID       string   `json:"job_id"`
 	Nodes       []string `json:"nodes"`
 	SyntheticAL float64  `json:"synthetic_al"`
+	WorkersOnly bool     `json:"workers_only"`
+	ReusedFrom  string   `json:"reused_from"`
 }
 
 // golden AL of the seed's recipes (DSpark, 6 draft tokens, thinking on).
@@ -136,12 +138,17 @@ func checkSeedPoint(t *testing.T, cl *config.Cluster, p activities.PointSpec, jo
 			if proc.Role == engine.RoleBenchmark {
 				continue
 			}
+			worker := proc.Role == engine.RolePrefill || proc.Role == engine.RoleDecode || proc.Role == engine.RoleAgg
 			argv, env, ok := roleLog(t, proc.Output)
+			name := p.ExpName + " " + filepath.Base(dir) + "/" + filepath.Base(proc.Output)
+			if st.WorkersOnly && !worker {
+				require.False(t, ok, "%s: a workers-only restart keeps infra, nginx and the frontends of %s running", name, st.ReusedFrom)
+				continue
+			}
 			if !ok {
 				complete = false // a bring-up retried before this process started
 				continue
 			}
-			name := p.ExpName + " " + filepath.Base(dir) + "/" + filepath.Base(proc.Output)
 			require.Equal(t, proc.Command, argv, "%s: the role received the rendered argv", name)
 			for _, k := range proc.EnvKeys() {
 				v, _ := proc.EnvValue(k)
@@ -171,6 +178,7 @@ func checkSeedPoint(t *testing.T, cl *config.Cluster, p activities.PointSpec, jo
 		} else {
 			eval++
 			modes = append(modes, "eval")
+			require.True(t, st.WorkersOnly, "%s: the eval bring-up %s restarts the workers only", p.ExpName, filepath.Base(dir))
 		}
 	}
 	require.Contains(t, modes, "perf", "%s: a complete perf bring-up", p.ExpName)

@@ -44,7 +44,9 @@ type frontend struct {
 	cached  []Instance
 	cacheAt time.Time
 	cacheOK bool
-	proxies map[string]*httputil.ReverseProxy
+	// refreshing: one request is listing the registry.
+	refreshing bool
+	proxies    map[string]*httputil.ReverseProxy
 }
 
 func runFrontend(ctx context.Context, argv []string, o Options) error {
@@ -64,19 +66,30 @@ func runFrontend(ctx context.Context, argv []string, o Options) error {
 	return serveAll(ctx, o, []*server{s}, nil)
 }
 
-// instances lists the registry, cached for a quarter second.
+// instances lists the registry, cached for a quarter second. One request
+// refreshes the list while the others keep using the cached one, and a
+// failed refresh keeps the last good list for staleFor (a dynamo frontend
+// keeps its etcd watch state through a slow etcd): under a full agentic
+// load, hundreds of requests per second must not each hit the registry.
 func (f *frontend) instances(ctx context.Context) ([]Instance, error) {
+	const fresh, staleFor = 250 * time.Millisecond, 30 * time.Second
 	f.mu.Lock()
-	if f.cacheOK && time.Since(f.cacheAt) < 250*time.Millisecond {
+	age := time.Since(f.cacheAt)
+	if f.cacheOK && (age < fresh || f.refreshing) {
 		ins := f.cached
 		f.mu.Unlock()
 		return ins, nil
 	}
+	f.refreshing = true
 	f.mu.Unlock()
 	ins, err := f.reg.List(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.refreshing = false
 	if err != nil {
+		if f.cacheOK && time.Since(f.cacheAt) < staleFor {
+			return f.cached, nil
+		}
 		f.cacheOK = false
 		return nil, err
 	}
