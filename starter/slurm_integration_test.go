@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -47,7 +48,7 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 	cfg.ClusterFile = slurmEmuProfile
 	cfg.PerfDuration = 4 * time.Second
 	cfg.SlurmQueueWait = queueWait
-	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
+	acts, closeFn, err := cfg.Activities(context.Background(), itWorkerLog(s.t))
 	require.NoError(s.t, err)
 	w, err := workerapp.Start(s.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(s.t, err)
@@ -391,4 +392,19 @@ func (s *slurmIT) logFailures(t *testing.T, wid string) {
 			t.Logf("%s: %s timed out: %s", wid, types[a.GetScheduledEventId()], a.GetFailure().GetMessage())
 		}
 	}
+}
+
+// itWorkerLog is the in-process worker's logger: none, or JSON lines
+// appended to the file SWEEPFLOW_IT_WORKER_LOG names (debugging a slow or
+// stuck emulated sweep).
+func itWorkerLog(t *testing.T) *zap.Logger {
+	path := os.Getenv("SWEEPFLOW_IT_WORKER_LOG")
+	if path == "" {
+		return zap.NewNop()
+	}
+	cfg := zap.NewDevelopmentConfig()
+	cfg.OutputPaths = []string{path}
+	log, err := cfg.Build()
+	require.NoError(t, err)
+	return log
 }
