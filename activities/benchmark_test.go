@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,4 +102,23 @@ func TestReadBenchmarkResult(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("{\n  \"conc\": \"x\"\n}"), 0o644))
 	_, _, err = readBenchmarkResult(path)
 	require.ErrorContains(t, err, path)
+}
+
+// On a simulated engine the worker's perf cap (wall time on the scaled
+// clock) becomes the benchmark's DURATION in model seconds; real engines
+// always run the row's duration.
+func TestSimulatedDuration(t *testing.T) {
+	p := PointSpec{DurationSec: 3600}
+	for _, tc := range []struct {
+		name string
+		a    Activities
+		want int
+	}{
+		{"simulated, capped", Activities{Simulated: true, Load: PerfConfig{Duration: 4 * time.Second, TimeScale: 0.002}}, 2000},
+		{"simulated, cap longer than the row", Activities{Simulated: true, Load: PerfConfig{Duration: 20 * time.Second, TimeScale: 0.002}}, 0},
+		{"simulated, no cap", Activities{Simulated: true, Load: PerfConfig{TimeScale: 0.002}}, 0},
+		{"real engine", Activities{Load: PerfConfig{Duration: 4 * time.Second, TimeScale: 1}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, tc.a.simulatedDuration(p)) })
+	}
 }

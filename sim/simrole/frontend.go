@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -190,10 +191,24 @@ func (f *frontend) reverseProxy(addr string) *httputil.ReverseProxy {
 	return p
 }
 
+// proxyTransport is the proxies' client side. Its idle connections expire
+// before the roles' servers drop them (IdleTimeout 5 s): with Go's default
+// 90 s a proxy reuses a connection the upstream is closing, and the request
+// fails with EOF (seen at low concurrency, where agentic think times leave
+// connections idle for seconds).
+var proxyTransport = &http.Transport{
+	Proxy:               nil,
+	DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConns:        4096,
+	MaxIdleConnsPerHost: 1024,
+	IdleConnTimeout:     4 * time.Second,
+}
+
 // newStreamingProxy forwards to target, flushing every write so SSE
 // chunks pass through as they come.
 func newStreamingProxy(target *url.URL) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
+		Transport: proxyTransport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
