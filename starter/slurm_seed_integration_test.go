@@ -205,6 +205,13 @@ func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs 
 	require.NotEmpty(t, logs, "%s: perf ran the benchmark process in %s", p.ExpName, dir)
 	argv, env, ok := roleLog(t, logs[len(logs)-1])
 	require.True(t, ok, "%s: the benchmark role logged its argv and env", p.ExpName)
+	if data, err := os.ReadFile(logs[len(logs)-1]); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "Requests:") || strings.HasPrefix(l, "errors:") {
+				t.Logf("%s benchmark: %s", p.ExpName, l)
+			}
+		}
+	}
 	require.Equal(t, bench.Command, argv, "%s: the benchmark received the rendered argv", p.ExpName)
 	for _, k := range bench.EnvKeys() {
 		v, _ := bench.EnvValue(k)
