@@ -60,7 +60,7 @@ func runFrontend(ctx context.Context, argv []string, o Options) error {
 		return err
 	}
 	f := &frontend{reg: reg, proxies: map[string]*httputil.ReverseProxy{}}
-	s, err := listen("http", o.bind(port), f.handler())
+	s, err := listenIdle("http", o.bind(port), f.handler(), frontIdleTimeout)
 	if err != nil {
 		return err
 	}
