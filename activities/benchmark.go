@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,13 +12,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/ixresult"
 )
 
 // benchmarkEnv is the environment InferenceX's benchmark-multinode template
-// gives the recipe's benchmark (research/inferencex.md §3.2, §3.5): every
-// scalar input of the matrix row upper-cased (model-prefix -> MODEL_PREFIX),
-// the prefill/decode worker shape, and CONC, DURATION, RESULT_FILENAME,
-// IS_MULTINODE for this point.
+// and GB200 launcher give the recipe's benchmark (research/inferencex.md
+// §3.2-3.5): every scalar input of the matrix row upper-cased
+// (model-prefix -> MODEL_PREFIX); the prefill/decode worker shape as
+// PREFILL_*/DECODE_* (NUM_WORKERS, TP, EP, DP_ATTN, PP_SIZE, DCP_SIZE,
+// PCP_SIZE) and each of their additional-settings exported as the launcher
+// exports them; kv-offload-backend as KV_OFFLOAD_BACKEND (its name) plus
+// KV_OFFLOAD_BACKEND_METADATA (the object as JSON), router as
+// ROUTER_METADATA; KV_OFFLOADING "none" when the row has none; and CONC,
+// DURATION, RESULT_FILENAME, IS_MULTINODE for this point.
 func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error) {
 	env := map[string]string{}
 	if len(p.Row) > 0 {
@@ -26,20 +32,45 @@ func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error)
 		if err := json.Unmarshal(p.Row, &row); err != nil {
 			return nil, fmt.Errorf("%w: point %s: matrix row: %v", cluster.ErrBadConfig, p.PointID, err)
 		}
-		for k, v := range row {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // additional-settings of prefill, then decode, win in that order
+		for _, k := range keys {
+			v := row[k]
 			name := strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
 			switch x := v.(type) {
 			case map[string]any:
-				if k != "prefill" && k != "decode" {
-					continue
-				}
-				for wk, wv := range x {
-					wname := map[string]string{"num-worker": "NUM_WORKERS", "pp": "PP_SIZE"}[wk]
-					if wname == "" {
-						wname = strings.ToUpper(strings.ReplaceAll(wk, "-", "_"))
+				switch k {
+				case "prefill", "decode":
+					for wk, wv := range x {
+						if wk == "additional-settings" {
+							for _, kv := range settingsList(wv) {
+								if key, val, ok := strings.Cut(kv, "="); ok && key != "" {
+									env[key] = val
+								}
+							}
+							continue
+						}
+						wname := map[string]string{"num-worker": "NUM_WORKERS", "pp": "PP_SIZE"}[wk]
+						if wname == "" {
+							wname = strings.ToUpper(strings.ReplaceAll(wk, "-", "_"))
+						}
+						if s, ok := scalarEnv(wv); ok {
+							env[name+"_"+wname] = s
+						}
 					}
-					if s, ok := scalarEnv(wv); ok {
-						env[name+"_"+wname] = s
+				case "kv-offload-backend", "router":
+					meta, err := json.Marshal(x)
+					if err != nil {
+						return nil, fmt.Errorf("%w: point %s: matrix row %s: %v", cluster.ErrBadConfig, p.PointID, k, err)
+					}
+					env[name+"_METADATA"] = string(meta)
+					if k == "kv-offload-backend" {
+						if n, ok := x["name"].(string); ok {
+							env[name] = n
+						}
 					}
 				}
 			default:
@@ -48,6 +79,9 @@ func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error)
 				}
 			}
 		}
+	}
+	if env["KV_OFFLOADING"] == "" {
+		env["KV_OFFLOADING"] = "none"
 	}
 	env["CONC"] = strconv.Itoa(p.Conc)
 	env["CONC_LIST"] = strconv.Itoa(p.Conc)
@@ -62,6 +96,18 @@ func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error)
 		env["IS_AGENTIC"] = "1"
 	}
 	return env, nil
+}
+
+// settingsList reads an additional-settings list ("KEY=VALUE" strings).
+func settingsList(v any) []string {
+	xs, _ := v.([]any)
+	var out []string
+	for _, x := range xs {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func scalarEnv(v any) (string, bool) {
@@ -86,41 +132,20 @@ func scalarEnv(v any) (string, bool) {
 	return "", false
 }
 
-// ixAgenticResult is the part of InferenceX's per-point agentic result
-// (<RESULT_FILENAME>_conc<N>.json, research/inferencex.md §5.2) the ledger
-// keeps. Latencies are in seconds.
-type ixAgenticResult struct {
-	NumRequestsTotal      int `json:"num_requests_total"`
-	NumRequestsSuccessful int `json:"num_requests_successful"`
-	RequestMetrics        struct {
-		Latency    map[string]map[string]float64 `json:"latency"`
-		Throughput struct {
-			PerGPU map[string]float64 `json:"per_gpu"`
-		} `json:"throughput"`
-	} `json:"request_metrics"`
-}
-
-// readBenchmarkResult turns the benchmark's result file into the perf
-// summary: the figures are InferenceX's own.
-func readBenchmarkResult(path string) (PerfSummary, error) {
-	data, err := os.ReadFile(path)
+// readBenchmarkResult turns the benchmark's per-point result file
+// (ixresult: InferenceX's own format) into the perf summary: the figures
+// are InferenceX's own. A file that cannot be read is err; a file that
+// fails the InferenceX workflow's gate (no successful request, more than
+// 10 % failed) is gate, which a fresh attempt may pass.
+func readBenchmarkResult(path string) (sum PerfSummary, gate, err error) {
+	r, err := ixresult.Read(path)
 	if err != nil {
-		return PerfSummary{}, err
+		return PerfSummary{}, nil, err
 	}
-	var r ixAgenticResult
-	if err := json.Unmarshal(data, &r); err != nil {
-		return PerfSummary{}, fmt.Errorf("%s: %v", path, err)
+	if gate := r.Gate(); gate != nil {
+		return PerfSummary{}, fmt.Errorf("%s: %w", path, gate), nil
 	}
-	if r.NumRequestsSuccessful <= 0 {
-		return PerfSummary{}, fmt.Errorf("%s: num_requests_successful is %d (InferenceX's result gate needs > 0)", path, r.NumRequestsSuccessful)
-	}
-	lat := r.RequestMetrics.Latency
-	pg := r.RequestMetrics.Throughput.PerGPU
-	return PerfSummary{
-		OutputTputPerGPU: pg["output_tput_tps"], TputPerGPU: pg["total_tput_tps"], InputTputPerGPU: pg["input_tput_tps"],
-		Interactivity: lat["intvty"]["p50"], TTFTp90Ms: lat["ttft"]["p90"] * 1000, TPOTMedianMs: lat["tpot"]["p50"] * 1000,
-		E2ELMedianMs: lat["e2el"]["p50"] * 1000, Requests: r.NumRequestsTotal, Failed: r.NumRequestsTotal - r.NumRequestsSuccessful,
-	}, nil
+	return r.Perf(), nil, nil
 }
 
 // perfBenchmark runs the recipe's benchmark process on the cluster as
@@ -136,6 +161,15 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if err != nil {
 		return PerfSummary{}, classify(err)
 	}
+	if d := a.simulatedDuration(p); d > 0 {
+		env["DURATION"] = strconv.Itoa(d)
+	}
+	if a.Simulated && a.warmupPerLane() == 1 {
+		// InferenceX's AIPERF_EXPERIMENTAL_FAST input: one warmup call per
+		// lane instead of aiperf's ten, as the built-in load generator does
+		// on simulated engines (2 x conc + 1/lane).
+		env["AIPERF_EXPERIMENTAL_FAST"] = "true"
+	}
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -147,11 +181,14 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if err != nil {
 		return PerfSummary{}, classify(err)
 	}
-	out, err := readBenchmarkResult(path)
+	out, gate, err := readBenchmarkResult(path)
 	if err != nil {
 		return PerfSummary{}, classify(fmt.Errorf("%w: benchmark result: %v", cluster.ErrBadConfig, err))
 	}
-	out.Simulated = a.Simulated
+	if gate != nil {
+		return PerfSummary{}, classify(fmt.Errorf("perf: %w", gate))
+	}
+	out.Simulated = out.Simulated || a.Simulated
 	if out.AggregateURI, err = a.putArtifact(ctx, path); err != nil {
 		return PerfSummary{}, classify(err)
 	}
@@ -161,4 +198,19 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	a.log(ctx).Info("perf done (recipe benchmark)", zap.String("result", path), zap.Strings("env", keys),
 		zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU), zap.Bool("simulated", out.Simulated))
 	return out, nil
+}
+
+// simulatedDuration is DURATION (model seconds) for a simulated engine when
+// the worker caps the perf window (--perf-duration, wall time on the
+// simulator's scaled clock): the cap over the time scale, if it is shorter
+// than the row's duration. 0 leaves the row's duration (real engines always).
+func (a *Activities) simulatedDuration(p PointSpec) int {
+	if !a.Simulated || a.Load.Duration <= 0 || a.Load.TimeScale <= 0 {
+		return 0
+	}
+	d := int(math.Ceil(a.Load.Duration.Seconds() / a.Load.TimeScale))
+	if p.DurationSec > 0 && d >= p.DurationSec {
+		return 0
+	}
+	return d
 }

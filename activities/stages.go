@@ -113,6 +113,12 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, erro
 		al = in.Point.SyntheticAL
 	}
 	alloc := toCluster(in.Alloc)
+	// Heartbeat from the start: stopping the previous server's steps and
+	// waiting for etcd (srt-slurm: up to 300 s) happen inside the backend's
+	// BringUp, and a silent attempt would be timed out and retried while it
+	// still runs.
+	hb := startHeartbeat(ctx, 0, "starting")
+	defer hb.Stop()
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
 		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
 		RecipePath: in.Point.RecipePath, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
@@ -120,8 +126,6 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, erro
 	if err != nil {
 		return Endpoint{}, classify(err)
 	}
-	hb := startHeartbeat(ctx, 0, "starting")
-	defer hb.Stop()
 	interval := a.HealthInterval
 	if interval <= 0 {
 		interval = 500 * time.Millisecond

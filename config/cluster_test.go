@@ -147,7 +147,7 @@ func TestSlurmEmuCluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.Simulated())
 	assert.Equal(t, RuntimeNone, c.Runtime)
-	assert.Equal(t, PerfClientLoadgen, c.PerfClient)
+	assert.Equal(t, PerfClientBench, c.PerfClient) // perf on the emulation goes through the benchmark process
 	require.NotNil(t, c.Emulation)
 	assert.Equal(t, Entrypoint{Match: "python3 -m dynamo.sglang", Role: "sglang-worker"}, c.Emulation.Entrypoints[0])
 	assert.Len(t, c.Emulation.Entrypoints, 5)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -47,7 +48,7 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 	cfg.ClusterFile = slurmEmuProfile
 	cfg.PerfDuration = 4 * time.Second
 	cfg.SlurmQueueWait = queueWait
-	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
+	acts, closeFn, err := cfg.Activities(context.Background(), itWorkerLog(s.t))
 	require.NoError(s.t, err)
 	w, err := workerapp.Start(s.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(s.t, err)
@@ -62,13 +63,16 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 }
 
 // sweep plans the seed sweep for the emulated partition, keeping the named
-// points.
+// points (all of them when none is named).
 func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.SweepInput {
 	in, _, err := buildSweep(sweepRequest{
 		SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: slurmEmuProfile, ID: id,
 		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})
 	require.NoError(t, err)
+	if len(keep) == 0 {
+		return in
+	}
 	var pts []activities.PointSpec
 	for _, p := range in.Points {
 		for _, k := range keep {
@@ -184,9 +188,10 @@ func TestSlurm(t *testing.T) {
 	t.Run("seed point", func(t *testing.T) {
 		in := s.sweep(t, "slurm-seed", pt6Nodes)
 		s.start(in)
+		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
+		defer s.logFailures(t, wid)
 		pr := s.wait(in.SweepID, 3*time.Minute)
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
-		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
 		for _, typ := range []string{"Allocate", "StageCheckpoint", "BringUp", "Warmup", "Perf", "Eval", "Upload", "Teardown"} {
 			n, _ := s.activityRuns(wid, typ)
 			require.GreaterOrEqual(t, n, 1, "stage %s ran", typ)
@@ -364,4 +369,42 @@ func TestSlurm(t *testing.T) {
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
 		s.settled(t, in)
 	})
+}
+
+// logFailures logs every failed or timed-out activity attempt of a point
+// (type and failure), so a point that recovered by itself still shows why.
+func (s *slurmIT) logFailures(t *testing.T, wid string) {
+	it := s.c.GetWorkflowHistory(context.Background(), wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	types := map[int64]string{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Logf("%s: history: %v", wid, err)
+			return
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskFailedEventAttributes(); a != nil {
+			t.Logf("%s: %s failed: %s", wid, types[a.GetScheduledEventId()], a.GetFailure().GetMessage())
+		}
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			t.Logf("%s: %s timed out: %s", wid, types[a.GetScheduledEventId()], a.GetFailure().GetMessage())
+		}
+	}
+}
+
+// itWorkerLog is the in-process worker's logger: none, or JSON lines
+// appended to the file SWEEPFLOW_IT_WORKER_LOG names (debugging a slow or
+// stuck emulated sweep).
+func itWorkerLog(t *testing.T) *zap.Logger {
+	path := os.Getenv("SWEEPFLOW_IT_WORKER_LOG")
+	if path == "" {
+		return zap.NewNop()
+	}
+	cfg := zap.NewDevelopmentConfig()
+	cfg.OutputPaths = []string{path}
+	log, err := cfg.Build()
+	require.NoError(t, err)
+	return log
 }

@@ -26,11 +26,15 @@ func (c *Config) slurmBackend(cl *config.Cluster, gsm8kTest string) (cluster.Bac
 	}
 	if cl.Emulation != nil {
 		l.Entrypoints = cl.Emulation.Entrypoints
-		l.SimEnv = map[string]string{
-			"SWEEPFLOW_SIM_TIME_SCALE":    strconv.FormatFloat(c.SimTimeScale, 'f', -1, 64),
-			"SWEEPFLOW_SIM_ACCURACY":      strconv.FormatFloat(c.SimAccuracy, 'f', -1, 64),
-			"SWEEPFLOW_SIM_SLOWDOWN":      strconv.FormatFloat(c.SimSlowdown, 'f', -1, 64),
-			"SWEEPFLOW_SIM_GPUS_PER_NODE": strconv.Itoa(cl.GPUsPerNode),
+		// A setting left at zero (a Config built in code rather than from
+		// flags) is not exported: the role keeps its own default.
+		l.SimEnv = map[string]string{"SWEEPFLOW_SIM_GPUS_PER_NODE": strconv.Itoa(cl.GPUsPerNode)}
+		for k, v := range map[string]float64{
+			"SWEEPFLOW_SIM_TIME_SCALE": c.SimTimeScale, "SWEEPFLOW_SIM_ACCURACY": c.SimAccuracy, "SWEEPFLOW_SIM_SLOWDOWN": c.SimSlowdown,
+		} {
+			if v > 0 {
+				l.SimEnv[k] = strconv.FormatFloat(v, 'f', -1, 64)
+			}
 		}
 		if gsm8kTest != "" {
 			l.SimEnv["SWEEPFLOW_SIM_GSM8K"] = gsm8kTest

@@ -9,15 +9,14 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/ixresult"
 )
 
 // RunBenchmark runs the recipe's rendered benchmark process (srt-slurm's
 // `benchmark.type: custom` step, e.g. InferenceX's agentic_srt.sh) against
 // the running deployment, with the environment InferenceX's workflow gives
 // it (spec.Env: CONC, DURATION, MODEL, RESULT_FILENAME, ...), and returns the
-// path of the per-point result JSON it wrote (<RESULT_FILENAME>_conc<N>.json
-// under RESULT_DIR, or in the InferenceX workspace where InferenceX's
-// launcher collects it).
+// path of the per-point result JSON it wrote (see resultFile).
 func (b *Backend) RunBenchmark(ctx context.Context, alloc cluster.Allocation, srv cluster.Server, spec cluster.BenchmarkSpec) (string, error) {
 	dir := filepath.Join(alloc.WorkDir, srv.Handle)
 	st, err := readState(dir)
@@ -39,13 +38,16 @@ func (b *Backend) RunBenchmark(ctx context.Context, alloc cluster.Allocation, sr
 	if err := b.stopSteps(ctx, alloc, benchPrefix); err != nil {
 		return "", err
 	}
-	want := fmt.Sprintf("%s_conc%d.json", spec.ResultFilename, spec.Conc)
-	for _, c := range b.resultCandidates(s, want) {
-		_ = os.Remove(c)
-	}
 	var extra []kv
 	for _, k := range sortedKeys(spec.Env) {
 		extra = append(extra, kv{k, spec.Env[k]})
+	}
+	result, err := resultFile(s, extra, spec.ResultFilename, spec.Conc)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Remove(result); err != nil && !os.IsNotExist(err) {
+		return "", err
 	}
 	exited := make(chan string, 1)
 	if err := b.startStep(alloc, s, extra, exited); err != nil {
@@ -58,13 +60,10 @@ func (b *Backend) RunBenchmark(ctx context.Context, alloc cluster.Allocation, sr
 			if err := b.Check(ctx, alloc); err != nil {
 				return "", err
 			}
-			for _, c := range b.resultCandidates(s, want) {
-				if _, err := os.Stat(c); err == nil {
-					return c, nil
-				}
+			if _, err := os.Stat(result); err == nil {
+				return result, nil
 			}
-			return "", fmt.Errorf("benchmark (slurm job %s) wrote no %s (looked in %s): %s", alloc.JobID, want,
-				strings.Join(b.resultCandidates(s, want), ", "), tail(s.Output, 8))
+			return "", fmt.Errorf("benchmark (slurm job %s) wrote no %s: %s", alloc.JobID, result, tail(s.Output, 8))
 		case <-ctx.Done():
 			b.stopSteps(context.Background(), alloc, benchPrefix) //nolint:errcheck
 			return "", ctx.Err()
@@ -79,27 +78,38 @@ func (b *Backend) RunBenchmark(ctx context.Context, alloc cluster.Allocation, sr
 	}
 }
 
-// resultCandidates are the host paths where the benchmark's result JSON may
-// land: RESULT_DIR (a container path, translated through the mounts) and its
-// conc_<N> directory, and the InferenceX workspace.
-func (b *Backend) resultCandidates(s step, want string) []string {
-	resultDir := ""
-	for _, e := range s.Env {
-		if e.K == "RESULT_DIR" {
-			resultDir = e.V
+// resultFile is the host path of the point's result JSON, where
+// agentic_srt.sh leaves it: benchmark_lib.sh's write_agentic_result_json
+// writes $AGENTIC_OUTPUT_DIR/$RESULT_FILENAME.json (the per-conc
+// RESULT_FILENAME, <base>_conc<N>), AGENTIC_OUTPUT_DIR defaulting to
+// $INFMAX_CONTAINER_WORKSPACE (/infmax-workspace), a container path
+// translated through the step's mounts.
+func resultFile(s step, env []kv, resultFilename string, conc int) (string, error) {
+	get := func(k string) string {
+		v := ""
+		for _, e := range s.Env {
+			if e.K == k {
+				v = e.V
+			}
+		}
+		for _, e := range env {
+			if e.K == k {
+				v = e.V
+			}
+		}
+		return v
+	}
+	dir := get("AGENTIC_OUTPUT_DIR")
+	if dir == "" {
+		if dir = get("INFMAX_CONTAINER_WORKSPACE"); dir == "" {
+			dir = "/infmax-workspace"
 		}
 	}
-	var out []string
-	if resultDir != "" {
-		if host, ok := hostPath(s.Mounts, resultDir, s.Nodes); ok {
-			conc := strings.TrimSuffix(want[strings.LastIndex(want, "_conc")+len("_conc"):], ".json")
-			out = append(out, filepath.Join(host, want), filepath.Join(host, "conc_"+conc, want))
-		}
+	host, ok := hostPath(s.Mounts, dir, s.Nodes)
+	if !ok {
+		return "", fmt.Errorf("%w: benchmark: its result directory %s is not under any of its container mounts", cluster.ErrBadConfig, dir)
 	}
-	if ws := b.cfg.Launch.InfmaxWorkspace; ws != "" {
-		out = append(out, filepath.Join(ws, want))
-	}
-	return out
+	return filepath.Join(host, ixresult.FileName(resultFilename, conc)), nil
 }
 
 // hostPath translates a container path through host->container mounts.

@@ -210,14 +210,32 @@ func TestEmulatedPartition(t *testing.T) {
 		assert.Contains(t, steps, "sweepflow-serve-infra "+alloc.Nodes[0], "infra on the head node")
 		assert.Contains(t, steps, "sweepflow-serve-"+alloc.Nodes[1]+"_agg_w0 "+alloc.Nodes[1])
 
-		// A second bring-up (perf -> eval) replaces the first server.
+		// A second bring-up (perf -> eval) replaces the workers only: infra
+		// and the frontend keep their steps and discover the new workers.
+		ids := func() map[string]string {
+			m := map[string]string{}
+			for _, l := range strings.Split(strings.TrimSpace(part.Run(t, "squeue", "-h", "-s", "-j", alloc.JobID, "-o", "%i %j")), "\n") {
+				if id, name, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+					m[name] = id
+				}
+			}
+			return m
+		}
+		before := ids()
 		spec.SyntheticAL = 0
 		srv2, err := b.BringUp(ctx, alloc, spec)
 		require.NoError(t, err)
 		require.NotEqual(t, srv.Handle, srv2.Handle)
 		require.Eventually(t, func() bool { _, err := b.Health(ctx, alloc, srv2); return err == nil }, 60*time.Second, 200*time.Millisecond)
-		steps = part.Run(t, "squeue", "-h", "-s", "-j", alloc.JobID, "-o", "%j")
-		assert.Equal(t, 1, strings.Count(steps, "sweepflow-serve-infra"))
+		after := ids()
+		assert.Equal(t, before["sweepflow-serve-infra"], after["sweepflow-serve-infra"], "infra kept running")
+		assert.Equal(t, before["sweepflow-serve-"+alloc.Nodes[1]+"_frontend_0"], after["sweepflow-serve-"+alloc.Nodes[1]+"_frontend_0"], "the frontend kept running")
+		w := "sweepflow-serve-" + alloc.Nodes[1] + "_agg_w0"
+		assert.NotEmpty(t, after[w])
+		assert.NotEqual(t, before[w], after[w], "the worker was restarted")
+		state, err := os.ReadFile(filepath.Join(alloc.WorkDir, srv2.Handle, "launch.json"))
+		require.NoError(t, err)
+		assert.Contains(t, string(state), `"workers_only": true`)
 
 		require.NoError(t, b.Teardown(ctx, alloc))
 		_, err = b.Health(ctx, alloc, srv2)

@@ -157,13 +157,23 @@ type step struct {
 // launchState is what a bring-up leaves in its log directory for Health,
 // RunBenchmark and a retried activity.
 type launchState struct {
-	Started   time.Time `json:"started"`
-	BudgetSec float64   `json:"budget_sec"`
-	URL       string    `json:"url"`
-	Prefill   int       `json:"expected_prefill"`
-	Decode    int       `json:"expected_decode"`
-	Steps     []step    `json:"steps"`
-	Benchmark *step     `json:"benchmark,omitempty"`
+	Started time.Time `json:"started"`
+	// What was rendered: the allocation and the synthetic acceptance (0:
+	// the eval-mode set).
+	JobID       string   `json:"job_id"`
+	Nodes       []string `json:"nodes"`
+	RecipePath  string   `json:"recipe_path"`
+	SyntheticAL float64  `json:"synthetic_al"`
+	// WorkersOnly: this bring-up replaced the workers of the previous one
+	// (ReusedFrom), whose infra, nginx and frontends kept running.
+	WorkersOnly bool    `json:"workers_only,omitempty"`
+	ReusedFrom  string  `json:"reused_from,omitempty"`
+	BudgetSec   float64 `json:"budget_sec"`
+	URL         string  `json:"url"`
+	Prefill     int     `json:"expected_prefill"`
+	Decode      int     `json:"expected_decode"`
+	Steps       []step  `json:"steps"`
+	Benchmark   *step   `json:"benchmark,omitempty"`
 }
 
 func stepName(p *engine.Process) string {
@@ -394,6 +404,9 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err := b.Check(ctx, alloc); err != nil {
 		return cluster.Server{}, err
 	}
+	if srv, ok, err := b.restartWorkers(ctx, alloc, spec); ok || err != nil {
+		return srv, err
+	}
 	if err := b.stopSteps(ctx, alloc, stepPrefix, benchPrefix); err != nil {
 		return cluster.Server{}, err
 	}
@@ -410,7 +423,8 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err != nil {
 		return cluster.Server{}, err
 	}
-	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds()}
+	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL}
 	st.Prefill, st.Decode = engine.Expected(procs)
 	var infra, workers, fronts []step
 	for _, p := range procs {
@@ -445,6 +459,9 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	exited := make(chan string, len(st.Steps))
 	start := func(steps []step) error {
 		for _, s := range steps {
+			if err := ctx.Err(); err != nil {
+				return err // a cancelled attempt starts nothing more
+			}
 			if err := b.startStep(alloc, s, nil, exited); err != nil {
 				return err
 			}
@@ -465,7 +482,46 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err := start(fronts); err != nil {
 		return srv, err
 	}
-	return srv, nil
+	// Health reads a step missing from squeue as a step that died: return
+	// only once Slurm lists every step (srun registers a step a moment
+	// after it starts).
+	return srv, b.waitListed(ctx, alloc, dir, st.Steps, exited)
+}
+
+// waitListed waits until squeue lists every step of a bring-up; a step whose
+// srun ended first is explained by stepDied.
+func (b *Backend) waitListed(ctx context.Context, alloc cluster.Allocation, dir string, steps []step, exited <-chan string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		running, err := b.steps(ctx, alloc, stepPrefix)
+		if err != nil {
+			return err
+		}
+		listed := map[string]bool{}
+		for _, n := range running {
+			listed[n] = true
+		}
+		var missing []string
+		for _, s := range steps {
+			if !listed[s.Name] {
+				missing = append(missing, s.Name)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: slurm job %s: steps %s were not listed by squeue within a minute of srun", cluster.ErrAllocationLost,
+				alloc.JobID, strings.Join(missing, ", "))
+		}
+		select {
+		case name := <-exited:
+			return b.stepDied(ctx, alloc, name, stepLog(dir, name))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(b.cfg.Poll / 4):
+		}
+	}
 }
 
 // startStep sruns one step; the srun client must outlive this activity (and
@@ -642,11 +698,26 @@ func (b *Backend) steps(ctx context.Context, alloc cluster.Allocation, prefixes 
 }
 
 func (b *Backend) stopSteps(ctx context.Context, alloc cluster.Allocation, prefixes ...string) error {
+	return b.stopMatching(ctx, alloc, prefixes, func(string) bool { return true })
+}
+
+// stopMatching cancels the job's steps named with one of prefixes for which
+// match holds, and waits until squeue no longer lists them.
+func (b *Backend) stopMatching(ctx context.Context, alloc cluster.Allocation, prefixes []string, match func(name string) bool) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		steps, err := b.steps(ctx, alloc, prefixes...)
-		if err != nil || len(steps) == 0 {
+		all, err := b.steps(ctx, alloc, prefixes...)
+		if err != nil {
 			return err
+		}
+		steps := map[string]string{}
+		for id, name := range all {
+			if match(name) {
+				steps[id] = name
+			}
+		}
+		if len(steps) == 0 {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("slurm job %s: steps %v did not stop", alloc.JobID, steps)
@@ -696,23 +767,10 @@ func (b *Backend) Health(ctx context.Context, alloc cluster.Allocation, srv clus
 	phase := logPhase(st.Steps)
 	gotP, gotD := 0, 0
 	herr := func() error {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, srv.URL+"/health", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
+		var err error
+		if gotP, gotD, err = frontendWorkers(ctx, srv.URL); err != nil {
 			return err
 		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("frontend /health: HTTP %d", resp.StatusCode)
-		}
-		h, err := engine.ParseFrontendHealth(body)
-		if err != nil {
-			return err
-		}
-		gotP, gotD = h.Workers()
 		if gotP < st.Prefill || gotD < st.Decode {
 			return errNotReady
 		}
@@ -762,3 +820,164 @@ func logPhase(steps []step) string {
 }
 
 var _ cluster.Backend = (*Backend)(nil)
+
+func isWorker(role string) bool {
+	switch engine.Role(role) {
+	case engine.RolePrefill, engine.RoleDecode, engine.RoleAgg:
+		return true
+	}
+	return false
+}
+
+// restartWorkers is the eval restart (issue 12: "eval restarts the workers
+// without synthetic acceptance"): when the job already serves this recipe on
+// these nodes and every infra, nginx and frontend step of that bring-up still
+// runs, only the workers are replaced. The old workers are cancelled, the
+// frontend must report their registrations gone (dynamo drops an instance
+// when its etcd lease ends), then the newly rendered workers start and
+// register with the same etcd, where the running frontends discover them.
+// ok is false when there is nothing to reuse, or when the old registrations
+// did not clear; the caller then does a full bring-up, which stops every
+// step.
+func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec) (cluster.Server, bool, error) {
+	prevDir := latestServeDir(alloc.WorkDir)
+	if prevDir == "" {
+		return cluster.Server{}, false, nil
+	}
+	prev, err := readState(prevDir)
+	if err != nil || prev.RecipePath != spec.RecipePath || prev.JobID != alloc.JobID || !slices.Equal(prev.Nodes, alloc.Nodes) || prev.URL == "" {
+		return cluster.Server{}, false, nil
+	}
+	running, err := b.steps(ctx, alloc, stepPrefix)
+	if err != nil {
+		return cluster.Server{}, false, err
+	}
+	have := map[string]bool{}
+	for _, n := range running {
+		have[n] = true
+	}
+	var keep []step
+	oldWorkers := map[string]bool{}
+	for _, s := range prev.Steps {
+		if isWorker(s.Role) {
+			oldWorkers[s.Name] = true
+			continue
+		}
+		if !have[s.Name] {
+			return cluster.Server{}, false, nil // a full bring-up replaces what died
+		}
+		keep = append(keep, s)
+	}
+	if len(keep) == 0 {
+		return cluster.Server{}, false, nil
+	}
+	if err := b.stopSteps(ctx, alloc, benchPrefix); err != nil {
+		return cluster.Server{}, false, err
+	}
+	if err := b.stopMatching(ctx, alloc, []string{stepPrefix}, func(n string) bool { return oldWorkers[n] }); err != nil {
+		return cluster.Server{}, false, err
+	}
+	if err := b.waitUnregistered(ctx, prev.URL, time.Minute); err != nil {
+		return cluster.Server{}, false, nil
+	}
+	dir, err := nextServeDir(alloc.WorkDir)
+	if err != nil {
+		return cluster.Server{}, false, err
+	}
+	addrs := nodeAddrs(ctx, alloc.Nodes)
+	rec, procs, err := b.render(ctx, alloc, spec, dir, addrs)
+	if err != nil {
+		return cluster.Server{}, false, err
+	}
+	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, WorkersOnly: true, ReusedFrom: filepath.Base(prevDir), URL: prev.URL}
+	st.Prefill, st.Decode = engine.Expected(procs)
+	var workers []step
+	for _, p := range procs {
+		s, err := b.cfg.Launch.newStep(p)
+		if err != nil {
+			return cluster.Server{}, false, err
+		}
+		switch {
+		case isWorker(string(p.Role)):
+			workers = append(workers, s)
+		case p.Role == engine.RoleBenchmark:
+			bs := s
+			st.Benchmark = &bs
+		}
+	}
+	st.Steps = append(keep, workers...)
+	if err := writeJSON(filepath.Join(dir, "launch.json"), st); err != nil {
+		return cluster.Server{}, false, err
+	}
+	exited := make(chan string, len(st.Steps))
+	for _, s := range workers {
+		if err := ctx.Err(); err != nil {
+			return cluster.Server{}, false, err
+		}
+		if err := b.startStep(alloc, s, nil, exited); err != nil {
+			return cluster.Server{}, false, err
+		}
+	}
+	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir)}
+	return srv, true, b.waitListed(ctx, alloc, dir, workers, exited)
+}
+
+// latestServeDir is the job's most recent bring-up directory ("" if none).
+func latestServeDir(workDir string) string {
+	entries, _ := os.ReadDir(workDir)
+	n := 0
+	for _, e := range entries {
+		if v, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "serve-")); err == nil && v > n {
+			n = v
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return filepath.Join(workDir, fmt.Sprintf("serve-%d", n))
+}
+
+// waitUnregistered waits until the frontend's /health lists no worker.
+func (b *Backend) waitUnregistered(ctx context.Context, url string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		p, d, err := frontendWorkers(ctx, url)
+		if err == nil && p == 0 && d == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("%d prefill and %d decode workers still registered", p, d)
+			}
+			return fmt.Errorf("frontend %s after %s: %v", url, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(b.cfg.Poll / 4):
+		}
+	}
+}
+
+// frontendWorkers reads the frontend's /health as srt-slurm does.
+func frontendWorkers(ctx context.Context, url string) (prefill, decode int, err error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, url+"/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("frontend /health: HTTP %d", resp.StatusCode)
+	}
+	h, err := engine.ParseFrontendHealth(body)
+	if err != nil {
+		return 0, 0, err
+	}
+	p, d := h.Workers()
+	return p, d, nil
+}

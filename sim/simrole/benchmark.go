@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -161,6 +162,7 @@ func benchmarkPoint(ctx context.Context, o Options, mounts Mounts, p BenchmarkPl
 	}
 	fmt.Fprintf(o.Stdout, "Saved aggregated agentic result to %s (host %s)\n  Requests: %d successful / %d total (%d warmup, %d error dropped)\n",
 		p.PointFile(conc), out, res.NumRequestsSuccess, res.NumRequestsTotal, res.RequestAccounting.RecordsWarmupDropped, res.RequestAccounting.RecordsErrorDropped)
+	logErrors(o, run)
 	if runErr != nil {
 		return fmt.Errorf("ERROR: agentic trace replay at concurrency %d failed after writing available results: %w", conc, runErr)
 	}
@@ -229,4 +231,35 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// logErrors prints the most frequent failures of a run (status and the
+// start of the message), as aiperf reports its error summary.
+func logErrors(o Options, run *loadgen.Result) {
+	count := map[string]int{}
+	for _, recs := range [][]loadgen.RequestRecord{run.Warmups, run.Requests} {
+		for _, r := range recs {
+			if r.Success {
+				continue
+			}
+			msg := r.Error
+			if len(msg) > 160 {
+				msg = msg[:160]
+			}
+			count[fmt.Sprintf("%s %d: %s", r.ErrorKind, r.Status, msg)]++
+		}
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return count[keys[i]] > count[keys[j]] || count[keys[i]] == count[keys[j]] && keys[i] < keys[j]
+	})
+	for i, k := range keys {
+		if i == 5 {
+			break
+		}
+		fmt.Fprintf(o.Stdout, "  errors: %d x %s\n", count[k], k)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -44,7 +45,9 @@ type frontend struct {
 	cached  []Instance
 	cacheAt time.Time
 	cacheOK bool
-	proxies map[string]*httputil.ReverseProxy
+	// refreshing: one request is listing the registry.
+	refreshing bool
+	proxies    map[string]*httputil.ReverseProxy
 }
 
 func runFrontend(ctx context.Context, argv []string, o Options) error {
@@ -57,26 +60,37 @@ func runFrontend(ctx context.Context, argv []string, o Options) error {
 		return err
 	}
 	f := &frontend{reg: reg, proxies: map[string]*httputil.ReverseProxy{}}
-	s, err := listen("http", o.bind(port), f.handler())
+	s, err := listenIdle("http", o.bind(port), f.handler(), frontIdleTimeout)
 	if err != nil {
 		return err
 	}
 	return serveAll(ctx, o, []*server{s}, nil)
 }
 
-// instances lists the registry, cached for a quarter second.
+// instances lists the registry, cached for a quarter second. One request
+// refreshes the list while the others keep using the cached one, and a
+// failed refresh keeps the last good list for staleFor (a dynamo frontend
+// keeps its etcd watch state through a slow etcd): under a full agentic
+// load, hundreds of requests per second must not each hit the registry.
 func (f *frontend) instances(ctx context.Context) ([]Instance, error) {
+	const fresh, staleFor = 250 * time.Millisecond, 30 * time.Second
 	f.mu.Lock()
-	if f.cacheOK && time.Since(f.cacheAt) < 250*time.Millisecond {
+	age := time.Since(f.cacheAt)
+	if f.cacheOK && (age < fresh || f.refreshing) {
 		ins := f.cached
 		f.mu.Unlock()
 		return ins, nil
 	}
+	f.refreshing = true
 	f.mu.Unlock()
 	ins, err := f.reg.List(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.refreshing = false
 	if err != nil {
+		if f.cacheOK && time.Since(f.cacheAt) < staleFor {
+			return f.cached, nil
+		}
 		f.cacheOK = false
 		return nil, err
 	}
@@ -177,10 +191,24 @@ func (f *frontend) reverseProxy(addr string) *httputil.ReverseProxy {
 	return p
 }
 
+// proxyTransport is the proxies' client side. Its idle connections expire
+// before the roles' servers drop them (IdleTimeout 5 s): with Go's default
+// 90 s a proxy reuses a connection the upstream is closing, and the request
+// fails with EOF (seen at low concurrency, where agentic think times leave
+// connections idle for seconds).
+var proxyTransport = &http.Transport{
+	Proxy:               nil,
+	DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConns:        4096,
+	MaxIdleConnsPerHost: 1024,
+	IdleConnTimeout:     4 * time.Second,
+}
+
 // newStreamingProxy forwards to target, flushing every write so SSE
 // chunks pass through as they come.
 func newStreamingProxy(target *url.URL) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
+		Transport: proxyTransport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host

@@ -254,7 +254,7 @@ func runNginx(ctx context.Context, argv []string, o Options, mounts Mounts) erro
 			if err != nil {
 				return fmt.Errorf("nginx: [emerg] %s:%d: invalid listen %q", cpath, s.Line, l)
 			}
-			srv, err := listen(fmt.Sprintf("nginx-%d-%d", i, n), o.bind(n), h)
+			srv, err := listenIdle(fmt.Sprintf("nginx-%d-%d", i, n), o.bind(n), h, frontIdleTimeout)
 			if err != nil {
 				for _, x := range servers {
 					x.ln.Close()

@@ -48,8 +48,12 @@ func instanceID(component, address string) int64 {
 const registryPath = "/sweepflow-sim/v1/instances"
 
 // DefaultTTL is how long a registration lives without a refresh; workers
-// refresh at a third of it, so a killed worker disappears within it.
-const DefaultTTL = 10 * time.Second
+// refresh at a third of it (and retry a failed refresh at once), so a killed
+// worker disappears within it. It is longer than dynamo's 10 s etcd lease:
+// on the emulation every node shares one small host, and a worker busy
+// simulating a thousand streams can miss a refresh by seconds, which must
+// not drop it from the frontends' routing mid-benchmark.
+const DefaultTTL = 30 * time.Second
 
 // Registry is the infra role's etcd stand-in: registrations with a lease.
 type Registry struct {

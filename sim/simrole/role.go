@@ -178,11 +178,23 @@ func (s *server) serveNow() {
 }
 
 func listen(name, addr string, h http.Handler) (*server, error) {
+	return listenIdle(name, addr, h, 5*time.Second)
+}
+
+// frontIdleTimeout is how long nginx (keepalive_timeout's default, 75 s) and
+// the dynamo frontends keep an idle client connection: longer than any
+// client's own idle expiry (the load generator's 4 s), so a client never
+// reuses a connection the server is closing.
+const frontIdleTimeout = 75 * time.Second
+
+// listenIdle is listen with the server's keep-alive idle timeout (the
+// engines: 5 s, as uvicorn).
+func listenIdle(name, addr string, h http.Handler, idle time.Duration) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listen %s: %w", name, addr, err)
 	}
-	return &server{name: name, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Second}}, nil
+	return &server{name: name, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: idle}}, nil
 }
 
 // serveAll serves every server until ctx ends or one fails, then shuts all

@@ -511,7 +511,7 @@ func (w *worker) keepRegistered(ctx context.Context, in Instance, errc chan<- er
 			w.o.Logger.Warn("registry refresh failed", zap.Error(err))
 		}
 		wait := DefaultTTL / 3
-		if first {
+		if first || err != nil {
 			wait = 200 * time.Millisecond
 		}
 		select {

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster/slurm"
+	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// seedLaunch is what the launcher records about one bring-up in its
+// launch.json: the allocation and acceptance it rendered for.
+type seedLaunch struct {
+	JobID       string   `json:"job_id"`
+	Nodes       []string `json:"nodes"`
+	SyntheticAL float64  `json:"synthetic_al"`
+	WorkersOnly bool     `json:"workers_only"`
+	ReusedFrom  string   `json:"reused_from"`
+}
+
+// golden AL of the seed's recipes (DSpark, 6 draft tokens, thinking on).
+const seedAL = 3.77
+
+var synthKeys = []string{"SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE"}
+
+// TestSlurmSeedSweep runs the whole seed sweep (8 points) through the real
+// launcher on the emulated 18-node partition: every process of every
+// bring-up is the one engine.Render gives for that allocation, handed to a
+// simulator role. From the roles' own logs it checks that each received its
+// rendered argv and env_to_set unchanged, that perf-mode workers got the
+// golden AL exactly as InferenceX delivers it and eval-mode workers none of
+// it, and that perf went through the rendered benchmark process with
+// InferenceX's environment. Afterwards no job is left in squeue and no role
+// process is left on the machine.
+func TestSlurmSeedSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
+	}
+	part := slurmemu.Start(t)
+	_ = part
+	e := newITEnv(t)
+	if help, _ := exec.Command(e.starterBin, "sim", "--help").CombinedOutput(); !strings.Contains(string(help), "\n  role ") {
+		t.Skip("the simulator roles (starter sim role) are not in this build yet")
+	}
+	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
+		filepath.Join(e.home, "slurm-emu", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
+	require.NoError(t, err, string(out))
+	s := &slurmIT{itEnv: e, part: part}
+	s.startWorker(0)
+	t.Cleanup(func() { s.stopWorker() })
+
+	in := s.sweep(t, "slurm-seed-all")
+	require.Len(t, in.Points, 8, "the whole seed sweep")
+	t0 := time.Now()
+	s.start(in)
+	pr := s.wait(in.SweepID, 15*time.Minute)
+	t.Logf("seed sweep on the emulated partition: %d points in %s", len(in.Points), time.Since(t0).Round(time.Second))
+	for _, p := range in.Points {
+		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
+	}
+	require.Equal(t, len(in.Points), pr.Counts[workflows.StatusCompleted], "%+v", pr)
+	s.settled(t, in)
+
+	// No role process outlives the sweep.
+	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
+		"simulator role processes left: %v", simRoleProcs(t))
+
+	cl, err := config.LoadCluster(slurmEmuProfile)
+	require.NoError(t, err)
+	perfBringUps, evalBringUps, evals := 0, 0, 0
+	for _, p := range in.Points {
+		if p.Eval {
+			evals++
+		}
+		dir := filepath.Join(cl.SharedRoot, "jobs", slurm.JobName("sweepflow", in.SweepID, p.PointID))
+		perf, eval := checkSeedPoint(t, cl, p, dir)
+		perfBringUps += perf
+		evalBringUps += eval
+	}
+	t.Logf("bring-ups checked: %d perf, %d eval (points with eval: %d)", perfBringUps, evalBringUps, evals)
+	require.GreaterOrEqual(t, perfBringUps, len(in.Points))
+	require.GreaterOrEqual(t, evalBringUps, evals)
+}
+
+// checkSeedPoint checks every bring-up of one point (its serve-N
+// directories) against a fresh render and returns how many perf and eval
+// bring-ups it checked.
+func checkSeedPoint(t *testing.T, cl *config.Cluster, p activities.PointSpec, jobDir string) (perf, eval int) {
+	t.Helper()
+	rec, err := config.LoadRecipe(cl.RecipesRoot, p.RecipePath)
+	require.NoError(t, err)
+	model := cl.Models[rec.Model.Path].Path
+	require.NotEmpty(t, model, "%s: model %s in the profile", p.ExpName, rec.Model.Path)
+	serves, _ := filepath.Glob(filepath.Join(jobDir, "serve-*"))
+	require.NotEmpty(t, serves, "%s: no bring-up in %s", p.ExpName, jobDir)
+	sort.Slice(serves, func(i, j int) bool { return serveN(serves[i]) < serveN(serves[j]) })
+	var modes []string
+	for _, dir := range serves {
+		data, err := os.ReadFile(filepath.Join(dir, "launch.json"))
+		require.NoError(t, err)
+		var st seedLaunch
+		require.NoError(t, json.Unmarshal(data, &st))
+		addrs := make([]string, len(st.Nodes))
+		for i, n := range st.Nodes {
+			k, err := strconv.Atoi(strings.TrimPrefix(n, "gb200-"))
+			require.NoError(t, err, n)
+			addrs[i] = fmt.Sprintf("10.0.0.%d", k) // the emulation's per-node addresses
+		}
+		procs, err := engine.Render(rec, engine.Allocation{Nodes: st.Nodes, Addrs: addrs}, engine.Options{
+			SyntheticAL: st.SyntheticAL, JobID: st.JobID,
+			Paths: engine.Paths{LogDir: dir, ModelDir: model, ModelName: filepath.Base(model), Image: rec.Model.Container,
+				SrtRoot: cl.SrtRoot, InfmaxWorkspace: cl.InfmaxWorkspace},
+		})
+		require.NoError(t, err)
+		perfMode := st.SyntheticAL > 0
+		if perfMode {
+			require.Equal(t, seedAL, st.SyntheticAL, "%s: perf bring-ups inject the golden AL", p.ExpName)
+		}
+		complete := true
+		for _, proc := range procs {
+			if proc.Role == engine.RoleBenchmark {
+				continue
+			}
+			worker := proc.Role == engine.RolePrefill || proc.Role == engine.RoleDecode || proc.Role == engine.RoleAgg
+			argv, env, ok := roleLog(t, proc.Output)
+			name := p.ExpName + " " + filepath.Base(dir) + "/" + filepath.Base(proc.Output)
+			if st.WorkersOnly && !worker {
+				require.False(t, ok, "%s: a workers-only restart keeps infra, nginx and the frontends of %s running", name, st.ReusedFrom)
+				continue
+			}
+			if !ok {
+				complete = false // a bring-up retried before this process started
+				continue
+			}
+			require.Equal(t, proc.Command, argv, "%s: the role received the rendered argv", name)
+			for _, k := range proc.EnvKeys() {
+				v, _ := proc.EnvValue(k)
+				require.Contains(t, env, k, "%s: env_to_set %s", name, k)
+				require.Equal(t, v, env[k], "%s: env_to_set %s", name, k)
+			}
+			switch proc.Role {
+			case engine.RolePrefill, engine.RoleDecode, engine.RoleAgg:
+				if perfMode {
+					assert.Equal(t, "3.77", env["SGLANG_SIMULATE_ACC_LEN"], name)
+					assert.Equal(t, "match-expected", env["SGLANG_SIMULATE_ACC_METHOD"], name)
+					assert.Equal(t, "real-draft-token", env["SGLANG_SIMULATE_ACC_TOKEN_MODE"], name)
+				} else {
+					for _, k := range synthKeys {
+						assert.NotContains(t, env, k, "%s: eval-mode workers get no synthetic acceptance", name)
+					}
+				}
+			}
+		}
+		if !complete {
+			continue
+		}
+		if perfMode {
+			perf++
+			modes = append(modes, "perf")
+			checkSeedBenchmark(t, p, dir, procs)
+		} else {
+			eval++
+			modes = append(modes, "eval")
+			require.True(t, st.WorkersOnly, "%s: the eval bring-up %s restarts the workers only", p.ExpName, filepath.Base(dir))
+		}
+	}
+	require.Contains(t, modes, "perf", "%s: a complete perf bring-up", p.ExpName)
+	if p.Eval {
+		require.Equal(t, "eval", modes[len(modes)-1], "%s: the last bring-up is the eval restart (%v)", p.ExpName, modes)
+	} else {
+		require.NotContains(t, modes, "eval", "%s: no eval", p.ExpName)
+	}
+	return perf, eval
+}
+
+// checkSeedBenchmark: perf ran the rendered benchmark process (agentic_srt.sh's
+// command, env_to_set unchanged) with InferenceX's benchmark environment.
+func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs []*engine.Process) {
+	t.Helper()
+	var bench *engine.Process
+	for _, proc := range procs {
+		if proc.Role == engine.RoleBenchmark {
+			bench = proc
+		}
+	}
+	require.NotNil(t, bench, "%s: the recipe renders a benchmark process", p.ExpName)
+	logs, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("benchmark-*-conc%d.out", p.Conc)))
+	require.NotEmpty(t, logs, "%s: perf ran the benchmark process in %s", p.ExpName, dir)
+	argv, env, ok := roleLog(t, logs[len(logs)-1])
+	require.True(t, ok, "%s: the benchmark role logged its argv and env", p.ExpName)
+	if data, err := os.ReadFile(logs[len(logs)-1]); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "Requests:") || strings.HasPrefix(l, "errors:") {
+				t.Logf("%s benchmark: %s", p.ExpName, l)
+			}
+		}
+	}
+	require.Equal(t, bench.Command, argv, "%s: the benchmark received the rendered argv", p.ExpName)
+	for _, k := range bench.EnvKeys() {
+		v, _ := bench.EnvValue(k)
+		require.Equal(t, v, env[k], "%s: benchmark env_to_set %s", p.ExpName, k)
+	}
+	for k, v := range map[string]string{"CONC": strconv.Itoa(p.Conc), "MODEL": p.Model, "MODEL_PREFIX": "dsv4", "FRAMEWORK": "dynamo-sglang",
+		"PRECISION": "fp4", "KV_OFFLOADING": "dram", "KV_OFFLOAD_BACKEND": "hicache", "IS_MULTINODE": "true"} {
+		assert.Equal(t, v, env[k], "%s: benchmark %s", p.ExpName, k)
+	}
+	for _, k := range []string{"RESULT_FILENAME", "DURATION", "PREFILL_NUM_WORKERS", "PREFILL_TP", "DECODE_NUM_WORKERS", "DECODE_TP"} {
+		assert.NotEmpty(t, env[k], "%s: benchmark %s", p.ExpName, k)
+	}
+}
+
+// roleLog parses a role's two sweepflow-sim-role lines; ok is false when the
+// log does not exist (the process never started).
+func roleLog(t *testing.T, path string) (argv []string, env map[string]string, ok bool) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) || len(data) == 0 {
+		return nil, nil, false
+	}
+	require.NoError(t, err)
+	argv, env, err = simrole.ParseLog(bytes.NewReader(data))
+	require.NoError(t, err, path)
+	return argv, env, true
+}
+
+func serveN(dir string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "serve-"))
+	return n
+}
+
+// simRoleProcs lists the processes running `starter sim role`.
+func simRoleProcs(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "sim" && args[i+1] == "role" {
+				out = append(out, e.Name()+": "+strings.Join(args, " "))
+				break
+			}
+		}
+	}
+	return out
+}
