@@ -144,14 +144,15 @@ func TestClockScaleReportsEngineTime(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, res.Gate())
 			a := res.Aggregate
-			// Sleeps only overshoot: a lower bound at the model value and a
-			// generous upper bound for a busy 2-core machine.
+			// Sleeps only overshoot: a lower bound at the model value and an
+			// upper bound that still tells the two clocks apart (5x) on a
+			// heavily loaded 2-core machine.
 			assert.GreaterOrEqual(t, a.MedianTTFT, tc.wantTTFT*0.97)
-			assert.Less(t, a.MedianTTFT, tc.wantTTFT*1.6)
+			assert.Less(t, a.MedianTTFT, tc.wantTTFT*3)
 			// The simulator catches up late chunks, so single gaps can be
 			// short; the mean follows the model.
 			assert.GreaterOrEqual(t, a.MeanITL, tc.wantITL*0.85)
-			assert.Less(t, a.MeanITL, tc.wantITL*1.6)
+			assert.Less(t, a.MeanITL, tc.wantITL*3)
 			assert.Equal(t, tc.clockScale, a.ClockScale)
 		})
 	}
