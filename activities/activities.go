@@ -55,11 +55,14 @@ type PerfConfig struct {
 
 // Activities carries the dependencies of every stage.
 type Activities struct {
-	Backend     cluster.Backend
-	Store       *results.Store
-	Artifacts   artifacts.Store
-	GSM8K       EvalConfig
-	Load        PerfConfig
+	Backend   cluster.Backend
+	Store     *results.Store
+	Artifacts artifacts.Store
+	GSM8K     EvalConfig
+	Load      PerfConfig
+	// Idle says how a server handed over between points of one deployment
+	// is judged idle before the next point measures on it.
+	Idle        IdleWait
 	GPUsPerNode int
 	// Simulated says the backend serves sweepflow's simulator, not a real
 	// engine; Engine names what serves ("simulator", "srtctl"). Both are

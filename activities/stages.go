@@ -294,6 +294,14 @@ func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerChec
 	for try := 0; try < 3; try++ {
 		if _, herr = a.Backend.Health(ctx, alloc, srv); herr == nil {
 			out.ServerAlive = true
+			// Requests the previous point left in flight must not load
+			// this point's figures: wait until the server is idle.
+			hb := startHeartbeat(ctx, 0, "waiting for the server to go idle")
+			err := waitIdle(ctx, in.Endpoint.URL, a.Idle, func(s string) { hb.set(s) })
+			hb.Stop()
+			if err != nil {
+				out.ServerAlive, out.Reason = false, err.Error()
+			}
 			return out, nil
 		}
 		if errors.Is(herr, cluster.ErrAllocationLost) || ctx.Err() != nil {

@@ -53,7 +53,8 @@ var chain = []Stage{
 
 var (
 	ledgerStage = Stage{Name: StageLedger, StartToClose: 5 * time.Minute, MaxAttempts: 10}
-	probeStage  = Stage{Name: StageProbe, StartToClose: 2 * time.Minute, MaxAttempts: 5}
+	// The probe waits up to 30 min for the handed-over server to go idle.
+	probeStage = Stage{Name: StageProbe, StartToClose: 35 * time.Minute, Heartbeat: time.Minute, MaxAttempts: 5}
 )
 
 // Stages returns the point's stage chain in order (a copy).
