@@ -72,7 +72,7 @@ echo "== workflowcheck"
 
 echo "== go test"
 status=0
-go test -count=1 -timeout 25m "$@" ./... || status=$?
+go test -count=1 -timeout 50m "$@" ./... || status=$?
 
 # The compose stack test is its own module (Docker's libraries): only with an engine.
 if docker info >/dev/null 2>&1; then
