@@ -21,6 +21,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim/simrole"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -84,25 +85,99 @@ func TestSlurmSeedSweep(t *testing.T) {
 
 	cl, err := config.LoadCluster(slurmEmuProfile)
 	require.NoError(t, err)
-	perfBringUps, evalBringUps, evals := 0, 0, 0
+	// Points of one deployment share one allocation (the holder job of the
+	// point that allocated) and its bring-ups; each point's perf ran its own
+	// benchmark process in the perf bring-up's directory.
+	groups := map[string][]activities.PointSpec{}
+	var order []string
 	for _, p := range in.Points {
-		if p.Eval {
-			evals++
+		id, err := point.Parse(p.Identity)
+		require.NoError(t, err, p.ExpName)
+		if _, ok := groups[id.Deployment]; !ok {
+			order = append(order, id.Deployment)
 		}
-		dir := filepath.Join(cl.SharedRoot, "jobs", slurm.JobName("sweepflow", in.SweepID, p.PointID))
-		perf, eval := checkSeedPoint(t, cl, p, dir)
+		groups[id.Deployment] = append(groups[id.Deployment], p)
+	}
+	perfBringUps, evalBringUps, evals := 0, 0, 0
+	for _, dep := range order {
+		pts := groups[dep]
+		var dirs []string
+		for _, p := range pts {
+			if p.Eval {
+				evals++
+			}
+			dir := filepath.Join(cl.SharedRoot, "jobs", slurm.JobName("sweepflow", in.SweepID, p.PointID))
+			if _, err := os.Stat(dir); err == nil {
+				dirs = append(dirs, dir)
+			}
+		}
+		require.NotEmpty(t, dirs, "%s: no holder job directory for the deployment", pts[0].ExpName)
+		perf, eval := checkSeedDeployment(t, cl, pts, dirs)
 		perfBringUps += perf
 		evalBringUps += eval
 	}
-	t.Logf("bring-ups checked: %d perf, %d eval (points with eval: %d)", perfBringUps, evalBringUps, evals)
-	require.GreaterOrEqual(t, perfBringUps, len(in.Points))
-	require.GreaterOrEqual(t, evalBringUps, evals)
+	t.Logf("bring-ups checked: %d perf, %d eval for %d deployments of %d points (points with eval: %d)",
+		perfBringUps, evalBringUps, len(order), len(in.Points), evals)
+	require.Len(t, order, 6, "the seed sweep has 6 deployments")
+	require.GreaterOrEqual(t, perfBringUps, len(order), "one perf bring-up per deployment")
+	require.Less(t, perfBringUps, len(in.Points), "points of one deployment share its perf bring-up")
+	require.GreaterOrEqual(t, evalBringUps, 1)
 }
 
-// checkSeedPoint checks every bring-up of one point (its serve-N
-// directories) against a fresh render and returns how many perf and eval
-// bring-ups it checked.
-func checkSeedPoint(t *testing.T, cl *config.Cluster, p activities.PointSpec, jobDir string) (perf, eval int) {
+// checkSeedDeployment checks every bring-up of one deployment's holder
+// jobs (their serve-N directories) against a fresh render, and that each of
+// its points ran its own benchmark in a perf bring-up; it returns how many
+// complete perf and eval bring-ups it checked.
+func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.PointSpec, jobDirs []string) (perf, eval int) {
+	t.Helper()
+	benchDone := map[int]bool{}
+	anyEval := false
+	for _, p := range pts {
+		anyEval = anyEval || p.Eval
+	}
+	for _, jobDir := range jobDirs {
+		modes, perfDirs := checkSeedServes(t, cl, pts[0], jobDir)
+		for _, m := range modes {
+			if m == "perf" {
+				perf++
+			} else {
+				eval++
+			}
+		}
+		for _, pd := range perfDirs {
+			for _, p := range pts {
+				if benchDone[p.Conc] {
+					continue
+				}
+				if logs, _ := filepath.Glob(filepath.Join(pd.dir, fmt.Sprintf("benchmark-*-conc%d.out", p.Conc))); len(logs) > 0 {
+					checkSeedBenchmark(t, p, pd.dir, pd.procs)
+					benchDone[p.Conc] = true
+				}
+			}
+		}
+		if len(modes) > 0 && jobDir == jobDirs[len(jobDirs)-1] {
+			if anyEval {
+				require.Equal(t, "eval", modes[len(modes)-1], "%s: the last bring-up is the eval restart (%v)", pts[0].ExpName, modes)
+			} else {
+				require.NotContains(t, modes, "eval", "%s: no eval", pts[0].ExpName)
+			}
+		}
+	}
+	for _, p := range pts {
+		require.True(t, benchDone[p.Conc], "%s: perf ran the benchmark process at c%d in a perf bring-up", p.ExpName, p.Conc)
+	}
+	return perf, eval
+}
+
+type perfServe struct {
+	dir   string
+	procs []*engine.Process
+}
+
+// checkSeedServes checks every bring-up of one holder job (its serve-N
+// directories) against a fresh render; it returns the modes of the complete
+// bring-ups in order and the perf ones' directories and processes.
+func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, jobDir string) (modes []string, perfDirs []perfServe) {
 	t.Helper()
 	rec, err := config.LoadRecipe(cl.RecipesRoot, p.RecipePath)
 	require.NoError(t, err)
@@ -111,7 +186,6 @@ func checkSeedPoint(t *testing.T, cl *config.Cluster, p activities.PointSpec, jo
 	serves, _ := filepath.Glob(filepath.Join(jobDir, "serve-*"))
 	require.NotEmpty(t, serves, "%s: no bring-up in %s", p.ExpName, jobDir)
 	sort.Slice(serves, func(i, j int) bool { return serveN(serves[i]) < serveN(serves[j]) })
-	var modes []string
 	for _, dir := range serves {
 		data, err := os.ReadFile(filepath.Join(dir, "launch.json"))
 		require.NoError(t, err)
@@ -172,22 +246,15 @@ func checkSeedPoint(t *testing.T, cl *config.Cluster, p activities.PointSpec, jo
 			continue
 		}
 		if perfMode {
-			perf++
 			modes = append(modes, "perf")
-			checkSeedBenchmark(t, p, dir, procs)
+			perfDirs = append(perfDirs, perfServe{dir: dir, procs: procs})
 		} else {
-			eval++
 			modes = append(modes, "eval")
 			require.True(t, st.WorkersOnly, "%s: the eval bring-up %s restarts the workers only", p.ExpName, filepath.Base(dir))
 		}
 	}
 	require.Contains(t, modes, "perf", "%s: a complete perf bring-up", p.ExpName)
-	if p.Eval {
-		require.Equal(t, "eval", modes[len(modes)-1], "%s: the last bring-up is the eval restart (%v)", p.ExpName, modes)
-	} else {
-		require.NotContains(t, modes, "eval", "%s: no eval", p.ExpName)
-	}
-	return perf, eval
+	return modes, perfDirs
 }
 
 // checkSeedBenchmark: perf ran the rendered benchmark process (agentic_srt.sh's
