@@ -104,7 +104,7 @@ func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("results: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	if err := db.PingContext(ctx); err != nil {
+	if err := pingSQLite(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("results: open %s: %w", path, err)
 	}
@@ -116,6 +116,26 @@ func openSQLite(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("%w (store %s)", err, path)
 	}
 	return &Store{db: db, path: path, d: sqliteDialect}, nil
+}
+
+// pingSQLite opens the first connection, retrying while the file is busy:
+// switching a fresh file to WAL takes an exclusive lock, and SQLite can
+// report SQLITE_BUSY to a second opener at once, without its busy handler.
+func pingSQLite(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeoutMs * time.Millisecond)
+	delay := 5 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 250*time.Millisecond)
+	}
 }
 
 func sqlitePath(dsn string) (string, error) {
@@ -666,8 +686,6 @@ func (s *Store) Evals(ctx context.Context, sweepID string) ([]EvalResult, error)
 	return out, rows.Err()
 }
 
-// write runs one statement, retrying if SQLite reports the database busy
-// after busy_timeout (a long writer in another process).
 // insertOnce runs an INSERT ... ON CONFLICT DO NOTHING and reports whether
 // it inserted the row; when not, the caller compares the row that is there.
 func (s *Store) insertOnce(ctx context.Context, what, q string, args ...any) (bool, error) {
@@ -686,6 +704,8 @@ func (s *Store) insertOnce(ctx context.Context, what, q string, args ...any) (bo
 	return n == 1, nil
 }
 
+// write runs one statement, retrying if SQLite reports the database busy
+// after busy_timeout (a long writer in another process).
 func (s *Store) write(ctx context.Context, what, q string, args ...any) error {
 	err := s.retryBusy(ctx, func() error {
 		_, err := s.exec(ctx, q, args...)
