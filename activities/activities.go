@@ -202,7 +202,9 @@ func (h *heartbeater) Stop() {
 func heartbeatEvery(ctx context.Context) time.Duration {
 	if activity.IsActivity(ctx) {
 		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
-			return max(hb/4, 100*time.Millisecond)
+			// A fifth: a beat every second at the long stages' 5 s timeout,
+			// which the worker's heartbeat throttle (1 s) lets through.
+			return max(hb/5, 100*time.Millisecond)
 		}
 	}
 	return 10 * time.Second

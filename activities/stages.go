@@ -168,6 +168,9 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
 	if err := a.injectFault(in.Point, StageUpload); err != nil {
 		return err
 	}
+	// Ledger writes wait out a database restart: beat meanwhile.
+	hb := startHeartbeat(ctx, 0, "uploading")
+	defer hb.Stop()
 	p := in.Point
 	if in.Perf != nil {
 		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)

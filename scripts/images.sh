@@ -44,17 +44,17 @@ inputs_of() { docker image inspect -f '{{ index .Config.Labels "sweepflow.inputs
 # build_image NAME HASH CONTEXT_DIR: docker build of CONTEXT_DIR/Dockerfile
 # unless NAME already carries HASH.
 build_image() {
-  local name=$1 hash=$2 ctx=$3 t0
-  if [ "$(inputs_of "$prefix/$name:local")" = "$hash" ]; then
-    echo "$prefix/$name:local cached ($hash)"
+  local name=$1 hash=$2 ctx=$3 tag=${4:-local} t0
+  if [ "$(inputs_of "$prefix/$name:$tag")" = "$hash" ]; then
+    echo "$prefix/$name:$tag cached ($hash)"
     return
   fi
   t0=$(now)
   # The classic builder: no BuildKit/buildx is needed, and FROM only names
   # local images, so nothing is pulled.
-  DOCKER_BUILDKIT=0 docker build --label "sweepflow.inputs=$hash" -t "$prefix/$name:local" "$ctx" >"$work/build-$name.log" 2>&1 ||
-    { tail -n 20 "$work/build-$name.log" >&2; log "images.sh: building $prefix/$name:local failed"; exit 1; }
-  echo "$prefix/$name:local built in $(($(now) - t0))s ($hash)"
+  DOCKER_BUILDKIT=0 docker build --label "sweepflow.inputs=$hash" -t "$prefix/$name:$tag" "$ctx" >"$work/build-$name.log" 2>&1 ||
+    { tail -n 20 "$work/build-$name.log" >&2; log "images.sh: building $prefix/$name:$tag failed"; exit 1; }
+  echo "$prefix/$name:$tag built in $(($(now) - t0))s ($hash)"
 }
 
 work=$(mktemp -d)
@@ -205,4 +205,6 @@ ENTRYPOINT ["/bin/sh", "/app/bin/worker-entrypoint.sh"]
 CMD ["--cluster", "configs/clusters/local-sim.yaml"]
 EOF
 h=$( (echo "$base_id"; cd "$ctx" && find . -type f | sort | xargs sha256sum) | hash_of)
-build_image worker "$h" "$ctx"
+# SWEEPFLOW_WORKER_TAG: another tag than :local for the worker image (tests of
+# a branch beside another checkout's stack on the same engine).
+build_image worker "$h" "$ctx" "${SWEEPFLOW_WORKER_TAG:-local}"

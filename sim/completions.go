@@ -431,6 +431,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 	faultAt := max(1, estChunks/2)
 	stall := f.StallEvery > 0 && n%uint64(f.StallEvery) == 0
 	midErr := f.MidStreamErrorEvery > 0 && n%uint64(f.MidStreamErrorEvery) == 0
+	cut := f.CutStreamEvery > 0 && n%uint64(f.CutStreamEvery) == 0
 	rec.chunkNs = make([]int64, 0, estChunks+1)
 	rec.chunkTok = make([]int32, 0, estChunks+1)
 
@@ -466,6 +467,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 		s.midStreamError(w, out, rec)
 		return
 	}
+	if cut && (out == nil || total <= 1) {
+		s.cutStream(w, rec)
+		return
+	}
 	i, k := 0, min(1, total)
 	for chunk := 1; ; chunk++ {
 		if out != nil {
@@ -497,6 +502,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 			}
 			if midErr {
 				s.midStreamError(w, out, rec)
+				return
+			}
+			if cut {
+				s.cutStream(w, rec)
 				return
 			}
 		}
@@ -583,4 +592,12 @@ func (s *Server) completionBody(id, object string, created int64, chat bool, pla
 		"choices": []any{choice}, "usage": usage,
 	})
 	return append(b, '\n')
+}
+
+// cutStream resets the connection mid-response (the CutStreamEvery fault):
+// the client sees the stream end with neither an error event nor [DONE].
+func (s *Server) cutStream(w http.ResponseWriter, rec *record) {
+	rec.status, rec.errText = 0, "stream cut (fault injection)"
+	s.metrics.failed.Add(1)
+	resetConn(w)
 }

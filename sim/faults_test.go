@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -91,6 +93,36 @@ func TestFaultMidStreamError(t *testing.T) {
 	status, m, _ := postJSON(t, url+"/v1/chat/completions", chatBody("hi", 20, false))
 	assert.Equal(t, 500, status, "non-streaming request 4 fails with a 500")
 	assert.Contains(t, m["error"].(map[string]any)["message"], "fault injection")
+}
+
+func TestFaultCutStream(t *testing.T) {
+	t.Parallel()
+	_, url := startServer(t, Config{FastMode: true, Faults: Faults{CutStreamEvery: 2}})
+	ok := post(t, url+"/v1/chat/completions", chatBody("hi", 20, true))
+	require.NoError(t, ok.readErr)
+	require.Equal(t, 200, ok.status)
+	assert.Len(t, ok.events, 22)
+
+	cut := post(t, url+"/v1/chat/completions", chatBody("hi", 20, true))
+	require.Equal(t, 200, cut.status, "the cut arrives inside a 200 stream")
+	require.Error(t, cut.readErr, "the stream ends with a reset, not [DONE]")
+	require.NotEmpty(t, cut.events, "about half the reply came before the cut")
+	tokens := 0
+	for _, e := range cut.events {
+		assert.NotEqual(t, "[DONE]", e.data)
+		require.NotContains(t, e.json, "error")
+		tokens += e.tokens()
+	}
+	assert.Equal(t, 10, tokens, "about half the reply came before the cut")
+
+	post(t, url+"/v1/chat/completions", chatBody("hi", 20, true)) // request 3
+	body, err := json.Marshal(chatBody("hi", 20, false))
+	require.NoError(t, err)
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err == nil {
+		resp.Body.Close()
+	}
+	assert.Error(t, err, "non-streaming request 4 is reset before its body")
 }
 
 func TestFaultStall(t *testing.T) {

@@ -51,6 +51,11 @@ type Faults struct {
 	// of its chunks, then sends data: {"error":{...}} and [DONE] (vLLM's
 	// shape). Non-streaming requests get a 500 instead.
 	MidStreamErrorEvery int
+	// CutStreamEvery: every Nth request answers 200, streams about half of
+	// its chunks, then resets the connection with no error event and no
+	// [DONE] (a proxy or engine crash mid-response). Non-streaming requests
+	// are reset before the body.
+	CutStreamEvery int
 	// StallEvery: every Nth request pauses for StallFor (scaled by
 	// TimeScale) about half-way through its output.
 	StallEvery int
@@ -185,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 	case cfg.Faults.ErrorStatus != 429 && cfg.Faults.ErrorStatus != 503 && (cfg.Faults.ErrorStatus < 400 || cfg.Faults.ErrorStatus > 599):
 		return nil, fmt.Errorf("sim: fault error status must be 4xx or 5xx, got %d", cfg.Faults.ErrorStatus)
 	case cfg.Faults.DieAfter < 0 || cfg.Faults.ErrorEvery < 0 || cfg.Faults.ErrorBurstLen < 0 || cfg.Faults.ErrorBurstStart < 0 ||
-		cfg.Faults.MidStreamErrorEvery < 0 || cfg.Faults.StallEvery < 0 || cfg.Faults.StallFor < 0 || cfg.Faults.HealthFailFor < 0:
+		cfg.Faults.MidStreamErrorEvery < 0 || cfg.Faults.CutStreamEvery < 0 || cfg.Faults.StallEvery < 0 || cfg.Faults.StallFor < 0 || cfg.Faults.HealthFailFor < 0:
 		return nil, fmt.Errorf("sim: fault settings must not be negative")
 	}
 	if err := cfg.Deployment.Validate(); err != nil {

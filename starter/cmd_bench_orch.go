@@ -30,6 +30,7 @@ import (
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/noop"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workerapp"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -115,14 +116,20 @@ func newBenchOrchCmd() *cobra.Command {
 
 // orchRun is one measured sweep.
 type orchRun struct {
-	SweepID              string         `json:"sweep_id"`
-	Points               int            `json:"points"`
-	Completed            int            `json:"completed"`
-	WallS                float64        `json:"wall_s"`
-	PointsPerMin         float64        `json:"points_per_min"`
-	ActivitiesPerMin     float64        `json:"activities_per_min"`
-	Activities           int            `json:"activities"`
-	Transitions          int            `json:"transitions"`
+	SweepID          string  `json:"sweep_id"`
+	Points           int     `json:"points"`
+	Completed        int     `json:"completed"`
+	WallS            float64 `json:"wall_s"`
+	PointsPerMin     float64 `json:"points_per_min"`
+	ActivitiesPerMin float64 `json:"activities_per_min"`
+	Activities       int     `json:"activities"`
+	Transitions      int     `json:"transitions"`
+	// EvalTurnWaits are the waits of points whose eval waits for their
+	// deployment's eval phase (every perf run of the deployment first, by
+	// design): the transition counts only the part after the eval turn.
+	EvalTurnWaits        int            `json:"eval_turn_waits,omitempty"`
+	EvalTurnWaitP50ms    float64        `json:"eval_turn_wait_p50_ms,omitempty"`
+	EvalTurnWaitMaxms    float64        `json:"eval_turn_wait_max_ms,omitempty"`
 	TransitionP50ms      float64        `json:"transition_p50_ms"`
 	TransitionP99ms      float64        `json:"transition_p99_ms"`
 	PointEventsMax       int            `json:"point_history_events_max"`
@@ -142,6 +149,7 @@ type orchRun struct {
 	LargestInputType    string         `json:"largest_input_activity"`
 	ChildInputBytesMax  int            `json:"point_workflow_input_bytes_max"`
 	CANInputBytesMax    int            `json:"continue_as_new_input_bytes_max"`
+	StartInputBytes     int            `json:"sweep_start_input_bytes"`
 	ResultBytes         int            `json:"sweep_result_bytes"`
 	NoopAllocationsHeld int            `json:"noop_allocations_left_held"`
 	LoadAvg             [2]float64     `json:"load_avg_1m_start_end"`
@@ -402,9 +410,26 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 		defer w.Stop()
 	}
 
+	// The plan goes to a ledger, as `starter sweep start` stores it; the
+	// sweep loads it in pages (LoadPlanPage), so its start input stays a
+	// few hundred bytes at 10,000 points.
+	plan := benchPoints(template, f.points, f.perDeployment)
+	if err := os.MkdirAll(acts.StateDir, 0o755); err != nil {
+		return orchRun{}, err
+	}
+	store, err := results.Open(ctx, filepath.Join(acts.StateDir, "ledger.db"))
+	if err != nil {
+		return orchRun{}, err
+	}
+	defer store.Close()
+	acts.Store = store
 	in := workflows.SweepInput{SweepID: id, Name: "bench-orchestration", Cluster: noop.Name, TaskQueue: actQueue,
-		NodeBudget: f.parallel, Points: benchPoints(template, f.points, f.perDeployment), HistoryLimit: f.historyLimit,
+		NodeBudget: f.parallel, Points: plan, HistoryLimit: f.historyLimit,
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second}}
+	if err := putPlan(ctx, store, &in, nil); err != nil {
+		return orchRun{}, err
+	}
+	in.Points, in.PlanRef = nil, id
 	r := orchRun{SweepID: id, Points: f.points}
 	r.LoadAvg[0] = orchLoadAvg1()
 	rctx, cancel := context.WithTimeout(ctx, f.timeout)
@@ -446,15 +471,16 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 		r.ParentEventsMax = max(r.ParentEventsMax, n)
 	}
 	r.ChildInputBytesMax, r.CANInputBytesMax, r.ResultBytes = parent.childInputMax, parent.canInputMax, parent.resultBytes
+	r.StartInputBytes = parent.startInputBytes
 	wall := parent.end.Sub(parent.start)
 	if wall <= 0 {
 		wall = clientWall
 	}
 	r.WallS = wall.Seconds()
 
-	ids := make([]string, 0, len(res.Points))
-	for _, p := range res.Points {
-		ids = append(ids, p.WorkflowID)
+	ids := make([]string, 0, len(plan))
+	for _, p := range plan {
+		ids = append(ids, workflows.PointWorkflowID(id, p.PointID))
 	}
 	pts, err := pointsStats(rctx, c, ids)
 	if err != nil {
@@ -463,7 +489,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	if f.perDeployment > 1 {
 		seen := map[string]bool{}
 		var deps []string
-		for _, p := range in.Points {
+		for _, p := range plan {
 			if k := workflows.DeploymentKey(p); !seen[k] {
 				seen[k] = true
 				deps = append(deps, workflows.DeploymentWorkflowID(id, k))
@@ -477,13 +503,14 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 			r.DeploymentEventsMax = max(r.DeploymentEventsMax, d.events)
 		}
 	}
-	var trans []float64
+	var trans, waits []float64
 	var events, inputs, rows []int
 	largest, largestIn := -1, (*commonpb.Payloads)(nil)
 	r.InputBytesByType = map[string]int{}
 	for _, p := range pts {
 		events = append(events, p.events)
 		trans = append(trans, p.transitionsMs...)
+		waits = append(waits, p.evalTurnWaitsMs...)
 		r.Activities += len(p.acts)
 		r.PointHistoryBytesMax = max(r.PointHistoryBytesMax, p.historyBytes)
 		for _, a := range p.acts {
@@ -499,6 +526,10 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	r.LargestInput = inputFields(largestIn)
 	r.Transitions = len(trans)
 	r.TransitionP50ms, r.TransitionP99ms = orchPercentile(trans, 50), orchPercentile(trans, 99)
+	r.EvalTurnWaits = len(waits)
+	if len(waits) > 0 {
+		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = orchPercentile(waits, 50), orchPercentile(waits, 100)
+	}
 	r.PointEventsMax, r.PointEventsP50 = orchMaxInt(events), orchPercentileInt(events, 50)
 	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = orchMaxInt(inputs), orchPercentileInt(inputs, 50), orchPercentileInt(rows, 50)
 	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax, r.DeploymentEventsMax)
@@ -537,7 +568,9 @@ type parentStats struct {
 	start, end    time.Time
 	childInputMax int
 	canInputMax   int
-	resultBytes   int
+	// startInputBytes is the first run's input.
+	startInputBytes int
+	resultBytes     int
 }
 
 func sweepRunsStats(ctx context.Context, c client.Client, wid, runID string) (parentStats, error) {
@@ -564,6 +597,7 @@ func analyzeParentRun(evs []*historypb.HistoryEvent, ps *parentStats) string {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 			if ps.start.IsZero() {
 				ps.start = t
+				ps.startInputBytes = orchPayloadsBytes(e.GetWorkflowExecutionStartedEventAttributes().GetInput())
 			}
 		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
 			ps.childInputMax = max(ps.childInputMax, orchPayloadsBytes(e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetInput()))
@@ -586,6 +620,9 @@ type pointStats struct {
 	historyBytes  int
 	acts          []actStats
 	transitionsMs []float64
+	// evalTurnWaitsMs: activity gaps spanning the wait for the deployment's
+	// eval phase (SignalEvalTurn), which is scheduling by design.
+	evalTurnWaitsMs []float64
 }
 
 type actStats struct {
@@ -636,6 +673,7 @@ func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
 	ps := pointStats{events: len(evs)}
 	byID := map[int64]*actStats{}
 	var order []*actStats
+	var turns []time.Time
 	for _, e := range evs {
 		ps.historyBytes += orchProtoSize(e)
 		t := e.GetEventTime().AsTime()
@@ -654,6 +692,10 @@ func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
 			if st := byID[e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; st != nil {
 				st.completed = t
 			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			if e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == workflows.SignalEvalTurn {
+				turns = append(turns, t)
+			}
 		}
 	}
 	for i, a := range order {
@@ -665,7 +707,16 @@ func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
 		if prev.completed.IsZero() || a.started.IsZero() || a.started.Before(prev.completed) {
 			continue
 		}
-		ps.transitionsMs = append(ps.transitionsMs, float64(a.started.Sub(prev.completed).Microseconds())/1000)
+		from := prev.completed
+		for _, turn := range turns {
+			if !turn.Before(prev.completed) && !turn.After(a.started) {
+				// The point waited for its deployment's eval phase: only
+				// the time from its turn to its next activity is a transition.
+				ps.evalTurnWaitsMs = append(ps.evalTurnWaitsMs, float64(turn.Sub(prev.completed).Microseconds())/1000)
+				from = turn
+			}
+		}
+		ps.transitionsMs = append(ps.transitionsMs, float64(a.started.Sub(from).Microseconds())/1000)
 	}
 	return ps
 }
@@ -849,6 +900,11 @@ func printOrchReport(w io.Writer, rep orchReport) {
 	row("wall s", f1(func(r orchRun) float64 { return r.WallS }), "")
 	row("transition p50 ms", f1(func(r orchRun) float64 { return r.TransitionP50ms }), fmt.Sprintf("<= %d%s", orchGoalTransitionP50, ok(rep.Goals.TransitionP50)))
 	row("transition p99 ms", f1(func(r orchRun) float64 { return r.TransitionP99ms }), "")
+	if rep.PerDeployment > 1 {
+		row("eval-turn waits (excluded)", d(func(r orchRun) int { return r.EvalTurnWaits }), "")
+		row("eval-turn wait p50 ms", f1(func(r orchRun) float64 { return r.EvalTurnWaitP50ms }), "")
+		row("eval-turn wait max ms", f1(func(r orchRun) float64 { return r.EvalTurnWaitMaxms }), "")
+	}
 	row("point history events max", d(func(r orchRun) int { return r.PointEventsMax }), "")
 	row("point history events p50", d(func(r orchRun) int { return r.PointEventsP50 }), "")
 	row("point history bytes max", d(func(r orchRun) int { return r.PointHistoryBytesMax }), "")
@@ -861,6 +917,7 @@ func printOrchReport(w io.Writer, rep orchReport) {
 	row("activity input bytes p50", d(func(r orchRun) int { return r.InputBytesP50 }), "")
 	row("  of which row JSON p50", d(func(r orchRun) int { return r.RowBytesP50 }), "")
 	row("point workflow input bytes max", d(func(r orchRun) int { return r.ChildInputBytesMax }), "")
+	row("sweep start input bytes", d(func(r orchRun) int { return r.StartInputBytes }), "")
 	row("continue-as-new input bytes max", d(func(r orchRun) int { return r.CANInputBytesMax }), "")
 	row("sweep result bytes", d(func(r orchRun) int { return r.ResultBytes }), "")
 	row("load avg 1m start", f1(func(r orchRun) float64 { return r.LoadAvg[0] }), "")

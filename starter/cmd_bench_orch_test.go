@@ -151,6 +151,22 @@ func TestAnalyzePoint(t *testing.T) {
 	assert.Equal(t, len(row), ps.acts[1].rowBytes, "the row inside a StageInput's point")
 	assert.Equal(t, 0, ps.acts[2].rowBytes)
 	assert.Positive(t, ps.historyBytes)
+
+	// A deferred eval: Perf completes at 30, the eval turn arrives at 4030,
+	// CheckServer starts at 4050: a 4 s wait for the deployment's eval
+	// phase and a 20 ms transition.
+	turn := &historypb.HistoryEvent{EventId: 5, EventTime: at(4030), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes{WorkflowExecutionSignaledEventAttributes: &historypb.WorkflowExecutionSignaledEventAttributes{
+			SignalName: workflows.SignalEvalTurn}}}
+	ps = analyzePoint([]*historypb.HistoryEvent{
+		sched(1, 0, "Perf", `{}`), started(2, 1, 0), completed(3, 1, 30),
+		{EventId: 4, EventTime: at(31), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+			Attributes: &historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes{WorkflowExecutionSignaledEventAttributes: &historypb.WorkflowExecutionSignaledEventAttributes{
+				SignalName: "other"}}},
+		turn, sched(6, 4040, "CheckServer", `{}`), started(7, 6, 4050), completed(8, 6, 4060),
+	})
+	assert.Equal(t, []float64{20}, ps.transitionsMs)
+	assert.Equal(t, []float64{4000}, ps.evalTurnWaitsMs)
 }
 
 func TestAnalyzeParentRun(t *testing.T) {

@@ -181,7 +181,7 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 		idle                                         time.Duration
 		healthFail, stallFor                         time.Duration
 		dieAfter, errStatus, errEvery, burstStart    int
-		burstLen, midEvery, stallEvery               int
+		burstLen, midEvery, stallEvery, cutEvery     int
 	)
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:8000", "address to listen on (`HOST:PORT`; :0 picks a free port, printed on start)")
 	fs.StringVar(&deployment, "deployment", "", "deployment shorthand, e.g. \"2P1D DEP16/DEP32\", \"1P1D DEP8/DEP16\", \"TP8 agg\" (default "+sim.DefaultDeployment+")")
@@ -218,6 +218,7 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 	fs.IntVar(&burstStart, "error-burst-start", 1, "fault: first request of an error burst")
 	fs.IntVar(&burstLen, "error-burst-len", 0, "fault: number of requests in the error burst")
 	fs.IntVar(&midEvery, "mid-stream-error-every", 0, "fault: every Nth stream sends an error payload half-way (HTTP 200)")
+	fs.IntVar(&cutEvery, "cut-stream-every", 0, "fault: every Nth stream resets its connection half-way (no error event, no [DONE])")
 	fs.IntVar(&stallEvery, "stall-every", 0, "fault: every Nth stream pauses half-way for --stall-for")
 	fs.DurationVar(&stallFor, "stall-for", time.Second, "fault: stall length (scaled by --time-scale)")
 	fs.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -250,7 +251,7 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 			FastMode:  fast || set["ttft-ms"] || set["itl-ms"],
 			Faults: sim.Faults{
 				HealthFailFor: healthFail, DieAfter: dieAfter, ErrorStatus: errStatus, ErrorEvery: errEvery,
-				ErrorBurstStart: burstStart, ErrorBurstLen: burstLen, MidStreamErrorEvery: midEvery,
+				ErrorBurstStart: burstStart, ErrorBurstLen: burstLen, MidStreamErrorEvery: midEvery, CutStreamEvery: cutEvery,
 				StallEvery: stallEvery, StallFor: stallFor,
 			},
 		}

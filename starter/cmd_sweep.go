@@ -251,7 +251,7 @@ func startSweepMemo(ctx context.Context, c client.Client, in *workflows.SweepInp
 			workflows.SAKind.ValueSet(workflows.KindSweep), workflows.SASweepID.ValueSet(in.SweepID),
 			workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
 	}
-	run, err := c.ExecuteWorkflow(ctx, opts, workflows.SweepWorkflow, *in)
+	run, err := c.ExecuteWorkflow(ctx, opts, workflows.SweepWorkflow, workflowInput(in))
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {
 		return nil, fmt.Errorf("sweep %s already ran; see `starter status %s`, start a new run with `starter rerun %s`, or pass --id", in.SweepID, in.SweepID, in.SweepID)
@@ -262,10 +262,34 @@ func startSweepMemo(ctx context.Context, c client.Client, in *workflows.SweepInp
 	return run, nil
 }
 
+// storedPlanPoints is the plan size from which the sweep workflow loads
+// its points from the plan stored in the ledger (both start paths store it
+// first) instead of carrying them in its start input: ~2.2 KB per point,
+// so a 1,000-point input would pass the server's 2 MiB blob limit. The
+// worker must then use the same ledger as starter.
+const storedPlanPoints = 300
+
+// workflowInput is the sweep's start input: the points, or for a large
+// plan a reference to the stored plan.
+func workflowInput(in *workflows.SweepInput) workflows.SweepInput {
+	out := *in
+	if len(out.Points) >= storedPlanPoints && out.PlanRef == "" {
+		out.Points, out.PlanRef = nil, out.SweepID
+	}
+	return out
+}
+
+// detailRows bounds the point table of a sweep's static details.
+const detailRows = 100
+
 func sweepDetails(in *workflows.SweepInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**sweep file** %s\n\n| point | topology | conc | nodes |\n|---|---|---|---|\n", in.SweepFile)
-	for _, p := range in.Points {
+	for i, p := range in.Points {
+		if i == detailRows {
+			fmt.Fprintf(&b, "| ... %d more | | | |\n", len(in.Points)-detailRows)
+			break
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", p.PointID, p.Topology, p.Conc, p.Nodes)
 	}
 	if len(in.ReuseFrom) > 0 {

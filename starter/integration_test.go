@@ -204,10 +204,16 @@ func (e *itEnv) start(in *workflows.SweepInput) {
 func (e *itEnv) wait(id string, within time.Duration) *workflows.SweepProgress {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	var pr workflows.SweepProgress
-	err := e.c.GetWorkflow(ctx, id, "").Get(ctx, &pr)
+	var res workflows.SweepProgress
+	err := e.c.GetWorkflow(ctx, id, "").Get(ctx, &res)
 	require.NoError(e.t, err, "sweep %s did not complete", id)
-	return &pr
+	// The result is slim (IDs, statuses, counts); the progress query of the
+	// closed sweep has every point's row and final state, as status shows.
+	pr, err := querySweep(ctx, e.c, id)
+	require.NoError(e.t, err)
+	require.Equal(e.t, res.Counts, pr.Counts, "sweep %s: result and progress query agree", id)
+	require.Len(e.t, pr.Points, len(res.Points), "sweep %s: one result row per point", id)
+	return pr
 }
 
 // list runs a visibility query.

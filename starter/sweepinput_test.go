@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/workflows"
 )
 
 func TestBuildSweepSeed(t *testing.T) {
@@ -73,6 +77,25 @@ func TestBuildSweepErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(sweepFile, []byte(text), 0o644))
 	_, _, err = buildSweep(sweepRequest{SweepFile: sweepFile, ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.ErrorContains(t, err, "golden AL for 6 draft tokens is 3.5")
+}
+
+// A plan of storedPlanPoints points or more starts the sweep with a
+// reference to the plan stored in the ledger, not the points; the static
+// details list a bounded table.
+func TestWorkflowInputRefsLargePlans(t *testing.T) {
+	for _, n := range []int{1, storedPlanPoints - 1, storedPlanPoints, 10000} {
+		in := &workflows.SweepInput{SweepID: "s", Points: make([]activities.PointSpec, n)}
+		got := workflowInput(in)
+		if n < storedPlanPoints {
+			assert.Len(t, got.Points, n, "n=%d", n)
+			assert.Empty(t, got.PlanRef, "n=%d", n)
+		} else {
+			assert.Empty(t, got.Points, "n=%d", n)
+			assert.Equal(t, "s", got.PlanRef, "n=%d", n)
+		}
+		assert.Len(t, in.Points, n, "the caller's input is untouched")
+		assert.LessOrEqual(t, strings.Count(sweepDetails(in), "\n"), detailRows+6, "n=%d", n)
+	}
 }
 
 // A sweep's activities go to the queue the cluster profile names (the

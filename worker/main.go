@@ -49,7 +49,7 @@ func run() error {
 	defer closeClient()
 	w, err := workerapp.Start(c, workerapp.Options{
 		ClusterName: cfg.ClusterName(), TaskQueue: cfg.TaskQueue(), Control: cfg.Control, Activities: acts,
-		MaxConcurrentActivities: cfg.MaxActivities, Pollers: cfg.Pollers, Logger: log,
+		MaxConcurrentActivities: cfg.MaxActivities, Pollers: cfg.Pollers, Logger: log, SimStageTime: cfg.SimStageTime,
 	})
 	if err != nil {
 		return err

@@ -55,6 +55,14 @@ type Config struct {
 	// before the point goes to the operator gate (0: no bound).
 	SlurmQueueWait time.Duration
 
+	// SimEngineFlags are extra `starter sim serve` flags of every simulated
+	// engine of a local cluster (fault injection: "--error-burst-len 20").
+	SimEngineFlags string
+	// SimStageTime makes every stage of a simulated cluster last at least
+	// this long (heartbeating), as real stages do: fault tests kill workers
+	// mid-stage. 0: off.
+	SimStageTime time.Duration
+
 	// SimSlowdown multiplies the simulated engine's latencies (1.2 = a 20 %
 	// slower engine): a worker-side knob, as a new engine build would be, so
 	// nightly regression tests change nothing in the workflow input.
@@ -87,6 +95,8 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.SimTimeScale, "sim-time-scale", 1, "simulated cluster: clock of the engine (0.1 = ten times faster; high concurrency needs 1 on 2 cores, or the host falls behind the model)")
 	fs.Float64Var(&c.SimAccuracy, "sim-accuracy", 0.95, "simulated cluster: probability a GSM8K answer is right")
 	fs.Float64Var(&c.SimSlowdown, "sim-slowdown", 1, "simulated cluster: multiply every engine latency (1.2 = a 20% slower engine)")
+	fs.StringVar(&c.SimEngineFlags, "sim-engine-flags", env("SWEEPFLOW_SIM_ENGINE_FLAGS", ""), "simulated local cluster: extra `starter sim serve` flags for every engine, e.g. engine faults \"--error-burst-start 40 --error-burst-len 30 --cut-stream-every 25\"")
+	fs.DurationVar(&c.SimStageTime, "sim-stage-time", 0, "simulated clusters only: every stage lasts at least this long, heartbeating (fault tests kill workers mid-stage)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("SWEEPFLOW_METRICS_ADDR", ""), "serve Prometheus metrics on ADDR/metrics, e.g. 127.0.0.1:9464 (SDK and sweepflow metrics)")
 	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "simulated clusters only: cap an agentic perf run's dispatch window (0: 20 s of engine time); real clusters always run the matrix row's duration and refuse this flag")
 	fs.StringVar(&c.TraceFile, "trace", env("SWEEPFLOW_TRACE", ""), "AgentX trace (cc-traces-weka format, JSONL) agentic points replay (default: the generated AgentX-shaped trace)")
@@ -226,6 +236,12 @@ func (c *Config) refuseSimOnly(cl *config.Cluster) error {
 	if c.PerfDuration != 0 {
 		bad = append(bad, "--perf-duration "+c.PerfDuration.String())
 	}
+	if c.SimEngineFlags != "" {
+		bad = append(bad, "--sim-engine-flags")
+	}
+	if c.SimStageTime != 0 {
+		bad = append(bad, "--sim-stage-time "+c.SimStageTime.String())
+	}
 	if c.SimSlowdown != 1 {
 		bad = append(bad, fmt.Sprintf("--sim-slowdown %g", c.SimSlowdown))
 	}
@@ -261,6 +277,7 @@ func (c *Config) localBackend(cl *config.Cluster, home, gsm8kTest string) (clust
 	if gsm8kTest != "" {
 		serve = append(serve, "--gsm8k", gsm8kTest)
 	}
+	serve = append(serve, strings.Fields(c.SimEngineFlags)...)
 	return local.New(local.Config{
 		Root: filepath.Join(home, "local-cluster"), Nodes: cl.Nodes, NodePrefix: "gb200-",
 		SharedRoot: shared, NodeLocalRoot: nodeLocal, ServeCommand: serve,

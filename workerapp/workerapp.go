@@ -35,6 +35,9 @@ type Options struct {
 	// of each worker (0: DefaultPollers).
 	Pollers int
 	Logger  *zap.Logger
+	// SimStageTime makes every stage last at least this long (simulated
+	// clusters; see Config.SimStageTime). 0: off.
+	SimStageTime time.Duration
 }
 
 // DefaultPollers is the pollers per task kind (the SDK's default is 2).
@@ -49,6 +52,10 @@ func (o Options) pollers() int {
 	}
 	return DefaultPollers
 }
+
+// HeartbeatThrottle is the longest the SDK holds back an activity's
+// heartbeat before sending it.
+const HeartbeatThrottle = time.Second
 
 // Workers are the running Temporal workers of this process.
 type Workers struct {
@@ -75,13 +82,22 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		if o.ClusterName == "" {
 			return nil, fmt.Errorf("workerapp: cluster name is required to serve activities")
 		}
+		// Observation only (stage durations, points by status): metrics
+		// go to the client's handler, a no-op unless --metrics-addr.
+		icpt := []interceptor.WorkerInterceptor{metrics.NewInterceptor()}
+		if o.SimStageTime > 0 {
+			icpt = append(icpt, &simStageTime{d: o.SimStageTime})
+		}
 		aw := worker.New(c, o.clusterQueue(), worker.Options{
 			MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 			MaxConcurrentActivityTaskPollers:   o.pollers(),
 			WorkerStopTimeout:                  30 * time.Second,
-			// Observation only (stage durations, points by status): metrics
-			// go to the client's handler, a no-op unless --metrics-addr.
-			Interceptors: []interceptor.WorkerInterceptor{metrics.NewInterceptor()},
+			// Beats reach the server every second instead of every 0.8 x
+			// the heartbeat timeout (the SDK's throttle): with the 5 s
+			// timeout of the long stages a busy host still has 4 s of slack,
+			// and a dead worker is noticed 4-5 s after it died.
+			MaxHeartbeatThrottleInterval: HeartbeatThrottle,
+			Interceptors:                 icpt,
 		})
 		aw.RegisterActivity(o.Activities)
 		w.ws = append(w.ws, aw)

@@ -146,8 +146,7 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 				Tuning: fastTuning, Points: pts})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
-			var pr SweepProgress
-			require.NoError(t, env.GetWorkflowResult(&pr))
+			pr := finalProgress(t, env)
 			require.Equal(t, len(concs), pr.Counts[StatusCompleted], "%+v", pr.Counts)
 			assert.Equal(t, tc.wantMaxUsed, pr.MaxInUse)
 

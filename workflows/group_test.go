@@ -154,8 +154,24 @@ func runGroupSweep(t *testing.T, f *groupFake, pts []activities.PointSpec) *Swee
 	env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: pts, Tuning: fastTuning})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
+	return finalProgress(t, env)
+}
+
+// finalProgress is a finished sweep's progress query: its rows carry every
+// point's final state (the sweep's result keeps only IDs and statuses).
+func finalProgress(t *testing.T, env *testsuite.TestWorkflowEnvironment) *SweepProgress {
+	t.Helper()
+	var res SweepProgress
+	require.NoError(t, env.GetWorkflowResult(&res))
+	v, err := env.QueryWorkflow(QueryProgress)
+	require.NoError(t, err)
 	var pr SweepProgress
-	require.NoError(t, env.GetWorkflowResult(&pr))
+	require.NoError(t, v.Get(&pr))
+	require.Equal(t, res.Counts, pr.Counts, "result and query agree on the counts")
+	require.Len(t, res.Points, len(pr.Points), "the result has a row per point")
+	for _, p := range res.Points {
+		require.False(t, p.Outcome != nil && p.Outcome.State != nil, "slim result: %s carries no point state", p.PointID)
+	}
 	return &pr
 }
 

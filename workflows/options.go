@@ -26,6 +26,20 @@ type Tuning struct {
 	NodeHold time.Duration `json:"node_hold,omitempty"`
 }
 
+// WorkerLossHeartbeat is the heartbeat timeout of every long stage
+// (allocate through upload): a worker killed mid-stage misses it, the server
+// times the attempt out, and the retry runs on another worker after
+// RetryInterval. Worst case kill-to-retry: this plus the retry interval plus
+// a poll, under the 10 s the fault matrix asserts (deploy/composetest
+// TestFaultMatrix; measured in the README). Activities beat every quarter of
+// it (activities.heartbeatEvery); the SDK sends at most every 0.8 of it.
+// Teardown keeps the stage list's longer timeout: its steps (scancel, kill
+// and wait) do not heartbeat.
+const WorkerLossHeartbeat = 5 * time.Second
+
+// DefaultRetryInterval is the first retry's backoff (doubling per attempt).
+const DefaultRetryInterval = 3 * time.Second
+
 // DefaultNodeHold is the node hold of a point waiting for an operator.
 const DefaultNodeHold = 15 * time.Minute
 
@@ -47,14 +61,18 @@ func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions
 		panic("workflows: no activity options for stage " + stage)
 	}
 	hb := d.Heartbeat
+	if hb > 0 && stage != activities.StageTeardown {
+		hb = min(hb, WorkerLossHeartbeat)
+	}
+	// Tuning only shortens: a longer value would break the recovery bound.
 	if hb > 0 && t.HeartbeatTimeout > 0 {
-		hb = t.HeartbeatTimeout
+		hb = min(hb, t.HeartbeatTimeout)
 	}
 	attempts := d.MaxAttempts
 	if t.MaxAttempts > 0 && stage != activities.StageTeardown && stage != stageLedger {
 		attempts = t.MaxAttempts
 	}
-	interval := 10 * time.Second
+	interval := DefaultRetryInterval
 	if t.RetryInterval > 0 {
 		interval = t.RetryInterval
 	}

@@ -42,8 +42,23 @@ type SweepInput struct {
 	// PointsPerRun, when set, also drains and continues as new after this
 	// many points started in one run (bounds history for huge sweeps).
 	PointsPerRun int `json:"points_per_run,omitempty"`
+	// PlanRef, with Points empty, names the sweep whose plan the ledger
+	// stores (`starter sweep start` stores it first): the sweep loads its
+	// points page by page through an activity as the queue runs low, so
+	// neither the start input nor continue-as-new grows with the full
+	// PointSpec of every point (from changeSlimSweep on).
+	PlanRef string `json:"plan_ref,omitempty"`
 
 	// Carried across continue-as-new.
+	// PlanOffset is where in the stored plan this run starts loading (every
+	// point before it has finished; points after it listed in Done are
+	// skipped). PlanTotal is the stored plan's length.
+	PlanOffset int `json:"plan_offset,omitempty"`
+	PlanTotal  int `json:"plan_total,omitempty"`
+
+	// Done is every finished point; from changeSlimSweep on it is slim
+	// (ID, status and error: the ledger and the point workflows hold the
+	// rest), so it stays small at 10,000 points.
 	Done      []PointOutcome `json:"done,omitempty"`
 	StartedAt time.Time      `json:"started_at,omitempty"`
 	Runs      int            `json:"runs,omitempty"`
@@ -51,21 +66,25 @@ type SweepInput struct {
 
 // PointOutcome is a finished point as the sweep saw it.
 type PointOutcome struct {
-	PointID    string      `json:"point_id"`
-	WorkflowID string      `json:"workflow_id"`
+	PointID string `json:"point_id"`
+	// WorkflowID is empty in slim outcomes: it is PointWorkflowID(sweep, point).
+	WorkflowID string      `json:"workflow_id,omitempty"`
 	Status     string      `json:"status"`
 	Error      string      `json:"error,omitempty"`
 	State      *PointState `json:"state,omitempty"`
 }
 
 // PointProgress is one row of the progress query.
+// The sweep's result (from changeSlimSweep on) keeps only the point ID,
+// status, eval flags and a failure's error per point: the omitted fields are
+// empty there.
 type PointProgress struct {
 	PointID    string `json:"point_id"`
-	WorkflowID string `json:"workflow_id"`
-	ConfigKey  string `json:"config_key"`
-	Topology   string `json:"topology"`
-	Conc       int    `json:"conc"`
-	Nodes      int    `json:"nodes"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	ConfigKey  string `json:"config_key,omitempty"`
+	Topology   string `json:"topology,omitempty"`
+	Conc       int    `json:"conc,omitempty"`
+	Nodes      int    `json:"nodes,omitempty"`
 	Eval       bool   `json:"eval"`
 	// EvalOnly: the point runs its eval without perf.
 	EvalOnly bool `json:"eval_only,omitempty"`
@@ -104,8 +123,22 @@ type sweepRun struct {
 	maxInUse int
 	bypassed int
 	done     []PointOutcome
-	// planned holds the IDs of in.Points (built by total).
+	// points are the points this run knows, in plan order: in.Points, or
+	// the pages of the stored plan loaded so far (in.PlanRef).
+	points []activities.PointSpec
+	// planned holds the IDs of points (built by total).
 	planned map[string]bool
+	// slim: outcomes carried across continue-as-new and the result keep no
+	// point state (changeSlimSweep).
+	slim   bool
+	shared bool
+	// Stored-plan loading: the next plan offset to load, the plan index of
+	// every loaded point, the deployment units started in this run and the
+	// points finished in earlier runs.
+	cursor     int
+	index      map[string]int
+	startedKey map[string]bool
+	finished   map[string]bool
 }
 
 // unit is what the sweep schedules on its node budget: one point, or (from
@@ -167,15 +200,29 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	if in.HistoryLimit == 0 {
 		in.HistoryLimit = 8000
 	}
-	s := &sweepRun{in: in, done: in.Done}
+	s := &sweepRun{in: in, done: in.Done, points: in.Points}
 	pts := slices.Clone(in.Points)
 	for i := range pts {
 		pts[i].SweepID = in.SweepID
 	}
 	shared := workflow.GetVersion(ctx, changeSharedBringUp, workflow.DefaultVersion, 1) >= 1
+	s.shared = shared
 	s.queue = units(pts, shared)
 	// Largest points first: they are the hardest to place.
 	slices.SortStableFunc(s.queue, func(a, b unit) int { return b.nodes - a.nodes })
+	s.slim = workflow.GetVersion(ctx, changeSlimSweep, workflow.DefaultVersion, 1) >= 1
+	if in.PlanRef != "" {
+		if !s.slim || len(in.Points) > 0 {
+			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", activities.ErrBadConfig, nil)
+		}
+		s.cursor, s.index, s.startedKey, s.finished = in.PlanOffset, map[string]int{}, map[string]bool{}, map[string]bool{}
+		for _, d := range in.Done {
+			s.finished[d.PointID] = true
+		}
+		if err := s.loadMore(ctx); err != nil {
+			return nil, err
+		}
+	}
 
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (SweepProgress, error) {
 		return s.progress(time.Time{}), nil
@@ -188,22 +235,16 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		s.record(ctx, StatusRunning, time.Time{})
 	}
 
-	// Points that can never fit fail at once instead of blocking the queue.
-	for _, u := range slices.Clone(s.queue) {
-		if u.nodes > in.NodeBudget || u.nodes <= 0 {
-			s.removeQueued(u.key)
-			for _, p := range u.points {
-				s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID),
-					Status: StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, in.NodeBudget)})
-			}
-		}
-	}
+	s.failUnfit()
 
 	sel := workflow.NewSelector(ctx)
 	pendingFutures, started := 0, 0
 	draining := false
 	for {
 		if ctx.Err() == nil && !draining {
+			if err := s.loadMore(ctx); err != nil {
+				return nil, err
+			}
 			for {
 				i := s.next()
 				if i < 0 {
@@ -220,12 +261,18 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		}
 		s.publish(ctx)
 		if pendingFutures == 0 {
-			if len(s.queue) == 0 || ctx.Err() != nil {
+			if (len(s.queue) == 0 && !s.morePlan()) || ctx.Err() != nil {
 				break
 			}
 			if draining {
 				// Every running point finished: hand the rest to a fresh run.
 				in.Points, in.Done, in.Runs = flatten(s.queue), s.done, in.Runs+1
+				if s.slim {
+					in.Done = slimOutcomes(in.SweepID, s.done)
+				}
+				if in.PlanRef != "" {
+					in.Points, in.PlanOffset, in.PlanTotal = nil, s.resumeOffset(), s.in.PlanTotal
+				}
 				return nil, workflow.NewContinueAsNewError(ctx, SweepWorkflow, in)
 			}
 		}
@@ -250,6 +297,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled})
 		}
 		s.queue = nil
+		// Points of the stored plan never loaded: cancelled too, without rows.
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
@@ -257,6 +305,9 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	_ = workflow.UpsertTypedSearchAttributes(dctx, SAPointStatus.ValueSet(status))
 	s.record(dctx, status, end)
 	summary := s.progress(end)
+	if s.slim {
+		summary = slimSummary(summary)
+	}
 	if ctx.Err() != nil {
 		return &summary, temporal.NewCanceledError(summary)
 	}
@@ -288,6 +339,9 @@ func (s *sweepRun) next() int {
 func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 	u := s.queue[i]
 	s.queue = slices.Delete(s.queue, i, i+1)
+	if s.startedKey != nil {
+		s.startedKey[u.key] = true
+	}
 	s.running = append(s.running, u)
 	s.inUse += u.nodes
 	s.maxInUse = max(s.maxInUse, s.inUse)
@@ -369,31 +423,56 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
 			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status}
 	}
+	// The last outcome of every finished point (an index: progress also
+	// builds the sweep's summary of 10,000 points).
+	doneAt := make(map[string]int, len(s.done))
+	for i := range s.done {
+		doneAt[s.done[i].PointID] = i
+	}
+	state := map[string]string{}
+	for _, u := range s.running {
+		for _, p := range u.points {
+			state[p.PointID] = StatusRunning
+		}
+	}
+	for _, u := range s.queue {
+		for _, p := range u.points {
+			state[p.PointID] = StatusPending
+		}
+	}
 	// Plan order, so tables read the same from one query to the next.
-	for _, p := range s.in.Points {
+	for _, p := range s.points {
 		var r PointProgress
-		switch {
-		case slices.ContainsFunc(s.running, func(u unit) bool { return u.has(p.PointID) }):
-			r = row(p, StatusRunning)
-		case slices.ContainsFunc(s.queue, func(u unit) bool { return u.has(p.PointID) }):
+		if st, ok := state[p.PointID]; ok {
+			r = row(p, st)
+		} else {
 			r = row(p, StatusPending)
-		default:
-			r = row(p, StatusPending)
-			for i := range s.done {
-				if s.done[i].PointID == p.PointID {
-					r.Status, r.Outcome = s.done[i].Status, &s.done[i]
-				}
+			if i, ok := doneAt[p.PointID]; ok {
+				r.Status, r.Outcome = s.done[i].Status, &s.done[i]
 			}
 		}
 		pr.Counts[r.Status]++
 		pr.Points = append(pr.Points, r)
 	}
 	// Points finished in earlier runs of a continued-as-new sweep.
+	planned := s.plannedSet()
 	for i := range s.done {
-		if !slices.ContainsFunc(s.in.Points, func(x activities.PointSpec) bool { return x.PointID == s.done[i].PointID }) {
+		if !planned[s.done[i].PointID] {
 			d := &s.done[i]
-			pr.Points = append(pr.Points, PointProgress{PointID: d.PointID, WorkflowID: d.WorkflowID, Status: d.Status, Outcome: d})
+			wid := d.WorkflowID
+			if wid == "" {
+				wid = PointWorkflowID(s.in.SweepID, d.PointID)
+			}
+			pr.Points = append(pr.Points, PointProgress{PointID: d.PointID, WorkflowID: wid, Status: d.Status, Outcome: d})
 			pr.Counts[d.Status]++
+		}
+	}
+	// Points of a stored plan not loaded yet (they have no row).
+	if rest := s.in.PlanTotal - len(pr.Points); s.in.PlanRef != "" && rest > 0 {
+		if end.IsZero() {
+			pr.Counts[StatusPending] += rest
+		} else {
+			pr.Counts[StatusCancelled] += rest
 		}
 	}
 	return pr
@@ -413,19 +492,28 @@ func (s *sweepRun) publish(ctx workflow.Context) {
 // total counts the points progress shows: this run's plan and the points
 // finished in earlier runs of a continued-as-new sweep.
 func (s *sweepRun) total() int {
-	if s.planned == nil {
-		s.planned = make(map[string]bool, len(s.in.Points))
-		for _, p := range s.in.Points {
-			s.planned[p.PointID] = true
-		}
+	if s.in.PlanRef != "" {
+		return s.in.PlanTotal
 	}
-	n := len(s.in.Points)
+	planned := s.plannedSet()
+	n := len(s.points)
 	for i := range s.done {
-		if !s.planned[s.done[i].PointID] {
+		if !planned[s.done[i].PointID] {
 			n++
 		}
 	}
 	return n
+}
+
+// plannedSet is the set of the IDs of s.points.
+func (s *sweepRun) plannedSet() map[string]bool {
+	if s.planned == nil {
+		s.planned = make(map[string]bool, len(s.points))
+		for _, p := range s.points {
+			s.planned[p.PointID] = true
+		}
+	}
+	return s.planned
 }
 
 func (s *sweepRun) record(ctx workflow.Context, status string, end time.Time) {

@@ -17,10 +17,10 @@ func TestSweepTotalMatchesProgress(t *testing.T) {
 		name string
 		run  sweepRun
 	}{
-		{"fresh", sweepRun{in: SweepInput{Points: pts}, queue: one(pts...)}},
-		{"some done", sweepRun{in: SweepInput{Points: pts}, queue: one(pts[2:]...), running: units(pts[1:2], true),
+		{"fresh", sweepRun{in: SweepInput{Points: pts}, points: pts, queue: one(pts...)}},
+		{"some done", sweepRun{in: SweepInput{Points: pts}, points: pts, queue: one(pts[2:]...), running: units(pts[1:2], true),
 			done: []PointOutcome{{PointID: "a"}}}},
-		{"continued as new", sweepRun{in: SweepInput{Points: pts[1:]}, queue: one(pts[2:]...),
+		{"continued as new", sweepRun{in: SweepInput{Points: pts[1:]}, points: pts[1:], queue: one(pts[2:]...),
 			done: []PointOutcome{{PointID: "x"}, {PointID: "y"}, {PointID: "b"}}}},
 	}
 	for _, tt := range tests {

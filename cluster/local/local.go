@@ -264,7 +264,11 @@ func (b *Backend) Health(ctx context.Context, alloc cluster.Allocation, srv clus
 	return "ready", nil
 }
 
-// Check reports whether the allocation still holds its nodes.
+// Check reports whether the allocation still holds its nodes and, once a
+// server was started, whether it still runs. The server is the local
+// allocation's job step: when it dies with the worker that started it (a
+// container killed with its processes), the allocation is lost and the point
+// allocates and brings up again, as after a node failure on Slurm.
 func (b *Backend) Check(ctx context.Context, alloc cluster.Allocation) error {
 	var held bool
 	err := b.withLeases(func(l *leases) error {
@@ -276,6 +280,12 @@ func (b *Backend) Check(ctx context.Context, alloc cluster.Allocation) error {
 	}
 	if !held {
 		return fmt.Errorf("%w: job %s no longer holds its nodes", cluster.ErrAllocationLost, alloc.JobID)
+	}
+	if data, err := os.ReadFile(pidFile(alloc)); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !alive(pid) {
+			return fmt.Errorf("%w: job %s: server process %d exited (see %s)", cluster.ErrAllocationLost, alloc.JobID, pid,
+				filepath.Join(alloc.WorkDir, "server.log"))
+		}
 	}
 	return nil
 }

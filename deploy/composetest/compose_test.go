@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,97 +105,9 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	if err := dockerEngine(ctx); err != nil {
 		t.Skipf("no Docker engine: %v", err)
 	}
-	gsm := gsm8kDir()
-	if gsm == "" {
-		t.Skip("GSM8K not available (no internet in the containers): set SWEEPFLOW_GSM8K_DIR to a directory with test.jsonl and train.jsonl")
-	}
-	root := repoRoot(t)
-
-	// Images: built, or found unchanged (content-cached), by the project's script.
-	bctx, cancel := context.WithTimeout(ctx, 60*time.Minute)
-	defer cancel()
-	t0 := time.Now()
-	built := run(t, bctx, root, nil, "scripts/images.sh")
-	t.Logf("scripts/images.sh (%s):\n%s", time.Since(t0).Round(time.Second), built)
-
-	// Certificates and the ledger password, as scripts/stack.sh makes them.
-	state := t.TempDir()
-	run(t, ctx, root, []string{"SWEEPFLOW_STACK_DIR=" + state}, "scripts/stack.sh", "certs")
-	certs := filepath.Join(state, "certs")
-	pw, err := os.ReadFile(filepath.Join(state, "pg-password"))
-	require.NoError(t, err)
-	password := strings.TrimSpace(string(pw))
-
-	bin := filepath.Join(t.TempDir(), "starter")
-	run(t, ctx, root, nil, "go", "build", "-o", bin, "./starter")
-
-	tport, uport, pport := freePort(t), freePort(t), freePort(t)
-	env := map[string]string{
-		"SWEEPFLOW_TEMPORAL_PORT": strconv.Itoa(tport),
-		"SWEEPFLOW_UI_PORT":       strconv.Itoa(uport),
-		"SWEEPFLOW_POSTGRES_PORT": strconv.Itoa(pport),
-		"SWEEPFLOW_CERTS_DIR":     certs,
-		"SWEEPFLOW_PG_PASSWORD":   password,
-		"SWEEPFLOW_GSM8K_DIR":     gsm,
-		"SWEEPFLOW_WORKER_IMAGE":  "sweepflow-local/worker:local",
-		// Short runs: 10 s perf dispatch, 200 GSM8K questions per eval.
-		"SWEEPFLOW_PERF_DURATION": "10s",
-		"SWEEPFLOW_EVAL_LIMIT":    "200",
-	}
-	stack, err := compose.NewDockerComposeWith(
-		compose.WithStackFiles(filepath.Join(root, "docker-compose.yml"),
-			filepath.Join(root, "docker-compose.local.yml"), filepath.Join(root, "docker-compose.tls.yml")),
-		compose.StackIdentifier(fmt.Sprintf("sweepflow-composetest-%d", time.Now().UnixNano())),
-	)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		assert.NoError(t, stack.Down(ctx, compose.RemoveOrphans(true), compose.RemoveVolumes(true)))
-	})
-	stack.WithEnv(env).
-		WaitForService("worker", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute)).
-		WaitForService("worker-2", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute))
-	upCtx, cancelUp := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancelUp()
-	t0 = time.Now()
-	require.NoError(t, stack.Up(upCtx), "compose up")
-	t.Logf("stack up in %s", time.Since(t0).Round(time.Second))
-
-	workerLogs := func() string {
-		var b strings.Builder
-		for _, svc := range []string{"worker", "worker-2"} {
-			c, err := stack.ServiceContainer(ctx, svc)
-			if err != nil {
-				continue
-			}
-			r, err := c.Logs(ctx)
-			if err != nil {
-				continue
-			}
-			fmt.Fprintf(&b, "--- %s\n", svc)
-			_, _ = io.Copy(&b, r)
-			r.Close()
-		}
-		return b.String()
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tport))
-	results := fmt.Sprintf("postgres://temporal:%s@127.0.0.1:%d/sweepflow?sslmode=disable", password, pport)
-	clientEnv := []string{"TEMPORAL_ADDRESS=" + addr, "TEMPORAL_NAMESPACE=default", "TEMPORAL_TLS=true",
-		"TEMPORAL_TLS_CLIENT_CERT_PATH=" + filepath.Join(certs, "client.pem"),
-		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + filepath.Join(certs, "client-key.pem"),
-		"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + filepath.Join(certs, "ca.pem"),
-		"TEMPORAL_TLS_SERVER_NAME=temporal", "SWEEPFLOW_RESULTS=" + results, "SWEEPFLOW_DATA_DIR=/data",
-		"SWEEPFLOW_HOME=" + t.TempDir(), "SWEEPFLOW_UI_URL=http://127.0.0.1:" + strconv.Itoa(uport)}
-	starter := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), clientEnv...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	su := upStack(t, ctx, "composetest", nil)
+	certs, addr, results, starter := su.certs, su.addr, su.results, su.starter
+	workerLogs := su.workerLogs
 
 	t.Run("no certificate, no entry", func(t *testing.T) {
 		ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
@@ -227,7 +140,7 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	})
 
 	const id = "compose-seed"
-	t0 = time.Now()
+	t0 := time.Now()
 	out, err := starter("sweep", "start", "--sweep", "configs/sweeps/dsv4-gb200-agentx.yaml",
 		"--cluster", "configs/clusters/local-sim.yaml", "--id", id, "--fast-retries", "--wait")
 	require.NoError(t, err, "sweep start:\n%s\nworker logs:\n%s", lastLines(out, 40), lastLines(workerLogs(), 80))
@@ -277,6 +190,143 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	assert.Contains(t, string(page), id)
 	t.Logf("figures: sweep %s, %d points completed, %d agg_bmk rows, %d eval rows, report %d bytes",
 		id, len(st.Points), ex.Bmk, ex.Eval, len(page))
+}
+
+// stackUnderTest is a running compose stack (scripts/stack.sh's topology on
+// the local images, with mTLS) and the host-side settings to reach it.
+type stackUnderTest struct {
+	root, certs, addr, results, password, project string
+	stack                                         *compose.DockerCompose
+	clientEnv                                     []string
+	// starter runs the host's starter against the stack.
+	starter    func(args ...string) (string, error)
+	workerLogs func() string
+	// down takes the stack down with its volumes (once; also at cleanup).
+	down func(t *testing.T)
+}
+
+// upStack builds the images (content-cached), makes certificates and brings
+// the stack up; extra overrides the compose environment. Cleanup takes it
+// down with its volumes. It skips without a Docker engine or GSM8K.
+func upStack(t *testing.T, ctx context.Context, name string, extra map[string]string) *stackUnderTest {
+	t.Helper()
+	gsm := gsm8kDir()
+	if gsm == "" {
+		t.Skip("GSM8K not available (no internet in the containers): set SWEEPFLOW_GSM8K_DIR to a directory with test.jsonl and train.jsonl")
+	}
+	root := repoRoot(t)
+
+	// Images: built, or found unchanged (content-cached), by the project's script.
+	bctx, cancel := context.WithTimeout(ctx, 60*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	// SWEEPFLOW_WORKER_TAG builds and runs the worker image under another
+	// tag than :local (a branch under test beside another checkout's stack).
+	workerImage := "sweepflow-local/worker:local"
+	if tag := os.Getenv("SWEEPFLOW_WORKER_TAG"); tag != "" {
+		workerImage = "sweepflow-local/worker:" + tag
+	}
+	built := run(t, bctx, root, nil, "scripts/images.sh")
+	t.Logf("scripts/images.sh (%s):\n%s", time.Since(t0).Round(time.Second), built)
+
+	// Certificates and the ledger password, as scripts/stack.sh makes them.
+	state := t.TempDir()
+	run(t, ctx, root, []string{"SWEEPFLOW_STACK_DIR=" + state}, "scripts/stack.sh", "certs")
+	certs := filepath.Join(state, "certs")
+	pw, err := os.ReadFile(filepath.Join(state, "pg-password"))
+	require.NoError(t, err)
+	password := strings.TrimSpace(string(pw))
+
+	bin := filepath.Join(t.TempDir(), "starter")
+	run(t, ctx, root, nil, "go", "build", "-o", bin, "./starter")
+
+	tport, uport, pport := freePort(t), freePort(t), freePort(t)
+	env := map[string]string{
+		"SWEEPFLOW_TEMPORAL_PORT": strconv.Itoa(tport),
+		"SWEEPFLOW_UI_PORT":       strconv.Itoa(uport),
+		"SWEEPFLOW_POSTGRES_PORT": strconv.Itoa(pport),
+		"SWEEPFLOW_CERTS_DIR":     certs,
+		"SWEEPFLOW_PG_PASSWORD":   password,
+		"SWEEPFLOW_GSM8K_DIR":     gsm,
+		"SWEEPFLOW_WORKER_IMAGE":  workerImage,
+		// Short runs: 10 s perf dispatch, 200 GSM8K questions per eval.
+		"SWEEPFLOW_PERF_DURATION": "10s",
+		"SWEEPFLOW_EVAL_LIMIT":    "200",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	files := []string{filepath.Join(root, "docker-compose.yml"),
+		filepath.Join(root, "docker-compose.local.yml"), filepath.Join(root, "docker-compose.tls.yml")}
+	if workerImage != "sweepflow-local/worker:local" {
+		// docker-compose.local.yml names the :local worker image.
+		f := filepath.Join(t.TempDir(), "worker-image.yml")
+		require.NoError(t, os.WriteFile(f, []byte("services:\n  node: {image: \"${SWEEPFLOW_WORKER_IMAGE}\"}\n"+
+			"  worker: {image: \"${SWEEPFLOW_WORKER_IMAGE}\"}\n  worker-2: {image: \"${SWEEPFLOW_WORKER_IMAGE}\"}\n"+
+			"  temporal-create-namespace: {image: \"${SWEEPFLOW_WORKER_IMAGE}\"}\n"), 0o644))
+		files = append(files, f)
+	}
+	project := fmt.Sprintf("sweepflow-%s-%d", name, time.Now().UnixNano())
+	stack, err := compose.NewDockerComposeWith(
+		compose.WithStackFiles(files...),
+		compose.StackIdentifier(project),
+	)
+	require.NoError(t, err)
+	var downOnce sync.Once
+	down := func(t *testing.T) {
+		downOnce.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			assert.NoError(t, stack.Down(ctx, compose.RemoveOrphans(true), compose.RemoveVolumes(true)))
+		})
+	}
+	t.Cleanup(func() { down(t) })
+	stack.WithEnv(env).
+		WaitForService("worker", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute)).
+		WaitForService("worker-2", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute))
+	upCtx, cancelUp := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancelUp()
+	t0 = time.Now()
+	require.NoError(t, stack.Up(upCtx), "compose up")
+	t.Logf("stack up in %s", time.Since(t0).Round(time.Second))
+
+	workerLogs := func() string {
+		var b strings.Builder
+		for _, svc := range []string{"worker", "worker-2"} {
+			c, err := stack.ServiceContainer(ctx, svc)
+			if err != nil {
+				continue
+			}
+			r, err := c.Logs(ctx)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(&b, "--- %s\n", svc)
+			_, _ = io.Copy(&b, r)
+			r.Close()
+		}
+		return b.String()
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tport))
+	results := fmt.Sprintf("postgres://temporal:%s@127.0.0.1:%d/sweepflow?sslmode=disable", password, pport)
+	clientEnv := []string{"TEMPORAL_ADDRESS=" + addr, "TEMPORAL_NAMESPACE=default", "TEMPORAL_TLS=true",
+		"TEMPORAL_TLS_CLIENT_CERT_PATH=" + filepath.Join(certs, "client.pem"),
+		"TEMPORAL_TLS_CLIENT_KEY_PATH=" + filepath.Join(certs, "client-key.pem"),
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH=" + filepath.Join(certs, "ca.pem"),
+		"TEMPORAL_TLS_SERVER_NAME=temporal", "SWEEPFLOW_RESULTS=" + results, "SWEEPFLOW_DATA_DIR=/data",
+		"SWEEPFLOW_HOME=" + t.TempDir(), "SWEEPFLOW_UI_URL=http://127.0.0.1:" + strconv.Itoa(uport)}
+	starter := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), clientEnv...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	return &stackUnderTest{root: root, certs: certs, addr: addr, results: results, password: password, project: project,
+		stack: stack, clientEnv: clientEnv, starter: starter, workerLogs: workerLogs, down: down}
 }
 
 func lastLines(s string, n int) string {

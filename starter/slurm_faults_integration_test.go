@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.uber.org/zap"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster/slurm"
+	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
+	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// The Slurm cases of the fault matrix (issue 14; the stack cases are
+// deploy/composetest TestFaultMatrix): one sweep of two seed points on the
+// emulated partition, one node of the first set DOWN during its perf stage
+// and the holder job of the second cancelled from outside (scancel) during
+// its perf stage. Both points complete on fresh allocations, the ledger
+// holds one row per point identity and stage, squeue is empty, and it
+// prints a figures table.
+func TestSlurmFaultMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
+	}
+	part := slurmemu.Start(t)
+	e := newITEnv(t)
+	if help, _ := exec.Command(e.starterBin, "sim", "--help").CombinedOutput(); !strings.Contains(string(help), "\n  role ") {
+		t.Skip("the simulator roles (starter sim role) are not in this build: the emulated partition cannot serve")
+	}
+	const profile = "../configs/clusters/slurm-emu.yaml"
+	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
+		e.home+"/slurm-emu/shared/models/DeepSeek-V4-Pro-0813", "--shards", "3", "--shard-mib", "1").CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	cfg := e.workerConfig()
+	cfg.ClusterFile = profile
+	cfg.PerfDuration = 6 * time.Second
+	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
+	require.NoError(t, err)
+	w, err := workerapp.Start(e.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Stop(); closeFn() })
+
+	// 6 + 12 nodes: both sets fit the 18-node partition at once.
+	const (
+		downPoint    = "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"    // 6 nodes
+		scancelPoint = "dsv4_p1x16ep16dpa_d1x32ep32dpa_conc256_kvdram-hicache" // 12 nodes
+	)
+	in, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: profile, ID: "slurm-faults",
+		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
+	require.NoError(t, err)
+	var pts []activities.PointSpec
+	for _, p := range in.Points {
+		if p.ExpName == downPoint || p.ExpName == scancelPoint {
+			pts = append(pts, p)
+		}
+	}
+	require.Len(t, pts, 2)
+	in.Points = pts
+	e.start(in)
+	t0 := time.Now()
+
+	type fault struct {
+		name, point, id, wid string
+		at                   time.Time
+		done                 bool
+	}
+	faults := []*fault{
+		{name: "scontrol update state=down (one node of the set)", point: downPoint},
+		{name: "scancel of the holder job", point: scancelPoint},
+	}
+	for _, f := range faults {
+		f.id = slurmID(t, f.point)
+		f.wid = workflows.PointWorkflowID(in.SweepID, f.id)
+	}
+	inPerf := func(wid string) bool {
+		d, err := e.c.DescribeWorkflowExecution(context.Background(), wid, "")
+		if err != nil {
+			return false
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == "Perf" && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				return true
+			}
+		}
+		return false
+	}
+	// jobOf is the point's running holder job: id and node list.
+	jobOf := func(pointID string) (id, nodes string, ok bool) {
+		out, err := exec.Command("squeue", "-h", "-t", "RUNNING", "-o", "%i|%j|%N").Output()
+		require.NoError(t, err)
+		suffix := slurm.JobName("", in.SweepID, pointID) // ".<sweep>.<point>" after the profile's prefix
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if f := strings.Split(strings.TrimSpace(l), "|"); len(f) == 3 && strings.HasSuffix(f[1], suffix) {
+				return f[0], f[2], true
+			}
+		}
+		return "", "", false
+	}
+	lastLog := time.Now()
+	e.eventually("both faults injected during perf", 8*time.Minute, func() bool {
+		if time.Since(lastLog) > 30*time.Second {
+			lastLog = time.Now()
+			for _, f := range faults {
+				job, nodes, ok := jobOf(f.id)
+				t.Logf("%s: in perf %v, running job %q on %q (%v); squeue: %v", f.point, inPerf(f.wid), job, nodes, ok, part.Squeue(t))
+			}
+		}
+		all := true
+		for _, f := range faults {
+			if f.done {
+				continue
+			}
+			all = false
+			if !inPerf(f.wid) {
+				continue
+			}
+			job, nodeList, ok := jobOf(f.id)
+			if !ok {
+				continue
+			}
+			if strings.HasPrefix(f.name, "scontrol") {
+				nodes, err := exec.Command("scontrol", "show", "hostnames", nodeList).Output()
+				require.NoError(t, err)
+				hosts := strings.Fields(string(nodes))
+				victim := hosts[len(hosts)-1]
+				part.Run(t, "scontrol", "update", "nodename="+victim, "state=down", "reason=sweepflow-fault-matrix")
+				t.Cleanup(func() { _ = exec.Command("scontrol", "update", "nodename="+victim, "state=resume").Run() })
+				f.name += " " + victim
+			} else {
+				part.Run(t, "scancel", job)
+			}
+			f.at, f.done = time.Now(), true
+			t.Logf("%s during perf of %s (job %s)", f.name, f.point, job)
+		}
+		return all
+	})
+	pr := e.wait(in.SweepID, 8*time.Minute)
+	assert.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "Slurm fault matrix (emulated partition): 2 points, %s\n| fault | stage | recovery s | outcome |\n|---|---|---|---|\n", time.Since(t0).Round(time.Second))
+	for _, f := range faults {
+		// Recovery: from the fault to the fresh allocation's request.
+		var realloc []time.Time
+		it := e.c.GetWorkflowHistory(context.Background(), f.wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "Allocate" {
+				realloc = append(realloc, ev.GetEventTime().AsTime())
+			}
+		}
+		require.Len(t, realloc, 2, "%s: a fresh allocation after the fault", f.name)
+		rec := realloc[1].Sub(f.at)
+		assert.Less(t, rec, 10*time.Second, "%s: noticed within a heartbeat timeout plus a retry", f.name)
+		tears, _ := e.activityRuns(f.wid, "Teardown")
+		assert.Equal(t, 2, tears, "%s: the lost allocation and the final one are both torn down", f.name)
+		fmt.Fprintf(&b, "| %s | perf | %.1f | completed on a fresh allocation (%d teardowns) |\n", f.name, rec.Seconds(), tears)
+	}
+	t.Log("\n" + b.String())
+
+	// Nothing left: no job in squeue; one row per point identity and stage.
+	require.Eventually(t, func() bool { return len(part.Squeue(t)) == 0 }, 30*time.Second, 200*time.Millisecond,
+		"jobs left in squeue: %v", part.Squeue(t))
+	store := e.ledger()
+	perf, err := store.Perf(context.Background(), in.SweepID)
+	require.NoError(t, err)
+	assert.Len(t, perf, 2, "one perf row per point")
+	for _, stage := range []string{"perf", "eval"} {
+		n, err := store.CountStageOutputs(context.Background(), in.SweepID, stage)
+		require.NoError(t, err)
+		assert.Equal(t, 2, n, "one %s output per point identity", stage)
+	}
+}
