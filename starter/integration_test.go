@@ -32,6 +32,21 @@ import (
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
+// activityStarted reports whether workflow wid's activity of type typ is
+// running (started, not just scheduled).
+func activityStarted(c client.Client, wid, typ string) bool {
+	d, err := c.DescribeWorkflowExecution(context.Background(), wid, "")
+	if err != nil {
+		return false
+	}
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() == typ && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			return true
+		}
+	}
+	return false
+}
+
 // itEnv is a real Temporal dev server plus what a worker on the simulated
 // local cluster needs: a built starter binary (the engine), a home directory
 // with a simulated checkpoint, and the real GSM8K split.
@@ -440,16 +455,7 @@ func TestIntegrationWorkerKilledDuringPerf(t *testing.T) {
 	e.start(in)
 	point := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"))
 	e.eventually("the c64 point to be in its perf stage", 3*time.Minute, func() bool {
-		d, err := e.c.DescribeWorkflowExecution(context.Background(), point, "")
-		if err != nil {
-			return false
-		}
-		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == "Perf" && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				return true
-			}
-		}
-		return false
+		return activityStarted(e.c, point, "Perf")
 	})
 	require.NoError(t, first.Process.Kill()) // SIGKILL: no graceful stop
 	_, _ = first.Process.Wait()

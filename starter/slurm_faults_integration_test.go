@@ -82,18 +82,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		f.id = slurmID(t, f.point)
 		f.wid = workflows.PointWorkflowID(in.SweepID, f.id)
 	}
-	inPerf := func(wid string) bool {
-		d, err := e.c.DescribeWorkflowExecution(context.Background(), wid, "")
-		if err != nil {
-			return false
-		}
-		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == "Perf" && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				return true
-			}
-		}
-		return false
-	}
+	inPerf := func(wid string) bool { return activityStarted(e.c, wid, "Perf") }
 	// jobOf is the point's running holder job: id and node list.
 	jobOf := func(pointID string) (id, nodes string, ok bool) {
 		out, err := exec.Command("squeue", "-h", "-t", "RUNNING", "-o", "%i|%j|%N").Output()

@@ -134,18 +134,7 @@ func (s *slurmIT) settled(t *testing.T, in *workflows.SweepInput) {
 
 // inStage waits until the point's activity of type typ has started.
 func (s *slurmIT) inStage(t *testing.T, wid, typ string) {
-	s.eventually(wid+" in "+typ, 3*time.Minute, func() bool {
-		d, err := s.c.DescribeWorkflowExecution(context.Background(), wid, "")
-		if err != nil {
-			return false
-		}
-		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == typ && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				return true
-			}
-		}
-		return false
-	})
+	s.eventually(wid+" in "+typ, 3*time.Minute, func() bool { return activityStarted(s.c, wid, typ) })
 }
 
 // eventTimes returns when each activity of type typ was scheduled.

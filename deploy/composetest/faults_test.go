@@ -111,7 +111,7 @@ func TestFaultMatrix(t *testing.T) {
 		injected := false
 		// Worker kills first, whichever stage is running now; the infra
 		// faults once every stage was hit, or after 4 min at the latest.
-		live := d.liveWorkers()
+		live, _ := d.liveWorkers()
 		for _, sa := range stageActivities {
 			if d.killed[sa.stage] || len(live) < 2 {
 				continue
@@ -355,9 +355,11 @@ func pickLive(running []attempt, activity string, live map[string]string) (attem
 }
 
 // liveWorkers maps the pid (in the node's process namespace) of each
-// running worker to its compose service.
-func (d *driver) liveWorkers() map[string]string {
+// running worker to its compose service. The error says why a running
+// worker's pid could not be read (the test must run on the Docker host).
+func (d *driver) liveWorkers() (map[string]string, error) {
 	out := map[string]string{}
+	var readErr error
 	for _, svc := range []string{"worker", "worker-2"} {
 		hostPID, err := docker(d.ctx, "inspect", "-f", "{{.State.Pid}}", d.ids[svc])
 		if err != nil || hostPID == "0" {
@@ -365,6 +367,7 @@ func (d *driver) liveWorkers() map[string]string {
 		}
 		status, err := os.ReadFile("/proc/" + hostPID + "/status")
 		if err != nil {
+			readErr = fmt.Errorf("reading the worker's process status (the test must run on the Docker host): %w", err)
 			continue
 		}
 		for _, line := range strings.Split(string(status), "\n") {
@@ -373,26 +376,20 @@ func (d *driver) liveWorkers() map[string]string {
 			}
 		}
 	}
-	return out
+	return out, readErr
 }
 
 // workerOf maps a worker identity (pid@host@, pids of the shared process
 // namespace of the node service) to its compose service.
 func (d *driver) workerOf(identity string) (string, error) {
-	for _, svc := range []string{"worker", "worker-2"} {
-		hostPID, err := docker(d.ctx, "inspect", "-f", "{{.State.Pid}}", d.ids[svc])
-		if err != nil || hostPID == "0" {
-			continue
+	live, err := d.liveWorkers()
+	for pid, svc := range live {
+		if strings.HasPrefix(identity, pid+"@") {
+			return svc, nil
 		}
-		status, err := os.ReadFile("/proc/" + hostPID + "/status")
-		if err != nil {
-			return "", fmt.Errorf("reading the worker's process status (the test must run on the Docker host): %w", err)
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" && strings.HasPrefix(identity, f[len(f)-1]+"@") {
-				return svc, nil
-			}
-		}
+	}
+	if err != nil {
+		return "", err
 	}
 	return "", fmt.Errorf("no worker container has identity %q", identity)
 }
