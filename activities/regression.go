@@ -122,26 +122,7 @@ func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNigh
 		StartedAt: req.Night, FinishedAt: req.Night, Nightly: true}); err != nil {
 		return rep, classify(err)
 	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return rep, classify(err)
-	}
-	dir := filepath.Join(a.StateDir, "scratch", sanitize(req.SweepID), "regression")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, classify(err)
-	}
-	path := filepath.Join(dir, "regression_"+sanitize(req.SweepID)+".json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return rep, classify(err)
-	}
-	if rep.ReportURI, err = a.putArtifact(ctx, path); err != nil {
-		return rep, classify(err)
-	}
-	if data, err = json.Marshal(rep); err != nil {
-		return rep, classify(err)
-	}
-	if err := a.Store.PutRegressionReport(ctx, results.RegressionReport{SweepID: req.SweepID, NightlyID: req.NightlyID,
-		Baseline: rep.Baseline, Findings: len(req.Failures), JSON: data, ArtifactURI: rep.ReportURI}); err != nil {
+	if err := a.storeRegressionReport(ctx, &rep, len(req.Failures)); err != nil {
 		return rep, classify(err)
 	}
 	a.log(ctx).Warn("nightly check failed; no point ran", zap.String("sweep", req.SweepID), zap.Strings("failures", req.Failures))
@@ -232,26 +213,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 	rep.Findings = append(rep.Findings, regress.Compare(cur, base, req.Thresholds)...)
 	rep.RegressedPoints = append(rep.RegressedPoints, regress.Points(rep.Findings)...)
 
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return rep, classify(err)
-	}
-	dir := filepath.Join(a.StateDir, "scratch", sanitize(req.SweepID), "regression")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, classify(err)
-	}
-	path := filepath.Join(dir, "regression_"+sanitize(req.SweepID)+".json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return rep, classify(err)
-	}
-	if rep.ReportURI, err = a.putArtifact(ctx, path); err != nil {
-		return rep, classify(err)
-	}
-	if data, err = json.Marshal(rep); err != nil {
-		return rep, classify(err)
-	}
-	if err := a.Store.PutRegressionReport(ctx, results.RegressionReport{SweepID: req.SweepID, NightlyID: req.NightlyID,
-		Baseline: rep.Baseline, Findings: len(rep.Findings), JSON: data, ArtifactURI: rep.ReportURI}); err != nil {
+	if err := a.storeRegressionReport(ctx, &rep, len(rep.Findings)); err != nil {
 		return rep, classify(err)
 	}
 	for _, c := range rep.ImageChanges {
@@ -376,4 +338,29 @@ func redactURL(raw string) string {
 		return "(unparsable URL)"
 	}
 	return u.Scheme + "://" + u.Host + "/..."
+}
+
+// storeRegressionReport writes the night's report as an artifact (setting
+// rep.ReportURI) and its ledger row, counting findings as given.
+func (a *Activities) storeRegressionReport(ctx context.Context, rep *RegressionReport, findings int) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(a.StateDir, "scratch", sanitize(rep.SweepID), "regression")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "regression_"+sanitize(rep.SweepID)+".json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	if rep.ReportURI, err = a.putArtifact(ctx, path); err != nil {
+		return err
+	}
+	if data, err = json.Marshal(rep); err != nil {
+		return err
+	}
+	return a.Store.PutRegressionReport(ctx, results.RegressionReport{SweepID: rep.SweepID, NightlyID: rep.NightlyID,
+		Baseline: rep.Baseline, Findings: findings, JSON: data, ArtifactURI: rep.ReportURI})
 }
