@@ -1,6 +1,7 @@
 package simrole
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +48,7 @@ type frontend struct {
 	cacheOK bool
 	// refreshing: one request is listing the registry.
 	refreshing bool
-	proxies    map[string]*httputil.ReverseProxy
+	proxies    map[string]*streamingProxy
 }
 
 func runFrontend(ctx context.Context, argv []string, o Options) error {
@@ -59,7 +60,7 @@ func runFrontend(ctx context.Context, argv []string, o Options) error {
 	if err != nil {
 		return err
 	}
-	f := &frontend{reg: reg, proxies: map[string]*httputil.ReverseProxy{}}
+	f := &frontend{reg: reg, proxies: map[string]*streamingProxy{}}
 	s, err := listenIdle("http", o.bind(port), f.handler(), frontIdleTimeout)
 	if err != nil {
 		return err
@@ -180,7 +181,7 @@ func (f *frontend) proxy(w http.ResponseWriter, r *http.Request) {
 	f.reverseProxy(f.pick(r, ts).Address).ServeHTTP(w, r)
 }
 
-func (f *frontend) reverseProxy(addr string) *httputil.ReverseProxy {
+func (f *frontend) reverseProxy(addr string) *streamingProxy {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p := f.proxies[addr]; p != nil {
@@ -204,10 +205,33 @@ var proxyTransport = &http.Transport{
 	IdleConnTimeout:     4 * time.Second,
 }
 
+// maxProxyBody bounds a request body a proxy buffers (srt-slurm's nginx.conf
+// sets client_max_body_size 0, no limit; this only guards memory).
+const maxProxyBody = 256 << 20
+
+// streamingProxy forwards to one upstream: it buffers the whole request
+// body, then streams the response through.
+//
+// Buffering is what the real hops do (nginx's proxy_request_buffering is on
+// by default; the dynamo frontend parses the JSON before routing it), and it
+// is required with Go's HTTP/1 server: when the upstream answers as soon as
+// it has read Content-Length bytes, the proxy writes the response header
+// before its transport has read EOF from the inbound body; writing the
+// header makes the server drain and close that body, the transport's final
+// read (checking the body is not longer than declared) then fails with
+// "http: invalid Read on closed Body", and the transport closes the upstream
+// connection under the response it is streaming (golang/go#40747). The
+// client sees "unexpected EOF" mid-stream, or "Post ...: EOF" when no byte
+// was relayed yet. Fast answers make the race likely: the simulated engine
+// at c1, with no queue, answers within a millisecond.
+type streamingProxy struct {
+	rp *httputil.ReverseProxy
+}
+
 // newStreamingProxy forwards to target, flushing every write so SSE
 // chunks pass through as they come.
-func newStreamingProxy(target *url.URL) *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
+func newStreamingProxy(target *url.URL) *streamingProxy {
+	return &streamingProxy{rp: &httputil.ReverseProxy{
 		Transport: proxyTransport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -220,5 +244,42 @@ func newStreamingProxy(target *url.URL) *httputil.ReverseProxy {
 			}
 			openAIError(w, http.StatusBadGateway, fmt.Sprintf("upstream %s: %v", target.Host, err))
 		},
+	}}
+}
+
+func (p *streamingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := bufferBody(r); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			openAIError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooBig.Limit))
+			return
+		}
+		if r.Context().Err() == nil {
+			openAIError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return
 	}
+	p.rp.ServeHTTP(w, r)
+}
+
+// bufferBody reads r's whole body and replaces it with a rewindable copy
+// (GetBody also lets the transport resend a request that failed on a reused
+// connection before any byte was written, as nginx retries a failed cached
+// upstream connection).
+func bufferBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxProxyBody))
+	r.Body.Close()
+	if err != nil {
+		return err
+	}
+	r.ContentLength = int64(len(b))
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	if len(b) == 0 {
+		r.Body, r.GetBody = http.NoBody, nil
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"strconv"
@@ -277,7 +276,7 @@ func (c *NginxConf) handler(s NginxServer) (http.Handler, error) {
 	if up == nil {
 		up = &Upstream{Name: u.Host, Servers: []string{u.Host}}
 	}
-	proxies := make([]*httputil.ReverseProxy, len(up.Servers))
+	proxies := make([]*streamingProxy, len(up.Servers))
 	for i, a := range up.Servers {
 		proxies[i] = newStreamingProxy(&url.URL{Scheme: "http", Host: a})
 	}
