@@ -114,3 +114,34 @@ func TestBuiltinBenchmarkErrors(t *testing.T) {
 		})
 	}
 }
+
+// A zip_override variant (config.applySelector) renders like a plain recipe:
+// the zipped values reach the worker flags and the sa-bench argv.
+func TestOverrideVariantWithSABench(t *testing.T) {
+	tests := []struct {
+		selector   string
+		nodes      int
+		name       string
+		decodeTail []string
+		conc, gpus string
+	}{
+		{"zip_override_lat[0]", 3, "lat-a", []string{"--deepep-mode", "low_latency", "--disaggregation-mode", "decode", "--max-running-requests", "16"}, "8x16", "12"},
+		{"zip_override_lat[1]", 2, "lat-b", []string{"--disaggregation-mode", "decode", "--max-running-requests", "4"}, "4", "8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.selector, func(t *testing.T) {
+			procs := render(t, "override-sa.yaml:"+tt.selector, tt.nodes, 0)
+			assert.Equal(t, []string{"python3", "/tmp/setup_head.py", "--name", tt.name, "--log-dir", "{LOG_DIR}"}, procs[0].Command)
+			d := procs[2]
+			require.Equal(t, RoleDecode, d.Role)
+			i := indexOf(d.Command, "--request-plane")
+			assert.Equal(t, append([]string{"--request-plane", "tcp"}, tt.decodeTail...), d.Command[i:], "dynamo.request_plane drives the flag")
+			assert.Equal(t, "nats", env(d)["DYN_REQUEST_PLANE"], "the recipe's env block overrides the base value in place")
+			assert.Equal(t, 4, indexOf(d.EnvKeys(), "DYN_REQUEST_PLANE"))
+			b := procs[len(procs)-1]
+			assert.Equal(t, []string{"http://localhost:8000", "1024", "1024", tt.conc, "inf", "/model", "Tiny-Z", "true", tt.gpus, "4"},
+				b.Command[2:12])
+			assert.Equal(t, "1.0", b.Command[13])
+		})
+	}
+}
