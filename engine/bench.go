@@ -115,19 +115,31 @@ func requireBench(b *yaml.Node, typ string, keys ...string) error {
 	return nil
 }
 
-// sa-bench (benchmarks/sa_bench.py SABenchRunner): isl, osl and
-// concurrencies are required.
+// sa-bench (benchmarks/sa_bench.py SABenchRunner.validate_config):
+// concurrencies are required, isl and osl too unless the dataset is a
+// custom file, which then needs dataset_path.
 func validateSABench(b *yaml.Node) error {
+	ds, err := benchValue(b, "dataset_name")
+	if err != nil {
+		return err
+	}
+	if pyStr(ds) == "custom" {
+		if p, err := benchValue(b, "dataset_path"); err != nil || !pyTruthy(p) {
+			return fmt.Errorf("benchmark.dataset_path is required when dataset_name='custom'")
+		}
+		return requireBench(b, "sa-bench", "concurrencies")
+	}
 	return requireBench(b, "sa-bench", "isl", "osl", "concurrencies")
 }
 
-// saBenchCommand is `bash /srtctl-benchmarks/sa-bench/bench.sh` and its 18
-// positional arguments, in SABenchRunner.build_command's order.
+// saBenchCommand is `bash /srtctl-benchmarks/sa-bench/bench.sh` and the 18
+// positional arguments its bench.sh reads (endpoint ... use_chat_template,
+// dataset_name, dataset_path), in SABenchRunner.build_command's order.
 func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	b := s.bench
 	vals := map[string]any{}
 	for _, k := range []string{"isl", "osl", "concurrencies", "req_rate", "random_range_ratio", "num_prompts_mult",
-		"num_warmup_mult", "custom_tokenizer", "use_chat_template", "tokenizer_mode"} {
+		"num_warmup_mult", "custom_tokenizer", "use_chat_template", "dataset_name", "dataset_path"} {
 		v, err := benchValue(b, k)
 		if err != nil {
 			return nil, err
@@ -179,13 +191,14 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	}
 	return []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh",
 		fmt.Sprintf("http://localhost:%d", c.frontendPort),
-		pyStr(vals["isl"]), pyStr(vals["osl"]), conc, reqRate,
+		orDefault(vals["isl"], "0"), orDefault(vals["osl"], "0"), conc, reqRate,
 		c.tokenizer, c.served,
 		strconv.FormatBool(disagg), strconv.Itoa(total), strconv.Itoa(pre), strconv.Itoa(dec),
 		rrr, numPrompts, numWarmup,
 		orDefault(vals["custom_tokenizer"], ""),
 		strconv.FormatBool(chat),
-		orDefault(vals["tokenizer_mode"], "auto"),
+		orDefault(vals["dataset_name"], "random"),
+		orDefault(vals["dataset_path"], ""),
 	}, nil
 }
 
