@@ -2,7 +2,9 @@
 // Given a recipe and a Slurm allocation it produces the processes, in launch
 // order, that srt-slurm's orchestrator (do_sweep.py, tag v1.0.68) would srun:
 // the nats/etcd infra, one SGLang worker per node, nginx and the dynamo
-// frontends, and the recipe's benchmark. It launches nothing itself.
+// frontends, and the recipe's benchmark (a custom command, or srt-slurm's
+// own sa-bench / mooncake-router runners, see bench.go). It launches
+// nothing itself.
 package engine
 
 import (
