@@ -69,8 +69,10 @@ type fakeBackend struct {
 	allocErr, bringUpErr, healthErr, checkErr, teardownErr error
 	stage                                                  func(ctx context.Context, alloc cluster.Allocation, src, dst string, resume map[string][]string, progress func(cluster.StageProgress)) (cluster.StageReport, error)
 
-	mu      sync.Mutex
-	resumes []map[string][]string
+	mu       sync.Mutex
+	resumes  []map[string][]string
+	allocs   int // Allocate calls
+	bringUps int // BringUp calls
 }
 
 var _ cluster.Backend = (*fakeBackend)(nil)
@@ -78,6 +80,9 @@ var _ cluster.Backend = (*fakeBackend)(nil)
 func (f *fakeBackend) Name() string { return "fake" }
 
 func (f *fakeBackend) Allocate(_ context.Context, req cluster.AllocRequest) (cluster.Allocation, error) {
+	f.mu.Lock()
+	f.allocs++
+	f.mu.Unlock()
 	if f.allocErr != nil {
 		return cluster.Allocation{}, f.allocErr
 	}
@@ -108,6 +113,9 @@ func (f *fakeBackend) lastResume() map[string][]string {
 }
 
 func (f *fakeBackend) BringUp(context.Context, cluster.Allocation, cluster.ServeSpec) (cluster.Server, error) {
+	f.mu.Lock()
+	f.bringUps++
+	f.mu.Unlock()
 	if f.bringUpErr != nil {
 		return cluster.Server{}, f.bringUpErr
 	}

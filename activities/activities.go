@@ -75,7 +75,12 @@ type Activities struct {
 	// sweepflow's load generator from the worker.
 	PerfClient string
 	// StateDir keeps small per-point files (fault counters).
-	StateDir       string
+	StateDir string
+	// RecipesRoot is the cluster profile's recipes root: a point's recipe
+	// is read from there, and only when its bytes match the point identity
+	// (verifyRecipe). RequireRecipes refuses a recipe when it is empty.
+	RecipesRoot    string
+	RequireRecipes bool
 	HealthInterval time.Duration
 	Logger         *zap.Logger
 }

@@ -176,7 +176,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	}
 	sort.Strings(keys)
 	path, err := bm.RunBenchmark(ctx, toCluster(in.Alloc), cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle},
-		cluster.BenchmarkSpec{RecipePath: p.RecipePath, Env: env, ResultFilename: rf, Conc: p.Conc,
+		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Env: env, ResultFilename: rf, Conc: p.Conc,
 			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s}) }})
 	if err != nil {
 		return PerfSummary{}, classify(err)

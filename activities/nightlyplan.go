@@ -26,6 +26,11 @@ func PointSpecs(p *plan.Plan, cl *config.Cluster, evals bool) []PointSpec {
 			DurationSec: pt.DurationSec, Deployment: pt.Topology, SyntheticAL: pt.SyntheticAL, BaselineKey: pt.BaselineKey,
 		}
 		if pt.Recipe != nil {
+			// The reference with its override selector, as the identity has it.
+			spec.RecipeDigest = pt.RecipeDigest
+			if pt.Recipe.Selector != "" {
+				spec.RecipePath = pt.Recipe.Path + ":" + pt.Recipe.Selector
+			}
 			if m, ok := cl.Models[pt.Recipe.Model.Path]; ok {
 				spec.CheckpointSource, spec.CheckpointPath = m.Source, m.Path
 			}

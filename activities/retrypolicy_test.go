@@ -23,6 +23,7 @@ func TestRetryPolicyKnowsTheErrorTypes(t *testing.T) {
 		{activities.ErrChecksumMismatch, true},
 		{activities.ErrOutOfMemory, true},
 		{activities.ErrResultConflict, true},
+		{activities.ErrRecipeMismatch, true},
 		{"Transient", false},
 		{"AllocationLost", false},
 		{"InjectedFault", false},

@@ -29,10 +29,13 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (Allocation, err
 	if err := a.injectFault(p, StageAllocate); err != nil {
 		return Allocation{}, err
 	}
+	if err := a.verifyRecipe(p); err != nil {
+		return Allocation{}, err
+	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
 	defer hb.Stop()
 	al, err := a.Backend.Allocate(ctx, cluster.AllocRequest{
-		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath,
+		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest,
 		Status: func(s string) { hb.set(s) },
 	})
 	if err != nil {
@@ -105,6 +108,9 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, erro
 	if err := a.injectFault(in.Point, StageBringUp); err != nil {
 		return Endpoint{}, err
 	}
+	if err := a.verifyRecipe(in.Point); err != nil {
+		return Endpoint{}, err
+	}
 	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
 	al := 0.0
 	if in.Mode == "perf" && in.Point.SyntheticAL > 0 {
@@ -121,7 +127,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, erro
 	defer hb.Stop()
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
 		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
-		RecipePath: in.Point.RecipePath, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
+		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
 		return Endpoint{}, classify(err)

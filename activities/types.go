@@ -51,18 +51,21 @@ type PointSpec struct {
 	DecodeGPUs  int    `json:"decode_gpus"`
 	// Identity keys the ledger and reuse (point.Identity.String());
 	// ProfileHash and Profile are the planned measurement profile.
-	Identity    string          `json:"identity,omitempty"`
-	ProfileHash string          `json:"profile_hash,omitempty"`
-	Profile     point.Profile   `json:"profile"`
-	Eval        bool            `json:"eval"`
-	Model       string          `json:"model"`
-	ModelPrefix string          `json:"model_prefix"`
-	Image       string          `json:"image"`
-	RecipePath  string          `json:"recipe_path"`
-	Row         json.RawMessage `json:"row"`
-	ISL         int             `json:"isl"`
-	OSL         int             `json:"osl"`
-	DurationSec int             `json:"duration_sec"`
+	Identity    string        `json:"identity,omitempty"`
+	ProfileHash string        `json:"profile_hash,omitempty"`
+	Profile     point.Profile `json:"profile"`
+	Eval        bool          `json:"eval"`
+	Model       string        `json:"model"`
+	ModelPrefix string        `json:"model_prefix"`
+	Image       string        `json:"image"`
+	RecipePath  string        `json:"recipe_path"`
+	// RecipeDigest is the sha256 of the recipe bytes the identity was
+	// computed from; the worker launches only a recipe file that has them.
+	RecipeDigest string          `json:"recipe_sha256,omitempty"`
+	Row          json.RawMessage `json:"row"`
+	ISL          int             `json:"isl"`
+	OSL          int             `json:"osl"`
+	DurationSec  int             `json:"duration_sec"`
 	// SyntheticAL is the golden acceptance length injected into the engine
 	// for the perf stage only (0 means the engine's real acceptance).
 	SyntheticAL float64 `json:"synthetic_al,omitempty"`

@@ -19,6 +19,9 @@ type AllocRequest struct {
 	// RecipePath is the point's recipe (root-relative CONFIG_FILE path); the
 	// Slurm backend reads its time limit and role layout from it.
 	RecipePath string
+	// RecipeDigest is the sha256 of the recipe bytes the point was planned
+	// from; a backend that reads the recipe refuses a file without them.
+	RecipeDigest string
 	// Status is called with a human line while the request waits (e.g. the
 	// Slurm pending reason); the activity heartbeats it.
 	Status func(string)
@@ -50,11 +53,12 @@ type StageReport struct {
 
 // ServeSpec describes the server to start on an allocation.
 type ServeSpec struct {
-	Model       string
-	Deployment  string // simulator deployment shorthand, e.g. "2P1D DEP16/DEP32"
-	RowJSON     []byte // the InferenceX matrix row
-	RecipePath  string
-	GPUsPerNode int
+	Model        string
+	Deployment   string // simulator deployment shorthand, e.g. "2P1D DEP16/DEP32"
+	RowJSON      []byte // the InferenceX matrix row
+	RecipePath   string
+	RecipeDigest string // see AllocRequest.RecipeDigest
+	GPUsPerNode  int
 	// Env is added to the serving processes' environment (e.g. synthetic
 	// acceptance for perf runs only).
 	Env map[string]string
@@ -66,7 +70,8 @@ type ServeSpec struct {
 // BenchmarkSpec is one perf run of the recipe's own benchmark process, with
 // the environment InferenceX's workflow gives it.
 type BenchmarkSpec struct {
-	RecipePath string
+	RecipePath   string
+	RecipeDigest string // see AllocRequest.RecipeDigest
 	// Env: CONC, DURATION, MODEL, RESULT_FILENAME, ... (names and values as
 	// InferenceX's benchmark-multinode template exports them).
 	Env map[string]string

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -128,15 +130,33 @@ func SplitRecipeRef(ref string) (p, selector string) {
 
 // LoadRecipe reads the recipe ref (a CONFIG_FILE value) under root.
 func LoadRecipe(root, ref string) (*Recipe, error) {
-	rel, selector := SplitRecipeRef(ref)
-	clean := path.Clean(filepath.ToSlash(rel))
-	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) {
-		return nil, &Error{Msg: fmt.Sprintf("recipe path %q must be relative to the recipes root and stay inside it", rel)}
-	}
-	file, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(clean)))
+	file, clean, selector, err := recipeFile(root, ref)
 	if err != nil {
-		return nil, &Error{Msg: err.Error()}
+		return nil, err
 	}
+	data, err := readRecipe(root, clean, file)
+	if err != nil {
+		return nil, err
+	}
+	return parseRecipeAt(ref, clean, file, selector, data)
+}
+
+// recipeFile resolves a CONFIG_FILE value to its file under root, refusing
+// a path that leaves it.
+func recipeFile(root, ref string) (file, clean, selector string, err error) {
+	rel, selector := SplitRecipeRef(ref)
+	clean = path.Clean(filepath.ToSlash(rel))
+	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) {
+		return "", "", "", &Error{Msg: fmt.Sprintf("recipe path %q must be relative to the recipes root and stay inside it", rel)}
+	}
+	file, err = filepath.Abs(filepath.Join(root, filepath.FromSlash(clean)))
+	if err != nil {
+		return "", "", "", &Error{Msg: err.Error()}
+	}
+	return file, clean, selector, nil
+}
+
+func readRecipe(root, clean, file string) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -144,6 +164,10 @@ func LoadRecipe(root, ref string) (*Recipe, error) {
 		}
 		return nil, &Error{Msg: "cannot read recipe: " + cleanIOError(err)}
 	}
+	return data, nil
+}
+
+func parseRecipeAt(ref, clean, file, selector string, data []byte) (*Recipe, error) {
 	r, err := ParseRecipe(DisplayPath(file), data, selector)
 	if err != nil {
 		return nil, err
@@ -675,4 +699,49 @@ func ParseSlurmTime(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("time limit must be positive, got %q", s)
 	}
 	return d, nil
+}
+
+// RecipeDigest is the sha256 (hex) of a recipe file's bytes: the part of a
+// point's identity that says what the recipe was when the sweep was planned.
+func RecipeDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// LoadPlannedRecipe loads the recipe a planned point names, for launching:
+// the file must stay inside root after symbolic links are resolved, and its
+// bytes must be the ones the point's identity was computed from (digest, a
+// RecipeDigest). A worker launches nothing else, so neither a path from
+// workflow input nor a file edited after planning reaches a cluster.
+func LoadPlannedRecipe(root, ref, digest string) (*Recipe, error) {
+	if root == "" {
+		return nil, &Error{Msg: fmt.Sprintf("recipe %s: the cluster profile has no recipes-root to launch it from", ref)}
+	}
+	if digest == "" {
+		return nil, &Error{Msg: fmt.Sprintf("recipe %s: the point carries no recipe digest (planned by an older starter); plan the sweep again", ref)}
+	}
+	file, clean, selector, err := recipeFile(root, ref)
+	if err != nil {
+		return nil, err
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, &Error{Msg: "recipes root: " + cleanIOError(err)}
+	}
+	if realFile, err := filepath.EvalSymlinks(file); err == nil {
+		if rel, err := filepath.Rel(realRoot, realFile); err != nil || !filepath.IsLocal(rel) {
+			return nil, &Error{Msg: fmt.Sprintf("recipe %s resolves to %s, outside the recipes root %s", clean, realFile, DisplayPath(realRoot))}
+		}
+	}
+	data, err := readRecipe(root, clean, file)
+	if err != nil {
+		return nil, err
+	}
+	// Bytes first: a tampered file is reported as such, not as whatever
+	// parse error the edit caused.
+	if got := RecipeDigest(data); got != digest {
+		return nil, &Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
+			clean, DisplayPath(root), got, digest)}
+	}
+	return parseRecipeAt(ref, clean, file, selector, data)
 }

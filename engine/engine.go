@@ -2,7 +2,9 @@
 // Given a recipe and a Slurm allocation it produces the processes, in launch
 // order, that srt-slurm's orchestrator (do_sweep.py, tag v1.0.68) would srun:
 // the nats/etcd infra, one SGLang worker per node, nginx and the dynamo
-// frontends, and the recipe's benchmark. It launches nothing itself.
+// frontends, and the recipe's benchmark (a custom command, or srt-slurm's
+// own sa-bench / mooncake-router runners, see bench.go). It launches
+// nothing itself.
 package engine
 
 import (
@@ -199,9 +201,11 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 
 	modelName := opt.Paths.ModelName
 	modelArg := "/model"
+	tokenizer := "/model" // what srt-slurm's benchmark runners pass as the tokenizer
 	if hf {
 		modelName = path.Base(strings.TrimPrefix(s.modelPath, "hf:"))
 		modelArg = strings.TrimPrefix(s.modelPath, "hf:")
+		tokenizer = modelArg
 	}
 	mounts := runtimeMounts(s, opt.Paths, hf)
 	env := s.wheelEnv()
@@ -365,6 +369,20 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		}
 		add(&Process{Role: RoleBenchmark, Command: []string{"bash", "-lc", s.benchCommand}, Env: e,
 			Nodelist: []string{ns.bench}, Output: opt.Paths.LogDir + "/benchmark.out", ContainerImage: bimg,
+			ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(), SrunExportEnv: newOrdered(), wrap: true})
+	} else if runner, ok := benchRunners[s.benchType]; ok {
+		// srt-slurm's own runners ignore benchmark.env and container_image
+		// (BenchmarkRunner.get_environment / get_container_image defaults).
+		cmd, err := runner.command(s, benchCtx{frontendPort: frontendPublicPort, tokenizer: tokenizer, served: served})
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
+		e, err := builtinBenchEnv(s, runner, procs, ns, env)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
+		add(&Process{Role: RoleBenchmark, Command: cmd, Env: e,
+			Nodelist: []string{ns.bench}, Output: opt.Paths.LogDir + "/benchmark.out", ContainerImage: image,
 			ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(), SrunExportEnv: newOrdered(), wrap: true})
 	}
 	for _, p := range out {

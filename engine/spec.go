@@ -24,6 +24,7 @@ type spec struct {
 	gpusPerPrefill          int
 	gpusPerDecode           int
 	gpusPerAgg              int
+	aggNodes                int // resources.agg_nodes as written (0: not given)
 	spreadWorkers           bool
 	nodesNeeded             int
 	infraDedicated          bool
@@ -40,6 +41,7 @@ type spec struct {
 	frontendEnv             *ordered
 	benchType               string
 	benchCommand            string
+	bench                   *yaml.Node // the benchmark section, for the runner's own fields
 	benchEnv                *ordered
 	benchImage              string
 	modeEnv                 map[string]*ordered // prefill, decode, agg; nil when the block is absent
@@ -212,6 +214,7 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	} else {
 		s.aggWorkers = max(res.AggWorkers, 1)
 		s.gpusPerAgg = fp.GPUsPerPrefill
+		s.aggNodes = res.AggNodes
 	}
 	resN := get(doc, "resources")
 	if s.spreadWorkers, err = optBool(get(resN, "spread_workers"), "resources.spread_workers", false); err != nil {
@@ -254,6 +257,7 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	}
 
 	bench := get(doc, "benchmark")
+	s.bench = bench
 	if s.benchType, err = optString(get(bench, "type"), "benchmark.type", "manual"); err != nil {
 		return nil, err
 	}
@@ -267,7 +271,12 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 		}
 	case "manual":
 	default:
-		return nil, fmt.Errorf("recipe %s: benchmark.type %q is not supported by the engine launcher yet (custom or manual)", r.Display, s.benchType)
+		if _, ok := benchRunners[s.benchType]; !ok {
+			return nil, fmt.Errorf("recipe %s: benchmark.type %q is not supported by the engine launcher yet (%s)", r.Display, s.benchType, strings.Join(benchTypes(), ", "))
+		}
+		if err := benchRunners[s.benchType].validate(bench); err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
 	}
 	if s.benchEnv, err = strMap(get(bench, "env"), "benchmark.env"); err != nil {
 		return nil, err
@@ -286,7 +295,9 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	if be == nil {
 		return nil, fmt.Errorf("recipe %s: backend is missing", r.Display)
 	}
-	if t, _ := optString(get(be, "type"), "backend.type", ""); t != "sglang" {
+	// srt-slurm's backend section defaults to SGLang; most of its GB200
+	// recipes do not write the type.
+	if t, _ := optString(get(be, "type"), "backend.type", "sglang"); t != "sglang" {
 		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (only sglang)", r.Display, t)
 	}
 	sc := get(be, "sglang_config")

@@ -119,10 +119,13 @@ type Point struct {
 	// so its identity differs from the perf points of the same shape.
 	EvalOnly bool `json:"eval-only,omitempty"`
 
-	RecipePath string         `json:"recipe"`      // root-relative CONFIG_FILE path
-	RecipeFile string         `json:"recipe-file"` // absolute path on this machine
-	Recipe     *config.Recipe `json:"-"`
-	Source     config.Pos     `json:"source"` // the search-space entry in the master config
+	RecipePath string `json:"recipe"`      // root-relative CONFIG_FILE path
+	RecipeFile string `json:"recipe-file"` // absolute path on this machine
+	// RecipeDigest is the sha256 of the recipe bytes in the identity; a
+	// worker launches the recipe only when its file still has these bytes.
+	RecipeDigest string         `json:"recipe-sha256,omitempty"`
+	Recipe       *config.Recipe `json:"-"`
+	Source       config.Pos     `json:"source"` // the search-space entry in the master config
 
 	// ID is the point's ID in a sweep (exp-name plus identity); Identity
 	// (deployment hash plus concurrency) keys the ledger, reuse and workflow
@@ -637,14 +640,15 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 
 		TotalCPUDRAMGB: row.Int("total-cpu-dram-gb"),
 
-		RecipePath:  recipe.Path,
-		RecipeFile:  recipe.File,
-		Recipe:      recipe,
-		Source:      s.Pos,
-		Row:         rowJSON,
-		ISL:         row.Int("isl"),
-		OSL:         row.Int("osl"),
-		DurationSec: row.Int("duration"),
+		RecipePath:   recipe.Path,
+		RecipeFile:   recipe.File,
+		RecipeDigest: config.RecipeDigest(recipe.Raw),
+		Recipe:       recipe,
+		Source:       s.Pos,
+		Row:          rowJSON,
+		ISL:          row.Int("isl"),
+		OSL:          row.Int("osl"),
+		DurationSec:  row.Int("duration"),
 	}
 	dep := DeploymentOf(row, recipe, launcher, c.Backend)
 	base.Deployment = dep.Hash()

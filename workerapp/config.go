@@ -170,6 +170,10 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		Store: store, Artifacts: arts, GSM8K: ev, GPUsPerNode: cl.GPUsPerNode,
 		StateDir: filepath.Join(home, "state"), Logger: log,
 		Load: activities.PerfConfig{Duration: c.PerfDuration, TimeScale: 1, Seed: 1},
+		// Points name their recipe by path and digest; the worker reads it
+		// from its own profile's root and launches it only when the bytes
+		// match. Real engines are rendered from it, so Slurm requires one.
+		RecipesRoot: cl.RecipesRoot, RequireRecipes: cl.Backend == config.BackendSlurm,
 	}
 	if c.TraceFile != "" {
 		if acts.Load.Trace, acts.Load.TraceName, err = loadTraceFile(c.TraceFile); err != nil {

@@ -50,6 +50,7 @@ var nonRetryable = []string{
 	activities.ErrBadConfig,
 	activities.ErrChecksumMismatch,
 	activities.ErrOutOfMemory,
+	activities.ErrRecipeMismatch,
 	activities.ErrResultConflict,
 }
 

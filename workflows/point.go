@@ -34,6 +34,19 @@ const (
 // wait on one timer and keep their nodes.
 const changeReleaseWhileWaiting = "release-nodes-while-waiting"
 
+// changeStageAttrDelay versions the cheaper Stage search attribute: a stage
+// enters the Stage attribute once it has run stageAttrDelay, and a status
+// change (running, awaiting-operator, the final one) is written at once.
+// Every upsert rewrites the execution's visibility row with all its
+// indexes, which made per-stage upserts the largest orchestration cost
+// (README, Orchestration performance). Histories recorded before it upsert
+// at every stage start.
+const changeStageAttrDelay = "stage-attribute-after-delay"
+
+// stageAttrDelay: shorter stages never cost a visibility write; an operator
+// filtering on Stage sees a long stage 2 s after it started.
+const stageAttrDelay = 2 * time.Second
+
 // ErrAllocationReleased is the error type a stage returns when the operator
 // decided after the point released its nodes: the point re-allocates.
 const ErrAllocationReleased = "AllocationReleased"
@@ -134,6 +147,11 @@ type pointRun struct {
 	// group; evalTurnDone: a deferred eval got its turn.
 	handBack     bool
 	evalTurnDone bool
+	// stageAttr is the changeStageAttrDelay version (known after the first
+	// stage); publishedStatus is the PointStatus last written.
+	stageAttr       workflow.Version
+	stageAttrKnown  bool
+	publishedStatus string
 }
 
 // PointWorkflow runs the stages of one sweep point on one allocation:
@@ -444,9 +462,19 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 	idx := len(r.state.Stages) - 1
 	run := &r.state.Stages[idx]
 	r.state.Stage = name
-	r.publish(ctx)
+	if !r.stageAttrKnown {
+		r.stageAttr, r.stageAttrKnown = workflow.GetVersion(ctx, changeStageAttrDelay, workflow.DefaultVersion, 1), true
+	}
+	if r.stageAttr == workflow.DefaultVersion {
+		r.publish(ctx)
+	}
 	for {
-		err := fn(actx)
+		var err error
+		if r.stageAttr == workflow.DefaultVersion {
+			err = fn(actx)
+		} else {
+			err = r.runStage(ctx, name, fn)
+		}
 		if err == nil {
 			run.Outcome, run.Ended = "ok", workflow.Now(ctx)
 			return false, nil
@@ -637,12 +665,54 @@ func (r *pointRun) missing() []string {
 	return out
 }
 
+// runStage runs one attempt round of a stage. A status change is published
+// at once; the stage name only when the stage is still running after
+// stageAttrDelay (a timer raced against the stage, cancelled when the stage
+// ends first). The Web UI's current details always show the stage.
+func (r *pointRun) runStage(ctx workflow.Context, name string, fn func(workflow.Context) error) error {
+	if r.state.Status != r.publishedStatus {
+		r.publish(ctx)
+	} else {
+		r.setDetails(ctx)
+	}
+	done, settle := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		// Blocking calls need this coroutine's own context.
+		settle.Set(nil, fn(workflow.WithActivityOptions(gctx, ActivityOptions(name, r.in.TaskQueue, r.in.Tuning))))
+	})
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	timer := workflow.NewTimer(tctx, stageAttrDelay)
+	finished := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(done, func(workflow.Future) { finished = true })
+	sel.AddFuture(timer, func(f workflow.Future) {
+		if f.Get(ctx, nil) == nil && r.state.Stage == name {
+			r.publish(ctx)
+		}
+	})
+	sel.Select(ctx)
+	if finished {
+		cancelTimer()
+	} else {
+		sel.Select(ctx)
+	}
+	return done.Get(ctx, nil)
+}
+
 // publish mirrors the point's stage and status into search attributes and the
 // current details shown in the Web UI.
 func (r *pointRun) publish(ctx workflow.Context) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
 		SAStage.ValueSet(r.state.Stage),
 		SAPointStatus.ValueSet(r.state.Status))
+	r.publishedStatus = r.state.Status
+	r.setDetails(ctx)
+}
+
+// setDetails is the Web UI's current details of the point (read on query,
+// no history event).
+func (r *pointRun) setDetails(ctx workflow.Context) {
 	details := fmt.Sprintf("**%s** — stage `%s`, status `%s`", r.in.Point.PointID, r.state.Stage, r.state.Status)
 	if r.state.LastError != "" && r.state.Status == StatusAwaitingOperator {
 		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort " + r.state.WorkflowID + "`"

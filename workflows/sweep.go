@@ -132,6 +132,11 @@ type sweepRun struct {
 	// point state (changeSlimSweep).
 	slim   bool
 	shared bool
+	// throttled: the progress attribute is written at most every
+	// progressAttrEvery (changeThrottledProgress); lastProgress is when.
+	throttled    bool
+	lastProgress time.Time
+	progressSet  bool
 	// Stored-plan loading: the next plan offset to load, the plan index of
 	// every loaded point, the deployment units started in this run and the
 	// points finished in earlier runs.
@@ -211,6 +216,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	// Largest points first: they are the hardest to place.
 	slices.SortStableFunc(s.queue, func(a, b unit) int { return b.nodes - a.nodes })
 	s.slim = workflow.GetVersion(ctx, changeSlimSweep, workflow.DefaultVersion, 1) >= 1
+	s.throttled = workflow.GetVersion(ctx, changeThrottledProgress, workflow.DefaultVersion, 1) >= 1
 	if in.PlanRef != "" {
 		if !s.slim || len(in.Points) > 0 {
 			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", activities.ErrBadConfig, nil)
@@ -478,13 +484,26 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	return pr
 }
 
+// changeThrottledProgress versions the sweep's progress attribute ("N/M
+// done" in Stage): written when the sweep starts, at most every
+// progressAttrEvery after that and when the last point is done, instead of
+// after every point; each write rewrites the visibility row. The current
+// details (and `starter watch`, a query) stay exact.
+const changeThrottledProgress = "throttled-sweep-progress"
+
+const progressAttrEvery = 5 * time.Second
+
 func (s *sweepRun) publish(ctx workflow.Context) {
 	// The same total as len(s.progress(...).Points), without building the
 	// progress: publish runs after every point, and progress is quadratic
 	// in the points (bench orchestration: 26% of the worker's CPU at 1,000
 	// points, cubic over the sweep).
 	total, finished := s.total(), len(s.done)
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, total)))
+	now := workflow.Now(ctx)
+	if !s.throttled || !s.progressSet || finished >= total || now.Sub(s.lastProgress) >= progressAttrEvery {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, total)))
+		s.lastProgress, s.progressSet = now, true
+	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: %d of %d points done, %d running, %d pending; %d/%d nodes in use",
 		s.in.SweepID, finished, total, len(s.running), len(s.queue), s.inUse, s.in.NodeBudget))
 }

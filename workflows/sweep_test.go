@@ -34,7 +34,9 @@ type interval struct {
 	start, end time.Time
 }
 
-func runSweep(t *testing.T, in SweepInput, duration func(p activities.PointSpec) time.Duration) ([]interval, *SweepProgress, *testsuite.TestWorkflowEnvironment) {
+// runSweep runs the sweep with point workflows that sleep duration; setup
+// may add mocks (e.g. search-attribute listeners) before it starts.
+func runSweep(t *testing.T, in SweepInput, duration func(p activities.PointSpec) time.Duration, setup ...func(*testsuite.TestWorkflowEnvironment)) ([]interval, *SweepProgress, *testsuite.TestWorkflowEnvironment) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SweepWorkflow)
@@ -51,6 +53,9 @@ func runSweep(t *testing.T, in SweepInput, duration func(p activities.PointSpec)
 		spans = append(spans, interval{pin.Point.PointID, pin.Point.Nodes, start, workflow.Now(ctx)})
 		return &PointState{PointID: pin.Point.PointID, Status: StatusCompleted}, nil
 	})
+	for _, f := range setup {
+		f(env)
+	}
 	env.ExecuteWorkflow(SweepWorkflow, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())

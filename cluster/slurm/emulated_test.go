@@ -198,8 +198,11 @@ func TestEmulatedPartition(t *testing.T) {
 		b := newBackend(t, 0)
 		alloc, err := b.Allocate(ctx, cluster.AllocRequest{SweepID: "unit", PointID: "serve", Nodes: 2})
 		require.NoError(t, err)
+		const ref = "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml"
+		raw, err := os.ReadFile(filepath.Join(root, "configs", ref))
+		require.NoError(t, err)
 		spec := cluster.ServeSpec{Model: "m", GPUsPerNode: 4, SyntheticAL: 3.77,
-			RecipePath: "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml"}
+			RecipePath: ref, RecipeDigest: config.RecipeDigest(raw)}
 		srv, err := b.BringUp(ctx, alloc, spec)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {

@@ -121,12 +121,14 @@ func run(ctx context.Context, env []string, name string, args ...string) (string
 
 func (b *Backend) jobDir(name string) string { return filepath.Join(b.cfg.SharedRoot, "jobs", name) }
 
-// recipe loads the point's recipe when the profile has a recipes root.
-func (b *Backend) recipe(path string) (*config.Recipe, error) {
+// recipe loads the point's recipe when the profile has a recipes root,
+// refusing a file outside it or without the bytes the point was planned
+// from (digest).
+func (b *Backend) recipe(path, digest string) (*config.Recipe, error) {
 	if path == "" || b.cfg.RecipesRoot == "" {
 		return nil, nil
 	}
-	r, err := config.LoadRecipe(b.cfg.RecipesRoot, path)
+	r, err := config.LoadPlannedRecipe(b.cfg.RecipesRoot, path, digest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
@@ -226,7 +228,7 @@ func (b *Backend) findActive(ctx context.Context, name, dir string) (string, err
 }
 
 func (b *Backend) submit(ctx context.Context, req cluster.AllocRequest, name, dir string) (string, error) {
-	rec, err := b.recipe(req.RecipePath)
+	rec, err := b.recipe(req.RecipePath, req.RecipeDigest)
 	if err != nil {
 		return "", err
 	}

@@ -190,6 +190,77 @@ func TestComposeStackSeedSweep(t *testing.T) {
 	assert.Contains(t, string(page), id)
 	t.Logf("figures: sweep %s, %d points completed, %d agg_bmk rows, %d eval rows, report %d bytes",
 		id, len(st.Points), ex.Bmk, ex.Eval, len(page))
+
+	t.Run("tampered recipe fails before launch", func(t *testing.T) { tamperedRecipe(t, su) })
+}
+
+// tamperedRecipe plans the seed's aggregated points from a copy of the
+// configs whose two agg recipes gained a line, so their identities name
+// bytes the workers' recipes (the image's configs/) do not have. The
+// workers must refuse them in Allocate, before any node is leased or any
+// engine started, with the reason shown to the operator.
+func tamperedRecipe(t *testing.T, su *stackUnderTest) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	run(t, ctx, su.root, nil, "cp", "-r", "configs", tmp)
+	agentic := filepath.Join(tmp, "configs", "recipes", "sglang", "deepseek-v4-0813", "gb200", "agentic")
+	for _, f := range []string{"agg-gb200-tp8-c1-dspark6-hicache.yaml", "agg-gb200-tp8-c4-dspark6-hicache.yaml"} {
+		fh, err := os.OpenFile(filepath.Join(agentic, f), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = fh.WriteString("# edited after the workers' copy was made\n")
+		require.NoError(t, err)
+		require.NoError(t, fh.Close())
+	}
+	sweep := filepath.Join(tmp, "configs", "sweeps", "tampered.yaml")
+	seed, err := os.ReadFile(filepath.Join(tmp, "configs", "sweeps", "dsv4-gb200-agentx.yaml"))
+	require.NoError(t, err)
+	body := strings.Replace(string(seed), "name: dsv4-gb200-agentx", "name: dsv4-gb200-agentx-tampered", 1)
+	body = strings.Replace(body, "  - dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg\n", "", 1)
+	require.NoError(t, os.WriteFile(sweep, []byte(body), 0o644))
+
+	const id = "compose-tampered"
+	out, err := su.starter("sweep", "start", "--sweep", sweep, "--cluster", filepath.Join(tmp, "configs", "clusters", "local-sim.yaml"),
+		"--id", id, "--fast-retries")
+	require.NoError(t, err, out)
+
+	type view struct {
+		Points []struct {
+			ID        string `json:"point_id"`
+			Status    string `json:"status"`
+			Stage     string `json:"stage"`
+			LastError string `json:"last_error"`
+			NodesHeld int    `json:"nodes_held"`
+		} `json:"points"`
+	}
+	var st view
+	require.Eventually(t, func() bool {
+		out, err := su.starter("status", id, "--json")
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || len(st.Points) != 2 {
+			return false
+		}
+		for _, p := range st.Points {
+			if p.Status != "awaiting-operator" {
+				return false
+			}
+		}
+		return true
+	}, 3*time.Minute, 2*time.Second, "both tampered points wait for the operator")
+	for _, p := range st.Points {
+		assert.Equal(t, "allocate", p.Stage, p.ID)
+		assert.Zero(t, p.NodesHeld, p.ID)
+		assert.Contains(t, p.LastError, "the file changed since planning", p.ID)
+		t.Logf("%s: %s", p.ID, p.LastError)
+	}
+	// The local backend's lease file: the tampered points hold no node.
+	node, err := su.stack.ServiceContainer(ctx, "node")
+	require.NoError(t, err)
+	leases, err := docker(ctx, "exec", node.GetContainerID(), "cat", "/data/local-cluster/nodes.json")
+	require.NoError(t, err)
+	assert.NotContains(t, leases, id, "no allocation for a tampered point")
+	out, err = su.starter("abort", "--sweep", id)
+	require.NoError(t, err, out)
+	out, err = su.starter("watch", id, "--interval", "1s")
+	assert.Error(t, err, "a sweep of aborted points does not end completed:\n%s", lastLines(out, 6))
 }
 
 // stackUnderTest is a running compose stack (scripts/stack.sh's topology on

@@ -1,0 +1,31 @@
+package activities
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sweepflow/sweepflow/config"
+)
+
+// ErrRecipeMismatch: the point names a recipe this worker will not launch,
+// one outside the cluster profile's recipes root or whose bytes are not the
+// ones the point identity was computed from. No retry can change that, so
+// the point goes to the operator gate with the reason, before any node is
+// requested or process started.
+const ErrRecipeMismatch = "RecipeMismatch"
+
+// verifyRecipe checks the point's recipe before a stage acts on it. The
+// worker renders every process set itself from this file (never from argv
+// or environment in workflow input), so the file is what must be trusted.
+// A point without a recipe (single-node rows) launches nothing from one.
+func (a *Activities) verifyRecipe(p PointSpec) error {
+	if p.RecipePath == "" || a.RecipesRoot == "" && !a.RequireRecipes {
+		return nil
+	}
+	if _, err := config.LoadPlannedRecipe(a.RecipesRoot, p.RecipePath, p.RecipeDigest); err != nil {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("point %s: %v", p.PointID, err), ErrRecipeMismatch, err)
+	}
+	return nil
+}

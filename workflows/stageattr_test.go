@@ -1,0 +1,71 @@
+package workflows
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sweepflow/sweepflow/activities"
+)
+
+// TestStageAttributeAfterDelay: the Stage search attribute is written for
+// a stage only once it has run stageAttrDelay; a status change (running,
+// the final status) is written at once. So a point whose stages are quick
+// costs two visibility writes, and a long perf run still shows as perf.
+func TestStageAttributeAfterDelay(t *testing.T) {
+	f := newFake()
+	f.block[activities.StagePerf] = true
+	env := pointEnv(t, f)
+	env.SetTestTimeout(30 * time.Second)
+	type upsert struct{ stage, status string }
+	var during []upsert
+	var got []upsert
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		st, _ := sa.GetKeyword(SAStage)
+		ps, _ := sa.GetKeyword(SAPointStatus)
+		got = append(got, upsert{st, ps})
+		if st == activities.StagePerf && during == nil {
+			// Virtual time stands still while perf blocks: end it from here.
+			during = append([]upsert(nil), got...)
+			go func() { time.Sleep(50 * time.Millisecond); env.CancelWorkflow() }()
+		}
+	}).Return(nil)
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
+	require.True(t, env.IsWorkflowCompleted())
+	assert.Equal(t, []upsert{{activities.StageAllocate, StatusRunning}, {activities.StagePerf, StatusRunning}}, during,
+		"allocate (status pending -> running) at once; checkpoint, bring-up and warmup were quick; perf after the delay")
+	require.NotEmpty(t, got)
+	assert.Equal(t, StatusCancelled, got[len(got)-1].status, "the final status is written at once")
+}
+
+// TestSweepProgressAttributeThrottled: the sweep's "N/M done" attribute is
+// written at the start, at most every progressAttrEvery and at the end, not
+// after every point; the final value is exact.
+func TestSweepProgressAttributeThrottled(t *testing.T) {
+	var progress []string
+	listen := func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+			if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAStage); ok {
+				progress = append(progress, v)
+			}
+		}).Return(nil)
+	}
+	var pts []activities.PointSpec
+	for i := range 40 {
+		pts = append(pts, activities.PointSpec{PointID: fmt.Sprintf("p%02d", i), ConfigKey: "k", Nodes: 2, Conc: i + 1, Topology: "t"})
+	}
+	runSweep(t, SweepInput{SweepID: "s", Points: pts, NodeBudget: 18, TaskQueue: "q"},
+		func(activities.PointSpec) time.Duration { return time.Second }, listen)
+	// 40 one-second points, 9 at a time: about 5 s of sweep.
+	require.NotEmpty(t, progress)
+	assert.Equal(t, "0/40 done", progress[0])
+	assert.Equal(t, "40/40 done", progress[len(progress)-1])
+	assert.LessOrEqual(t, len(progress), 4, "written every 5 s, not after each of 40 points: %v", progress)
+}
