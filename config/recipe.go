@@ -156,6 +156,17 @@ func recipeFile(root, ref string) (file, clean, selector string, err error) {
 	return file, clean, selector, nil
 }
 
+// ErrRecipeMissing is what LoadPlannedRecipe wraps when the recipe file is
+// not under the root at all (a backend that launches no recipe may ignore it).
+var ErrRecipeMissing = errors.New("recipe file missing")
+
+// missingRecipe is a not-found recipe: a config Error that also matches
+// ErrRecipeMissing.
+type missingRecipe struct{ err *Error }
+
+func (m missingRecipe) Error() string { return m.err.Error() }
+func (m missingRecipe) Unwrap() error { return ErrRecipeMissing }
+
 func readRecipe(root, clean, file string) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -735,6 +746,9 @@ func LoadPlannedRecipe(root, ref, digest string) (*Recipe, error) {
 	}
 	data, err := readRecipe(root, clean, file)
 	if err != nil {
+		if _, serr := os.Stat(file); errors.Is(serr, fs.ErrNotExist) {
+			return nil, missingRecipe{err.(*Error)}
+		}
 		return nil, err
 	}
 	// Bytes first: a tampered file is reported as such, not as whatever
