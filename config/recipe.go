@@ -725,37 +725,50 @@ func RecipeDigest(raw []byte) string {
 // RecipeDigest). A worker launches nothing else, so neither a path from
 // workflow input nor a file edited after planning reaches a cluster.
 func LoadPlannedRecipe(root, ref, digest string) (*Recipe, error) {
-	if root == "" {
-		return nil, &Error{Msg: fmt.Sprintf("recipe %s: the cluster profile has no recipes-root to launch it from", ref)}
-	}
-	if digest == "" {
-		return nil, &Error{Msg: fmt.Sprintf("recipe %s: the point carries no recipe digest (planned by an older starter); plan the sweep again", ref)}
-	}
-	file, clean, selector, err := recipeFile(root, ref)
+	data, file, clean, selector, err := plannedRecipeBytes(root, ref, digest)
 	if err != nil {
 		return nil, err
+	}
+	return parseRecipeAt(ref, clean, file, selector, data)
+}
+
+// VerifyPlannedRecipe is LoadPlannedRecipe's check without the parse, for
+// a worker that launches from the file later (or not at all).
+func VerifyPlannedRecipe(root, ref, digest string) error {
+	_, _, _, _, err := plannedRecipeBytes(root, ref, digest)
+	return err
+}
+
+func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, selector string, err error) {
+	if root == "" {
+		return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s: the cluster profile has no recipes-root to launch it from", ref)}
+	}
+	if digest == "" {
+		return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s: the point carries no recipe digest (planned by an older starter); plan the sweep again", ref)}
+	}
+	if file, clean, selector, err = recipeFile(root, ref); err != nil {
+		return nil, "", "", "", err
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return nil, &Error{Msg: "recipes root: " + cleanIOError(err)}
+		return nil, "", "", "", &Error{Msg: "recipes root: " + cleanIOError(err)}
 	}
 	if realFile, err := filepath.EvalSymlinks(file); err == nil {
 		if rel, err := filepath.Rel(realRoot, realFile); err != nil || !filepath.IsLocal(rel) {
-			return nil, &Error{Msg: fmt.Sprintf("recipe %s resolves to %s, outside the recipes root %s", clean, realFile, DisplayPath(realRoot))}
+			return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s resolves to %s, outside the recipes root %s", clean, realFile, DisplayPath(realRoot))}
 		}
 	}
-	data, err := readRecipe(root, clean, file)
-	if err != nil {
+	if data, err = readRecipe(root, clean, file); err != nil {
 		if _, serr := os.Stat(file); errors.Is(serr, fs.ErrNotExist) {
-			return nil, missingRecipe{err.(*Error)}
+			return nil, "", "", "", missingRecipe{err.(*Error)}
 		}
-		return nil, err
+		return nil, "", "", "", err
 	}
 	// Bytes first: a tampered file is reported as such, not as whatever
 	// parse error the edit caused.
 	if got := RecipeDigest(data); got != digest {
-		return nil, &Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
+		return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
 			clean, DisplayPath(root), got, digest)}
 	}
-	return parseRecipeAt(ref, clean, file, selector, data)
+	return data, file, clean, selector, nil
 }
