@@ -692,12 +692,10 @@ func (r *pointRun) runStage(ctx workflow.Context, name string, fn func(workflow.
 		}
 	})
 	sel.Select(ctx)
-	if finished {
-		cancelTimer()
-	} else {
+	if !finished {
 		sel.Select(ctx)
 	}
-	return done.Get(ctx, nil)
+	return done.Get(ctx, nil) // the deferred cancel stops a timer still pending
 }
 
 // publish mirrors the point's stage and status into search attributes and the
