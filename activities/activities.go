@@ -125,9 +125,17 @@ func classify(err error) error {
 // heartbeater records the latest details every interval until stopped, so
 // long stages prove liveness and see cancellation.
 //
-// Stop records the latest details once more if they changed since the last
-// beat: the SDK sends it with a failed attempt, so a retry resumes from all
-// the progress the attempt made, not from its last periodic beat.
+// The first beat goes out after one interval, not at the start: the server
+// keeps the previous attempt's details for a resumed attempt, and every
+// beat is a write of the workflow's state on the server (3.5 a point in
+// `starter bench orchestration` when each stage beat at its start and end).
+// The heartbeat timeout counts from the attempt's start, and the interval
+// is a fifth of it.
+//
+// Finish records the latest details once more when the attempt failed and
+// they changed since the last beat: the SDK sends them with the failure, so
+// a retry resumes from all the progress the attempt made, not from its last
+// periodic beat. A successful attempt's result supersedes its details.
 type heartbeater struct {
 	ctx     context.Context // nil outside an activity
 	mu      sync.Mutex
@@ -148,7 +156,6 @@ func startHeartbeat(ctx context.Context, every time.Duration, initial any) *hear
 	if every <= 0 {
 		every = heartbeatEvery(ctx)
 	}
-	h.record() // before any progress: a resumed attempt's first beat is where it resumes
 	go func() {
 		defer close(h.done)
 		t := time.NewTicker(every)
@@ -184,7 +191,14 @@ func (h *heartbeater) set(d any) {
 	h.mu.Unlock()
 }
 
-func (h *heartbeater) Stop() {
+// Stop ends the beats without a last one (a successful attempt, or one
+// whose error carries no progress worth keeping).
+func (h *heartbeater) Stop() { h.Finish(nil) }
+
+// Finish ends the beats; after a failed attempt (*errp != nil) it records
+// the details once more if they changed since the last beat. Use it as
+// `defer hb.Finish(&err)` with a named error result.
+func (h *heartbeater) Finish(errp *error) {
 	select {
 	case <-h.stop:
 		return
@@ -192,7 +206,7 @@ func (h *heartbeater) Stop() {
 		close(h.stop)
 	}
 	<-h.done
-	if h.ctx == nil {
+	if h.ctx == nil || errp == nil || *errp == nil {
 		return
 	}
 	h.mu.Lock()

@@ -23,7 +23,7 @@ type evalProgress struct {
 // Eval runs GSM8K against the point's server and gates it on the floor for
 // the model prefix. Below the floor is a verdict (Passed=false), not an
 // error; more than 1 % failed requests is a retryable error.
-func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, error) {
+func (a *Activities) Eval(ctx context.Context, in StageInput) (_ EvalSummary, err error) {
 	if err := a.injectFault(in.Point, StageEval); err != nil {
 		return EvalSummary{}, err
 	}
@@ -41,7 +41,7 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (EvalSummary, erro
 		conc = max(p.Conc, 1)
 	}
 	hb := startHeartbeat(ctx, 0, evalProgress{})
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	mode := a.evalMode()
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := gsm8k.Run(wctx, gsm8k.Options{

@@ -58,7 +58,7 @@ func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
 }
 
 // Warmup sends InferenceX's 2 x conc warmup requests; nothing is recorded.
-func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
+func (a *Activities) Warmup(ctx context.Context, in StageInput) (err error) {
 	if err := a.injectFault(in.Point, StageWarmup); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
 		return classify(fmt.Errorf("%w: warmup without an endpoint", cluster.ErrBadConfig))
 	}
 	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "warmup"})
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	o := a.options(in.Point, *in.Endpoint)
 	o.Trace = nil // agentic points warm each lane's context inside perf, as aiperf does
 	o.ISL, o.OSL, o.IgnoreEOS = 512, 64, true
@@ -89,7 +89,7 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) error {
 // Perf runs the measured load, stores the aggregate and per-request records
 // as artifacts and records the result in the ledger at once, so a later
 // stage failing never costs the perf run.
-func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, error) {
+func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, err error) {
 	if err := a.injectFault(in.Point, StagePerf); err != nil {
 		return PerfSummary{}, err
 	}
@@ -103,7 +103,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (PerfSummary, erro
 		return prev, nil
 	}
 	hb := startHeartbeat(ctx, 0, loadProgress{Phase: "perf"})
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	if a.PerfClient == "benchmark" {
 		return a.perfBenchmark(ctx, in, hb)
 	}

@@ -25,7 +25,7 @@ func toCluster(a Allocation) cluster.Allocation {
 
 // Allocate holds the point's nodes. Waiting for nodes is reported in the
 // heartbeat so `starter status` can show the pending reason.
-func (a *Activities) Allocate(ctx context.Context, p PointSpec) (Allocation, error) {
+func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, err error) {
 	if err := a.injectFault(p, StageAllocate); err != nil {
 		return Allocation{}, err
 	}
@@ -33,7 +33,7 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (Allocation, err
 		return Allocation{}, err
 	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	al, err := a.Backend.Allocate(ctx, cluster.AllocRequest{
 		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest,
 		Status: func(s string) { hb.set(s) },
@@ -54,7 +54,7 @@ type stagingDetails struct {
 
 // StageCheckpoint copies the checkpoint to every node's local disk with a
 // size+sha256 manifest, resuming from the last heartbeat.
-func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (CheckpointOutput, error) {
+func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ CheckpointOutput, err error) {
 	if err := a.injectFault(in.Point, StageCheckpoint); err != nil {
 		return CheckpointOutput{}, err
 	}
@@ -71,7 +71,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (Checkp
 	// Bytes copied by earlier attempts: backends report this attempt's.
 	earlierBytes := details.BytesCopied
 	hb := startHeartbeat(ctx, 0, details)
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	perNode := map[string]int64{}
 	var mu sync.Mutex // nodes report progress concurrently
 	if in.Point.CheckpointSource == "" {
@@ -104,7 +104,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (Checkp
 // BringUp starts the server in the given mode and waits until it is healthy,
 // heartbeating the phase it reports. Synthetic acceptance goes into the
 // environment for perf only: evals need real draft verification.
-func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, error) {
+func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, err error) {
 	if err := a.injectFault(in.Point, StageBringUp); err != nil {
 		return Endpoint{}, err
 	}
@@ -124,7 +124,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (Endpoint, erro
 	// BringUp, and a silent attempt would be timed out and retried while it
 	// still runs.
 	hb := startHeartbeat(ctx, 0, "starting")
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
 		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
 		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
@@ -170,13 +170,13 @@ func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
 
 // Upload writes the point's typed result rows (perf aggregate, eval verdict)
 // for this sweep, including outputs reused from earlier sweeps.
-func (a *Activities) Upload(ctx context.Context, in UploadInput) error {
+func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 	if err := a.injectFault(in.Point, StageUpload); err != nil {
 		return err
 	}
 	// Ledger writes wait out a database restart: beat meanwhile.
 	hb := startHeartbeat(ctx, 0, "uploading")
-	defer hb.Stop()
+	defer hb.Finish(&err)
 	p := in.Point
 	if in.Perf != nil {
 		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)

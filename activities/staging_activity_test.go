@@ -92,8 +92,8 @@ func (r *stagingRig) requireStaged(t *testing.T) {
 // staging with and without the heartbeat details of the attempt before. Both
 // copy what is missing; only the resumed one trusts the files the earlier
 // attempt verified (staging's trust rule: listed and of the right size means
-// not re-hashed), which shows the details reached the backend. Its first
-// heartbeat repeats them, so progress continues instead of restarting.
+// not re-hashed), which shows the details reached the backend, so progress
+// continues instead of restarting.
 func TestStageCheckpointResumesFromHeartbeat(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -132,19 +132,17 @@ func TestStageCheckpointResumesFromHeartbeat(t *testing.T) {
 			}
 			out, beats, err := r.stage(t, given)
 			require.NoError(t, err)
-			require.NotEmpty(t, beats, "the activity heartbeats while it works")
+			assert.Empty(t, beats, "a successful attempt shorter than a beat interval sends no heartbeat (the server keeps the earlier attempt's details)")
 			assert.Equal(t, 2, out.Nodes)
 			assert.Equal(t, total, out.FilesCopied+out.FilesSkipped)
 			changed, err := os.ReadFile(r.nodeFile("n1", listed))
 			require.NoError(t, err)
 			if tc.resume {
 				assert.Equal(t, details.Done, r.fake.lastResume(), "the backend resumes from the heartbeat details")
-				assert.Equal(t, details, beats[0], "the first heartbeat continues from the earlier attempt's progress")
 				assert.Equal(t, 1, out.FilesCopied, "only the unlisted changed file is copied again")
 				assert.Equal(t, bytes.Repeat([]byte{'X'}, len(changed)), changed, "a file the earlier attempt verified is trusted, not re-hashed")
 			} else {
 				assert.Empty(t, r.fake.lastResume())
-				assert.Empty(t, beats[0].Done, "a fresh attempt starts from nothing")
 				assert.Equal(t, 2, out.FilesCopied, "without details every existing file is re-hashed and both changes are repaired")
 				r.requireStaged(t)
 			}
@@ -152,16 +150,17 @@ func TestStageCheckpointResumesFromHeartbeat(t *testing.T) {
 	}
 }
 
-// TestStageCheckpointRetryContinuesFailedAttempt chains two attempts: the
-// first fails with a transient error after some files are done and its last
-// heartbeat carries them; the retry, given those details as Temporal would,
-// skips them, copies the rest and reports bytes copied across both attempts.
+// TestStageCheckpointRetryContinuesFailedAttempt chains three attempts: the
+// first two fail with a transient error after some files are done, and the
+// heartbeat sent with each failure carries them; each retry, given those
+// details as Temporal would, skips them, and bytes copied add up across
+// attempts; the third copies the rest.
 func TestStageCheckpointRetryContinuesFailedAttempt(t *testing.T) {
 	r := newStagingRig(t)
 	total := len(r.files) * len(r.in.Alloc.Nodes)
 
-	// Attempt 1: the link to the nodes drops after the first verified file.
-	r.fake.stage = func(ctx context.Context, alloc cluster.Allocation, src, dst string, resume map[string][]string, progress func(cluster.StageProgress)) (cluster.StageReport, error) {
+	// Attempts 1 and 2: the link to the nodes drops after the next verified file.
+	failMidway := func(ctx context.Context, alloc cluster.Allocation, src, dst string, resume map[string][]string, progress func(cluster.StageProgress)) (cluster.StageReport, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var once sync.Once
@@ -174,11 +173,12 @@ func TestStageCheckpointRetryContinuesFailedAttempt(t *testing.T) {
 		}
 		return cluster.StageReport{}, fmt.Errorf("ssh %s: connection reset by peer", alloc.Nodes[0])
 	}
+	r.fake.stage = failMidway
 	_, beats1, err := r.stage(t, nil)
 	app := appError(t, err)
 	assert.Equal(t, "Transient", app.Type())
 	assert.False(t, app.NonRetryable())
-	require.GreaterOrEqual(t, len(beats1), 2, "a start beat and the progress sent with the failure")
+	require.Len(t, beats1, 1, "no beat at the start, one with the progress sent with the failure")
 	last := beats1[len(beats1)-1]
 	listed := 0
 	for _, done := range last.Done {
@@ -187,13 +187,28 @@ func TestStageCheckpointRetryContinuesFailedAttempt(t *testing.T) {
 	require.Positive(t, listed, "the failed attempt's heartbeat lists the files it verified")
 	require.Positive(t, last.BytesCopied)
 
-	// Attempt 2 resumes from the last heartbeat of attempt 1.
+	// Attempt 2 resumes from the last heartbeat of attempt 1 and fails
+	// again: its bytes add to attempt 1's instead of restarting at zero.
+	_, beats2, err := r.stage(t, &last)
+	require.Error(t, err)
+	assert.Equal(t, last.Done, r.fake.lastResume())
+	require.Len(t, beats2, 1)
+	assert.Greater(t, beats2[0].BytesCopied, last.BytesCopied, "progress continues from the failed attempt")
+	for node, done := range last.Done {
+		assert.Subset(t, beats2[0].Done[node], done, "files verified by attempt 1 stay listed on %s", node)
+	}
+	last = beats2[0]
+	listed = 0
+	for _, done := range last.Done {
+		listed += len(done)
+	}
+
+	// Attempt 3 resumes from attempt 2's heartbeat and finishes.
 	r.fake.stage = r.local.StageCheckpoint
-	out, beats2, err := r.stage(t, &last)
+	out, beats3, err := r.stage(t, &last)
 	require.NoError(t, err)
 	assert.Equal(t, last.Done, r.fake.lastResume())
-	require.NotEmpty(t, beats2)
-	assert.Equal(t, last.BytesCopied, beats2[0].BytesCopied, "progress continues from the failed attempt")
+	assert.Empty(t, beats3, "a successful attempt shorter than a beat interval sends no heartbeat")
 	assert.Equal(t, total, out.FilesCopied+out.FilesSkipped)
 	assert.GreaterOrEqual(t, out.FilesSkipped, listed, "files the failed attempt verified are not copied again")
 	assert.Less(t, out.FilesCopied, total, "the retry does not start over")

@@ -135,6 +135,10 @@ type orchRun struct {
 	PointEventsMax       int            `json:"point_history_events_max"`
 	PointEventsP50       int            `json:"point_history_events_p50"`
 	PointHistoryBytesMax int            `json:"point_history_bytes_max"`
+	// PointUpsertsMax: search-attribute upserts in one point's history
+	// (each rewrites its visibility row; the SDK adds one per first
+	// GetVersion of a run), besides the start and close writes.
+	PointUpsertsMax int `json:"point_upserts_max"`
 	ParentEventsMax      int            `json:"parent_history_events_max"`
 	DeploymentEventsMax  int            `json:"deployment_history_events_max,omitempty"`
 	MaxHistoryEvents     int            `json:"max_history_events"`
@@ -513,6 +517,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 		waits = append(waits, p.evalTurnWaitsMs...)
 		r.Activities += len(p.acts)
 		r.PointHistoryBytesMax = max(r.PointHistoryBytesMax, p.historyBytes)
+		r.PointUpsertsMax = max(r.PointUpsertsMax, p.upserts)
 		for _, a := range p.acts {
 			inputs = append(inputs, a.inputBytes)
 			rows = append(rows, a.rowBytes)
@@ -618,6 +623,7 @@ func analyzeParentRun(evs []*historypb.HistoryEvent, ps *parentStats) string {
 type pointStats struct {
 	events        int
 	historyBytes  int
+	upserts       int
 	acts          []actStats
 	transitionsMs []float64
 	// evalTurnWaitsMs: activity gaps spanning the wait for the deployment's
@@ -678,6 +684,8 @@ func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
 		ps.historyBytes += orchProtoSize(e)
 		t := e.GetEventTime().AsTime()
 		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			ps.upserts++
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := e.GetActivityTaskScheduledEventAttributes()
 			st := &actStats{name: a.GetActivityType().GetName(), input: a.GetInput(), inputBytes: orchPayloadsBytes(a.GetInput()),
@@ -847,6 +855,7 @@ func medianRun(rs []orchRun) orchRun {
 	m.PointEventsMax = mi(func(r orchRun) int { return r.PointEventsMax })
 	m.PointEventsP50 = mi(func(r orchRun) int { return r.PointEventsP50 })
 	m.PointHistoryBytesMax = mi(func(r orchRun) int { return r.PointHistoryBytesMax })
+	m.PointUpsertsMax = mi(func(r orchRun) int { return r.PointUpsertsMax })
 	m.ParentEventsMax = mi(func(r orchRun) int { return r.ParentEventsMax })
 	m.DeploymentEventsMax = mi(func(r orchRun) int { return r.DeploymentEventsMax })
 	m.MaxHistoryEvents = mi(func(r orchRun) int { return r.MaxHistoryEvents })
@@ -908,6 +917,7 @@ func printOrchReport(w io.Writer, rep orchReport) {
 	row("point history events max", d(func(r orchRun) int { return r.PointEventsMax }), "")
 	row("point history events p50", d(func(r orchRun) int { return r.PointEventsP50 }), "")
 	row("point history bytes max", d(func(r orchRun) int { return r.PointHistoryBytesMax }), "")
+	row("point attribute upserts max", d(func(r orchRun) int { return r.PointUpsertsMax }), "")
 	row("sweep parent events (max run)", d(func(r orchRun) int { return r.ParentEventsMax }), fmt.Sprintf("<= %d%s", orchGoalHistoryEvents, ok(rep.Goals.HistoryEvents)))
 	if rep.Median.DeploymentEventsMax > 0 {
 		row("deployment workflow events max", d(func(r orchRun) int { return r.DeploymentEventsMax }), "")

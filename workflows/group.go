@@ -222,6 +222,10 @@ func teardownLease(ctx workflow.Context, queue string, t Tuning, p activities.Po
 }
 
 // startPoint starts a point's child workflow with its deterministic ID.
+// stageStarting is a point's Stage attribute from its start until a stage
+// has run stageAttrDelay.
+const stageStarting = "starting"
+
 func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in PointInput) workflow.ChildWorkflowFuture {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            PointWorkflowID(sweepID, p.PointID),
@@ -234,8 +238,15 @@ func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SAKind.ValueSet(KindPoint), SASweepID.ValueSet(sweepID), SAConfigKey.ValueSet(p.ConfigKey),
 			SATopology.ValueSet(p.Topology), SAConcurrency.ValueSet(int64(p.Conc)),
-			SAStage.ValueSet("pending"), SAPointStatus.ValueSet(StatusPending)),
+			// Running from its start: the point then writes no attribute
+			// until its status changes or a stage runs 2 s (a visibility
+			// write saved per point; PointWorkflow reads what it started
+			// with). Older parents started points as pending.
+			SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(StatusRunning)),
 	})
+	// A child's input is not compared on replay (its own history holds
+	// it), so the revision needs no GetVersion here either.
+	in.Rev = pointRev
 	return workflow.ExecuteChildWorkflow(cctx, PointWorkflow, in)
 }
 

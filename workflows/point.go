@@ -68,7 +68,17 @@ type PointInput struct {
 	// Group is set when the point shares its deployment's allocation and
 	// server with other points (DeploymentWorkflow).
 	Group *GroupRole `json:"group,omitempty"`
+	// Rev is the point workflow revision its parent started it for, so
+	// that behaviour fixed at the start needs no GetVersion call: each
+	// first GetVersion of a run records a marker and upserts the
+	// TemporalChangeVersion search attribute, a visibility write per point.
+	// Rev 0 (inputs of older parents) decides by GetVersion, as recorded.
+	Rev int `json:"rev,omitempty"`
 }
+
+// pointRev is the revision startPoint gives new points. From 1 on the
+// point runs changeStageAttrDelay's new behaviour without asking.
+const pointRev = 1
 
 // Decision is the argument of the decide update.
 type Decision struct {
@@ -164,6 +174,8 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 		WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		Status:     StatusRunning,
 	}
+	// The status the parent started the point with is already written.
+	r.publishedStatus, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(SAPointStatus)
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -463,7 +475,10 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 	run := &r.state.Stages[idx]
 	r.state.Stage = name
 	if !r.stageAttrKnown {
-		r.stageAttr, r.stageAttrKnown = workflow.GetVersion(ctx, changeStageAttrDelay, workflow.DefaultVersion, 1), true
+		r.stageAttr, r.stageAttrKnown = 1, true
+		if r.in.Rev < 1 {
+			r.stageAttr = workflow.GetVersion(ctx, changeStageAttrDelay, workflow.DefaultVersion, 1)
+		}
 	}
 	if r.stageAttr == workflow.DefaultVersion {
 		r.publish(ctx)

@@ -69,3 +69,35 @@ func TestSweepProgressAttributeThrottled(t *testing.T) {
 	assert.Equal(t, "40/40 done", progress[len(progress)-1])
 	assert.LessOrEqual(t, len(progress), 4, "written every 5 s, not after each of 40 points: %v", progress)
 }
+
+// TestPointStartedRunningWritesNoStartAttribute: a point whose parent
+// started it with PointStatus running (startPoint does) writes no search
+// attribute until a stage runs stageAttrDelay or its status changes; one
+// started as pending (parents recorded before) writes running at its first
+// stage, as it used to. Either way the final status is written.
+func TestPointStartedRunningWritesNoStartAttribute(t *testing.T) {
+	tests := []struct {
+		name      string
+		startedAs string
+		want      []string // statuses written, in order
+	}{
+		{name: "started running", startedAs: StatusRunning, want: []string{StatusCompleted}},
+		{name: "started pending (older parent)", startedAs: StatusPending, want: []string{StatusRunning, StatusCompleted}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := pointEnv(t, newFake())
+			require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+				SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(tc.startedAs))))
+			var got []string
+			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+				ps, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAPointStatus)
+				got = append(got, ps)
+			}).Return(nil)
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: fastTuning})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

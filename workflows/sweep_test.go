@@ -183,3 +183,57 @@ func TestSweepRejectsOversizedPointAndContinuesAsNew(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepContinuesAsNewOnItsOwnHistoryBudget: a sweep run drains and
+// continues as new at HistoryLimit events or historyBytesLimit bytes, not
+// when the server suggests it (at 4 MiB, every ~500 points: each drain
+// idles the node budget until the last running point ends).
+func TestSweepContinuesAsNewOnItsOwnHistoryBudget(t *testing.T) {
+	tests := []struct {
+		name      string
+		suggested bool
+		size      int
+		wantCAN   bool
+	}{
+		{name: "server suggests, history small", suggested: true, size: 4 << 20, wantCAN: false},
+		{name: "history over the byte budget", size: historyBytesLimit + 1, wantCAN: true},
+		{name: "neither", size: 1 << 20, wantCAN: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.RegisterWorkflow(SweepWorkflow)
+			var a *activities.Activities
+			env.RegisterActivity(a)
+			env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
+			env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(&PointState{Status: StatusCompleted}, nil)
+			env.SetContinueAsNewSuggested(tc.suggested)
+			env.SetCurrentHistorySize(tc.size)
+			env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: seedPoints()})
+			require.True(t, env.IsWorkflowCompleted())
+			err := env.GetWorkflowError()
+			var can *workflow.ContinueAsNewError
+			if !tc.wantCAN {
+				require.NoError(t, err)
+				var pr SweepProgress
+				require.NoError(t, env.GetWorkflowResult(&pr))
+				require.Equal(t, 8, pr.Counts[StatusCompleted], "every point ran in one run")
+				return
+			}
+			require.ErrorAs(t, err, &can, "got %v", err)
+			var next SweepInput
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+			require.NotEmpty(t, next.Done, "the drained run hands on its finished points")
+			ids := map[string]bool{}
+			for _, d := range next.Done {
+				ids[d.PointID] = true
+			}
+			for _, p := range next.Points {
+				ids[p.PointID] = true
+			}
+			require.Len(t, ids, 8, "every point finished or handed on, none lost")
+			require.Equal(t, 8, len(next.Done)+len(next.Points), "none repeated")
+		})
+	}
+}
