@@ -127,26 +127,26 @@ type orchRun struct {
 	// EvalTurnWaits are the waits of points whose eval waits for their
 	// deployment's eval phase (every perf run of the deployment first, by
 	// design): the transition counts only the part after the eval turn.
-	EvalTurnWaits        int            `json:"eval_turn_waits,omitempty"`
-	EvalTurnWaitP50ms    float64        `json:"eval_turn_wait_p50_ms,omitempty"`
-	EvalTurnWaitMaxms    float64        `json:"eval_turn_wait_max_ms,omitempty"`
-	TransitionP50ms      float64        `json:"transition_p50_ms"`
-	TransitionP99ms      float64        `json:"transition_p99_ms"`
-	PointEventsMax       int            `json:"point_history_events_max"`
-	PointEventsP50       int            `json:"point_history_events_p50"`
-	PointHistoryBytesMax int            `json:"point_history_bytes_max"`
+	EvalTurnWaits        int     `json:"eval_turn_waits,omitempty"`
+	EvalTurnWaitP50ms    float64 `json:"eval_turn_wait_p50_ms,omitempty"`
+	EvalTurnWaitMaxms    float64 `json:"eval_turn_wait_max_ms,omitempty"`
+	TransitionP50ms      float64 `json:"transition_p50_ms"`
+	TransitionP99ms      float64 `json:"transition_p99_ms"`
+	PointEventsMax       int     `json:"point_history_events_max"`
+	PointEventsP50       int     `json:"point_history_events_p50"`
+	PointHistoryBytesMax int     `json:"point_history_bytes_max"`
 	// PointUpsertsMax: search-attribute upserts in one point's history
 	// (each rewrites its visibility row; the SDK adds one per first
 	// GetVersion of a run), besides the start and close writes.
-	PointUpsertsMax int `json:"point_upserts_max"`
-	ParentEventsMax      int            `json:"parent_history_events_max"`
-	DeploymentEventsMax  int            `json:"deployment_history_events_max,omitempty"`
-	MaxHistoryEvents     int            `json:"max_history_events"`
-	ContinuedAsNew       int            `json:"continued_as_new"`
-	InputBytesMax        int            `json:"max_activity_input_bytes"`
-	InputBytesP50        int            `json:"activity_input_bytes_p50"`
-	RowBytesP50          int            `json:"row_bytes_per_input_p50"`
-	InputBytesByType     map[string]int `json:"max_input_bytes_by_activity"`
+	PointUpsertsMax     int            `json:"point_upserts_max"`
+	ParentEventsMax     int            `json:"parent_history_events_max"`
+	DeploymentEventsMax int            `json:"deployment_history_events_max,omitempty"`
+	MaxHistoryEvents    int            `json:"max_history_events"`
+	ContinuedAsNew      int            `json:"continued_as_new"`
+	InputBytesMax       int            `json:"max_activity_input_bytes"`
+	InputBytesP50       int            `json:"activity_input_bytes_p50"`
+	RowBytesP50         int            `json:"row_bytes_per_input_p50"`
+	InputBytesByType    map[string]int `json:"max_input_bytes_by_activity"`
 	// LargestInput is where the bytes of the largest activity input are:
 	// JSON bytes per field ("point.row", "point.profile", "stages", ...).
 	LargestInput        map[string]int `json:"largest_input_bytes_by_field"`
