@@ -59,7 +59,9 @@ the plan of --sweep (IDs made unique, one node each, --parallel in flight).
 Without --address the embedded dev server is started in a temporary
 directory (the pinned Temporal CLI, as "starter server start" does, with
 its tuned SQLite and dynamic config unless --stock-server) and removed
-after. With --address the sweep runs on that server (TEMPORAL_NAMESPACE and
+after: a fresh one for each run, so the runs are independent samples, or
+one for all runs with --same-server (later runs then meet the earlier
+runs' histories and pending timers, and are slower). With --address the sweep runs on that server (TEMPORAL_NAMESPACE and
 TEMPORAL_TLS_* as for every starter command).
 
 Figures, from the workflow histories, as medians of --runs:
@@ -80,6 +82,7 @@ type benchOrchFlags struct {
 	address, sweepFile, cpuProfile  string
 	dynamicConfig                   []string
 	asJSON, stock, eager, gzip      bool
+	sameServer                      bool
 	timeout                         time.Duration
 }
 
@@ -102,6 +105,7 @@ func newBenchOrchCmd() *cobra.Command {
 	fs.IntVar(&f.pollers, "pollers", workerapp.DefaultPollers, "workflow-task and activity-task pollers of the in-process worker")
 	fs.StringVar(&f.address, "address", "", "Temporal frontend HOST:PORT (default: start the embedded dev server in a temporary directory)")
 	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file whose planned points are repeated (their row JSON sizes the inputs)")
+	fs.BoolVar(&f.sameServer, "same-server", false, "run every sweep on one embedded dev server (each run then meets the earlier runs' data); default: a fresh embedded server for each run")
 	fs.BoolVar(&f.stock, "stock-server", false, "start the embedded dev server with the CLI's defaults instead of sweepflow's tuning")
 	fs.BoolVar(&f.eager, "eager", true, "serve workflows and activities on one task queue, so the server hands new activity tasks straight back (eager activity execution); false: two queues, as a control worker and a cluster worker")
 	fs.IntVar(&f.perDeployment, "per-deployment", 1, "points sharing one deployment (one allocation and bring-up, a deployment workflow); 1: every point on its own, the 7-stage flow")
@@ -226,15 +230,7 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
 	server := f.address
-	if f.address != "" {
-		opts.HostPort = f.address
-	} else {
-		d, stop, err := startBenchDevServer(ctx, f.stock, f.dynamicConfig)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		opts.HostPort = d.Address()
+	if f.address == "" {
 		server = "embedded dev server (tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
 		if f.stock {
 			server = "embedded dev server (stock CLI defaults)"
@@ -242,19 +238,64 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		if len(f.dynamicConfig) > 0 {
 			server += " + " + strings.Join(f.dynamicConfig, ", ")
 		}
+		if f.sameServer {
+			server += ", one server for all runs"
+		} else {
+			server += ", a fresh server for each run"
+		}
 	}
-	c, err := client.Dial(opts)
-	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	// connect starts the embedded server unless --address names one, and
+	// dials it; done closes the client and stops the server it started.
+	connect := func() (client.Client, func(), error) {
+		o := opts
+		stop := func() {}
+		if f.address != "" {
+			o.HostPort = f.address
+		} else {
+			d, s, err := startBenchDevServer(ctx, f.stock, f.dynamicConfig)
+			if err != nil {
+				return nil, nil, err
+			}
+			o.HostPort, stop = d.Address(), s
+		}
+		c, err := client.Dial(o)
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", o.HostPort, err)
+		}
+		return c, func() { c.Close(); stop() }, nil
 	}
-	defer c.Close()
+	// Runs on one embedded server are not independent samples: each later
+	// run meets the earlier runs' histories, visibility rows and pending
+	// timer tasks (a fresh 1,000-point run ~900 points/min, the next one on
+	// the same server 600-740). By default each run gets its own server;
+	// --same-server measures the accumulation.
+	perRun := f.address == "" && !f.sameServer
+	var c client.Client
+	if !perRun {
+		cc, done, err := connect()
+		if err != nil {
+			return err
+		}
+		defer done()
+		c = cc
+	}
 
 	rep := orchReport{Points: f.points, Parallel: f.parallel, PerDeployment: f.perDeployment, Pollers: f.pollers, Eager: f.eager, Server: server, CPUs: runtime.NumCPU()}
 	for i := 0; i < f.runs; i++ {
 		if !f.asJSON {
 			fmt.Fprintf(stderr, "run %d of %d: %d points ...\n", i+1, f.runs, f.points)
 		}
-		r, err := benchOrchRun(ctx, c, f, template, log)
+		rc, done := c, func() {}
+		if perRun {
+			cc, d, err := connect()
+			if err != nil {
+				return fmt.Errorf("run %d: %w", i+1, err)
+			}
+			rc, done = cc, d
+		}
+		r, err := benchOrchRun(ctx, rc, f, template, log)
+		done()
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}

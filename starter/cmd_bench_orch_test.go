@@ -238,6 +238,7 @@ func TestBenchOrchEmbedded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
 	require.Len(t, rep.Runs, 2)
 	assert.Contains(t, rep.Server, "journal_mode=wal")
+	assert.Contains(t, rep.Server, "a fresh server for each run", "runs are independent samples unless --same-server")
 	for _, r := range rep.Runs {
 		assert.Equal(t, 12, r.Completed)
 		assert.Positive(t, r.PointsPerMin)
