@@ -108,6 +108,7 @@ func Stage(ctx context.Context, opts Options) (*Report, error) {
 		s.progress.BytesCopied = opts.Resume.BytesCopied
 	}
 	s.progress.TotalFiles, s.progress.TotalBytes = len(m.Files), m.TotalBytes
+	s.listTrusted(m)
 	if err := s.run(ctx, m); err != nil {
 		return nil, err
 	}
@@ -129,6 +130,30 @@ type stager struct {
 	report   Report
 	inFlight map[int]int64 // worker -> bytes of its current copy
 	lastEmit time.Time
+	// listed: paths in progress.Done before this attempt processed them
+	// (trusted from Resume), so fileDone does not list them twice.
+	listed map[string]bool
+}
+
+// listTrusted puts the files the trust rule will accept without work (in
+// Resume.Done, same size at the destination) into Done at once. Otherwise
+// a resumed attempt that fails early would report only the files it got to,
+// and the next retry would re-hash the rest of what earlier attempts
+// verified.
+func (s *stager) listTrusted(m *Manifest) {
+	s.listed = map[string]bool{}
+	if s.opts.VerifyExisting || len(s.trusted) == 0 {
+		return
+	}
+	for _, e := range m.Files {
+		if !s.trusted[e.Path] {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(s.dst, filepath.FromSlash(e.Path))); err == nil && st.Mode().IsRegular() && st.Size() == e.Size {
+			s.progress.Done = append(s.progress.Done, e.Path)
+			s.listed[e.Path] = true
+		}
+	}
 }
 
 func (s *stager) run(ctx context.Context, m *Manifest) error {
@@ -285,7 +310,9 @@ func (s *stager) fileDone(worker int, e FileEntry, copied bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inFlight, worker)
-	s.progress.Done = append(s.progress.Done, e.Path)
+	if !s.listed[e.Path] {
+		s.progress.Done = append(s.progress.Done, e.Path)
+	}
 	if copied {
 		s.report.FilesCopied++
 		s.report.BytesCopied += e.Size

@@ -208,6 +208,48 @@ func TestStageResumesFromProgress(t *testing.T) {
 	assertSameTree(t, files, dst)
 }
 
+// TestStageFailedResumeKeepsEarlierProgress: a resumed attempt that dies
+// before it reaches the files an earlier attempt verified still reports them
+// as done, so the next retry trusts them instead of re-hashing.
+func TestStageFailedResumeKeepsEarlierProgress(t *testing.T) {
+	t.Parallel()
+	src, dst := t.TempDir(), t.TempDir()
+	files := checkpoint(t, src, smallCheckpoint)
+
+	// Attempt 1 verifies three files, then dies.
+	ctx, cancel := context.WithCancel(context.Background())
+	var first Progress
+	_, err := Stage(ctx, Options{Src: src, Dst: dst, Parallel: 1, OnProgress: func(p Progress) {
+		first = p
+		if len(p.Done) == 3 {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, first.Done, 3)
+
+	// Attempt 2 resumes and dies at its first progress report.
+	ctx, cancel = context.WithCancel(context.Background())
+	var second Progress
+	_, err = Stage(ctx, Options{Src: src, Dst: dst, Parallel: 1, Resume: &first, OnProgress: func(p Progress) {
+		second = p
+		cancel()
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Subset(t, second.Done, first.Done, "the earlier attempt's verified files stay listed")
+	seen := map[string]bool{}
+	for _, f := range second.Done {
+		assert.False(t, seen[f], "%s listed twice", f)
+		seen[f] = true
+	}
+
+	// Attempt 3 re-hashes nothing it was told about: only the rest is copied.
+	r, err := Stage(context.Background(), Options{Src: src, Dst: dst, Resume: &second})
+	require.NoError(t, err)
+	assert.Equal(t, len(files)-len(second.Done), r.FilesCopied)
+	assertSameTree(t, files, dst)
+}
+
 func TestStageSourceMismatch(t *testing.T) {
 	t.Parallel()
 	const victim = "model-00001-of-00003.safetensors"
