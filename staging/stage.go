@@ -100,15 +100,12 @@ func Stage(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 
-	s := &stager{opts: opts, src: src, dst: dst, trusted: map[string]bool{}, inFlight: map[int]int64{}, lastEmit: time.Now()}
+	s := &stager{opts: opts, src: src, dst: dst, inFlight: map[int]int64{}, lastEmit: time.Now()}
 	if opts.Resume != nil {
-		for _, p := range opts.Resume.Done {
-			s.trusted[p] = true
-		}
 		s.progress.BytesCopied = opts.Resume.BytesCopied
 	}
 	s.progress.TotalFiles, s.progress.TotalBytes = len(m.Files), m.TotalBytes
-	s.listTrusted(m)
+	s.acceptTrusted(m)
 	if err := s.run(ctx, m); err != nil {
 		return nil, err
 	}
@@ -123,35 +120,38 @@ func Stage(ctx context.Context, opts Options) (*Report, error) {
 type stager struct {
 	opts     Options
 	src, dst string
-	trusted  map[string]bool // read-only once run starts
+	// accepted: the files the trust rule accepts without re-hashing, listed
+	// in progress.Done from the start; read-only once run starts.
+	accepted map[string]bool
 
 	mu       sync.Mutex // guards everything below and serialises OnProgress
 	progress Progress
 	report   Report
 	inFlight map[int]int64 // worker -> bytes of its current copy
 	lastEmit time.Time
-	// listed: paths in progress.Done before this attempt processed them
-	// (trusted from Resume), so fileDone does not list them twice.
-	listed map[string]bool
 }
 
-// listTrusted puts the files the trust rule will accept without work (in
-// Resume.Done, same size at the destination) into Done at once. Otherwise
-// a resumed attempt that fails early would report only the files it got to,
-// and the next retry would re-hash the rest of what earlier attempts
-// verified.
-func (s *stager) listTrusted(m *Manifest) {
-	s.listed = map[string]bool{}
-	if s.opts.VerifyExisting || len(s.trusted) == 0 {
+// acceptTrusted applies the trust rule once, before any copy: a file in
+// Resume.Done with the manifest's size at the destination is accepted and
+// listed in Done at once. Listing it only when a worker got to it would
+// make a resumed attempt that fails early report less than the earlier
+// attempts verified, and the next retry would re-hash the rest.
+func (s *stager) acceptTrusted(m *Manifest) {
+	s.accepted = map[string]bool{}
+	if s.opts.VerifyExisting || s.opts.Resume == nil || len(s.opts.Resume.Done) == 0 {
 		return
 	}
+	trusted := make(map[string]bool, len(s.opts.Resume.Done))
+	for _, p := range s.opts.Resume.Done {
+		trusted[p] = true
+	}
 	for _, e := range m.Files {
-		if !s.trusted[e.Path] {
+		if !trusted[e.Path] {
 			continue
 		}
 		if st, err := os.Stat(filepath.Join(s.dst, filepath.FromSlash(e.Path))); err == nil && st.Mode().IsRegular() && st.Size() == e.Size {
 			s.progress.Done = append(s.progress.Done, e.Path)
-			s.listed[e.Path] = true
+			s.accepted[e.Path] = true
 		}
 	}
 }
@@ -203,15 +203,15 @@ feed:
 
 // stageFile makes one destination file match e; it reports whether it copied.
 func (s *stager) stageFile(ctx context.Context, worker int, e FileEntry, buf []byte) (bool, error) {
+	if s.accepted[e.Path] {
+		return false, nil
+	}
 	dstPath := filepath.Join(s.dst, filepath.FromSlash(e.Path))
 	st, err := os.Stat(dstPath)
 	switch {
 	case err == nil && st.IsDir():
 		return false, fmt.Errorf("staging: destination %s is a directory, manifest has a file there", dstPath)
 	case err == nil && st.Mode().IsRegular() && st.Size() == e.Size:
-		if s.trusted[e.Path] && !s.opts.VerifyExisting {
-			return false, nil
-		}
 		sum, _, err := hashFile(ctx, dstPath, buf)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -310,7 +310,7 @@ func (s *stager) fileDone(worker int, e FileEntry, copied bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inFlight, worker)
-	if !s.listed[e.Path] {
+	if !s.accepted[e.Path] {
 		s.progress.Done = append(s.progress.Done, e.Path)
 	}
 	if copied {
