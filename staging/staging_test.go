@@ -173,21 +173,30 @@ func TestStageCorruptedDestination(t *testing.T) {
 	}
 }
 
+// stageUntil runs one attempt, one file at a time, and cancels it (a worker
+// loss) at the first progress report stop accepts; it returns that report.
+func stageUntil(t *testing.T, src, dst string, resume *Progress, stop func(Progress) bool) Progress {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last Progress
+	_, err := Stage(ctx, Options{Src: src, Dst: dst, Parallel: 1, Resume: resume, OnProgress: func(p Progress) {
+		last = p
+		if stop(p) {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	return last
+}
+
 func TestStageResumesFromProgress(t *testing.T) {
 	t.Parallel()
 	src, dst := t.TempDir(), t.TempDir()
 	files := checkpoint(t, src, smallCheckpoint)
 
 	// First attempt dies (cancelled) after three files, like a worker loss.
-	ctx, cancel := context.WithCancel(context.Background())
-	var last Progress
-	_, err := Stage(ctx, Options{Src: src, Dst: dst, Parallel: 1, OnProgress: func(p Progress) {
-		last = p
-		if len(p.Done) == 3 {
-			cancel()
-		}
-	}})
-	require.ErrorIs(t, err, context.Canceled)
+	last := stageUntil(t, src, dst, nil, func(p Progress) bool { return len(p.Done) == 3 })
 	require.Len(t, last.Done, 3)
 	assertNoTemps(t, dst)
 	var doneBytes int64
@@ -217,25 +226,11 @@ func TestStageFailedResumeKeepsEarlierProgress(t *testing.T) {
 	files := checkpoint(t, src, smallCheckpoint)
 
 	// Attempt 1 verifies three files, then dies.
-	ctx, cancel := context.WithCancel(context.Background())
-	var first Progress
-	_, err := Stage(ctx, Options{Src: src, Dst: dst, Parallel: 1, OnProgress: func(p Progress) {
-		first = p
-		if len(p.Done) == 3 {
-			cancel()
-		}
-	}})
-	require.ErrorIs(t, err, context.Canceled)
+	first := stageUntil(t, src, dst, nil, func(p Progress) bool { return len(p.Done) == 3 })
 	require.Len(t, first.Done, 3)
 
 	// Attempt 2 resumes and dies at its first progress report.
-	ctx, cancel = context.WithCancel(context.Background())
-	var second Progress
-	_, err = Stage(ctx, Options{Src: src, Dst: dst, Parallel: 1, Resume: &first, OnProgress: func(p Progress) {
-		second = p
-		cancel()
-	}})
-	require.ErrorIs(t, err, context.Canceled)
+	second := stageUntil(t, src, dst, &first, func(Progress) bool { return true })
 	assert.Subset(t, second.Done, first.Done, "the earlier attempt's verified files stay listed")
 	seen := map[string]bool{}
 	for _, f := range second.Done {

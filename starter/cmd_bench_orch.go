@@ -61,8 +61,9 @@ directory (the pinned Temporal CLI, as "starter server start" does, with
 its tuned SQLite and dynamic config unless --stock-server) and removed
 after: a fresh one for each run, so the runs are independent samples, or
 one for all runs with --same-server (later runs then meet the earlier
-runs' histories and pending timers, and are slower). With --address the sweep runs on that server (TEMPORAL_NAMESPACE and
-TEMPORAL_TLS_* as for every starter command).
+runs' histories and pending timers, and are slower). With --address the
+sweep runs on that server (TEMPORAL_NAMESPACE and TEMPORAL_TLS_* as for
+every starter command).
 
 Figures, from the workflow histories, as medians of --runs:
   points/min               N over the sweep's first start to its last close

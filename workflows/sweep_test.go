@@ -154,8 +154,8 @@ func TestSweepStarvationBound(t *testing.T) {
 	require.LessOrEqual(t, startedBefore, 2, "small points bypassed the big one more than MaxBypass times")
 }
 
-func TestSweepRejectsOversizedPointAndContinuesAsNew(t *testing.T) {
-	points := append(seedPoints(), activities.PointSpec{PointID: "huge", Nodes: 40, ConfigKey: "k"})
+// instantPointsEnv is a sweep environment whose points complete at once.
+func instantPointsEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SweepWorkflow)
@@ -163,6 +163,12 @@ func TestSweepRejectsOversizedPointAndContinuesAsNew(t *testing.T) {
 	env.RegisterActivity(a)
 	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
 	env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(&PointState{Status: StatusCompleted}, nil)
+	return env
+}
+
+func TestSweepRejectsOversizedPointAndContinuesAsNew(t *testing.T) {
+	points := append(seedPoints(), activities.PointSpec{PointID: "huge", Nodes: 40, ConfigKey: "k"})
+	env := instantPointsEnv()
 	// A small per-run budget forces a drain and continue-as-new that carries
 	// the finished points and the rest of the queue.
 	env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: points, PointsPerRun: 3})
@@ -201,13 +207,7 @@ func TestSweepContinuesAsNewOnItsOwnHistoryBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestWorkflowEnvironment()
-			env.RegisterWorkflow(SweepWorkflow)
-			var a *activities.Activities
-			env.RegisterActivity(a)
-			env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
-			env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(&PointState{Status: StatusCompleted}, nil)
+			env := instantPointsEnv()
 			env.SetContinueAsNewSuggested(tc.suggested)
 			env.SetCurrentHistorySize(tc.size)
 			env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: seedPoints()})
