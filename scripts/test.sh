@@ -5,8 +5,8 @@
 # It does its own set-up: as root on Debian or Ubuntu it installs the system
 # packages the tests use (Slurm, munge, Chromium, PostgreSQL) when missing;
 # without root, a test whose tool is missing skips with one line naming the
-# package. Go modules, the pinned Temporal CLI and workflowcheck are fetched
-# or built once and cached under ~/.cache/sweepflow.
+# package. Go modules, the pinned Temporal CLI, sweepflow-devserver and
+# workflowcheck are fetched or built once and cached under ~/.cache/sweepflow.
 #
 # Reference tests compare sweepflow with InferenceX, lm-eval and srt-slurm on
 # their own data, which users do not have. They run when these name it, and
@@ -43,7 +43,7 @@ fi
 echo "== Go modules, Temporal CLI, workflowcheck"
 go mod download
 "$root/scripts/install-temporal.sh"
-export SWEEPFLOW_TEMPORAL_BIN="$root/bin/temporal"
+export SWEEPFLOW_TEMPORAL_BIN="$root/bin/temporal" SWEEPFLOW_DEVSERVER_BIN="$root/bin/sweepflow-devserver"
 if [ ! -x "$cache/bin/workflowcheck" ]; then
   (cd /tmp && GOBIN="$cache/bin" GOFLAGS=-mod=mod go install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0)
 fi
@@ -66,6 +66,7 @@ fi
 
 echo "== go vet"
 go vet ./...
+(cd devserver && go vet .)
 
 echo "== workflowcheck"
 "$cache/bin/workflowcheck" -show-pos ./workflows/...

@@ -57,8 +57,9 @@ worker runs in this process on a task queue of its own; the points repeat
 the plan of --sweep (IDs made unique, one node each, --parallel in flight).
 
 Without --address the embedded dev server is started in a temporary
-directory (the pinned Temporal CLI, as "starter server start" does, with
-its tuned SQLite and dynamic config unless --stock-server) and removed
+directory (sweepflow-devserver, as "starter server start" does, with its
+tuned SQLite and dynamic config; --stock-server: the Temporal CLI's own,
+with its defaults) and removed
 after: a fresh one for each run, so the runs are independent samples, or
 one for all runs with --same-server (later runs then meet the earlier
 runs' histories and pending timers, and are slower). With --address the
@@ -81,7 +82,7 @@ type benchOrchFlags struct {
 	points, runs, parallel, pollers int
 	historyLimit, perDeployment     int
 	address, sweepFile, cpuProfile  string
-	dynamicConfig                   []string
+	dynamicConfig, pragmas          []string
 	asJSON, stock, eager, gzip      bool
 	sameServer                      bool
 	timeout                         time.Duration
@@ -115,6 +116,7 @@ func newBenchOrchCmd() *cobra.Command {
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Minute, "bound on each sweep")
 	fs.BoolVar(&f.asJSON, "json", false, "print the figures as JSON")
 	fs.StringArrayVar(&f.dynamicConfig, "dynamic-config-value", nil, "KEY=JSON-VALUE added to the embedded dev server's dynamic config (repeatable; experiments)")
+	fs.StringArrayVar(&f.pragmas, "sqlite-pragma", nil, "PRAGMA=VALUE added to the embedded dev server's SQLite settings (repeatable; experiments)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (worker and analysis) here")
 	return c
 }
@@ -232,12 +234,20 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 	}
 	server := f.address
 	if f.address == "" {
-		server = "embedded dev server (tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
-		if f.stock {
-			server = "embedded dev server (stock CLI defaults)"
+		wd, _ := os.Getwd()
+		bin, err := devServerBinary(wd, f.stock)
+		if err != nil {
+			return err
 		}
-		if len(f.dynamicConfig) > 0 {
-			server += " + " + strings.Join(f.dynamicConfig, ", ")
+		server = "embedded dev server, " + temporalx.DevServerBinary + " (no metrics endpoint; tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
+		switch {
+		case f.stock:
+			server = "embedded dev server (the Temporal CLI's, stock defaults)"
+		case filepath.Base(bin) != temporalx.DevServerBinary:
+			server = "embedded dev server, the Temporal CLI's (" + temporalx.DevServerBinary + " not built; tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
+		}
+		if extra := append(append([]string{}, f.pragmas...), f.dynamicConfig...); len(extra) > 0 {
+			server += " + " + strings.Join(extra, ", ")
 		}
 		if f.sameServer {
 			server += ", one server for all runs"
@@ -253,7 +263,7 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		if f.address != "" {
 			o.HostPort = f.address
 		} else {
-			d, s, err := startBenchDevServer(ctx, f.stock, f.dynamicConfig)
+			d, s, err := startBenchDevServer(ctx, f.stock, f.dynamicConfig, f.pragmas)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -356,9 +366,9 @@ func benchPoints(template []activities.PointSpec, n, perDeployment int) []activi
 
 // startBenchDevServer starts the embedded dev server on a free port in a
 // temporary directory; stop ends it and removes the directory.
-func startBenchDevServer(ctx context.Context, stock bool, dynamicConfig []string) (temporalx.DevServer, func(), error) {
+func startBenchDevServer(ctx context.Context, stock bool, dynamicConfig, pragmas []string) (temporalx.DevServer, func(), error) {
 	wd, _ := os.Getwd()
-	bin, err := temporalx.CLIPath(wd)
+	bin, err := devServerBinary(wd, stock)
 	if err != nil {
 		return temporalx.DevServer{}, nil, err
 	}
@@ -372,7 +382,7 @@ func startBenchDevServer(ctx context.Context, stock bool, dynamicConfig []string
 		return temporalx.DevServer{}, nil, err
 	}
 	d := temporalx.DevServer{Binary: bin, DataDir: filepath.Join(dir, "temporal"), IP: "127.0.0.1", Port: port, Headless: true,
-		Stock: stock, DynamicConfig: dynamicConfig, SearchAttributes: workflows.SearchAttributeTypes()}
+		Stock: stock, DynamicConfig: dynamicConfig, Pragmas: pragmas, SearchAttributes: workflows.SearchAttributeTypes()}
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	stop := func() { _ = d.Stop(); _ = os.RemoveAll(dir) }

@@ -238,6 +238,9 @@ func TestBenchOrchEmbedded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
 	require.Len(t, rep.Runs, 2)
 	assert.Contains(t, rep.Server, "journal_mode=wal")
+	if os.Getenv("SWEEPFLOW_DEVSERVER_BIN") != "" || os.Getenv("CI") != "" {
+		assert.Contains(t, rep.Server, temporalx.DevServerBinary+" (no metrics endpoint", "sweepflow's build, not the CLI's dev server")
+	}
 	assert.Contains(t, rep.Server, "a fresh server for each run", "runs are independent samples unless --same-server")
 	for _, r := range rep.Runs {
 		assert.Equal(t, 12, r.Completed)

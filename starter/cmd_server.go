@@ -42,10 +42,11 @@ func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
 	dataDir := fs.String("data-dir", filepath.Join(homeDir(), "temporal"), "directory for the dev server's SQLite database and log")
 	port := fs.Int("port", 7233, "frontend gRPC port")
 	uiPort := fs.Int("ui-port", 8233, "Web UI port")
-	stock := fs.Bool("stock", false, "run the CLI's defaults, without sweepflow's SQLite (WAL, synchronous=NORMAL) and dynamic config (eager activities, one task queue partition) tuning")
+	stock := fs.Bool("stock", false, "run the Temporal CLI's dev server with its defaults, without sweepflow's build (no metrics endpoint), SQLite (WAL, synchronous=NORMAL) and dynamic config (eager activities, one task queue partition) tuning")
+	metrics := fs.Int("metrics-port", 0, "serve the server's Prometheus metrics on this port (default: none; they cost throughput)")
 	return func() (temporalx.DevServer, error) {
 		wd, _ := os.Getwd()
-		bin, err := temporalx.CLIPath(wd)
+		bin, err := devServerBinary(wd, *stock)
 		if err != nil {
 			return temporalx.DevServer{}, err
 		}
@@ -54,14 +55,32 @@ func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
 			return temporalx.DevServer{}, err
 		}
 		return temporalx.DevServer{Binary: bin, DataDir: abs, IP: "127.0.0.1", Port: *port, UIPort: *uiPort, Stock: *stock,
-			SearchAttributes: workflows.SearchAttributeTypes()}, nil
+			MetricsPort: *metrics, SearchAttributes: workflows.SearchAttributeTypes()}, nil
 	}
+}
+
+// devServerBinary is sweepflow-devserver, or the pinned CLI when stock or
+// when sweepflow-devserver is not built.
+func devServerBinary(wd string, stock bool) (string, error) {
+	if stock {
+		return temporalx.CLIPath(wd)
+	}
+	bin, _, err := temporalx.DevServerPath(wd)
+	return bin, err
+}
+
+// ownDevServer reports that d runs sweepflow's build, not the CLI.
+func ownDevServer(d temporalx.DevServer) bool {
+	return filepath.Base(d.Binary) == temporalx.DevServerBinary
 }
 
 func runServerStart(build func() (temporalx.DevServer, error)) error {
 	d, err := build()
 	if err != nil {
 		return err
+	}
+	if !d.Stock && !ownDevServer(d) {
+		fmt.Fprintf(os.Stderr, "note: %s is not built; running the Temporal CLI's dev server, which is slower (it always serves metrics). scripts/install-temporal.sh builds both.\n", temporalx.DevServerBinary)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -28,6 +28,11 @@ func TestDevServerArgs(t *testing.T) {
 			d.Headless = true
 			d.DynamicConfig = []string{"matching.numTaskqueueReadPartitions=4"}
 		}, want: []string{"--headless", "--dynamic-config-value matching.numTaskqueueReadPartitions=4"}},
+		{name: "metrics and an extra pragma", mod: func(d *DevServer) {
+			d.MetricsPort = 9090
+			d.Pragmas = []string{"cache_size=-65536"}
+		}, want: []string{"--metrics-port 9090", "--sqlite-pragma cache_size=-65536"}},
+		{name: "no metrics port unless asked", mod: func(*DevServer) {}, wantNot: []string{"--metrics-port"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
