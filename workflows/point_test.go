@@ -26,11 +26,14 @@ type fakeStages struct {
 	calls    map[string]int
 	order    []string
 	block    map[string]bool // stage blocks until its context ends
+	// after: how long a stage takes on the workflow clock (the testsuite
+	// skips it), set before pointEnv.
+	after    map[string]time.Duration
 	evalPass bool
 }
 
 func newFake() *fakeStages {
-	return &fakeStages{failures: map[string]int{}, errType: map[string]string{}, calls: map[string]int{}, block: map[string]bool{}, evalPass: true}
+	return &fakeStages{failures: map[string]int{}, errType: map[string]string{}, calls: map[string]int{}, block: map[string]bool{}, after: map[string]time.Duration{}, evalPass: true}
 }
 
 func (f *fakeStages) hit(ctx context.Context, stage string) error {
@@ -57,6 +60,15 @@ func (f *fakeStages) hit(ctx context.Context, stage string) error {
 	return nil
 }
 
+// wait is the stage's duration for AfterFn.
+func (f *fakeStages) wait(stage string) func() time.Duration {
+	return func() time.Duration {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.after[stage]
+	}
+}
+
 func (f *fakeStages) count(stage string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -66,28 +78,28 @@ func (f *fakeStages) count(stage string) int {
 func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageAllocate)).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
 		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, f.hit(ctx, activities.StageAllocate)
 	})
-	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
+	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageCheckpoint)).Return(func(ctx context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
 		return activities.CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, f.hit(ctx, activities.StageCheckpoint)
 	})
-	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
+	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageBringUp)).Return(func(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
 		return activities.Endpoint{URL: "http://127.0.0.1:1", Mode: in.Mode}, f.hit(ctx, activities.StageBringUp+":"+in.Mode)
 	})
-	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) error {
+	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageWarmup)).Return(func(ctx context.Context, in activities.StageInput) error {
 		return f.hit(ctx, activities.StageWarmup)
 	})
-	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+	env.OnActivity(a.Perf, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StagePerf)).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
 		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true}, f.hit(ctx, activities.StagePerf)
 	})
-	env.OnActivity(a.Eval, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
+	env.OnActivity(a.Eval, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageEval)).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
 		return activities.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, activities.StageEval)
 	})
-	env.OnActivity(a.Upload, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.UploadInput) error {
+	env.OnActivity(a.Upload, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageUpload)).Return(func(ctx context.Context, in activities.UploadInput) error {
 		return f.hit(ctx, activities.StageUpload)
 	})
-	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) error {
+	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageTeardown)).Return(func(ctx context.Context, in activities.StageInput) error {
 		return f.hit(ctx, activities.StageTeardown)
 	})
 	env.OnActivity(a.RecordPoint, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.PointRecord) error {
