@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/internal/testnet"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -42,7 +43,7 @@ next:
 // over HTTP: the SDK's metrics and sweepflow's must both be there.
 func TestIntegrationWorkerMetrics(t *testing.T) {
 	e := newITEnv(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t))
 	cfg := e.workerConfig()
 	cmd := exec.Command(workerBinary(t), "--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
 		"--eval-limit", "40", "--thresholds", cfg.Thresholds, "--starter-bin", e.starterBin,

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sweepflow/sweepflow/codec"
+	"github.com/sweepflow/sweepflow/internal/testnet"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -148,7 +149,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 	assert.Positive(t, plain["fingerprint"], "without the codec payloads are plain JSON: the scan works")
 
 	// The codec server decodes for the CLI (and the Web UI), with the key.
-	port := freePort(t)
+	port := testnet.FreePort(t)
 	srv := exec.Command(e.starterBin, "codec-server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--key-file", keyFile)
 	var srvOut bytes.Buffer
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut

@@ -10,7 +10,6 @@ import (
 	"image"
 	"image/png"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -28,6 +27,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/codec"
+	"github.com/sweepflow/sweepflow/internal/testnet"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -47,13 +47,6 @@ func chromiumPath(t *testing.T) string {
 	}
 	t.Skip("chromium not installed (apt-get install -y chromium); skipping the Web UI check")
 	return ""
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // newUIEnv is newITEnv with the dev server's Web UI on uiPort; extra goes
@@ -140,7 +133,7 @@ func uiList(t *testing.T, chromium, ui, query string) (ids []string, count strin
 // (SWEEPFLOW_UI_SCREENSHOTS=dir keeps them).
 func TestWebUIListsAndFilters(t *testing.T) {
 	chromium := chromiumPath(t)
-	uiPort, codecPort := freePort(t), freePort(t)
+	uiPort, codecPort := testnet.FreePort(t), testnet.FreePort(t)
 	keyFile := filepath.Join(t.TempDir(), "codec.key")
 	key := bytes.Repeat([]byte{0x5a}, codec.KeySize)
 	require.NoError(t, os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600))

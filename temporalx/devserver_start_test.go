@@ -3,7 +3,6 @@ package temporalx
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,15 +15,9 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
-)
 
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+	"github.com/sweepflow/sweepflow/internal/testnet"
+)
 
 // TestOwnDevServerStarts runs sweepflow-devserver as `starter server start`
 // does: it serves the frontend and the UI, registers the search attributes
@@ -41,8 +34,8 @@ func TestOwnDevServerStarts(t *testing.T) {
 		}
 		t.Skipf("%s is not built (%v); scripts/install-temporal.sh builds it", DevServerBinary, err)
 	}
-	d := DevServer{Binary: bin, DataDir: t.TempDir(), IP: "127.0.0.1", Port: freeTCPPort(t), UIPort: freeTCPPort(t),
-		MetricsPort: freeTCPPort(t), SearchAttributes: map[string]string{"SweepID": "Keyword", "Concurrency": "Int"}}
+	d := DevServer{Binary: bin, DataDir: t.TempDir(), IP: "127.0.0.1", Port: testnet.FreePort(t), UIPort: testnet.FreePort(t),
+		MetricsPort: testnet.FreePort(t), SearchAttributes: map[string]string{"SweepID": "Keyword", "Concurrency": "Int"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, started, err := d.Start(ctx)

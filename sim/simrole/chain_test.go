@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/internal/testnet"
 	"github.com/sweepflow/sweepflow/ixresult"
 )
 
@@ -40,14 +41,14 @@ func TestProxyChainC1(t *testing.T) {
 	common := map[string]string{"ETCD_ENDPOINTS": "http://" + infra.addrs["etcd"], "NATS_SERVER": "nats://" + infra.addrs["nats"],
 		EnvTimeScale: scale, EnvMounts: mounts, "SGLANG_SIMULATE_ACC_LEN": "3.77", "SGLANG_SIMULATE_ACC_METHOD": "match-expected",
 		"SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
-	start(t, RoleWorker, workerArgv("", freePort(t), 1, 0, "", 8), common, Options{}, true)
-	fport := freePort(t)
+	start(t, RoleWorker, workerArgv("", testnet.FreePort(t), 1, 0, "", 8), common, Options{}, true)
+	fport := testnet.FreePort(t)
 	fe := start(t, RoleFrontend, []string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fport)}, common, Options{}, true)
 	require.Eventually(t, func() bool {
 		code, body := getJSON(t, "http://"+fe.addrs["http"]+"/v1/models")
 		return code == 200 && strings.Contains(string(body), `"id":"sim-model"`)
 	}, 20*time.Second, 50*time.Millisecond, "the aggregated worker never registered")
-	nport := freePort(t)
+	nport := testnet.FreePort(t)
 	conf := fmt.Sprintf("events {}\nhttp {\n upstream backends {\n  server 127.0.0.1:%d;\n }\n server {\n  listen %d;\n  client_max_body_size 0;\n  location / { proxy_pass http://backends; proxy_buffering off; }\n }\n}\n", fport, nport)
 	require.NoError(t, os.WriteFile(filepath.Join(logs, "nginx.conf"), []byte(conf), 0o644))
 	start(t, RoleNginx, []string{"nginx", "-c", "/logs/nginx.conf"}, map[string]string{EnvMounts: mounts}, Options{}, true)

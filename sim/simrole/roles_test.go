@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/internal/testnet"
 	"github.com/sweepflow/sweepflow/ixresult"
 )
 
@@ -32,14 +33,6 @@ type syncBuf struct {
 
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // started is one role running in-process.
 type started struct {
@@ -162,16 +155,16 @@ func TestRolesEndToEnd(t *testing.T) {
 	}
 
 	// A two-node prefill worker: the leader waits for its member.
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	prefillSys := freePort(t)
-	prefillArgv := workerArgv("prefill", freePort(t), 2, 0, rdv, 8)
+	rdv := fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t))
+	prefillSys := testnet.FreePort(t)
+	prefillArgv := workerArgv("prefill", testnet.FreePort(t), 2, 0, rdv, 8)
 	prefill := start(t, RoleWorker, prefillArgv, withGolden(prefillSys), Options{}, false)
-	member := start(t, RoleWorker, workerArgv("prefill", 0, 2, 1, rdv, 8), withGolden(freePort(t)), Options{}, true)
+	member := start(t, RoleWorker, workerArgv("prefill", 0, 2, 1, rdv, 8), withGolden(testnet.FreePort(t)), Options{}, true)
 	_ = member
-	decodeArgv := workerArgv("decode", freePort(t), 1, 0, "", 16)
-	decode := start(t, RoleWorker, decodeArgv, withGolden(freePort(t)), Options{}, true)
+	decodeArgv := workerArgv("decode", testnet.FreePort(t), 1, 0, "", 16)
+	decode := start(t, RoleWorker, decodeArgv, withGolden(testnet.FreePort(t)), Options{}, true)
 
-	fport := freePort(t)
+	fport := testnet.FreePort(t)
 	fe := start(t, RoleFrontend, []string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fport), "--router-mode", "kv"},
 		common(nil), Options{}, true)
 	feURL := "http://" + fe.addrs["http"]
@@ -195,7 +188,7 @@ func TestRolesEndToEnd(t *testing.T) {
 	assert.Contains(t, string(body), `"id":"sim-model"`)
 
 	// nginx in front of the frontend, reading its conf through the mounts.
-	nport := freePort(t)
+	nport := testnet.FreePort(t)
 	conf := fmt.Sprintf("events {}\nhttp {\n upstream backends {\n  hash $http_x_dynamo_session_id consistent;\n  server 127.0.0.1:%d;\n }\n server {\n  listen %d;\n  location / { proxy_pass http://backends; }\n }\n}\n", fport, nport)
 	require.NoError(t, os.WriteFile(filepath.Join(logs, "nginx.conf"), []byte(conf), 0o644))
 	start(t, RoleNginx, []string{"bash", "-c", "nginx -c /logs/nginx.conf -g 'daemon off;'"}, map[string]string{EnvMounts: mounts}, Options{}, true)
@@ -320,9 +313,9 @@ func TestRendezvous(t *testing.T) {
 	env := func(sys int) map[string]string {
 		return map[string]string{"ETCD_ENDPOINTS": "http://" + reg.addrs["etcd"], "DYN_SYSTEM_PORT": strconv.Itoa(sys), EnvTimeScale: "0.001"}
 	}
-	rdv := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	sys := freePort(t)
-	leader := start(t, RoleWorker, workerArgv("decode", freePort(t), 2, 0, rdv, 8), env(sys), Options{}, false)
+	rdv := fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t))
+	sys := testnet.FreePort(t)
+	leader := start(t, RoleWorker, workerArgv("decode", testnet.FreePort(t), 2, 0, rdv, 8), env(sys), Options{}, false)
 	require.Eventually(t, func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", sys))
 		if err != nil {
@@ -332,7 +325,7 @@ func TestRendezvous(t *testing.T) {
 		return resp.StatusCode == http.StatusServiceUnavailable
 	}, 10*time.Second, 20*time.Millisecond, "status port answers 503 while the group forms")
 
-	wrong := start(t, RoleWorker, workerArgv("decode", 0, 4, 1, rdv, 8), env(freePort(t)), Options{}, false)
+	wrong := start(t, RoleWorker, workerArgv("decode", 0, 4, 1, rdv, 8), env(testnet.FreePort(t)), Options{}, false)
 	select {
 	case err := <-wrong.done:
 		require.Error(t, err)
@@ -342,7 +335,7 @@ func TestRendezvous(t *testing.T) {
 		t.Fatal("a member of the wrong group size was not refused")
 	}
 
-	start(t, RoleWorker, workerArgv("decode", 0, 2, 1, rdv, 8), env(freePort(t)), Options{}, true)
+	start(t, RoleWorker, workerArgv("decode", 0, 2, 1, rdv, 8), env(testnet.FreePort(t)), Options{}, true)
 	require.Eventually(t, func() bool {
 		code, _ := getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/health", sys))
 		return code == http.StatusOK
