@@ -232,19 +232,22 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 	if !f.gzip {
 		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
-	server := f.address
+	server, bin := f.address, ""
 	if f.address == "" {
 		wd, _ := os.Getwd()
-		bin, err := devServerBinary(wd, f.stock)
+		b, own, err := devServerBinary(wd, f.stock)
 		if err != nil {
 			return err
 		}
-		server = "embedded dev server, " + temporalx.DevServerBinary + " (no metrics endpoint; tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
+		bin = b
+		tuned := "tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ")
 		switch {
 		case f.stock:
 			server = "embedded dev server (the Temporal CLI's, stock defaults)"
-		case filepath.Base(bin) != temporalx.DevServerBinary:
-			server = "embedded dev server, the Temporal CLI's (" + temporalx.DevServerBinary + " not built; tuned: " + strings.Join(temporalx.TunedPragmas, ", ") + ", " + strings.Join(temporalx.TunedDynamicConfig, ", ") + ")"
+		case own:
+			server = "embedded dev server, " + temporalx.DevServerBinary + " (no metrics endpoint; " + tuned + ")"
+		default:
+			server = "embedded dev server, the Temporal CLI's (" + temporalx.DevServerBinary + " not built; " + tuned + ")"
 		}
 		if extra := append(append([]string{}, f.pragmas...), f.dynamicConfig...); len(extra) > 0 {
 			server += " + " + strings.Join(extra, ", ")
@@ -263,7 +266,7 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 		if f.address != "" {
 			o.HostPort = f.address
 		} else {
-			d, s, err := startBenchDevServer(ctx, f.stock, f.dynamicConfig, f.pragmas)
+			d, s, err := startBenchDevServer(ctx, bin, f.stock, f.dynamicConfig, f.pragmas)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -364,14 +367,9 @@ func benchPoints(template []activities.PointSpec, n, perDeployment int) []activi
 	return out
 }
 
-// startBenchDevServer starts the embedded dev server on a free port in a
-// temporary directory; stop ends it and removes the directory.
-func startBenchDevServer(ctx context.Context, stock bool, dynamicConfig, pragmas []string) (temporalx.DevServer, func(), error) {
-	wd, _ := os.Getwd()
-	bin, err := devServerBinary(wd, stock)
-	if err != nil {
-		return temporalx.DevServer{}, nil, err
-	}
+// startBenchDevServer starts the embedded dev server (binary bin) on a free
+// port in a temporary directory; stop ends it and removes the directory.
+func startBenchDevServer(ctx context.Context, bin string, stock bool, dynamicConfig, pragmas []string) (temporalx.DevServer, func(), error) {
 	dir, err := os.MkdirTemp("", "sweepflow-bench-orch-*")
 	if err != nil {
 		return temporalx.DevServer{}, nil, err

@@ -38,48 +38,43 @@ func homeDir() string {
 	return ".sweepflow"
 }
 
-func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, error) {
+func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, bool, error) {
 	dataDir := fs.String("data-dir", filepath.Join(homeDir(), "temporal"), "directory for the dev server's SQLite database and log")
 	port := fs.Int("port", 7233, "frontend gRPC port")
 	uiPort := fs.Int("ui-port", 8233, "Web UI port")
 	stock := fs.Bool("stock", false, "run the Temporal CLI's dev server with its defaults, without sweepflow's build (no metrics endpoint), SQLite (WAL, synchronous=NORMAL) and dynamic config (eager activities, one task queue partition) tuning")
 	metrics := fs.Int("metrics-port", 0, "serve the server's Prometheus metrics on this port (default: none; they cost throughput)")
-	return func() (temporalx.DevServer, error) {
+	return func() (temporalx.DevServer, bool, error) {
 		wd, _ := os.Getwd()
-		bin, err := devServerBinary(wd, *stock)
+		bin, own, err := devServerBinary(wd, *stock)
 		if err != nil {
-			return temporalx.DevServer{}, err
+			return temporalx.DevServer{}, false, err
 		}
 		abs, err := filepath.Abs(*dataDir)
 		if err != nil {
-			return temporalx.DevServer{}, err
+			return temporalx.DevServer{}, false, err
 		}
 		return temporalx.DevServer{Binary: bin, DataDir: abs, IP: "127.0.0.1", Port: *port, UIPort: *uiPort, Stock: *stock,
-			MetricsPort: *metrics, SearchAttributes: workflows.SearchAttributeTypes()}, nil
+			MetricsPort: *metrics, SearchAttributes: workflows.SearchAttributeTypes()}, own, nil
 	}
 }
 
 // devServerBinary is sweepflow-devserver, or the pinned CLI when stock or
-// when sweepflow-devserver is not built.
-func devServerBinary(wd string, stock bool) (string, error) {
+// when sweepflow-devserver is not built; own reports sweepflow's build.
+func devServerBinary(wd string, stock bool) (bin string, own bool, err error) {
 	if stock {
-		return temporalx.CLIPath(wd)
+		bin, err = temporalx.CLIPath(wd)
+		return bin, false, err
 	}
-	bin, _, err := temporalx.DevServerPath(wd)
-	return bin, err
+	return temporalx.DevServerPath(wd)
 }
 
-// ownDevServer reports that d runs sweepflow's build, not the CLI.
-func ownDevServer(d temporalx.DevServer) bool {
-	return filepath.Base(d.Binary) == temporalx.DevServerBinary
-}
-
-func runServerStart(build func() (temporalx.DevServer, error)) error {
-	d, err := build()
+func runServerStart(build func() (temporalx.DevServer, bool, error)) error {
+	d, own, err := build()
 	if err != nil {
 		return err
 	}
-	if !d.Stock && !ownDevServer(d) {
+	if !d.Stock && !own {
 		fmt.Fprintf(os.Stderr, "note: %s is not built; running the Temporal CLI's dev server, which is slower (it always serves metrics). scripts/install-temporal.sh builds both.\n", temporalx.DevServerBinary)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -96,8 +91,8 @@ func runServerStart(build func() (temporalx.DevServer, error)) error {
 	return nil
 }
 
-func runServerStop(build func() (temporalx.DevServer, error)) error {
-	d, err := build()
+func runServerStop(build func() (temporalx.DevServer, bool, error)) error {
+	d, _, err := build()
 	if err != nil {
 		return err
 	}

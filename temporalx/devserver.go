@@ -58,13 +58,8 @@ func DevServerPath(dir string) (path string, own bool, err error) {
 		}
 		return "", false, fmt.Errorf("SWEEPFLOW_DEVSERVER_BIN=%s is not an executable", p)
 	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if p := filepath.Join(d, "bin", DevServerBinary); isExec(p) {
-			return p, true, nil
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
+	if p, ok := inBin(dir, DevServerBinary); ok {
+		return p, true, nil
 	}
 	p, err := CLIPath(dir)
 	return p, false, err

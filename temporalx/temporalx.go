@@ -89,13 +89,8 @@ func CLIPath(dir string) (string, error) {
 		}
 		return "", fmt.Errorf("SWEEPFLOW_TEMPORAL_BIN=%s is not an executable", p)
 	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if p := filepath.Join(d, "bin", "temporal"); isExec(p) {
-			return p, nil
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
+	if p, ok := inBin(dir, "temporal"); ok {
+		return p, nil
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		if p := filepath.Join(home, ".cache", "sweepflow", "temporal-"+CLIVersion, "temporal"); isExec(p) {
@@ -103,6 +98,19 @@ func CLIPath(dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the Temporal CLI %s is not installed: run scripts/install-temporal.sh", CLIVersion)
+}
+
+// inBin finds bin/name in dir or the nearest parent holding it (the
+// project's bin/, from any package directory).
+func inBin(dir, name string) (string, bool) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if p := filepath.Join(d, "bin", name); isExec(p) {
+			return p, true
+		}
+		if filepath.Dir(d) == d {
+			return "", false
+		}
+	}
 }
 
 func isExec(p string) bool {
