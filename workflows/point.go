@@ -706,11 +706,7 @@ func (r *pointRun) missing() []string {
 // stageAttrDelay (a timer raced against the stage, cancelled when the stage
 // ends first). The Web UI's current details always show the stage.
 func (r *pointRun) runStage(ctx workflow.Context, name string, fn func(workflow.Context) error) error {
-	if r.state.Status != r.publishedStatus {
-		r.publish(ctx)
-	} else {
-		r.setDetails(ctx)
-	}
+	r.showRound(ctx)
 	done, settle := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		// Blocking calls need this coroutine's own context.
@@ -740,12 +736,18 @@ func (r *pointRun) runWatchedStage(ctx workflow.Context, name string, fn func(wo
 	r.stageSeq++
 	r.stageSince, r.stageRunning = workflow.Now(ctx), true
 	defer func() { r.stageRunning = false }()
+	r.showRound(ctx)
+	return fn(workflow.WithActivityOptions(ctx, ActivityOptions(name, r.in.TaskQueue, r.in.Tuning)))
+}
+
+// showRound shows a starting stage round: a status change is written at
+// once, otherwise only the Web UI's details change.
+func (r *pointRun) showRound(ctx workflow.Context) {
 	if r.state.Status != r.publishedStatus {
 		r.publish(ctx)
 	} else {
 		r.setDetails(ctx)
 	}
-	return fn(workflow.WithActivityOptions(ctx, ActivityOptions(name, r.in.TaskQueue, r.in.Tuning)))
 }
 
 // watchStages writes the running stage's name into the Stage attribute once
