@@ -81,8 +81,10 @@ type PointInput struct {
 // one watcher times the Stage attribute for the whole point (watchStages)
 // instead of a timer per stage: a point of quick stages records 2 timer
 // events instead of 2 a stage, and the server stores and fires 1 timer
-// task instead of 7.
-const pointRev = 2
+// task instead of 7. From 3 the point tears its allocation down before
+// the upload (which needs no node), so a slow or failing upload holds no
+// GPUs; earlier revisions upload first, as recorded.
+const pointRev = 3
 
 // Decision is the argument of the decide update.
 type Decision struct {
@@ -246,6 +248,9 @@ func (r *pointRun) setup(ctx workflow.Context) error {
 			if d.Action == ActionHold && r.state.Released {
 				return fmt.Errorf("point %s already released its nodes; `retry --hold` allocates again and keeps them", r.in.Point.PointID)
 			}
+			if d.Action == ActionHold && !r.allocated {
+				return fmt.Errorf("point %s holds no nodes at %s: there is nothing to hold", r.in.Point.PointID, r.state.Stage)
+			}
 			return nil
 		}})
 }
@@ -323,6 +328,9 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	if r.in.Group != nil && r.handBack && r.allocated {
 		r.state.Handoff = r.lease()
 		r.allocated, r.endpoint, r.state.NodesHeld = false, nil, 0
+	}
+	if r.in.Rev >= 3 && r.allocated {
+		r.teardown(ctx)
 	}
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}

@@ -212,3 +212,72 @@ func TestPointHoldRejectedAfterRelease(t *testing.T) {
 	require.Contains(t, rejected.Error(), "already released its nodes")
 	require.Equal(t, 2, f.count(activities.StageAllocate))
 }
+
+// TestPointTearsDownBeforeUpload: from Rev 3 the allocation goes back before
+// the upload, which needs no node, so an upload that waits for an operator
+// holds no GPUs (and cannot be told to hold any); Rev 2 points (recorded
+// histories) upload first.
+func TestPointTearsDownBeforeUpload(t *testing.T) {
+	tests := []struct {
+		name           string
+		rev            int
+		uploadFails    int
+		wantTail       []string
+		wantHeldAtGate int // -1: no gate
+	}{
+		{name: "rev 3: teardown, then upload", rev: 3, wantTail: []string{activities.StageTeardown, activities.StageUpload}, wantHeldAtGate: -1},
+		{name: "rev 2: upload, then teardown", rev: 2, wantTail: []string{activities.StageUpload, activities.StageTeardown}, wantHeldAtGate: -1},
+		{name: "rev 3: a failing upload waits with no nodes", rev: 3, uploadFails: 3,
+			wantTail: []string{activities.StageTeardown, activities.StageUpload, activities.StageUpload, activities.StageUpload, activities.StageUpload}, wantHeldAtGate: 0},
+		{name: "rev 2: a failing upload waits on its nodes", rev: 2, uploadFails: 3,
+			wantTail: []string{activities.StageUpload, activities.StageUpload, activities.StageUpload, activities.StageUpload, activities.StageTeardown}, wantHeldAtGate: 16},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			f.failures[activities.StageUpload] = tc.uploadFails
+			env := pointEnv(t, f)
+			var holdErr error
+			if tc.wantHeldAtGate >= 0 {
+				env.RegisterDelayedCallback(func() {
+					v, err := env.QueryWorkflow(QueryState)
+					require.NoError(t, err)
+					var st PointState
+					require.NoError(t, v.Get(&st))
+					require.Equal(t, StatusAwaitingOperator, st.Status)
+					require.Equal(t, activities.StageUpload, st.Stage)
+					require.Equal(t, tc.wantHeldAtGate, st.NodesHeld, "nodes held while the upload waits")
+					env.UpdateWorkflow(UpdateDecide, "hold", &testsuite.TestUpdateCallback{
+						OnReject: func(err error) { holdErr = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+					}, Decision{Action: ActionHold})
+				}, 5*time.Minute)
+				env.RegisterDelayedCallback(func() {
+					env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
+						OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+					}, Decision{Action: ActionRetry})
+				}, 6*time.Minute)
+			}
+			tun := fastTuning
+			tun.NodeHold = time.Hour // no release by the hold timer in this test
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun, Rev: tc.rev})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var st PointState
+			require.NoError(t, env.GetWorkflowResult(&st))
+			require.Equal(t, StatusCompleted, st.Status)
+			require.Equal(t, 1, f.count(activities.StageAllocate))
+			require.Equal(t, 1, f.count(activities.StageTeardown))
+			require.Zero(t, st.NodesHeld)
+			f.mu.Lock()
+			tail := f.order[len(f.order)-len(tc.wantTail):]
+			f.mu.Unlock()
+			require.Equal(t, tc.wantTail, tail)
+			switch {
+			case tc.wantHeldAtGate == 0:
+				require.ErrorContains(t, holdErr, "holds no nodes at upload")
+			case tc.wantHeldAtGate > 0:
+				require.NoError(t, holdErr)
+			}
+		})
+	}
+}
