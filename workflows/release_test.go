@@ -194,16 +194,8 @@ func TestPointHoldRejectedAfterRelease(t *testing.T) {
 	f.failures[activities.StagePerf] = 3
 	env := pointEnv(t, f)
 	var rejected error
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(UpdateDecide, "hold", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { rejected = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Decision{Action: ActionHold})
-	}, 20*time.Minute)
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Decision{Action: ActionRetry})
-	}, 30*time.Minute)
+	decideAt(t, env, 20*time.Minute, Decision{Action: ActionHold}, func(err error) { rejected = err })
+	decideAt(t, env, 30*time.Minute, Decision{Action: ActionRetry}, nil)
 	tun := fastTuning
 	tun.NodeHold = 10 * time.Minute
 	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun})
@@ -247,15 +239,9 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 					require.Equal(t, StatusAwaitingOperator, st.Status)
 					require.Equal(t, activities.StageUpload, st.Stage)
 					require.Equal(t, tc.wantHeldAtGate, st.NodesHeld, "nodes held while the upload waits")
-					env.UpdateWorkflow(UpdateDecide, "hold", &testsuite.TestUpdateCallback{
-						OnReject: func(err error) { holdErr = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
-					}, Decision{Action: ActionHold})
 				}, 5*time.Minute)
-				env.RegisterDelayedCallback(func() {
-					env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
-						OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
-					}, Decision{Action: ActionRetry})
-				}, 6*time.Minute)
+				decideAt(t, env, 5*time.Minute+time.Second, Decision{Action: ActionHold}, func(err error) { holdErr = err })
+				decideAt(t, env, 6*time.Minute, Decision{Action: ActionRetry}, nil)
 			}
 			tun := fastTuning
 			tun.NodeHold = time.Hour // no release by the hold timer in this test
@@ -280,4 +266,17 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decideAt sends an operator decision at the given time on the workflow
+// clock; reject receives a rejection (nil: a rejection fails the test).
+func decideAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Duration, d Decision, reject func(error)) {
+	if reject == nil {
+		reject = func(err error) { t.Errorf("%s rejected: %v", d.Action, err) }
+	}
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateDecide, d.Action, &testsuite.TestUpdateCallback{
+			OnReject: reject, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, d)
+	}, at)
 }
