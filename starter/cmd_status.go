@@ -59,6 +59,9 @@ type pointView struct {
 	// ReuseNotes say why a durable stage was not reused.
 	Reused     []reuseView `json:"reused,omitempty"`
 	ReuseNotes []string    `json:"reuse_notes,omitempty"`
+	// AutoRetries lists the stages that retried by themselves after their
+	// worker or the server was out of reach (heartbeat timeouts).
+	AutoRetries []autoRetryView `json:"auto_retries,omitempty"`
 	// Skipped and Missing explain an incomplete point: the stages an
 	// operator skipped and the outputs it lacks.
 	Skipped []string `json:"skipped,omitempty"`
@@ -76,16 +79,26 @@ type reuseView struct {
 	Run   string `json:"run,omitempty"`
 }
 
+// autoRetryView is a stage that started fresh retry budgets by itself.
+type autoRetryView struct {
+	Stage   string `json:"stage"`
+	Retries int    `json:"retries"`
+	Error   string `json:"error,omitempty"`
+}
+
 // fromState copies what a finished and a running point's state have in
 // common; the callers add what only one of them shows (a finished point's
 // missing outputs, a running point's allocation).
 func (pv *pointView) fromState(s *workflows.PointState) {
 	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
 	pv.ReuseNotes, pv.Skipped = s.ReuseNotes, s.Skipped
-	pv.Reused = nil
+	pv.Reused, pv.AutoRetries = nil, nil
 	for _, r := range s.Stages {
 		if r.Outcome == "reused" {
 			pv.Reused = append(pv.Reused, reuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
+		}
+		if r.AutoRetries > 0 {
+			pv.AutoRetries = append(pv.AutoRetries, autoRetryView{Stage: r.Stage, Retries: r.AutoRetries, Error: r.Error})
 		}
 	}
 }
@@ -253,6 +266,9 @@ func printSweep(w io.Writer, v *sweepView) {
 		}
 		for _, n := range p.ReuseNotes {
 			fmt.Fprintf(w, "  %s: %s\n", p.PointID, n)
+		}
+		for _, a := range p.AutoRetries {
+			fmt.Fprintf(w, "  %s: %s retried by itself %dx after %s (worker or server out of reach)\n", p.PointID, a.Stage, a.Retries, a.Error)
 		}
 	}
 	for _, p := range v.Points {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -83,8 +84,11 @@ type PointInput struct {
 // events instead of 2 a stage, and the server stores and fires 1 timer
 // task instead of 7. From 3 the point tears its allocation down before
 // the upload (which needs no node), so a slow or failing upload holds no
-// GPUs; earlier revisions upload first, as recorded.
-const pointRev = 3
+// GPUs; earlier revisions upload first, as recorded. From 4 a stage whose
+// retries ended in a heartbeat timeout (its worker, or the server, was out
+// of reach) retries by itself after a pause before it asks an operator
+// (infraRetry).
+const pointRev = 4
 
 // Decision is the argument of the decide update.
 type Decision struct {
@@ -102,8 +106,11 @@ type StageRun struct {
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended,omitempty"`
 	// Rounds counts operator retries: round 1 is the first retry budget.
-	Rounds int    `json:"rounds"`
-	Error  string `json:"error,omitempty"`
+	Rounds int `json:"rounds"`
+	// AutoRetries counts the retry budgets the point started by itself
+	// after a heartbeat timeout (infraRetry).
+	AutoRetries int    `json:"auto_retries,omitempty"`
+	Error       string `json:"error,omitempty"`
 	// ReusedFrom and ReusedRun name the sweep and run a reused output was
 	// measured in.
 	ReusedFrom string `json:"reused_from,omitempty"`
@@ -533,6 +540,16 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			return false, err
 		}
 		run.Error = rootMessage(err)
+		if pause, ok := r.infraRetry(run, err); ok {
+			workflow.GetLogger(ctx).Warn("stage lost its worker or the server, retrying after a pause",
+				"point", r.in.Point.PointID, "stage", name, "error", run.Error, "pause", pause, "auto_retry", run.AutoRetries)
+			if serr := workflow.Sleep(ctx, pause); serr != nil {
+				run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
+				r.state.Status = StatusCancelled
+				return false, serr
+			}
+			continue
+		}
 		r.state.LastError = run.Error
 		r.state.FailedStage = name
 		r.state.Status = StatusAwaitingOperator
@@ -594,6 +611,33 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			return false, fmt.Errorf("aborted at %s: %s", name, r.state.LastError)
 		}
 	}
+}
+
+// autoRetries is how many fresh retry budgets a stage gets by itself after
+// a heartbeat timeout, before it waits for an operator.
+const autoRetries = 3
+
+// infraRetry decides whether a stage out of retries tries again by itself
+// (revision 4): its last attempt timed out on heartbeats, so no worker or
+// no server was reachable for the heartbeat timeout (a killed worker, a cut
+// network, a server restart or a host too loaded to answer in time), which
+// says nothing about the engine. The pause (10 retry intervals, doubling)
+// gives the fault time to pass, and the nodes stay allocated: a 30 s
+// network cut must not cost a 16-node allocation its operator gate and node
+// hold. Any other error, or a fourth heartbeat timeout, goes to the operator.
+func (r *pointRun) infraRetry(run *StageRun, err error) (time.Duration, bool) {
+	var to *temporal.TimeoutError
+	if r.in.Rev < 4 || run.AutoRetries >= autoRetries || !errors.As(err, &to) ||
+		to.TimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
+		return 0, false
+	}
+	interval := DefaultRetryInterval
+	if r.in.Tuning.RetryInterval > 0 {
+		interval = r.in.Tuning.RetryInterval
+	}
+	pause := 10 * interval << run.AutoRetries
+	run.AutoRetries++
+	return pause, true
 }
 
 // awaitOperator parks the point until an operator decides or the operator

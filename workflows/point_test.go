@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -52,6 +53,9 @@ func (f *fakeStages) hit(ctx context.Context, stage string) error {
 		return ctx.Err()
 	}
 	if left != 0 {
+		if typ == timeoutHeartbeat {
+			return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		}
 		if typ != "" {
 			return temporal.NewNonRetryableApplicationError("planted "+stage+" failure", typ, nil)
 		}
@@ -59,6 +63,10 @@ func (f *fakeStages) hit(ctx context.Context, stage string) error {
 	}
 	return nil
 }
+
+// timeoutHeartbeat as an errType makes the stage's failures heartbeat
+// timeouts, as the server reports a lost worker.
+const timeoutHeartbeat = "heartbeat timeout"
 
 // wait is the stage's duration for AfterFn.
 func (f *fakeStages) wait(stage string) func() time.Duration {

@@ -280,3 +280,72 @@ func decideAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Dura
 		}, d)
 	}, at)
 }
+
+// A perf stage whose retries end in heartbeat timeouts (worker or server
+// out of reach) retries by itself after a pause, on the same nodes, from
+// revision 4; other errors, earlier revisions and a fourth such budget go
+// to the operator.
+func TestPointRetriesHeartbeatTimeoutsItself(t *testing.T) {
+	tests := []struct {
+		name       string
+		rev        int
+		fails      int    // perf failures (3 use one retry budget)
+		errType    string // "" : a plain transient error
+		wantAuto   int
+		wantGate   bool
+		wantPerf   int           // perf attempts
+		minPerfFor time.Duration // perf stage's span on the workflow clock
+	}{
+		{name: "rev 4: one lost budget, retried after 10 s", rev: 4, fails: 3, errType: timeoutHeartbeat, wantAuto: 1, wantPerf: 4, minPerfFor: 13 * time.Second},
+		{name: "rev 4: three lost budgets, pauses 10+20+40 s", rev: 4, fails: 9, errType: timeoutHeartbeat, wantAuto: 3, wantPerf: 10, minPerfFor: 70 * time.Second},
+		{name: "rev 4: a fourth lost budget asks the operator", rev: 4, fails: 12, errType: timeoutHeartbeat, wantAuto: 3, wantGate: true, wantPerf: 13},
+		{name: "rev 4: an engine error asks the operator", rev: 4, fails: 3, wantGate: true, wantPerf: 4},
+		{name: "rev 3: a lost budget asks the operator", rev: 3, fails: 3, errType: timeoutHeartbeat, wantGate: true, wantPerf: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			f.failures[activities.StagePerf] = tc.fails
+			f.errType[activities.StagePerf] = tc.errType
+			env := pointEnv(t, f)
+			gated := false
+			env.RegisterDelayedCallback(func() {
+				v, err := env.QueryWorkflow(QueryState)
+				require.NoError(t, err)
+				var st PointState
+				require.NoError(t, v.Get(&st))
+				if st.Status == StatusAwaitingOperator {
+					gated = true
+					require.Equal(t, activities.StagePerf, st.FailedStage)
+					want := "planted transient perf failure"
+					if tc.errType != "" {
+						want = "timeout: Heartbeat"
+					}
+					require.Equal(t, want, st.LastError, "the gate shows the last error")
+				}
+			}, 10*time.Minute)
+			decideAt(t, env, 10*time.Minute+time.Second, Decision{Action: ActionRetry}, func(error) {})
+			tun := fastTuning
+			tun.NodeHold = time.Hour
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun, Rev: tc.rev})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var st PointState
+			require.NoError(t, env.GetWorkflowResult(&st))
+			require.Equal(t, StatusCompleted, st.Status)
+			require.Equal(t, tc.wantGate, gated, "operator gate")
+			require.Equal(t, tc.wantPerf, f.count(activities.StagePerf))
+			require.Equal(t, 1, f.count(activities.StageAllocate), "the nodes stay allocated")
+			var perf *StageRun
+			for i := range st.Stages {
+				if st.Stages[i].Stage == activities.StagePerf {
+					perf = &st.Stages[i]
+				}
+			}
+			require.NotNil(t, perf)
+			require.Equal(t, tc.wantAuto, perf.AutoRetries)
+			require.Equal(t, "ok", perf.Outcome)
+			require.GreaterOrEqual(t, perf.Ended.Sub(perf.Started), tc.minPerfFor)
+		})
+	}
+}

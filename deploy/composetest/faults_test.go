@@ -150,15 +150,25 @@ func TestFaultMatrix(t *testing.T) {
 	var st struct {
 		Workflow string `json:"workflow_status"`
 		Points   []struct {
-			Name   string `json:"point_id"`
-			Status string `json:"status"`
+			Name        string `json:"point_id"`
+			Status      string `json:"status"`
+			AutoRetries []struct {
+				Stage   string `json:"stage"`
+				Retries int    `json:"retries"`
+				Error   string `json:"error"`
+			} `json:"auto_retries"`
 		} `json:"points"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	assert.Equal(t, "completed", st.Workflow)
 	require.Len(t, st.Points, 8)
+	autoRetries := 0
 	for i, p := range st.Points {
 		assert.Equal(t, "completed", p.Status, "point %d %s", i, p.Name)
+		for _, a := range p.AutoRetries {
+			t.Logf("point %s: %s retried by itself %dx after %s", p.Name, a.Stage, a.Retries, a.Error)
+			autoRetries += a.Retries
+		}
 	}
 
 	// The ledger: exactly one row per point identity and stage.
@@ -219,7 +229,8 @@ func TestFaultMatrix(t *testing.T) {
 	assert.Empty(t, infra, "infra faults not injected (no perf/eval ran after the kills)")
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault matrix: seed sweep %s, 8 points, %s with faults, %d operator retries\n", id, sweepTime.Round(time.Second), d.retries)
+	fmt.Fprintf(&b, "fault matrix: seed sweep %s, 8 points, %s with faults, %d operator retries, %d automatic retries after heartbeat timeouts\n",
+		id, sweepTime.Round(time.Second), d.retries, autoRetries)
 	fmt.Fprintf(&b, "| fault | stage | recovery s | outcome |\n|---|---|---|---|\n")
 	for _, f := range figs {
 		rec := "-"
