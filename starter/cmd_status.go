@@ -279,6 +279,8 @@ func printSweep(w io.Writer, v *sweepView) {
 				fmt.Fprintf(w, "    its nodes were released while it waited: retry allocates again (retry --hold keeps them at the next gate)\n")
 			case p.Hold:
 				fmt.Fprintf(w, "    holding its %d nodes for debugging\n", p.NodesHeld)
+			case p.NodesHeld == 0:
+				fmt.Fprintf(w, "    it holds no nodes\n")
 			default:
 				fmt.Fprintf(w, "    its %d nodes are released after the node hold; starter hold %s keeps them\n", p.NodesHeld, p.WorkflowID)
 			}

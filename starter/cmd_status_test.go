@@ -32,3 +32,30 @@ func TestStatusShowsAutoRetries(t *testing.T) {
 	pv.fromState(&workflows.PointState{Stages: []workflows.StageRun{{Stage: "perf", Outcome: "ok"}}})
 	require.Nil(t, pv.AutoRetries, "a refreshed state drops the old notes")
 }
+
+// The gate's note on nodes matches what the point holds: no hold advice
+// for a point that failed before (or after) its allocation.
+func TestStatusGateNodesNote(t *testing.T) {
+	tests := []struct {
+		name string
+		pv   pointView
+		want string
+	}{
+		{"holds nodes", pointView{NodesHeld: 16}, "its 16 nodes are released after the node hold; starter hold s/p keeps them"},
+		{"holds none", pointView{}, "it holds no nodes"},
+		{"released", pointView{Released: true}, "its nodes were released while it waited"},
+		{"on hold", pointView{NodesHeld: 2, Hold: true}, "holding its 2 nodes for debugging"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := tc.pv
+			pv.PointID, pv.WorkflowID, pv.Status, pv.Stage, pv.LastError = "p", "s/p", workflows.StatusAwaitingOperator, "allocate", "x"
+			var buf bytes.Buffer
+			printSweep(&buf, &sweepView{SweepID: "s", Points: []pointView{pv}})
+			require.Contains(t, buf.String(), tc.want)
+			if tc.pv.NodesHeld == 0 {
+				require.NotContains(t, buf.String(), "starter hold")
+			}
+		})
+	}
+}

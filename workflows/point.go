@@ -841,7 +841,7 @@ func (r *pointRun) setDetails(ctx workflow.Context) {
 		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort " + r.state.WorkflowID + "`"
 		if r.state.Released {
 			details += "\n\nnodes released while waiting: retry allocates again"
-		} else if !r.state.Hold {
+		} else if !r.state.Hold && r.allocated {
 			details += "\n\nthe nodes are released after the node hold; `starter hold " + r.state.WorkflowID + "` keeps them"
 		}
 	}
@@ -852,10 +852,33 @@ func (r *pointRun) setDetails(ctx workflow.Context) {
 }
 
 // rootMessage digs the activity's own message out of Temporal's wrappers.
+// appMessage is ApplicationError.Error() without the repetition: the
+// activities put their cause's text in the message (activities.classify),
+// and Error() would append the cause once more.
+func appMessage(app *temporal.ApplicationError) string {
+	msg := app.Message()
+	if app.Type() != "" {
+		msg = fmt.Sprintf("%s (type: %s, retryable: %v)", msg, app.Type(), !app.NonRetryable())
+	}
+	cause := errors.Unwrap(app)
+	if cause == nil {
+		return msg
+	}
+	text := cause.Error()
+	var capp *temporal.ApplicationError
+	if errors.As(cause, &capp) {
+		text = capp.Message()
+	}
+	if strings.Contains(app.Message(), text) {
+		return msg
+	}
+	return msg + ": " + cause.Error()
+}
+
 func rootMessage(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Error()
+		return appMessage(app)
 	}
 	var to *temporal.TimeoutError
 	if errors.As(err, &to) {
