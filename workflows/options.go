@@ -73,10 +73,7 @@ func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions
 	if t.MaxAttempts > 0 && stage != activities.StageTeardown && stage != stageLedger {
 		attempts = t.MaxAttempts
 	}
-	interval := DefaultRetryInterval
-	if t.RetryInterval > 0 {
-		interval = t.RetryInterval
-	}
+	interval := t.retryInterval()
 	return workflow.ActivityOptions{
 		TaskQueue:              taskQueue,
 		StartToCloseTimeout:    d.StartToClose,
@@ -92,6 +89,14 @@ func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions
 			NonRetryableErrorTypes: nonRetryable,
 		},
 	}
+}
+
+// retryInterval is the first retry's backoff of every stage.
+func (t Tuning) retryInterval() time.Duration {
+	if t.RetryInterval > 0 {
+		return t.RetryInterval
+	}
+	return DefaultRetryInterval
 }
 
 func (t Tuning) operatorTimeout() time.Duration {

@@ -631,11 +631,7 @@ func (r *pointRun) infraRetry(run *StageRun, err error) (time.Duration, bool) {
 		to.TimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
 		return 0, false
 	}
-	interval := DefaultRetryInterval
-	if r.in.Tuning.RetryInterval > 0 {
-		interval = r.in.Tuning.RetryInterval
-	}
-	pause := 10 * interval << run.AutoRetries
+	pause := 10 * r.in.Tuning.retryInterval() << run.AutoRetries
 	run.AutoRetries++
 	return pause, true
 }

@@ -243,14 +243,7 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 				decideAt(t, env, 5*time.Minute+time.Second, Decision{Action: ActionHold}, func(err error) { holdErr = err })
 				decideAt(t, env, 6*time.Minute, Decision{Action: ActionRetry}, nil)
 			}
-			tun := fastTuning
-			tun.NodeHold = time.Hour // no release by the hold timer in this test
-			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun, Rev: tc.rev})
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
-			var st PointState
-			require.NoError(t, env.GetWorkflowResult(&st))
-			require.Equal(t, StatusCompleted, st.Status)
+			st := runCompleted(t, env, tc.rev)
 			require.Equal(t, 1, f.count(activities.StageAllocate))
 			require.Equal(t, 1, f.count(activities.StageTeardown))
 			require.Zero(t, st.NodesHeld)
@@ -266,6 +259,20 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runCompleted runs the test point at revision rev, with no release by the
+// node-hold timer, and returns its final state, which must be completed.
+func runCompleted(t *testing.T, env *testsuite.TestWorkflowEnvironment, rev int) PointState {
+	tun := fastTuning
+	tun.NodeHold = time.Hour
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun, Rev: rev})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st PointState
+	require.NoError(t, env.GetWorkflowResult(&st))
+	require.Equal(t, StatusCompleted, st.Status)
+	return st
 }
 
 // decideAt sends an operator decision at the given time on the workflow
@@ -325,14 +332,7 @@ func TestPointRetriesHeartbeatTimeoutsItself(t *testing.T) {
 				}
 			}, 10*time.Minute)
 			decideAt(t, env, 10*time.Minute+time.Second, Decision{Action: ActionRetry}, func(error) {})
-			tun := fastTuning
-			tun.NodeHold = time.Hour
-			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: tun, Rev: tc.rev})
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
-			var st PointState
-			require.NoError(t, env.GetWorkflowResult(&st))
-			require.Equal(t, StatusCompleted, st.Status)
+			st := runCompleted(t, env, tc.rev)
 			require.Equal(t, tc.wantGate, gated, "operator gate")
 			require.Equal(t, tc.wantPerf, f.count(activities.StagePerf))
 			require.Equal(t, 1, f.count(activities.StageAllocate), "the nodes stay allocated")
