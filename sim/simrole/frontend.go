@@ -104,7 +104,7 @@ func (f *frontend) instances(ctx context.Context) ([]Instance, error) {
 func targets(ins []Instance) []Instance {
 	var out []Instance
 	for _, in := range ins {
-		if in.Endpoint == "generate" && (in.Component == "decode" || in.Component == "backend") {
+		if in.Endpoint == "generate" && in.mode() != "prefill" {
 			out = append(out, in)
 		}
 	}

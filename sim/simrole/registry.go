@@ -23,9 +23,13 @@ import (
 // roles (infra serves it, workers write it, the frontend reads it); what the
 // outside sees is the frontend's /health (engine.FrontendHealth).
 type Instance struct {
-	Namespace  string `json:"namespace"`
-	Component  string `json:"component"` // prefill, decode or backend (aggregated)
-	Endpoint   string `json:"endpoint"`  // generate
+	Namespace string `json:"namespace"`
+	Component string `json:"component"` // dynamo's: prefill, decode, backend, tensorrt_llm
+	Endpoint  string `json:"endpoint"`  // generate
+	// Mode is prefill, decode or agg: dynamo's component names differ by
+	// engine (a TensorRT-LLM decode or aggregated worker is tensorrt_llm, a
+	// vLLM decode worker backend), so routing and modelling read this.
+	Mode       string `json:"mode,omitempty"`
 	InstanceID int64  `json:"instance_id"`
 	Address    string `json:"address"` // host:port the worker's leader serves on
 	Model      string `json:"model"`
@@ -35,6 +39,21 @@ type Instance struct {
 	DPA        bool   `json:"dpa"`
 	NNodes     int    `json:"nnodes"`
 	TTLMillis  int64  `json:"ttl_ms"`
+}
+
+// mode is the instance's role in the deployment (from its component for a
+// registration without Mode).
+func (in Instance) mode() string {
+	if in.Mode != "" {
+		return in.Mode
+	}
+	switch in.Component {
+	case "prefill":
+		return "prefill"
+	case "decode":
+		return "decode"
+	}
+	return "agg"
 }
 
 // instanceID is stable per component and address, so re-registering is

@@ -8,11 +8,28 @@
 //
 //   - infra (python3 /tmp/setup_head.py): an etcd-like registry over HTTP
 //     on :2379 (GET /health) and a TCP listener on :4222 (nats).
-//   - sglang-worker (python3 -m dynamo.sglang): reads sglang's flags,
-//     refuses what sglang refuses, joins or leads its multi-node group,
-//     registers its leader with the registry and serves the simulated
-//     engine (package sim) on --host:--port plus /health and /metrics on
-//     DYN_SYSTEM_PORT.
+//   - sglang-worker (python3 -m dynamo.sglang, python3 -m
+//     sglang.launch_server): reads sglang's flags, refuses what sglang
+//     refuses, joins or leads its multi-node group, registers its leader
+//     with the registry and serves the simulated engine (package sim) on
+//     --host:--port plus /health and /metrics on DYN_SYSTEM_PORT.
+//   - trtllm-worker ([numactl ...] [trtllm-llmapi-launch] python3 -m
+//     dynamo.trtllm): reads dynamo.trtllm's flags and the LLM API options
+//     of its --extra-engine-args YAML (tensor/pipeline/expert parallelism,
+//     attention DP, max_seq_len, speculative_config), refuses a missing or
+//     malformed file and a tp x pp that is not the GPUs the step got; rank 0
+//     of the step (SLURM_PROCID) serves the simulated engine on a free port
+//     and registers it (prefill as "prefill", decode and aggregated as
+//     "tensorrt_llm"), other ranks hold their place.
+//   - vllm-worker (python3 -m dynamo.vllm): reads vLLM's parallelism,
+//     data-parallel layout and --speculative-config (its synthetic
+//     acceptance length when InferenceX's perf mode set one), refuses the
+//     layouts vLLM refuses; the process holding DP rank 0 leads the
+//     worker's nodes like the sglang worker's group and registers it.
+//   - sglang-router (python -m sglang_router.launch_router): routes
+//     completions round robin to the healthy workers it was given
+//     (--worker-urls, or the --decode workers with --pd-disaggregation) and
+//     answers /workers as srt-slurm's health check reads it.
 //   - dynamo-frontend (python3 -m dynamo.frontend): /health with the
 //     registered instances (engine.FrontendHealth), /v1/models, and
 //     streaming proxying of completions to decode or aggregated leaders.
@@ -45,6 +62,9 @@ import (
 const (
 	RoleInfra     = "infra"
 	RoleWorker    = "sglang-worker"
+	RoleTRTLLM    = "trtllm-worker"
+	RoleVLLM      = "vllm-worker"
+	RoleRouter    = "sglang-router"
 	RoleFrontend  = "dynamo-frontend"
 	RoleNginx     = "nginx"
 	RoleBenchmark = "benchmark"
@@ -52,7 +72,7 @@ const (
 
 // Roles lists the role names in launch order.
 func Roles() []string {
-	return []string{RoleInfra, RoleWorker, RoleFrontend, RoleNginx, RoleBenchmark}
+	return []string{RoleInfra, RoleWorker, RoleTRTLLM, RoleVLLM, RoleFrontend, RoleRouter, RoleNginx, RoleBenchmark}
 }
 
 // The emulation's own environment (contract §3), never part of a comparison.
@@ -136,8 +156,14 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 		err = runInfra(ctx, argv, o, mounts)
 	case RoleWorker:
 		err = runWorker(ctx, argv, o, mounts)
+	case RoleTRTLLM:
+		err = runTRTLLM(ctx, argv, o, mounts)
+	case RoleVLLM:
+		err = runVLLM(ctx, argv, o, mounts)
 	case RoleFrontend:
 		err = runFrontend(ctx, argv, o)
+	case RoleRouter:
+		err = runRouter(ctx, argv, o)
 	case RoleNginx:
 		err = runNginx(ctx, argv, o, mounts)
 	default:

@@ -280,7 +280,7 @@ func TestRoleUsageAndEnvErrors(t *testing.T) {
 		want  string
 		usage bool
 	}{
-		{"unknown role", "vllm-worker", []string{"x"}, nil, "unknown role", true},
+		{"unknown role", "mocker-worker", []string{"x"}, nil, "unknown role", true},
 		{"no argv", RoleInfra, nil, nil, "no command after --", true},
 		{"bad mounts", RoleInfra, []string{"python3", "/tmp/setup_head.py"}, map[string]string{EnvMounts: "nope"}, EnvMounts, false},
 		{"worker refuses", RoleWorker, edit(seedPrefill(), "--disaggregation-bootstrap-port", ""), nil, "needs --disaggregation-bootstrap-port", false},

@@ -63,7 +63,7 @@ var workerKnown = map[string]bool{
 	"disaggregation-mode": true, "disaggregation-bootstrap-port": true, "dist-init-addr": true, "nnodes": true,
 	"node-rank": true, "tensor-parallel-size": true, "tp-size": true, "tp": true, "data-parallel-size": true,
 	"dp-size": true, "dp": true, "expert-parallel-size": true, "ep-size": true, "ep": true,
-	"pipeline-parallel-size": true, "pp-size": true, "enable-dp-attention": true, "speculative-algorithm": true,
+	"pipeline-parallel-size": true, "pp-size": true, "enable-dp-attention": true, "speculative-algorithm": true, "speculative-algo": true,
 	"speculative-num-draft-tokens": true, "context-length": true,
 }
 
@@ -108,7 +108,7 @@ func ParseWorkerArgs(argv []string) (WorkerArgs, error) {
 	num(&a.DP, "data-parallel-size", "dp-size", "dp")
 	num(&a.EP, "expert-parallel-size", "ep-size", "ep")
 	num(&a.PP, "pipeline-parallel-size", "pp-size")
-	str(&a.SpecAlgorithm, "speculative-algorithm")
+	str(&a.SpecAlgorithm, "speculative-algorithm", "speculative-algo") // argparse accepts the prefix, as srt-slurm's recipes use it
 	num(&a.SpecDraftTokens, "speculative-num-draft-tokens")
 	num(&a.ContextLength, "context-length")
 	dpa, err := fa.flag("enable-dp-attention")
@@ -223,12 +223,17 @@ func Acceptance(a WorkerArgs, getenv func(string) string) (al float64, synthetic
 	if a.SpecAlgorithm == "" {
 		return 1, false, nil
 	}
-	n := a.SpecDraftTokens
-	if n < 2 {
-		n = 2
-	}
+	return ownAcceptance(a.SpecDraftTokens), false, nil
+}
+
+// ownAcceptance is the simulator's own acceptance length for a speculative
+// step of draftTokens tokens (the verified token included, as sglang's
+// --speculative-num-draft-tokens counts them; at least 2): each draft token
+// is accepted with probability 0.75 while the chain holds.
+func ownAcceptance(draftTokens int) float64 {
+	n := max(draftTokens, 2)
 	const p = 0.75 // per-token acceptance of the simulator's own drafts
-	return (1 - math.Pow(p, float64(n))) / (1 - p), false, nil
+	return (1 - math.Pow(p, float64(n))) / (1 - p)
 }
 
 func runWorker(ctx context.Context, argv []string, o Options, mounts Mounts) error {
@@ -245,18 +250,61 @@ func runWorker(ctx context.Context, argv []string, o Options, mounts Mounts) err
 	}
 	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED sglang %s worker node-rank %d/%d tp %d dp %d ep %d dp-attention %v, acceptance length %.3g (synthetic %v)\n",
 		a.Component(), a.NodeRank, a.NNodes, a.TP, a.DP, a.EP, a.DPAttention, al, synthetic)
-	w := &worker{a: a, o: o, al: al, mounts: mounts}
+	s := a.spec()
+	s.AL = al
+	return runSimWorker(ctx, s, o, mounts)
+}
+
+// spec is the sglang worker as the simulated engine sees it.
+func (a WorkerArgs) spec() workerSpec {
+	mode := a.Mode
+	if mode == "null" {
+		mode = "agg"
+	}
+	return workerSpec{Engine: "sglang", Model: a.Model(), Host: a.Host, Port: a.Port, Mode: mode, Component: a.Component(),
+		GPUs: a.TP, EP: a.EP, DP: a.DP, DPA: a.DPAttention, NNodes: a.NNodes, NodeRank: a.NodeRank,
+		GroupAddr: a.DistInitAddr, ContextLength: a.ContextLength}
+}
+
+// workerSpec is one engine worker (sglang, TensorRT-LLM or vLLM) as the
+// simulated engine and the registry see it; each engine's role maps its own
+// flags onto it.
+type workerSpec struct {
+	Engine string // sglang, trtllm, vllm (messages only)
+	Model  string
+	// Host:Port is the engine listener of the group leader. Host "",
+	// 0.0.0.0 or :: listens on all interfaces and advertises the address the
+	// registry is reached from; Port 0 takes any free port (dynamo.trtllm
+	// and dynamo.vllm serve no HTTP port of their own: the frontend reaches
+	// them through the registry).
+	Host      string
+	Port      int
+	Mode      string // prefill, decode or agg
+	Component string // what the leader registers as (dynamo's component)
+	// GPUs is the whole worker's GPU count (sim.Deployment's TP), EP its
+	// expert parallelism, DP its attention data parallelism.
+	GPUs, EP, DP int
+	DPA          bool
+	// NNodes > 1: NodeRank 0 leads and waits for the others on GroupAddr.
+	NNodes, NodeRank int
+	GroupAddr        string
+	ContextLength    int
+	AL               float64 // speculative acceptance length (1: none)
+}
+
+func runSimWorker(ctx context.Context, s workerSpec, o Options, mounts Mounts) error {
+	w := &worker{s: s, o: o, al: s.AL, mounts: mounts}
 	if err := w.simConfig(); err != nil {
 		return err
 	}
-	if a.NodeRank > 0 {
+	if s.NodeRank > 0 {
 		return w.member(ctx)
 	}
 	return w.leader(ctx)
 }
 
 type worker struct {
-	a      WorkerArgs
+	s      workerSpec
 	o      Options
 	al     float64
 	mounts Mounts
@@ -290,8 +338,8 @@ func (w *worker) simConfig() error {
 		return fmt.Errorf("%s=%g: want a probability in [0, 1]", EnvAccuracy, acc)
 	}
 	w.cfg = sim.Config{
-		Model: w.a.Model(), TimeScale: ts, Slowdown: slow, Accuracy: acc, GSM8KPath: g(EnvGSM8K),
-		AcceptanceLength: w.al, ContextLength: w.a.ContextLength, Logger: w.o.Logger,
+		Model: w.s.Model, TimeScale: ts, Slowdown: slow, Accuracy: acc, GSM8KPath: g(EnvGSM8K),
+		AcceptanceLength: w.al, ContextLength: w.s.ContextLength, Logger: w.o.Logger,
 		Deployment: sim.Deployment{GPUsPerNode: int(gpn)},
 	}
 	return nil
@@ -308,27 +356,27 @@ func (w *worker) member(ctx context.Context) error {
 		sys.serveNow()
 		defer sys.srv.Close()
 	}
-	conn, err := dialRetry(ctx, w.a.DistInitAddr)
+	conn, err := dialRetry(ctx, w.s.GroupAddr)
 	if err != nil {
-		return fmt.Errorf("node-rank %d: rendezvous with %s: %w", w.a.NodeRank, w.a.DistInitAddr, err)
+		return fmt.Errorf("node-rank %d: rendezvous with %s: %w", w.s.NodeRank, w.s.GroupAddr, err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "join %d %d\n", w.a.NodeRank, w.a.NNodes)
+	fmt.Fprintf(conn, "join %d %d\n", w.s.NodeRank, w.s.NNodes)
 	rd := bufio.NewReader(conn)
 	line, err := rd.ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("node-rank %d: rendezvous with %s: %w", w.a.NodeRank, w.a.DistInitAddr, err)
+		return fmt.Errorf("node-rank %d: rendezvous with %s: %w", w.s.NodeRank, w.s.GroupAddr, err)
 	}
 	if strings.TrimSpace(line) != "ok" {
-		return fmt.Errorf("node-rank %d: the leader at %s refused: %s", w.a.NodeRank, w.a.DistInitAddr, strings.TrimSpace(line))
+		return fmt.Errorf("node-rank %d: the leader at %s refused: %s", w.s.NodeRank, w.s.GroupAddr, strings.TrimSpace(line))
 	}
-	fmt.Fprintf(w.o.Stdout, "sweepflow-sim: node-rank %d joined the group at %s\n", w.a.NodeRank, w.a.DistInitAddr)
+	fmt.Fprintf(w.o.Stdout, "sweepflow-sim: node-rank %d joined the group at %s\n", w.s.NodeRank, w.s.GroupAddr)
 	w.setReady()
 	lost := make(chan error, 1)
 	go func() {
 		_, err := rd.ReadString('\n') // the leader never writes again; EOF means it is gone
 		if ctx.Err() == nil {
-			lost <- fmt.Errorf("node-rank %d: lost the group leader at %s (%v)", w.a.NodeRank, w.a.DistInitAddr, err)
+			lost <- fmt.Errorf("node-rank %d: lost the group leader at %s (%v)", w.s.NodeRank, w.s.GroupAddr, err)
 		}
 	}()
 	var servers []*server
@@ -357,11 +405,11 @@ func dialRetry(ctx context.Context, addr string) (net.Conn, error) {
 // rendezvous accepts the nnodes-1 members on dist-init-addr; the returned
 // channel reports a member leaving afterwards.
 func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
-	ln, err := net.Listen("tcp", w.a.DistInitAddr)
+	ln, err := net.Listen("tcp", w.s.GroupAddr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rendezvous: listen %s: %w", w.a.DistInitAddr, err)
+		return nil, nil, fmt.Errorf("rendezvous: listen %s: %w", w.s.GroupAddr, err)
 	}
-	fmt.Fprintf(w.o.Stdout, "sweepflow-sim: node-rank 0 waiting for %d member(s) on %s\n", w.a.NNodes-1, ln.Addr())
+	fmt.Fprintf(w.o.Stdout, "sweepflow-sim: node-rank 0 waiting for %d member(s) on %s\n", w.s.NNodes-1, ln.Addr())
 	go func() { <-ctx.Done(); ln.Close() }()
 	joined := map[int]net.Conn{}
 	closeAll := func() {
@@ -370,7 +418,7 @@ func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
 			c.Close()
 		}
 	}
-	for len(joined) < w.a.NNodes-1 {
+	for len(joined) < w.s.NNodes-1 {
 		c, err := ln.Accept()
 		if err != nil {
 			closeAll()
@@ -390,14 +438,14 @@ func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
 		case err != nil:
 			c.Close()
 			continue
-		case nn != w.a.NNodes || rank < 1 || rank >= w.a.NNodes || joined[rank] != nil:
-			fmt.Fprintf(c, "refused: rank %d of %d does not fit a group of %d (ranks joined: %d)\n", rank, nn, w.a.NNodes, len(joined))
+		case nn != w.s.NNodes || rank < 1 || rank >= w.s.NNodes || joined[rank] != nil:
+			fmt.Fprintf(c, "refused: rank %d of %d does not fit a group of %d (ranks joined: %d)\n", rank, nn, w.s.NNodes, len(joined))
 			c.Close()
 			continue
 		}
 		fmt.Fprintf(c, "ok\n")
 		joined[rank] = c
-		fmt.Fprintf(w.o.Stdout, "sweepflow-sim: node-rank %d joined (%d/%d)\n", rank, len(joined)+1, w.a.NNodes)
+		fmt.Fprintf(w.o.Stdout, "sweepflow-sim: node-rank %d joined (%d/%d)\n", rank, len(joined)+1, w.s.NNodes)
 	}
 	ln.Close()
 	lost := make(chan error, 1)
@@ -431,7 +479,7 @@ func (w *worker) leader(ctx context.Context) error {
 		defer sys.srv.Close()
 	}
 	var lost <-chan error
-	if w.a.NNodes > 1 {
+	if w.s.NNodes > 1 {
 		l, closeAll, err := w.rendezvous(ctx)
 		if err != nil {
 			return err
@@ -439,8 +487,8 @@ func (w *worker) leader(ctx context.Context) error {
 		defer closeAll()
 		lost = l
 	}
-	host := w.a.Host
-	engSrv, err := listen("engine", net.JoinHostPort(host, strconv.Itoa(w.a.Port)), http.HandlerFunc(w.serveEngine))
+	host := w.s.Host
+	engSrv, err := listen("engine", net.JoinHostPort(host, strconv.Itoa(w.s.Port)), http.HandlerFunc(w.serveEngine))
 	if err != nil {
 		return err
 	}
@@ -453,13 +501,13 @@ func (w *worker) leader(ctx context.Context) error {
 	}
 	_, port, _ := net.SplitHostPort(engSrv.ln.Addr().String())
 	in := Instance{
-		Namespace: "dynamo", Component: w.a.Component(), Endpoint: "generate",
-		Address: net.JoinHostPort(advertise, port), Model: w.a.Model(),
-		TP: w.a.TP, EP: w.a.EP, DP: w.a.DP, DPA: w.a.DPAttention, NNodes: w.a.NNodes,
+		Namespace: "dynamo", Component: w.s.Component, Endpoint: "generate", Mode: w.s.Mode,
+		Address: net.JoinHostPort(advertise, port), Model: w.s.Model,
+		TP: w.s.GPUs, EP: w.s.EP, DP: w.s.DP, DPA: w.s.DPA, NNodes: w.s.NNodes,
 		TTLMillis: DefaultTTL.Milliseconds(),
 	}
 	in.InstanceID = instanceID(in.Component, in.Address)
-	if w.a.Mode == "prefill" {
+	if w.s.Mode == "prefill" {
 		if err := w.buildEngine(ctx); err != nil { // a prefill leader serves its own worker
 			engSrv.ln.Close()
 			return err
@@ -612,10 +660,10 @@ func (w *worker) buildEngine(ctx context.Context) error {
 // decode worker (itself) fed by its share of the registered prefill workers
 // (all of them when it is the only decode worker).
 func (w *worker) deployment(ctx context.Context) (sim.Deployment, error) {
-	a := w.a
-	self := sim.Deployment{PrefillWorkers: 1, PrefillTP: a.TP, PrefillEP: a.EP, PrefillDPA: a.DPAttention,
-		DecodeTP: a.TP, DecodeEP: a.EP, DecodeDPA: a.DPAttention}
-	if a.Mode != "decode" {
+	s := w.s
+	self := sim.Deployment{PrefillWorkers: 1, PrefillTP: s.GPUs, PrefillEP: s.EP, PrefillDPA: s.DPA,
+		DecodeTP: s.GPUs, DecodeEP: s.EP, DecodeDPA: s.DPA}
+	if s.Mode != "decode" {
 		return self, nil
 	}
 	ins, err := w.reg.List(ctx)
@@ -626,9 +674,10 @@ func (w *worker) deployment(ctx context.Context) (sim.Deployment, error) {
 	decode := 0
 	for _, in := range ins {
 		switch {
-		case in.Component == "prefill" && in.Endpoint == "generate":
+		case in.Endpoint != "generate":
+		case in.mode() == "prefill":
 			prefill = append(prefill, in)
-		case in.Component == "decode" && in.Endpoint == "generate":
+		case in.mode() == "decode":
 			decode++
 		}
 	}
@@ -641,6 +690,6 @@ func (w *worker) deployment(ctx context.Context) (sim.Deployment, error) {
 		Disagg:         true,
 		PrefillWorkers: max(1, int(math.Round(float64(len(prefill))/float64(decode)))),
 		PrefillTP:      max(p.TP, 1), PrefillEP: max(p.EP, 1), PrefillDPA: p.DPA,
-		DecodeWorkers: 1, DecodeTP: a.TP, DecodeEP: a.EP, DecodeDPA: a.DPAttention,
+		DecodeWorkers: 1, DecodeTP: s.GPUs, DecodeEP: s.EP, DecodeDPA: s.DPA,
 	}, nil
 }

@@ -1,0 +1,303 @@
+package simrole
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+const vllmProg = "python3 -m dynamo.vllm"
+
+// VLLMArgs are the dynamo.vllm (vLLM engine) flags the simulated worker
+// acts on; every other flag is accepted and listed in Unknown.
+type VLLMArgs struct {
+	Model, ServedModelName string
+	Mode                   string // agg, prefill or decode
+	TP, PP                 int
+	// DP is the worker's data-parallel size; this process runs DPLocal of
+	// its ranks from DPStartRank (one process per node, --data-parallel-
+	// hybrid-lb, as srt-slurm launches a multi-node vLLM worker).
+	DP, DPLocal, DPStartRank int
+	DPAddress                string
+	DPRPCPort                int
+	HybridLB                 bool
+	ExpertParallel           bool
+	DeviceIDs                int // --device-ids count (0: not given)
+	MaxModelLen              int
+	// Spec is --speculative-config (nil: none); SpecTokens its
+	// num_speculative_tokens; SyntheticAL its synthetic_acceptance_length
+	// when rejection_sample_method is synthetic (InferenceX's perf runs).
+	Spec        map[string]any
+	SpecTokens  int
+	SyntheticAL float64
+	Unknown     []string
+}
+
+// Component is what dynamo.vllm registers as: prefill workers as "prefill",
+// decode and aggregated workers as "backend" (srt-slurm counts backend as
+// decode: srtctl/core/health.py check_dynamo_health).
+func (a VLLMArgs) Component() string {
+	if a.Mode == "prefill" {
+		return "prefill"
+	}
+	return "backend"
+}
+
+// GPUs is the whole worker's GPU count: tp x pp per data-parallel rank.
+func (a VLLMArgs) GPUs() int { return a.TP * a.PP * a.DP }
+
+// Nodes is how many processes (nodes) the worker's data-parallel ranks
+// span, and NodeRank this one's place among them.
+func (a VLLMArgs) Nodes() int    { return (a.DP + a.DPLocal - 1) / a.DPLocal }
+func (a VLLMArgs) NodeRank() int { return a.DPStartRank / a.DPLocal }
+
+var vllmKnown = map[string]bool{
+	"model": true, "served-model-name": true, "disaggregation-mode": true, "is-prefill-worker": true, "is-decode-worker": true,
+	"tensor-parallel-size": true, "pipeline-parallel-size": true, "data-parallel-size": true, "data-parallel-size-local": true,
+	"data-parallel-start-rank": true, "data-parallel-address": true, "data-parallel-rpc-port": true, "data-parallel-hybrid-lb": true,
+	"enable-expert-parallel": true, "device-ids": true, "max-model-len": true, "speculative-config": true,
+}
+
+// vllmDefaultRPCPort is vLLM's data_parallel_rpc_port default.
+const vllmDefaultRPCPort = 29550
+
+// ParseVLLMArgs reads the rendered dynamo.vllm command and applies the
+// checks vLLM makes before it starts. Errors are one line, in argparse's
+// shape (`prog: error: ...`).
+func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
+	a := VLLMArgs{Mode: "agg", TP: 1, PP: 1, DP: 1, DPRPCPort: vllmDefaultRPCPort}
+	usage := func(format string, args ...any) error {
+		return fmt.Errorf("%s: error: "+format, append([]any{vllmProg}, args...)...)
+	}
+	words, ok := moduleArgs(argv, "dynamo.vllm")
+	if !ok {
+		return a, usage("no `python3 -m dynamo.vllm` in the command %q", strings.Join(argv, " "))
+	}
+	fa, err := parseFlags(words)
+	if err != nil {
+		return a, usage("%v", err)
+	}
+	var errs []error
+	str := func(dst *string, names ...string) bool {
+		v, ok, err := fa.str(*dst, names...)
+		errs = append(errs, err)
+		*dst = v
+		return ok
+	}
+	num := func(dst *int, names ...string) bool {
+		v, ok, err := fa.int(*dst, names...)
+		errs = append(errs, err)
+		if ok && err == nil {
+			*dst = v
+		}
+		return ok
+	}
+	flag := func(names ...string) bool {
+		v, err := fa.flag(names...)
+		errs = append(errs, err)
+		return v
+	}
+	str(&a.Model, "model")
+	str(&a.ServedModelName, "served-model-name")
+	str(&a.Mode, "disaggregation-mode")
+	if flag("is-prefill-worker") {
+		a.Mode = "prefill"
+	}
+	if flag("is-decode-worker") {
+		a.Mode = "decode"
+	}
+	num(&a.TP, "tensor-parallel-size")
+	num(&a.PP, "pipeline-parallel-size")
+	num(&a.DP, "data-parallel-size")
+	localSet := num(&a.DPLocal, "data-parallel-size-local")
+	num(&a.DPStartRank, "data-parallel-start-rank")
+	str(&a.DPAddress, "data-parallel-address")
+	num(&a.DPRPCPort, "data-parallel-rpc-port")
+	a.HybridLB = flag("data-parallel-hybrid-lb")
+	a.ExpertParallel = flag("enable-expert-parallel")
+	num(&a.MaxModelLen, "max-model-len")
+	var devices, spec string
+	str(&devices, "device-ids")
+	specSet := str(&spec, "speculative-config")
+	if err := errors.Join(errs...); err != nil {
+		return a, usage("%v", err)
+	}
+	for _, n := range fa.names() {
+		if !vllmKnown[n] {
+			a.Unknown = append(a.Unknown, n)
+		}
+	}
+	if a.Model == "" {
+		return a, usage("the following arguments are required: --model")
+	}
+	switch a.Mode {
+	case "agg", "prefill", "decode":
+	default:
+		return a, usage("argument --disaggregation-mode: invalid choice: '%s' (choose from 'agg', 'prefill', 'decode')", a.Mode)
+	}
+	if !localSet {
+		a.DPLocal = a.DP
+	}
+	if devices != "" {
+		a.DeviceIDs = len(strings.Split(devices, ","))
+	}
+	if specSet {
+		if err := a.readSpec(spec); err != nil {
+			return a, usage("argument --speculative-config: %v", err)
+		}
+	}
+	if err := a.check(); err != nil {
+		return a, usage("%v", err)
+	}
+	return a, nil
+}
+
+// readSpec reads --speculative-config, a JSON object (vLLM parses it with
+// json.loads into SpeculativeConfig). InferenceX's perf runs add
+// rejection_sample_method "synthetic" and synthetic_acceptance_length
+// (runners/synthetic_injectors/vllm.py): the engine then emits that mean
+// acceptance length instead of running the draft model.
+func (a *VLLMArgs) readSpec(s string) error {
+	d := json.NewDecoder(bytes.NewReader([]byte(s)))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil || m == nil {
+		return fmt.Errorf("want a JSON object, got %q", s)
+	}
+	a.Spec = m
+	a.SpecTokens = 1 // MTP methods default to the model's one next-token layer
+	intOf := func(key string) (int, bool, error) {
+		v, ok := m[key]
+		if !ok {
+			return 0, false, nil
+		}
+		n, isNum := v.(json.Number)
+		i, err := strconv.Atoi(string(n))
+		if !isNum || err != nil || i < 1 {
+			return 0, true, fmt.Errorf("%s: want an integer >= 1, got %v", key, v)
+		}
+		return i, true, nil
+	}
+	if n, ok, err := intOf("num_speculative_tokens"); err != nil {
+		return err
+	} else if ok {
+		a.SpecTokens = n
+	}
+	method, _ := m["rejection_sample_method"].(string)
+	al, hasAL := m["synthetic_acceptance_length"]
+	switch {
+	case method == "synthetic" && !hasAL:
+		return errors.New("rejection_sample_method synthetic needs synthetic_acceptance_length")
+	case method == "synthetic":
+		n, isNum := al.(json.Number)
+		v, err := strconv.ParseFloat(string(n), 64)
+		// A step accepts at most the draft tokens plus the verified one.
+		if !isNum || err != nil || v < 1 || v > float64(a.SpecTokens+1) {
+			return fmt.Errorf("synthetic_acceptance_length: want a number in [1, num_speculative_tokens+1 = %d], got %v", a.SpecTokens+1, al)
+		}
+		a.SyntheticAL = v
+	case hasAL:
+		return fmt.Errorf("synthetic_acceptance_length is set but rejection_sample_method is %q, not synthetic", method)
+	}
+	return nil
+}
+
+// check mirrors the data-parallel layouts vLLM cannot run (vllm
+// ParallelConfig and the DP engine-core startup): a process runs ranks
+// [start, start+local) of a group of data_parallel_size, so local may not
+// exceed the group nor the range run past it; ranks on other nodes
+// rendezvous at --data-parallel-address (vLLM's default, 127.0.0.1, cannot
+// reach another node, so the group never forms: refused rather than
+// hanging); and the process must have a GPU for each of its local ranks'
+// tp x pp workers.
+func (a VLLMArgs) check() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"tensor_parallel_size", a.TP}, {"pipeline_parallel_size", a.PP}, {"data_parallel_size", a.DP}, {"data_parallel_size_local", a.DPLocal}} {
+		if f.v < 1 {
+			return fmt.Errorf("ValueError: %s must be >= 1, got %d", f.name, f.v)
+		}
+	}
+	if a.DPLocal > a.DP {
+		return fmt.Errorf("ValueError: data_parallel_size_local (%d) must be <= data_parallel_size (%d)", a.DPLocal, a.DP)
+	}
+	if a.DPStartRank < 0 || a.DPStartRank+a.DPLocal > a.DP {
+		return fmt.Errorf("ValueError: data_parallel_start_rank %d + data_parallel_size_local %d runs past data_parallel_size %d", a.DPStartRank, a.DPLocal, a.DP)
+	}
+	if a.DPStartRank%a.DPLocal != 0 {
+		return fmt.Errorf("ValueError: data_parallel_start_rank %d is not a multiple of data_parallel_size_local %d (each node runs a whole block of ranks)", a.DPStartRank, a.DPLocal)
+	}
+	if a.DP > a.DPLocal && a.DPAddress == "" {
+		return fmt.Errorf("ValueError: data_parallel_size %d spans nodes (%d local) but --data-parallel-address (the rank-0 node's address) is not set", a.DP, a.DPLocal)
+	}
+	if a.DeviceIDs > 0 && a.TP*a.PP*a.DPLocal != a.DeviceIDs {
+		return fmt.Errorf("ValueError: --device-ids lists %d GPUs but tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d = %d", a.DeviceIDs, a.TP, a.PP, a.DPLocal, a.TP*a.PP*a.DPLocal)
+	}
+	return nil
+}
+
+// Acceptance is the simulated engine's speculative acceptance length: the
+// synthetic one when the speculative config asks for it, else the
+// simulator's own draft chain over num_speculative_tokens, 1 without
+// speculation.
+func (a VLLMArgs) Acceptance() (al float64, synthetic bool) {
+	switch {
+	case a.SyntheticAL > 0:
+		return a.SyntheticAL, true
+	case a.Spec != nil:
+		return ownAcceptance(a.SpecTokens + 1), false
+	}
+	return 1, false
+}
+
+func (a VLLMArgs) spec() workerSpec {
+	al, _ := a.Acceptance()
+	ep := 1
+	if a.ExpertParallel {
+		ep = a.TP * a.DP
+	}
+	s := workerSpec{Engine: "vllm", Model: cmp.Or(a.ServedModelName, a.Model), Mode: a.Mode, Component: a.Component(),
+		GPUs: a.GPUs(), EP: ep, DP: a.DP, DPA: a.DP > 1, NNodes: a.Nodes(), NodeRank: a.NodeRank(),
+		ContextLength: a.MaxModelLen, AL: al}
+	if s.NNodes > 1 {
+		s.GroupAddr = net.JoinHostPort(a.DPAddress, strconv.Itoa(a.DPRPCPort))
+	}
+	return s
+}
+
+// runVLLM runs one process of a vLLM worker: srt-slurm starts one per node
+// (--data-parallel-size-local ranks each, --data-parallel-hybrid-lb). The
+// process holding rank 0 leads: it waits for the others at
+// --data-parallel-address:--data-parallel-rpc-port (where vLLM's DP
+// coordinator listens), registers the worker once and models all of it;
+// the others join and hold their place, as the sglang worker's group does.
+func runVLLM(ctx context.Context, argv []string, o Options, mounts Mounts) error {
+	a, err := ParseVLLMArgs(argv)
+	if err != nil {
+		return err
+	}
+	_, perNode, err := stepGPUs(o.Getenv)
+	if err != nil {
+		return err
+	}
+	if a.DeviceIDs == 0 && a.TP*a.PP*a.DPLocal > perNode {
+		return fmt.Errorf("%s: error: ValueError: tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d needs %d GPUs, the node has %d",
+			vllmProg, a.TP, a.PP, a.DPLocal, a.TP*a.PP*a.DPLocal, perNode)
+	}
+	if len(a.Unknown) > 0 {
+		fmt.Fprintf(o.Stdout, "sweepflow-sim: accepted and ignored %d vLLM flags: --%s\n", len(a.Unknown), strings.Join(a.Unknown, " --"))
+	}
+	s := a.spec()
+	s.Host = o.BindHost
+	al, synthetic := a.Acceptance()
+	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED vllm %s worker node %d/%d tp %d pp %d dp %d (local %d from rank %d) expert-parallel %v on %d GPUs, acceptance length %.3g (synthetic %v)\n",
+		a.Mode, s.NodeRank, s.NNodes, a.TP, a.PP, a.DP, a.DPLocal, a.DPStartRank, a.ExpertParallel, a.GPUs(), al, synthetic)
+	return runSimWorker(ctx, s, o, mounts)
+}
