@@ -150,7 +150,17 @@ func TestSlurmEmuCluster(t *testing.T) {
 	assert.Equal(t, PerfClientBench, c.PerfClient) // perf on the emulation goes through the benchmark process
 	require.NotNil(t, c.Emulation)
 	assert.Equal(t, Entrypoint{Match: "python3 -m dynamo.sglang", Role: "sglang-worker"}, c.Emulation.Entrypoints[0])
-	assert.Len(t, c.Emulation.Entrypoints, 5)
+	roles := map[string]string{}
+	for _, e := range c.Emulation.Entrypoints {
+		roles[e.Match] = e.Role
+	}
+	assert.Equal(t, map[string]string{
+		"python3 -m dynamo.sglang": "sglang-worker", "python3 -m sglang.launch_server": "sglang-worker",
+		"python3 -m dynamo.trtllm": "trtllm-worker", "python3 -m dynamo.vllm": "vllm-worker",
+		"python3 -m dynamo.frontend": "dynamo-frontend", "python -m sglang_router.launch_router": "sglang-router",
+		"python3 /tmp/setup_head.py": "infra", "nginx": "nginx",
+		"bash /infmax-workspace/benchmarks/multi_node/agentic_srt.sh": "benchmark",
+	}, roles)
 	assert.NotEmpty(t, c.SrtRoot)
 }
 

@@ -42,9 +42,10 @@ func newSimRoleCmd(opts *simrole.Options) *cobra.Command {
 		Use:   "role ROLE -- ARGV...",
 		Short: "run a rendered srt-slurm command as a simulator role (" + strings.Join(simrole.Roles(), ", ") + ")",
 		Long: `role runs one process of the emulated partition: ARGV is the command
-srt-slurm renders (python3 -m dynamo.sglang ..., python3 -m dynamo.frontend ...,
-python3 /tmp/setup_head.py ..., bash -c "nginx ...", bash -lc "bash .../agentic_srt.sh"),
-passed unchanged after --. The role first prints the argv and environment it
+srt-slurm renders (python3 -m dynamo.sglang ..., numactl -m 0,1 trtllm-llmapi-launch
+python3 -m dynamo.trtllm ..., python3 -m dynamo.vllm ..., python3 -m dynamo.frontend ...,
+python -m sglang_router.launch_router ..., python3 /tmp/setup_head.py ...,
+bash -c "nginx ...", bash -lc "bash .../agentic_srt.sh"), passed unchanged after --. The role first prints the argv and environment it
 received (two "sweepflow-sim-role:" lines), then serves until it is stopped,
 except the benchmark, which exits when its result files are written.
 Everything it serves is simulated.`,
