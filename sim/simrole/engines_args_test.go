@@ -154,7 +154,8 @@ func TestTRTLLMWorldSize(t *testing.T) {
 		{"part of a node", map[string]string{"CUDA_VISIBLE_DEVICES": "0,1"}, "but the worker got 2 GPUs (1 node(s) x 2 GPUs)"},
 		{"4 MPI tasks", map[string]string{"SLURM_NTASKS": "4", "SLURM_PROCID": "0", "SLURM_STEP_NUM_NODES": "2"}, ""},
 		{"8 MPI tasks", map[string]string{"SLURM_NTASKS": "8", "SLURM_PROCID": "3"}, "but the worker got 8 GPUs (8 MPI tasks)"},
-		{"bad rank", map[string]string{"SLURM_NTASKS": "4", "SLURM_PROCID": "4"}, "SLURM_PROCID=\"4\": want a rank in [0, SLURM_NTASKS=4)"},
+		{"one task per node", map[string]string{"SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_NUM_NODES": "2"}, "but the worker got 8 GPUs (2 node(s) x 4 GPUs)"},
+		{"bad rank", map[string]string{"SLURM_NTASKS": "4", "SLURM_PROCID": "4"}, "SLURM_PROCID=\"4\": want a rank in [0, 4 tasks)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,5 +292,14 @@ func TestRouterArgs(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.True(t, strings.HasPrefix(err.Error(), routerProg+": error: "), err.Error())
 		})
+	}
+}
+
+func TestFirstHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"gb200-[03-10]": "gb200-03", "gb200-03,gb200-04": "gb200-03", "gb200-[03,05-06]": "gb200-03",
+		"gb200-07": "gb200-07", "127.0.0.1": "127.0.0.1", "a[1-2],b[3-4]": "a1", "": "",
+	} {
+		assert.Equal(t, want, firstHost(in), in)
 	}
 }

@@ -88,10 +88,13 @@ func TestTRTLLMDeployment(t *testing.T) {
 	}
 	prefillEnv := env()
 	prefill := start(t, RoleTRTLLM, trtllmArgv("prefill", "trtllm_config_prefill.yaml"), prefillEnv, Options{}, true)
-	decode := start(t, RoleTRTLLM, trtllmArgv("decode", "trtllm_config_decode.yaml"), env("SLURM_STEP_NUM_NODES", "2"), Options{}, true)
-	// Rank 2 of a 4-task step (srt-slurm's own launch): no listener, no
-	// registration.
-	rank2 := start(t, RoleTRTLLM, trtllmArgv("prefill", "trtllm_config_prefill.yaml"), env("SLURM_NTASKS", "4", "SLURM_PROCID", "2"), Options{}, false)
+	// The decode worker: rank 0 of a step of one task per node on two nodes.
+	decode := start(t, RoleTRTLLM, trtllmArgv("decode", "trtllm_config_decode.yaml"),
+		env("SLURM_STEP_NUM_NODES", "2", "SLURM_STEP_NUM_TASKS", "2", "SLURM_PROCID", "0"), Options{}, true)
+	// Rank 2 of the prefill worker as srt-slurm launches it (4 tasks, one
+	// per GPU): no listener, no registration; it watches rank 0.
+	rank2 := start(t, RoleTRTLLM, trtllmArgv("prefill", "trtllm_config_prefill.yaml"),
+		env("SLURM_NTASKS", "4", "SLURM_PROCID", "2", "SLURM_STEP_NODELIST", "127.0.0.1", "DYN_SYSTEM_PORT", prefillEnv["DYN_SYSTEM_PORT"]), Options{}, false)
 
 	fe := start(t, RoleFrontend, []string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", testnet.FreePort(t))},
 		map[string]string{"ETCD_ENDPOINTS": "http://" + infra.addrs["etcd"]}, Options{}, true)
@@ -121,6 +124,18 @@ func TestTRTLLMDeployment(t *testing.T) {
 	default:
 	}
 	assert.NotContains(t, rank2.log.String(), "registered")
+
+	// Rank 0 goes away: the held rank fails, as the MPI world would.
+	require.Eventually(t, func() bool { return strings.Contains(rank2.log.String(), "MPI rank 2 sees rank 0 at") }, 10*time.Second, 20*time.Millisecond)
+	prefill.cancel()
+	select {
+	case err := <-rank2.done:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "MPI rank 2: rank 0 stopped answering at http://127.0.0.1:"+prefillEnv["DYN_SYSTEM_PORT"]+"/health")
+		rank2.done <- err // for cleanup
+	case <-time.After(15 * time.Second):
+		t.Fatalf("rank 2 kept running without rank 0\n%s\nprefill:\n%s", rank2.log, prefill.log)
+	}
 }
 
 // TestVLLMDeployment: a one-node prefill and a two-node decode vLLM worker

@@ -47,18 +47,41 @@ func stepGPUs(getenv func(string) string) (nodes, perNode int, err error) {
 }
 
 // mpiRank is this task's place in an srun step of several tasks
-// (SLURM_PROCID of SLURM_NTASKS); a step of one task is rank 0 of 1.
+// (SLURM_PROCID of SLURM_STEP_NUM_TASKS, else SLURM_NTASKS); a step of one
+// task is rank 0 of 1.
 func mpiRank(getenv func(string) string) (rank, size int, err error) {
 	size, rank = 1, 0
-	if s := getenv("SLURM_NTASKS"); s != "" {
-		if size, err = strconv.Atoi(s); err != nil || size < 1 {
-			return 0, 0, fmt.Errorf("SLURM_NTASKS=%q: want a task count >= 1", s)
+	for _, k := range []string{"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"} {
+		if s := getenv(k); s != "" {
+			if size, err = strconv.Atoi(s); err != nil || size < 1 {
+				return 0, 0, fmt.Errorf("%s=%q: want a task count >= 1", k, s)
+			}
+			break
 		}
 	}
 	if s := getenv("SLURM_PROCID"); s != "" {
 		if rank, err = strconv.Atoi(s); err != nil || rank < 0 || rank >= size {
-			return 0, 0, fmt.Errorf("SLURM_PROCID=%q: want a rank in [0, SLURM_NTASKS=%d)", s, size)
+			return 0, 0, fmt.Errorf("SLURM_PROCID=%q: want a rank in [0, %d tasks)", s, size)
 		}
 	}
 	return rank, size, nil
+}
+
+// firstHost is the first host of a Slurm hostlist ("gb200-[03-10]",
+// "gb200-03,gb200-04", "gb200-[03,05-06]"): where rank 0 of a step runs.
+func firstHost(list string) string {
+	list = strings.TrimSpace(list)
+	open := strings.IndexByte(list, '[')
+	if comma := strings.IndexByte(list, ','); comma >= 0 && (open < 0 || comma < open) {
+		return list[:comma]
+	}
+	if open < 0 {
+		return list
+	}
+	inner := list[open+1:]
+	end := strings.IndexAny(inner, ",-]")
+	if end < 0 {
+		return list
+	}
+	return list[:open] + inner[:end]
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -298,33 +301,34 @@ func (a TRTLLMArgs) spec() workerSpec {
 		GPUs: a.GPUs(), EP: a.EP, DP: dp, DPA: a.AttentionDP, NNodes: 1, ContextLength: a.MaxSeqLen, AL: a.Acceptance()}
 }
 
-// runTRTLLM runs one srun step of a TensorRT-LLM worker. srt-slurm starts
-// a worker as one srun over all its nodes with one MPI task per GPU
+// runTRTLLM runs one task of a TensorRT-LLM worker's srun step. srt-slurm
+// starts a worker as one srun over all its nodes with one MPI task per GPU
 // (--ntasks = GPUs, --mpi pmix); trtllm-llmapi-launch runs dynamo.trtllm on
 // rank 0 and an MPI worker on the others. So rank 0 (SLURM_PROCID) is the
-// simulated worker and the other ranks only hold their place; a step of a
-// single task (the emulation's --ntasks 1) stands for the whole world. The
-// world must be exactly tensor_parallel_size x pipeline_parallel_size
-// ranks: TensorRT-LLM's MPI session spawns one worker per rank of the
-// mapping and cannot run with fewer, and srt-slurm sizes the step from the
-// recipe's GPUs, so a mismatch is a recipe whose YAML and resources
-// disagree.
+// simulated worker and the other ranks hold their place until rank 0 goes
+// away. The world is the step's tasks when there are more tasks than nodes
+// (one per GPU), else its nodes times the GPUs per node (the emulation may
+// run one task per node, its nodes having one CPU each). It must be exactly
+// tensor_parallel_size x pipeline_parallel_size ranks: TensorRT-LLM's MPI
+// session runs one worker per rank of the mapping, and srt-slurm sizes the
+// step from the recipe's GPUs, so a mismatch is a recipe whose YAML and
+// resources disagree.
 func runTRTLLM(ctx context.Context, argv []string, o Options, mounts Mounts) error {
 	a, err := ParseTRTLLMArgs(argv, mounts)
 	if err != nil {
 		return err
 	}
-	rank, size, err := mpiRank(o.Getenv)
+	rank, tasks, err := mpiRank(o.Getenv)
 	if err != nil {
 		return err
 	}
-	world, how := size, fmt.Sprintf("%d MPI tasks", size)
-	if size == 1 {
-		nodes, perNode, err := stepGPUs(o.Getenv)
-		if err != nil {
-			return err
-		}
-		world, how = nodes*perNode, fmt.Sprintf("%d node(s) x %d GPUs", nodes, perNode)
+	nodes, perNode, err := stepGPUs(o.Getenv)
+	if err != nil {
+		return err
+	}
+	world, how := nodes*perNode, fmt.Sprintf("%d node(s) x %d GPUs", nodes, perNode)
+	if tasks > nodes {
+		world, how = tasks, fmt.Sprintf("%d MPI tasks", tasks)
 	}
 	if world != a.GPUs() {
 		return fmt.Errorf("%s: error: tensor_parallel_size %d x pipeline_parallel_size %d = %d ranks, but the worker got %d GPUs (%s)",
@@ -337,9 +341,7 @@ func runTRTLLM(ctx context.Context, argv []string, o Options, mounts Mounts) err
 		fmt.Fprintf(o.Stdout, "sweepflow-sim: accepted and ignored %d LLM API options: %s\n", len(a.Ignored), strings.Join(a.Ignored, " "))
 	}
 	if rank > 0 {
-		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED trtllm MPI rank %d/%d (rank 0 serves the worker)\n", rank, size)
-		<-ctx.Done()
-		return nil
+		return holdRank(ctx, o, rank, tasks)
 	}
 	s := a.spec()
 	s.Host = o.BindHost
@@ -347,3 +349,45 @@ func runTRTLLM(ctx context.Context, argv []string, o Options, mounts Mounts) err
 		s.Component, a.TP, a.PP, a.EP, a.AttentionDP, a.GPUs(), cmp.Or(a.SpecType, "off"), s.AL)
 	return runSimWorker(ctx, s, o, mounts)
 }
+
+// holdRank is an MPI rank other than 0: it serves nothing and exits with
+// an error once rank 0, which it watches on its system port
+// (DYN_SYSTEM_PORT on the step's first node), stops answering after having
+// answered, as an MPI world aborts when a rank dies.
+func holdRank(ctx context.Context, o Options, rank, tasks int) error {
+	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED trtllm MPI rank %d/%d (rank 0 serves the worker)\n", rank, tasks)
+	host, port := firstHost(o.Getenv("SLURM_STEP_NODELIST")), o.Getenv("DYN_SYSTEM_PORT")
+	if host == "" || port == "" {
+		<-ctx.Done()
+		return nil
+	}
+	url := "http://" + net.JoinHostPort(host, port) + "/health"
+	hc := &http.Client{Timeout: 2 * time.Second}
+	seen, misses := false, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(rankPoll):
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		switch {
+		case err == nil:
+			resp.Body.Close()
+			if !seen {
+				fmt.Fprintf(o.Stdout, "sweepflow-sim: MPI rank %d sees rank 0 at %s\n", rank, url)
+			}
+			seen, misses = true, 0
+		case ctx.Err() != nil:
+			return nil
+		case seen:
+			if misses++; misses >= 3 {
+				return fmt.Errorf("MPI rank %d: rank 0 stopped answering at %s: %v", rank, url, err)
+			}
+		}
+	}
+}
+
+// rankPoll is how often a held rank checks rank 0.
+const rankPoll = 500 * time.Millisecond
