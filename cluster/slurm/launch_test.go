@@ -130,6 +130,14 @@ func TestSrunArgs(t *testing.T) {
 			assert.Equal(t, p.Command, got[dash+1:], "%s: the role receives the rendered command unchanged", p.Output)
 		}
 	})
+	t.Run("emulated: a step over several nodes runs one role per node", func(t *testing.T) {
+		l := Launch{Runtime: config.RuntimeNone, SrtRoot: "x", Entrypoints: emuEntrypoints(t)}
+		s := step{Name: stepPrefix + "gb200-03_decode_w0", Nodes: []string{"gb200-03", "gb200-04"}, Output: "/logs/gb200-03_decode_w0.out", MPI: "pmix",
+			SimRole: "trtllm-worker", Command: strings.Fields("numactl -m 0,1 trtllm-llmapi-launch python3 -m dynamo.trtllm --model-path /model")}
+		got := l.srunArgs(s, "77", "/bin/starter")
+		assert.Equal(t, []string{"--jobid", "77", "--overlap", "--nodes", "2", "--ntasks", "2", "--nodelist", "gb200-03,gb200-04"}, got[:9])
+		assert.Equal(t, append([]string{"/bin/starter", "sim", "role", "trtllm-worker", "--"}, s.Command...), got[len(got)-len(s.Command)-5:])
+	})
 	t.Run("emulation without an entry point is a config error", func(t *testing.T) {
 		l := Launch{SrtRoot: "x", Entrypoints: []config.Entrypoint{{Match: "nginx", Role: "nginx"}}}
 		_, err := l.newStep(procs[1])

@@ -269,7 +269,16 @@ func (l *Launch) srunArgs(s step, jobID, starter string) []string {
 	if s.MPI != "" && pyxis {
 		a = append(a, "--mpi", s.MPI)
 	}
-	a = append(a, "--nodes", strconv.Itoa(len(s.Nodes)), "--ntasks", "1", "--nodelist", strings.Join(s.Nodes, ","),
+	// An emulated step over several nodes (a TensorRT-LLM worker is one
+	// srun over all its nodes) runs one role per node: srun shrinks a step
+	// to its task count, and the emulated nodes have one CPU each, so not
+	// srt-slurm's task per GPU; the role counts its world as nodes x GPUs
+	// per node (sim/simrole runTRTLLM).
+	ntasks := 1
+	if s.SimRole != "" {
+		ntasks = max(1, len(s.Nodes))
+	}
+	a = append(a, "--nodes", strconv.Itoa(len(s.Nodes)), "--ntasks", strconv.Itoa(ntasks), "--nodelist", strings.Join(s.Nodes, ","),
 		"--output", s.Output, "--job-name", s.Name)
 	if pyxis && s.Image != "" {
 		a = append(a, "--container-image", s.Image, "--no-container-entrypoint", "--no-container-mount-home")
