@@ -78,7 +78,7 @@ func TestTRTLLMArgsAccepted(t *testing.T) {
 	// with p = 0.75 while the chain holds: (1 - 0.75^4) / 0.25.
 	assert.InDelta(t, 2.734375, a.Acceptance(), 1e-12)
 	s := a.spec()
-	assert.Equal(t, workerSpec{Engine: "trtllm", Model: "dsr1", Mode: "prefill", Component: "prefill", GPUs: 4, EP: 4, DP: 4, DPA: true,
+	assert.Equal(t, workerSpec{Model: "dsr1", Mode: "prefill", Component: "prefill", GPUs: 4, EP: 4, DP: 4, DPA: true,
 		NNodes: 1, ContextLength: 2048, AL: 2.734375}, s)
 
 	d, err := ParseTRTLLMArgs(trtllmArgv("decode", "d.yaml"), m)
@@ -204,7 +204,7 @@ func TestVLLMArgsAccepted(t *testing.T) {
 	assert.Equal(t, 2.85, al)
 	assert.True(t, synthetic)
 	s := a.spec()
-	assert.Equal(t, workerSpec{Engine: "vllm", Model: "sim-vllm", Mode: "prefill", Component: "prefill", GPUs: 8, EP: 8, DP: 8, DPA: true,
+	assert.Equal(t, workerSpec{Model: "sim-vllm", Mode: "prefill", Component: "prefill", GPUs: 8, EP: 8, DP: 8, DPA: true,
 		NNodes: 2, NodeRank: 1, GroupAddr: "10.0.0.1:8400", ContextLength: 9280, AL: 2.85}, s)
 
 	// The eval set: the same speculative config without the synthetic keys

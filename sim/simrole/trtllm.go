@@ -297,7 +297,7 @@ func (a TRTLLMArgs) spec() workerSpec {
 	if a.AttentionDP {
 		dp = a.TP
 	}
-	return workerSpec{Engine: "trtllm", Model: model, Mode: mode, Component: a.Component(),
+	return workerSpec{Model: model, Mode: mode, Component: a.Component(),
 		GPUs: a.GPUs(), EP: a.EP, DP: dp, DPA: a.AttentionDP, NNodes: 1, ContextLength: a.MaxSeqLen, AL: a.Acceptance()}
 }
 

@@ -263,7 +263,7 @@ func (a VLLMArgs) spec() workerSpec {
 	if a.ExpertParallel {
 		ep = a.TP * a.DP
 	}
-	s := workerSpec{Engine: "vllm", Model: cmp.Or(a.ServedModelName, a.Model), Mode: a.Mode, Component: a.Component(),
+	s := workerSpec{Model: cmp.Or(a.ServedModelName, a.Model), Mode: a.Mode, Component: a.Component(),
 		GPUs: a.GPUs(), EP: ep, DP: a.DP, DPA: a.DP > 1, NNodes: a.Nodes(), NodeRank: a.NodeRank(),
 		ContextLength: a.MaxModelLen, AL: al}
 	if s.NNodes > 1 {

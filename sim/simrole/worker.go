@@ -261,7 +261,7 @@ func (a WorkerArgs) spec() workerSpec {
 	if mode == "null" {
 		mode = "agg"
 	}
-	return workerSpec{Engine: "sglang", Model: a.Model(), Host: a.Host, Port: a.Port, Mode: mode, Component: a.Component(),
+	return workerSpec{Model: a.Model(), Host: a.Host, Port: a.Port, Mode: mode, Component: a.Component(),
 		GPUs: a.TP, EP: a.EP, DP: a.DP, DPA: a.DPAttention, NNodes: a.NNodes, NodeRank: a.NodeRank,
 		GroupAddr: a.DistInitAddr, ContextLength: a.ContextLength}
 }
@@ -270,8 +270,7 @@ func (a WorkerArgs) spec() workerSpec {
 // simulated engine and the registry see it; each engine's role maps its own
 // flags onto it.
 type workerSpec struct {
-	Engine string // sglang, trtllm, vllm (messages only)
-	Model  string
+	Model string
 	// Host:Port is the engine listener of the group leader. Host "",
 	// 0.0.0.0 or :: listens on all interfaces and advertises the address the
 	// registry is reached from; Port 0 takes any free port (dynamo.trtllm
@@ -293,7 +292,7 @@ type workerSpec struct {
 }
 
 func runSimWorker(ctx context.Context, s workerSpec, o Options, mounts Mounts) error {
-	w := &worker{s: s, o: o, al: s.AL, mounts: mounts}
+	w := &worker{s: s, o: o, mounts: mounts}
 	if err := w.simConfig(); err != nil {
 		return err
 	}
@@ -306,7 +305,6 @@ func runSimWorker(ctx context.Context, s workerSpec, o Options, mounts Mounts) e
 type worker struct {
 	s      workerSpec
 	o      Options
-	al     float64
 	mounts Mounts
 	cfg    sim.Config
 	reg    *RegistryClient
@@ -339,7 +337,7 @@ func (w *worker) simConfig() error {
 	}
 	w.cfg = sim.Config{
 		Model: w.s.Model, TimeScale: ts, Slowdown: slow, Accuracy: acc, GSM8KPath: g(EnvGSM8K),
-		AcceptanceLength: w.al, ContextLength: w.s.ContextLength, Logger: w.o.Logger,
+		AcceptanceLength: w.s.AL, ContextLength: w.s.ContextLength, Logger: w.o.Logger,
 		Deployment: sim.Deployment{GPUsPerNode: int(gpn)},
 	}
 	return nil
