@@ -24,6 +24,14 @@ func TestSimRoleCommand(t *testing.T) {
 		{"worker refuses what sglang refuses", []string{"sim", "role", "sglang-worker", "--", "python3", "-m", "dynamo.sglang",
 			"--model-path", "/model", "--disaggregation-mode", "prefill", "--port", "6100"}, 1,
 			"needs --disaggregation-bootstrap-port", []string{"python3", "-m", "dynamo.sglang", "--model-path", "/model", "--disaggregation-mode", "prefill", "--port", "6100"}},
+		{"trtllm worker without its engine args file", []string{"sim", "role", "trtllm-worker", "--", "numactl", "-m", "0,1", "trtllm-llmapi-launch",
+			"python3", "-m", "dynamo.trtllm", "--model-path", "/model", "--disaggregation-mode", "prefill", "--extra-engine-args", "/nonexistent-sweepflow/trtllm_config_prefill.yaml"}, 1,
+			"python3 -m dynamo.trtllm: error: --extra-engine-args /nonexistent-sweepflow/trtllm_config_prefill.yaml: no such file", []string{"numactl", "-m", "0,1", "trtllm-llmapi-launch",
+				"python3", "-m", "dynamo.trtllm", "--model-path", "/model", "--disaggregation-mode", "prefill", "--extra-engine-args", "/nonexistent-sweepflow/trtllm_config_prefill.yaml"}},
+		{"vllm worker with a bad speculative config", []string{"sim", "role", "vllm-worker", "--", "python3", "-m", "dynamo.vllm", "--model", "/model", "--speculative-config", "{mtp"}, 1,
+			`python3 -m dynamo.vllm: error: argument --speculative-config: want a JSON object, got "{mtp"`, []string{"python3", "-m", "dynamo.vllm", "--model", "/model", "--speculative-config", "{mtp"}},
+		{"router without workers", []string{"sim", "role", "sglang-router", "--", "python", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", "8180"}, 1,
+			"no workers given", []string{"python", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", "8180"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
