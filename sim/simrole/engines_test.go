@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,4 +236,41 @@ func TestRouterNoHealthyWorker(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+}
+
+// TestRouterPD: with --pd-disaggregation the router counts prefill and
+// decode workers as srt-slurm's health check reads them and sends
+// completions to the decode workers only (the simulated decode worker
+// models its prefill side).
+func TestRouterPD(t *testing.T) {
+	var hits [2]atomic.Int64
+	var urls [2]string
+	for i := range urls {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/health" {
+				hits[i].Add(1)
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"model": "m", "simulated": true})
+		}))
+		t.Cleanup(srv.Close)
+		urls[i] = srv.URL
+	}
+	rt := start(t, RoleRouter, []string{"python", "-m", "sglang_router.launch_router", "--pd-disaggregation", "--prefill", urls[0], "7200",
+		"--decode", urls[1], "--port", strconv.Itoa(testnet.FreePort(t))}, nil, Options{}, true)
+	rURL := "http://" + rt.addrs["http"]
+	var workers struct {
+		Workers []map[string]any `json:"workers"`
+		Stats   map[string]int   `json:"stats"`
+	}
+	require.Eventually(t, func() bool {
+		_, body := getJSON(t, rURL+"/workers")
+		require.NoError(t, json.Unmarshal(body, &workers))
+		return workers.Stats["prefill_count"] == 1 && workers.Stats["decode_count"] == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	assert.Equal(t, 0, workers.Stats["regular_count"])
+	assert.Equal(t, 7200.0, workers.Workers[0]["bootstrap_port"])
+	for i := 0; i < 3; i++ {
+		postCompletion(t, rURL, "m")
+	}
+	assert.Equal(t, []int64{0, 3}, []int64{hits[0].Load(), hits[1].Load()})
 }
