@@ -233,6 +233,7 @@ func TestVLLMRefusals(t *testing.T) {
 		want string
 	}{
 		{"local above size", edit(edit(base, "--data-parallel-size-local", "16"), "--device-ids", ""), "data_parallel_size_local (16) must be <= data_parallel_size (8)"},
+		{"local without size", edit(edit(base, "--data-parallel-size", ""), "--data-parallel-start-rank", ""), "data_parallel_size_local (4) must be <= data_parallel_size (1)"},
 		{"ranks past the group", edit(base, "--data-parallel-start-rank", "6"), "data_parallel_start_rank 6 + data_parallel_size_local 4 runs past data_parallel_size 8"},
 		{"unaligned start", edit(edit(base, "--data-parallel-start-rank", "2"), "--data-parallel-size", "12"), "data_parallel_start_rank 2 is not a multiple of data_parallel_size_local 4"},
 		{"multi-node without address", edit(base, "--data-parallel-address", ""), "spans nodes (4 local) but --data-parallel-address"},
