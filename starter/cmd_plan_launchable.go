@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -32,10 +33,14 @@ type launchKey struct {
 	Found    int      `json:"recipes-found"`
 	Rendered int      `json:"recipes-rendered"`
 	Missing  []string `json:"missing-recipes,omitempty"`
-	// Renders: every recipe found renders (false when none was found).
-	Renders    bool   `json:"renders"`
-	Launchable bool   `json:"launchable"`
-	Reason     string `json:"reason,omitempty"`
+	// Renders: engine.Render accepts every recipe found (false when none
+	// was found).
+	Renders bool `json:"renders"`
+	// UnknownModels are recipe model.path aliases the profile's models do
+	// not list: the backend cannot mount a checkpoint for them.
+	UnknownModels []string `json:"unknown-models,omitempty"`
+	Launchable    bool     `json:"launchable"`
+	Reason        string   `json:"reason,omitempty"`
 }
 
 type launchReport struct {
@@ -200,14 +205,18 @@ func checkLaunch(key string, e *config.Entry, master *config.Master, runners *co
 			continue
 		}
 		k.Found++
-		if err := renderLaunch(root, ref, c, al[ref]); err != nil {
+		alias, err := renderLaunch(root, ref, c, al[ref])
+		if alias != "" && !slices.Contains(k.UnknownModels, alias) {
+			k.UnknownModels = append(k.UnknownModels, alias)
+		}
+		if err != nil {
 			renderErr = cmp.Or(renderErr, err)
 			continue
 		}
 		k.Rendered++
 	}
 	k.Renders = k.Found > 0 && k.Rendered == k.Found
-	k.Launchable = k.Plans && k.Renders && k.Found == k.Recipes
+	k.Launchable = k.Plans && k.Renders && k.Found == k.Recipes && len(k.UnknownModels) == 0
 	switch {
 	case len(k.Missing) > 0:
 		k.Reason = fmt.Sprintf("recipe %s not found", k.Missing[0])
@@ -223,6 +232,15 @@ func checkLaunch(key string, e *config.Entry, master *config.Master, runners *co
 		if n := k.Found - k.Rendered - 1; n > 0 {
 			k.Reason += fmt.Sprintf(" (%d more recipe%s do not render)", n, plural(n))
 		}
+	case len(k.UnknownModels) > 0:
+		quoted, verb := make([]string, len(k.UnknownModels)), "is"
+		for i, m := range k.UnknownModels {
+			quoted[i] = strconv.Quote(m)
+		}
+		if len(quoted) > 1 {
+			verb = "are"
+		}
+		k.Reason = fmt.Sprintf("model.path %s %s not in cluster profile %s's models", strings.Join(quoted, ", "), verb, c.Name)
 	case !k.Launchable:
 		k.Reason = "no recipe to launch"
 	}
@@ -231,38 +249,40 @@ func checkLaunch(key string, e *config.Entry, master *config.Master, runners *co
 	return k
 }
 
-// renderLaunch renders a recipe as the Slurm backend would, on placeholder
-// nodes and paths: the profile must name its model, and the eval render and
-// (with a golden AL) the perf render must both succeed.
-func renderLaunch(root, ref string, c *config.Cluster, al float64) error {
+// renderLaunch renders a recipe on placeholder nodes and paths, as the
+// Slurm backend would render it on real ones: the eval render and, with a
+// golden AL, the perf render. alias is the recipe's model alias when the
+// profile does not list it (the render then names the checkpoint as
+// `starter engine render` does without a profile).
+func renderLaunch(root, ref string, c *config.Cluster, al float64) (alias string, err error) {
 	r, err := config.LoadRecipe(root, ref)
 	if err != nil {
-		return err
+		return "", err
 	}
 	model := resolveModelDir(r, c)
 	name := filepath.Base(model)
 	if model == "" {
 		if !strings.HasPrefix(r.Model.Path, "hf:") {
-			return fmt.Errorf("recipe %s: model.path %q is not in cluster profile %s's models", r.Path, r.Model.Path, c.Name)
+			alias = r.Model.Path
 		}
 		name = fallbackModelName(r)
 	}
 	fp, err := r.Footprint(c.GPUsPerNode)
 	if err != nil {
-		return err
+		return alias, err
 	}
 	opt := engine.Options{Paths: engine.PlaceholderPaths(name), JobID: "4242"}
 	alloc := engine.PlaceholderAllocation(fp.Nodes)
 	if _, err := engine.Render(r, alloc, opt); err != nil {
-		return err
+		return alias, err
 	}
 	if al > 0 {
 		opt.SyntheticAL = al
 		if _, err := engine.Render(r, alloc, opt); err != nil {
-			return fmt.Errorf("perf render (golden AL %g): %w", al, err)
+			return alias, fmt.Errorf("perf render (golden AL %g): %w", al, err)
 		}
 	}
-	return nil
+	return alias, nil
 }
 
 func plural(n int) string {

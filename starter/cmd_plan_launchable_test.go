@@ -42,7 +42,7 @@ func TestLaunchableTable(t *testing.T) {
 	assert.Contains(t, lines[4], `"mystery-engine"`)
 	assert.Equal(t, []string{
 		"lx-missing  no     0/1      -        recipe recipes/missing.yaml not found",
-		`lx-alias    yes    1/1      no       recipe recipes/unknown-model.yaml: model.path "not-in-profile" is not in cluster profile lx-gb200's models`,
+		`lx-alias    yes    1/1      yes      model.path "not-in-profile" is not in cluster profile lx-gb200's models`,
 		"",
 		"not listed: 1 key on runners lx-gb200 does not serve",
 		"1 of 4 keys launchable on lx-gb200",
@@ -80,8 +80,8 @@ func TestLaunchableJSON(t *testing.T) {
 		{Key: "lx-refused", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 2, Recipes: 2, Found: 2, Rendered: 1},
 		{Key: "lx-missing", Runner: "cluster:gb200-nv", Served: true, Recipes: 1, Missing: []string{"recipes/missing.yaml"},
 			Reason: "recipe recipes/missing.yaml not found"},
-		{Key: "lx-alias", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 1, Recipes: 1, Found: 1,
-			Reason: `recipe recipes/unknown-model.yaml: model.path "not-in-profile" is not in cluster profile lx-gb200's models`},
+		{Key: "lx-alias", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 1, Recipes: 1, Found: 1, Rendered: 1, Renders: true,
+			UnknownModels: []string{"not-in-profile"}, Reason: `model.path "not-in-profile" is not in cluster profile lx-gb200's models`},
 	}, append([]launchKey{rep.Keys[0], refused}, rep.Keys[2:]...))
 }
 
@@ -209,7 +209,7 @@ func TestLaunchableReference(t *testing.T) {
 		delete(wants, k.Key)
 		assert.Equal(t, w.recipes, k.Recipes, "%s: recipes", k.Key)
 		assert.Equal(t, w.found, k.Found, "%s: recipes found", k.Key)
-		assert.Equal(t, k.Plans && k.Renders && k.Found == k.Recipes, k.Launchable, k.Key)
+		assert.Equal(t, k.Plans && k.Renders && k.Found == k.Recipes && len(k.UnknownModels) == 0, k.Launchable, k.Key)
 		if k.Launchable {
 			launchable++
 			assert.Empty(t, k.Reason, k.Key)
