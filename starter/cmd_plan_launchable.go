@@ -201,7 +201,9 @@ func checkLaunch(key string, e *config.Entry, master *config.Master, runners *co
 	for _, ref := range refs {
 		file, _ := config.SplitRecipeRef(ref)
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(file))); err != nil {
-			k.Missing = append(k.Missing, file)
+			if !slices.Contains(k.Missing, file) { // variants of one file
+				k.Missing = append(k.Missing, file)
+			}
 			continue
 		}
 		k.Found++
