@@ -232,7 +232,11 @@ func checkLaunch(key string, e *config.Entry, master *config.Master, runners *co
 	case renderErr != nil:
 		k.Reason = oneLine(renderErr)
 		if n := k.Found - k.Rendered - 1; n > 0 {
-			k.Reason += fmt.Sprintf(" (%d more recipe%s do not render)", n, plural(n))
+			verb := "does"
+			if n > 1 {
+				verb = "do"
+			}
+			k.Reason += fmt.Sprintf(" (%d more recipe%s %s not render)", n, plural(n), verb)
 		}
 	case len(k.UnknownModels) > 0:
 		quoted, verb := make([]string, len(k.UnknownModels)), "is"

@@ -17,7 +17,7 @@ import (
 )
 
 // launchableArgs runs --launchable over testdata/launchable: a good SGLang
-// recipe, one with a backend no launcher knows, a missing recipe file, a
+// recipe, two that no launcher knows (backend, frontend), a missing recipe file, a
 // model alias the profile lacks, and a key on a runner it does not serve.
 func launchableArgs(extra ...string) []string {
 	return append([]string{"plan", "--config-files", "master.yaml", "--runner-config", "runners.yaml",
@@ -38,8 +38,9 @@ func TestLaunchableTable(t *testing.T) {
 		"lx-good     yes    1/1      yes",
 	}, lines[:4])
 	// The engine's own wording may change; ours may not.
-	assert.True(t, strings.HasPrefix(lines[4], `lx-refused  yes    2/2      no       recipe recipes/refused.yaml: `), lines[4])
+	assert.True(t, strings.HasPrefix(lines[4], `lx-refused  yes    3/3      no       recipe recipes/refused.yaml: `), lines[4])
 	assert.Contains(t, lines[4], `"mystery-engine"`)
+	assert.True(t, strings.HasSuffix(lines[4], " (1 more recipe does not render)"), lines[4])
 	assert.Equal(t, []string{
 		"lx-missing  no     0/1      -        recipe recipes/missing.yaml not found",
 		`lx-alias    yes    1/1      yes      model.path "not-in-profile" is not in cluster profile lx-gb200's models`,
@@ -77,7 +78,7 @@ func TestLaunchableJSON(t *testing.T) {
 	refused.Reason = ""
 	assert.Equal(t, []launchKey{
 		{Key: "lx-good", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 2, Recipes: 1, Found: 1, Rendered: 1, Renders: true, Launchable: true},
-		{Key: "lx-refused", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 2, Recipes: 2, Found: 2, Rendered: 1},
+		{Key: "lx-refused", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 3, Recipes: 3, Found: 3, Rendered: 1},
 		{Key: "lx-missing", Runner: "cluster:gb200-nv", Served: true, Recipes: 1, Missing: []string{"recipes/missing.yaml"},
 			Reason: "recipe recipes/missing.yaml not found"},
 		{Key: "lx-alias", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 1, Recipes: 1, Found: 1, Rendered: 1, Renders: true,
