@@ -508,6 +508,13 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// RecipeRef is the row's CONFIG_FILE value (the srt-slurm recipe it
+// launches), or the error a plan of the row reports.
+func RecipeRef(row *matrix.Row) (string, error) {
+	ref, _, _, err := recipeRef(row)
+	return ref, err
+}
+
 // recipeRef finds CONFIG_FILE= in the prefill, then the decode settings.
 func recipeRef(row *matrix.Row) (string, config.Pos, string, error) {
 	s := row.Search

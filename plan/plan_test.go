@@ -228,7 +228,7 @@ func TestPlanErrors(t *testing.T) {
 			"prefill.num-worker: is 3 but recipe recipes/sglang/deepseek-v4-0813/gb200/agentic/disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache.yaml runs 2 prefill worker(s)"},
 		{"recipe error keeps its own position", bigRecipe, "  decode_workers: 1\n", "  decode_workers: one\n", bigRecipe + ":55:",
 			"resources.decode_workers: expected an integer"},
-		{"runner not served", seedCluster, "runners: [cluster:gb200-nv]", "runners: [cluster:gb300-nv]", seedMaster + ":20:",
+		{"runner not served", seedCluster, "runners: [cluster:gb200-nv, gb200]", "runners: [cluster:gb300-nv]", seedMaster + ":20:",
 			"runner \"cluster:gb200-nv\" is not served by cluster gb200-nvl72"},
 		{"gpus per node mismatch", "runners.yaml", "gpus-per-node: 4", "gpus-per-node: 8", seedMaster + ":20:",
 			"runner cluster:gb200-nv has 8 GPUs per node but cluster gb200-nvl72 has 4"},

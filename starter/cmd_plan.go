@@ -35,7 +35,11 @@ usage:
                (dry run of sweep start --changelog: the points the chosen entries run;
                evals-only/all-evals keys plan eval-only points)
   starter plan --sweep FILE --changelog perf-changelog.yaml [--entry N|--since N] --format ix-json
-               (the entries' matrix in InferenceX's changelog buckets)`,
+               (the entries' matrix in InferenceX's changelog buckets)
+  starter plan --config-files F... --runner-config R --config-keys '*' --recipes-root SRT_SLURM
+               --cluster PROFILE --launchable [--json]
+               (what the cluster can launch: per key whether it plans, finds its
+               recipes and renders them, else why not; then the count)`,
 			Annotations: map[string]string{annotationListFlags: strings.Join(planListFlags, ",")},
 			Args:        noArgs,
 			RunE:        func(*cobra.Command, []string) error { return runPlan(&f) }}
@@ -86,7 +90,7 @@ func expandListArgs(args []string, lists []string) []string {
 type planFlags struct {
 	sweep, cluster, recipesRoot, runnerConfig, format, launcherVersion, nodeFilter string
 	configFiles, configKeys, concs, seqLens, scenarioTypes                         listFlag
-	noEvals, evalsOnly, jsonOut                                                    bool
+	noEvals, evalsOnly, jsonOut, launchable                                        bool
 	indent                                                                         int
 	changelog                                                                      changelogRef
 }
@@ -102,6 +106,7 @@ func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.evalsOnly, "evals-only", false, "eval rows only (InferenceX --evals-only)")
 	fs.StringVar(&f.format, "format", "table", "table | json | ix-json")
 	fs.BoolVar(&f.jsonOut, "json", false, "same as --format json")
+	fs.BoolVar(&f.launchable, "launchable", false, "per config key: does it plan on --cluster, are its recipes under the recipes root, do they render; then a count")
 	fs.IntVar(&f.indent, "indent", 0, "ix-json: indent like json.dumps(indent=N); 0 prints one line as InferenceX does")
 	fs.Var(&f.concs, "conc", "ix-json: keep only these concurrencies")
 	fs.Var(&f.seqLens, "seq-lens", "ix-json: 1k1k and/or 8k1k")
@@ -131,6 +136,9 @@ func runPlanTo(out io.Writer, f *planFlags) error {
 	}
 	if f.changelog.Entry != 0 && f.changelog.Since != 0 {
 		return usageError("--entry and --since are mutually exclusive")
+	}
+	if f.launchable {
+		return planLaunchable(out, f)
 	}
 	switch f.format {
 	case "ix-json":
