@@ -132,14 +132,15 @@ func validateSABench(b *yaml.Node) error {
 	return requireBench(b, "sa-bench", "isl", "osl", "concurrencies")
 }
 
-// saBenchCommand is `bash /srtctl-benchmarks/sa-bench/bench.sh` and the 18
+// saBenchCommand is `bash /srtctl-benchmarks/sa-bench/bench.sh` and the 19
 // positional arguments its bench.sh reads (endpoint ... use_chat_template,
-// dataset_name, dataset_path), in SABenchRunner.build_command's order.
+// dataset_name, dataset_path, reuse_http_connections), in
+// SABenchRunner.build_command's order.
 func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	b := s.bench
 	vals := map[string]any{}
 	for _, k := range []string{"isl", "osl", "concurrencies", "req_rate", "random_range_ratio", "num_prompts_mult",
-		"num_warmup_mult", "custom_tokenizer", "use_chat_template", "dataset_name", "dataset_path"} {
+		"num_warmup_mult", "custom_tokenizer", "use_chat_template", "dataset_name", "dataset_path", "reuse_http_connections"} {
 		v, err := benchValue(b, k)
 		if err != nil {
 			return nil, err
@@ -189,6 +190,10 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	if v, ok := vals["use_chat_template"].(bool); ok {
 		chat = v
 	}
+	reuse := false // BenchmarkConfig.reuse_http_connections defaults to false
+	if v, ok := vals["reuse_http_connections"].(bool); ok {
+		reuse = v
+	}
 	return []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh",
 		fmt.Sprintf("http://localhost:%d", c.frontendPort),
 		orDefault(vals["isl"], "0"), orDefault(vals["osl"], "0"), conc, reqRate,
@@ -199,6 +204,7 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 		strconv.FormatBool(chat),
 		orDefault(vals["dataset_name"], "random"),
 		orDefault(vals["dataset_path"], ""),
+		strconv.FormatBool(reuse),
 	}, nil
 }
 

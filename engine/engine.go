@@ -56,6 +56,9 @@ type Options struct {
 	SyntheticAL float64
 	Paths       Paths
 	JobID       string // srun --jobid; "" omits it (as outside a job)
+	// TemplateDir holds srt-slurm's templates (nginx.conf.j2); "" reads
+	// them from Paths.SrtRoot.
+	TemplateDir string
 }
 
 // PlaceholderPaths are the reference renders' placeholders.
@@ -109,6 +112,11 @@ type Process struct {
 	Index int  `json:"-"` // worker or frontend index
 	// wrap: the command runs inside `bash -c "exports && preamble && cmd"`.
 	wrap bool
+	// MPI launches (TensorRT-LLM): one task per GPU over all the worker's
+	// nodes, --oversubscribe and --cpu-bind.
+	ntasks        int
+	oversubscribe bool
+	cpuBind       string
 }
 
 // EnvKeys returns env_to_set's names in order.
@@ -160,8 +168,9 @@ type workerProc struct {
 	bootstrapPort                  int // 0: none
 }
 
-// Render turns a parsed recipe and an allocation into the process set.
-func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error) {
+// Render turns a parsed recipe and an allocation into the process set and
+// the files to write into the log directory first.
+func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) {
 	s, err := parseSpec(r)
 	if err != nil {
 		return nil, err
@@ -216,6 +225,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 	preamble := ourPreamble(s)
 	var out []*Process
 	add := func(p *Process) { out = append(out, p) }
+	files := map[string]string{}
 
 	// Infra: nats and etcd via srt-slurm's setup_head.py.
 	infraCmd := []string{"python3", "/tmp/setup_head.py", "--name", s.name, "--log-dir", opt.Paths.LogDir}
@@ -231,6 +241,9 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 
 	served := modelName
 	for _, m := range []string{"prefill", "agg", "decode"} {
+		if s.backendType == "trtllm" {
+			break // TRTLLMProtocol.get_served_model_name keeps the default
+		}
 		cfg := s.modeConfig[m]
 		for _, k := range []string{"served-model-name", "served_model_name"} {
 			if v := cfg.anyVals[k]; v != nil && pyStr(v) != "" {
@@ -247,8 +260,25 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		exportEnv.Set("ENROOT_REMAP_ROOT", "yes") // the install needs root in the container
 	}
 
-	for _, wp := range procs {
+	if s.backendType == "trtllm" {
+		for _, m := range []string{"prefill", "decode", "agg"} {
+			for _, ep := range eps {
+				if ep.mode == m {
+					files[trtllmConfigFile(m)] = pyYAMLDump(s.modeConfig[m])
+					break
+				}
+			}
+		}
+	}
+	for i, wp := range procs {
 		mode := wp.ep.mode
+		if s.backendType == "trtllm" {
+			if wp.rank != 0 {
+				continue // the leader's srun spans the worker's nodes
+			}
+			add(trtllmWorker(s, wp, procs[i:], ns, opt, modelArg, modelName, env, mounts, preamble, exportEnv))
+			continue
+		}
 		cmd := workerCommand(s, wp, ns, modelArg, served, opt.Paths.LogDir)
 		e := newOrdered()
 		e.Set("HEAD_NODE_IP", ns.addr[ns.head])
@@ -257,6 +287,9 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		e.Set("DYN_SYSTEM_PORT", strconv.Itoa(wp.sysPort))
 		e.Set("DYN_REQUEST_PLANE", s.requestPlane)
 		e.Set("DYN_SKIP_SGLANG_LOG_FORMATTING", "1")
+		if s.eventPlane != "" {
+			e.Set("DYN_EVENT_PLANE", s.eventPlane)
+		}
 		e.Set("DYN_LOG", "info,dynamo_runtime::pipeline::network::ingress::push_handler=warn")
 		vars := map[string]string{"node": wp.node, "node_id": strconv.Itoa(indexOf(ns.worker, wp.node))}
 		if me := s.modeEnv[mode]; me != nil {
@@ -287,6 +320,15 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 			}
 		}
 		feNodes, fePort = others[:min(s.numAdditionalFrontends+1, len(others))], frontendInternal
+		var hosts []string
+		for _, n := range feNodes {
+			hosts = append(hosts, ns.addr[n])
+		}
+		conf, err := nginxConf(s, opt, hosts, fePort, frontendPublicPort)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
+		files["nginx.conf"] = conf
 		inner := "nginx -c /logs/nginx.conf -g 'daemon off;'"
 		if s.nginxRaiseUlimit {
 			inner = "ulimit -n 1048576 && " + inner
@@ -388,7 +430,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 	for _, p := range out {
 		p.Argv = srunArgv(p, opt.JobID)
 	}
-	return out, nil
+	return &Rendered{Processes: out, Files: files}, nil
 }
 
 // carve splits the allocation into head, benchmark, infra and worker nodes
@@ -664,7 +706,13 @@ func srunArgv(p *Process, jobID string) []string {
 	if p.MPI != nil {
 		a = append(a, "--mpi", *p.MPI)
 	}
-	a = append(a, "--nodes", strconv.Itoa(len(p.Nodelist)), "--ntasks", "1", "--nodelist", strings.Join(p.Nodelist, ","), "--output", p.Output)
+	if p.oversubscribe {
+		a = append(a, "--oversubscribe")
+	}
+	if p.cpuBind != "" {
+		a = append(a, "--cpu-bind="+p.cpuBind)
+	}
+	a = append(a, "--nodes", strconv.Itoa(len(p.Nodelist)), "--ntasks", strconv.Itoa(max(p.ntasks, 1)), "--nodelist", strings.Join(p.Nodelist, ","), "--output", p.Output)
 	if p.ContainerImage != "" {
 		a = append(a, "--container-image", p.ContainerImage, "--no-container-entrypoint", "--no-container-mount-home")
 		if p.ContainerMounts.Len() > 0 {

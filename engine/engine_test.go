@@ -22,7 +22,7 @@ func render(t *testing.T, name string, nodes int, al float64) []*Process {
 	t.Helper()
 	procs, err := Render(load(t, name), PlaceholderAllocation(nodes), Options{SyntheticAL: al, Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
 	require.NoError(t, err)
-	return procs
+	return procs.Processes
 }
 
 func outputs(procs []*Process) []string {

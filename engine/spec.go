@@ -37,6 +37,13 @@ type spec struct {
 	numAdditionalFrontends  int
 	nginxContainer          string
 	nginxRaiseUlimit        bool
+	nginxSessionAffinity    bool
+	nginxAffinityHeader     string
+	nginxKeepalive          string
+	backendType             string   // sglang or trtllm
+	gpuType                 string   // resources.gpu_type
+	numaBind                *bool    // backend.numa_memory_bind; nil: by gpu_type
+	publishEvents           bool     // backend.publish_events_and_metrics
 	frontendArgs            *ordered // values already Python-typed (anyVals)
 	frontendEnv             *ordered
 	benchType               string
@@ -246,6 +253,15 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	if s.nginxRaiseUlimit, err = optBool(get(fe, "nginx_raise_ulimit"), "frontend.nginx_raise_ulimit", false); err != nil {
 		return nil, err
 	}
+	if s.nginxSessionAffinity, err = optBool(get(fe, "nginx_session_affinity"), "frontend.nginx_session_affinity", false); err != nil {
+		return nil, err
+	}
+	if s.nginxAffinityHeader, err = optString(get(fe, "nginx_session_affinity_header"), "frontend.nginx_session_affinity_header", "X-Dynamo-Session-ID"); err != nil {
+		return nil, err
+	}
+	if s.nginxKeepalive, err = optString(get(fe, "nginx_keepalive_timeout"), "frontend.nginx_keepalive_timeout", "600s"); err != nil {
+		return nil, err
+	}
 	if s.frontendDedicated, err = optBool(get(fe, "dedicated_node"), "frontend.dedicated_node", false); err != nil {
 		return nil, err
 	}
@@ -297,17 +313,31 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	}
 	// srt-slurm's backend section defaults to SGLang; most of its GB200
 	// recipes do not write the type.
-	if t, _ := optString(get(be, "type"), "backend.type", "sglang"); t != "sglang" {
-		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (only sglang)", r.Display, t)
+	if s.backendType, err = optString(get(be, "type"), "backend.type", "sglang"); err != nil {
+		return nil, err
 	}
-	sc := get(be, "sglang_config")
+	if s.gpuType, err = optString(get(resN, "gpu_type"), "resources.gpu_type", ""); err != nil {
+		return nil, err
+	}
+	cfgKey := "sglang_config"
+	switch s.backendType {
+	case "sglang":
+	case "trtllm":
+		cfgKey = "trtllm_config"
+		if err := s.parseTRTLLM(be, r.Display); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (sglang, trtllm)", r.Display, s.backendType)
+	}
+	sc := get(be, cfgKey)
 	for _, b := range modeBlocks {
 		if n := get(be, b.env); n != nil {
 			if s.modeEnv[b.mode], err = strMap(n, "backend."+b.env); err != nil {
 				return nil, err
 			}
 		}
-		if s.modeConfig[b.mode], err = anyMap(get(sc, b.cfg), "backend.sglang_config."+b.cfg); err != nil {
+		if s.modeConfig[b.mode], err = anyMap(get(sc, b.cfg), "backend."+cfgKey+"."+b.cfg); err != nil {
 			return nil, err
 		}
 	}

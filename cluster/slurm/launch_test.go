@@ -35,7 +35,7 @@ func renderSeed(t *testing.T, name string, nodes int, al float64) []*engine.Proc
 	procs, err := engine.Render(rec, engine.PlaceholderAllocation(nodes), engine.Options{SyntheticAL: al,
 		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
-	return procs
+	return procs.Processes
 }
 
 func TestRoleFor(t *testing.T) {
@@ -263,34 +263,28 @@ func errorsIsAny(err error) bool {
 	return false
 }
 
-func TestNginxConf(t *testing.T) {
-	procs := renderSeed(t, "disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache", 6, 0)
-	dir := t.TempDir()
-	addr := map[string]string{}
-	for i := 1; i <= 6; i++ {
-		addr[fmt.Sprintf("gb200-%02d", i)] = fmt.Sprintf("10.0.0.%d", i)
-	}
-	require.NoError(t, writeNginxConf(dir, procs, addr))
-	data, err := os.ReadFile(filepath.Join(dir, "nginx.conf"))
+// The launcher writes exactly the files the render returns into the log
+// directory before it starts anything (rendered == launched).
+func TestLaunchWritesRenderedFiles(t *testing.T) {
+	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+"disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	conf := string(data)
-	assert.Contains(t, conf, "listen 8000;")
+	rendered, err := engine.Render(rec, engine.PlaceholderAllocation(6), engine.Options{
+		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
+	require.NoError(t, err)
+	require.Contains(t, rendered.Files, "nginx.conf", "nginx fronts the frontends of a 6-node layout")
+	dir := t.TempDir()
+	require.NoError(t, writeFiles(dir, rendered.Files))
+	for name, body := range rendered.Files {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, body, string(data), name)
+	}
+	conf := rendered.Files["nginx.conf"]
 	for i := 2; i <= 6; i++ {
 		assert.Contains(t, conf, fmt.Sprintf("server 10.0.0.%d:8180;", i), "one upstream per frontend")
 	}
 	assert.NotContains(t, conf, "10.0.0.1:8180", "no frontend on the nginx node")
-
-	// A render without nginx (one frontend on the head) writes none.
-	var noNginx []*engine.Process
-	for _, p := range procs {
-		if p.Role != engine.RoleNginx {
-			noNginx = append(noNginx, p)
-		}
-	}
-	dir = t.TempDir()
-	require.NoError(t, writeNginxConf(dir, noNginx, addr))
-	_, err = os.Stat(filepath.Join(dir, "nginx.conf"))
-	assert.True(t, os.IsNotExist(err))
+	assert.Error(t, writeFiles(t.TempDir(), map[string]string{"../x": ""}), "a file name cannot leave the log directory")
 }
 
 func TestHostPath(t *testing.T) {
