@@ -340,17 +340,16 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 			ContainerMounts: mounts.clone(), SrunOptions: nginxOpts, SrunExportEnv: newOrdered()})
 	}
 	pmix := "pmix"
-	for i, n := range feNodes {
-		cmd := []string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fePort)}
-		for _, k := range s.frontendArgs.keys {
-			switch v := s.frontendArgs.anyVals[k]; v {
-			case true:
-				cmd = append(cmd, "--"+k)
-			case false, nil:
-			default:
-				cmd = append(cmd, "--"+k, pyStr(v))
-			}
+	if s.frontendType == "sglang" {
+		for i, n := range feNodes {
+			add(&Process{Role: RoleFrontend, Index: i, Command: sglangRouterCommand(s, procs, ns, fePort), Env: s.frontendEnv.clone(),
+				Nodelist: []string{n}, Output: fmt.Sprintf("%s/%s_router_%d.out", opt.Paths.LogDir, n, i),
+				ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
 		}
+		feNodes = nil
+	}
+	for i, n := range feNodes {
+		cmd := append([]string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fePort)}, frontendArgs(s)...)
 		e := newOrdered()
 		e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
 		e.Set("NATS_SERVER", fmt.Sprintf("nats://%s:%d", ns.infra, natsPort))
@@ -589,7 +588,11 @@ func toProcesses(eps []*endpoint) []*workerProc {
 // sglang_config sorted by key (srt-slurm _config_to_cli_args).
 func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir string) []string {
 	mode := wp.ep.mode
-	cmd := []string{"python3", "-m", "dynamo.sglang", "--model-path", modelArg, "--served-model-name", served,
+	module := "dynamo.sglang"
+	if s.frontendType == "sglang" {
+		module = "sglang.launch_server" // the SGLang router talks to SGLang's own server
+	}
+	cmd := []string{"python3", "-m", module, "--model-path", modelArg, "--served-model-name", served,
 		"--host", "0.0.0.0", "--port", strconv.Itoa(wp.httpPort), "--nccl-port", strconv.Itoa(ncclPortBase + wp.sysPort - dynSystemPortBase)}
 	if mode != "agg" {
 		cmd = append(cmd, "--disaggregation-mode", mode)
@@ -601,12 +604,16 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 		cmd = append(cmd, "--dist-init-addr", fmt.Sprintf("%s:%d", ns.addr[wp.ep.nodes[0]], distInitPort),
 			"--nnodes", strconv.Itoa(len(wp.ep.nodes)), "--node-rank", strconv.Itoa(wp.rank))
 	}
-	cmd = append(cmd, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
+	if s.frontendType != "sglang" {
+		cmd = append(cmd, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
+	}
 	if kv := kvEventsFor(s.kvEvents, mode); kv != nil {
 		kv.Set("endpoint", fmt.Sprintf("tcp://*:%d", wp.kvEventPort))
 		cmd = append(cmd, "--kv-events-config", pyJSON(kv))
 	}
-	cmd = append(cmd, "--request-plane", s.requestPlane)
+	if s.frontendType != "sglang" {
+		cmd = append(cmd, "--request-plane", s.requestPlane)
+	}
 	cfg := s.modeConfig[mode]
 	// Only these are taken out; a flag the prefix also sets (e.g.
 	// disaggregation-mode) is passed again, as srt-slurm does.
@@ -775,6 +782,60 @@ func dedupe(xs []string) []string {
 		if !seen[x] {
 			seen[x] = true
 			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// sglangRouterCommand is srt-slurm's SGLang router (frontends/sglang.py):
+// the worker leaders' URLs (prefill with its bootstrap port), then the
+// frontend args in YAML order.
+func sglangRouterCommand(s *spec, procs []*workerProc, ns *nodes, port int) []string {
+	scheme := func(mode string) string {
+		if s.backendType == "sglang" && pyTruthy(s.modeConfig[mode].anyVals["grpc-mode"]) {
+			return "grpc://"
+		}
+		return "http://"
+	}
+	cmd := []string{"python", "-m", "sglang_router.launch_router"}
+	if s.prefillWorkers > 0 || s.decodeWorkers > 0 {
+		cmd = append(cmd, "--pd-disaggregation")
+		for _, wp := range procs {
+			if wp.rank == 0 && wp.ep.mode == "prefill" {
+				cmd = append(cmd, "--prefill", fmt.Sprintf("%s%s:%d", scheme("prefill"), ns.addr[wp.node], wp.httpPort))
+				if wp.bootstrapPort != 0 {
+					cmd = append(cmd, strconv.Itoa(wp.bootstrapPort))
+				}
+			}
+		}
+		for _, wp := range procs {
+			if wp.rank == 0 && wp.ep.mode == "decode" {
+				cmd = append(cmd, "--decode", fmt.Sprintf("%s%s:%d", scheme("decode"), ns.addr[wp.node], wp.httpPort))
+			}
+		}
+	} else {
+		cmd = append(cmd, "--worker-urls")
+		for _, wp := range procs {
+			if wp.rank == 0 && wp.ep.mode == "agg" {
+				cmd = append(cmd, fmt.Sprintf("%s%s:%d", scheme("agg"), ns.addr[wp.node], wp.httpPort))
+			}
+		}
+	}
+	cmd = append(cmd, "--host", "0.0.0.0", "--port", strconv.Itoa(port))
+	return append(cmd, frontendArgs(s)...)
+}
+
+// frontendArgs is frontend.args in YAML order: true -> --flag, false and
+// null dropped, anything else -> --flag str(v).
+func frontendArgs(s *spec) []string {
+	var out []string
+	for _, k := range s.frontendArgs.keys {
+		switch v := s.frontendArgs.anyVals[k]; v {
+		case true:
+			out = append(out, "--"+k)
+		case false, nil:
+		default:
+			out = append(out, "--"+k, pyStr(v))
 		}
 	}
 	return out

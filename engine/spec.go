@@ -238,8 +238,8 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	if s.frontendType, err = optString(get(fe, "type"), "frontend.type", "dynamo"); err != nil {
 		return nil, err
 	}
-	if s.frontendType != "dynamo" {
-		return nil, fmt.Errorf("recipe %s: frontend.type %q is not supported by the engine launcher yet (only dynamo)", r.Display, s.frontendType)
+	if s.frontendType != "dynamo" && s.frontendType != "sglang" {
+		return nil, fmt.Errorf("recipe %s: frontend.type %q is not supported by the engine launcher yet (dynamo, sglang)", r.Display, s.frontendType)
 	}
 	if s.multipleFrontends, err = optBool(get(fe, "enable_multiple_frontends"), "frontend.enable_multiple_frontends", true); err != nil {
 		return nil, err
