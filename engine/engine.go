@@ -117,6 +117,9 @@ type Process struct {
 	ntasks        int
 	oversubscribe bool
 	cpuBind       string
+	// unset: variables cleared after the exports (vLLM's VLLM_PORT on
+	// multi-node workers).
+	unset []string
 }
 
 // EnvKeys returns env_to_set's names in order.
@@ -137,6 +140,9 @@ func (p *Process) Payload(preamble *string) string {
 	var parts []string
 	for _, k := range p.Env.keys {
 		parts = append(parts, "export "+k+"="+shQuote(p.Env.vals[k]))
+	}
+	for _, k := range p.unset {
+		parts = append(parts, "unset -- "+shQuote(k))
 	}
 	if preamble != nil {
 		parts = append(parts, *preamble)
@@ -166,6 +172,9 @@ type workerProc struct {
 	gpus                           []int
 	sysPort, httpPort, kvEventPort int
 	bootstrapPort                  int // 0: none
+	// vLLM: NIXL side-channel port, data-parallel RPC port and the first
+	// DP rank this process runs (0 when not data-parallel).
+	nixlPort, dpRPCPort, dpStartRank int
 }
 
 // Render turns a parsed recipe and an allocation into the process set and
@@ -207,6 +216,11 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		return nil, fmt.Errorf("recipe %s: %v", s.name, err)
 	}
 	procs := toProcesses(eps)
+	if s.backendType == "vllm" {
+		if procs, err = vllmToProcesses(s, eps); err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
+	}
 
 	modelName := opt.Paths.ModelName
 	modelArg := "/model"
@@ -279,7 +293,14 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 			add(trtllmWorker(s, wp, procs[i:], ns, opt, modelArg, modelName, env, mounts, preamble, exportEnv))
 			continue
 		}
-		cmd := workerCommand(s, wp, ns, modelArg, served, opt.Paths.LogDir)
+		var cmd []string
+		if s.backendType == "vllm" {
+			if cmd, err = vllmCommand(s, wp, procs, ns, modelArg, served, opt.Paths.LogDir); err != nil {
+				return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+			}
+		} else {
+			cmd = workerCommand(s, wp, ns, modelArg, served, opt.Paths.LogDir)
+		}
 		e := newOrdered()
 		e.Set("HEAD_NODE_IP", ns.addr[ns.head])
 		e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
@@ -300,13 +321,21 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		for _, k := range env.keys {
 			e.Set(k, pyFormatMap(env.vals[k], vars))
 		}
-		if len(wp.gpus) < s.gpusPerNode {
+		// vLLM passes --device-ids instead unless set_cuda_visible_devices.
+		if len(wp.gpus) < s.gpusPerNode && (s.backendType != "vllm" || s.vllm.setCVD) {
 			e.Set("CUDA_VISIBLE_DEVICES", joinInts(wp.gpus))
+		}
+		var unset []string
+		if s.backendType == "vllm" {
+			vllmProcessEnv(e, wp, ns)
+			if len(wp.ep.nodes) > 1 {
+				unset = []string{"VLLM_PORT"} // concurrent ranks would race on one base port
+			}
 		}
 		add(&Process{Role: Role(mode), Index: wp.ep.index, Command: cmd, Env: e, BashPreamble: preamble,
 			Nodelist: []string{wp.node}, Output: fmt.Sprintf("%s/%s_%s_w%d.out", opt.Paths.LogDir, wp.node, mode, wp.ep.index),
 			ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(),
-			SrunExportEnv: exportEnv.clone(), wrap: true})
+			SrunExportEnv: exportEnv.clone(), wrap: true, unset: unset})
 	}
 
 	// Frontends: nginx on the head in front of frontends on the other worker

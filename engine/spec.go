@@ -40,10 +40,11 @@ type spec struct {
 	nginxSessionAffinity    bool
 	nginxAffinityHeader     string
 	nginxKeepalive          string
-	backendType             string   // sglang or trtllm
-	gpuType                 string   // resources.gpu_type
-	numaBind                *bool    // backend.numa_memory_bind; nil: by gpu_type
-	publishEvents           bool     // backend.publish_events_and_metrics
+	backendType             string // sglang or trtllm
+	gpuType                 string // resources.gpu_type
+	numaBind                *bool  // backend.numa_memory_bind; nil: by gpu_type
+	publishEvents           bool   // backend.publish_events_and_metrics
+	vllm                    vllmSpec
 	frontendArgs            *ordered // values already Python-typed (anyVals)
 	frontendEnv             *ordered
 	benchType               string
@@ -327,8 +328,13 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 		if err := s.parseTRTLLM(be, r.Display); err != nil {
 			return nil, err
 		}
+	case "vllm":
+		cfgKey = "vllm_config"
+		if err := s.parseVLLM(be, r.Display); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (sglang, trtllm)", r.Display, s.backendType)
+		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (sglang, trtllm, vllm)", r.Display, s.backendType)
 	}
 	sc := get(be, cfgKey)
 	for _, b := range modeBlocks {
