@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/reftest"
@@ -210,4 +211,80 @@ func TestFleetReferences(t *testing.T) {
 		})
 	}
 	t.Logf("%d of %d fleet renders compare ok, %d refused as not supported", ok, len(cases), refused)
+}
+
+// TestSrtSlurmGB200RecipesRender renders every GB200 recipe of the srt-slurm
+// checkout in SWEEPFLOW_SRT_SLURM_SRC (recipes/ with gb200 in the path) on
+// the allocation it needs: each renders, or is refused with a one-line
+// "not supported" naming the feature; anything else fails.
+func TestSrtSlurmGB200RecipesRender(t *testing.T) {
+	src := os.Getenv(envSrtSlurmSrc)
+	if src == "" {
+		t.Skipf("set %s to an srt-slurm checkout with recipes/", envSrtSlurmSrc)
+	}
+	root := filepath.Join(src, "recipes")
+	var files []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(strings.ToLower(p), "gb200") && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return err
+	}))
+	require.NotEmpty(t, files)
+	// An override-format recipe is one recipe per variant (override_*,
+	// zip_override_*[i]; its base alone when it has none).
+	var refs []string
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var top map[string]any
+		if yaml.Unmarshal(data, &top) != nil || top["base"] == nil {
+			refs = append(refs, rel)
+			continue
+		}
+		n := len(refs)
+		for k := range top {
+			switch {
+			case strings.HasPrefix(k, "override_"):
+				refs = append(refs, rel+":"+k)
+			case strings.HasPrefix(k, "zip_override_"):
+				for i := 0; i < 64; i++ {
+					ref := fmt.Sprintf("%s:%s[%d]", rel, k, i)
+					if _, err := config.LoadRecipe(root, ref); err != nil {
+						break
+					}
+					refs = append(refs, ref)
+				}
+			}
+		}
+		if len(refs) == n {
+			refs = append(refs, rel+":base") // the base runs only when nothing overrides it
+		}
+	}
+	ok := 0
+	refused := map[string]int{}
+	for _, rel := range refs {
+		r, err := config.LoadRecipe(root, rel)
+		if err == nil {
+			var fp config.Footprint
+			if fp, err = r.Footprint(0); err == nil {
+				_, err = Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242",
+					TemplateDir: filepath.Join(src, "src", "srtctl", "templates")})
+			}
+		}
+		switch {
+		case err == nil:
+			ok++
+		case strings.Contains(err.Error(), "not supported by the engine launcher"):
+			_, why, _ := strings.Cut(err.Error(), ": ")
+			refused[why]++
+		default:
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+	for why, n := range refused {
+		t.Logf("refused %d: %s", n, why)
+	}
+	t.Logf("%d of %d srt-slurm GB200 recipes render (%d files, override variants expanded)", ok, len(refs), len(files))
 }
