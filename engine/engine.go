@@ -188,7 +188,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		if opt.SyntheticAL < 0 || math.IsNaN(opt.SyntheticAL) || math.IsInf(opt.SyntheticAL, 0) {
 			return nil, fmt.Errorf("synthetic acceptance length must be a positive number, got %v", opt.SyntheticAL)
 		}
-		if err := s.injectSyntheticAcceptance(strconv.FormatFloat(opt.SyntheticAL, 'f', -1, 64)); err != nil {
+		if err := s.injectSyntheticAcceptance(opt.SyntheticAL); err != nil {
 			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -437,7 +438,25 @@ func (s *spec) wheelEnv() *ordered {
 // three variables go first in every worker environment block the recipe has.
 var syntheticKeys = []string{"SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE"}
 
-func (s *spec) injectSyntheticAcceptance(al string) error {
+// injectSyntheticAcceptance applies InferenceX's injector for the recipe's
+// framework (runners/synthetic_injectors: dynamo-sglang, dynamo-vllm); a
+// framework without one cannot run a spec-decode recipe in perf mode.
+func (s *spec) injectSyntheticAcceptance(al float64) error {
+	switch s.backendType {
+	case "vllm":
+		return s.injectVLLMSynthetic(al)
+	case "trtllm":
+		for _, b := range modeBlocks {
+			if cfg := s.modeConfig[b.mode]; cfg.anyVals["speculative_config"] != nil || cfg.anyVals["speculative-config"] != nil {
+				return fmt.Errorf("InferenceX has no synthetic-acceptance injector for trtllm (backend.trtllm_config.%s.speculative_config): a throughput run cannot pin its acceptance length", b.cfg)
+			}
+		}
+		return nil // no draft model, nothing to pin
+	}
+	return s.injectSGLangSynthetic(strconv.FormatFloat(al, 'f', -1, 64))
+}
+
+func (s *spec) injectSGLangSynthetic(al string) error {
 	for _, b := range modeBlocks {
 		env := s.modeEnv[b.mode]
 		if env == nil {

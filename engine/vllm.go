@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,12 +25,21 @@ const (
 type vllmSpec struct {
 	setCVD    bool
 	connector any // backend.connector: "nixl" by default, nil for none
+	// specQuoted: the mode's speculative-config is a single-quoted scalar,
+	// the form InferenceX's vLLM injector rewrites.
+	specQuoted map[string]bool
 }
 
 func (s *spec) parseVLLM(be *yaml.Node, display string) error {
 	var err error
 	if s.vllm.setCVD, err = optBool(get(be, "set_cuda_visible_devices"), "backend.set_cuda_visible_devices", false); err != nil {
 		return err
+	}
+	s.vllm.specQuoted = map[string]bool{}
+	for _, b := range modeBlocks {
+		if n := get(get(get(be, "vllm_config"), b.cfg), "speculative-config"); n != nil && n.Kind == yaml.ScalarNode && n.Style == yaml.SingleQuotedStyle {
+			s.vllm.specQuoted[b.mode] = true
+		}
 	}
 	s.vllm.connector = "nixl"
 	if n := findKey(be, "connector"); n != nil {
@@ -296,4 +307,73 @@ func vllmProcessEnv(e *ordered, wp *workerProc, ns *nodes) {
 	e.Set("VLLM_NIXL_SIDE_CHANNEL_PORT", strconv.Itoa(wp.nixlPort))
 	e.Set("VLLM_NIXL_SIDE_CHANNEL_HOST", ns.addr[wp.node])
 	e.Set("VLLM_PORT", strconv.Itoa(vllmPortBase+max(wp.sysPort-dynSystemPortBase, 0)*vllmPortStride))
+}
+
+// injectVLLMSynthetic is InferenceX's dynamo-vllm injector
+// (runners/synthetic_injectors/vllm.py): every single-quoted
+// speculative-config JSON gets rejection_sample_method "synthetic" and
+// synthetic_acceptance_length AL, rewritten compactly; a recipe with none
+// is an error, as there.
+func (s *spec) injectVLLMSynthetic(al float64) error {
+	n := 0
+	for _, b := range modeBlocks {
+		if !s.vllm.specQuoted[b.mode] {
+			continue
+		}
+		cfg := s.modeConfig[b.mode]
+		raw, _ := cfg.anyVals["speculative-config"].(string)
+		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", pyFloatRepr(al)}})
+		if err != nil {
+			return fmt.Errorf("backend.vllm_config.%s.speculative-config: %v", b.cfg, err)
+		}
+		cfg.anyVals["speculative-config"] = out
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("synthetic acceptance for vllm needs a speculative-config: '<json>' entry in backend.vllm_config (InferenceX's injector found none)")
+	}
+	return nil
+}
+
+// setJSONKeys sets top-level keys of a JSON object, keeping key order (new
+// keys last), and writes it like json.dumps(separators=(",", ":")).
+func setJSONKeys(obj string, kvs [][2]string) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(obj))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", fmt.Errorf("not a JSON object: %q", obj)
+	}
+	var keys []string
+	vals := map[string]string{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		k := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", err
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, v); err != nil {
+			return "", err
+		}
+		if _, ok := vals[k]; !ok {
+			keys = append(keys, k)
+		}
+		vals[k] = c.String()
+	}
+	for _, kv := range kvs {
+		if _, ok := vals[kv[0]]; !ok {
+			keys = append(keys, kv[0])
+		}
+		vals[kv[0]] = kv[1]
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		kb, _ := json.Marshal(k)
+		parts[i] = string(kb) + ":" + vals[k]
+	}
+	return "{" + strings.Join(parts, ",") + "}", nil
 }
