@@ -49,8 +49,9 @@ func TestBuiltinBenchmarks(t *testing.T) {
 		},
 		{
 			recipe: "mooncake.yaml", nodes: 10,
+			// aiperf_args follow in YAML order: true -> flag, false dropped, null -> "None" (str()).
 			command: []string{"bash", "/srtctl-benchmarks/mooncake-router/bench.sh", "http://localhost:8000", "Tiny-1B", "toolagent",
-				"2000", "40", "/model"},
+				"2000", "40", "/model", "--streaming", "--request-count", "100", "--extra", "None"},
 			// The recipe's own AIPERF_SERVER_METRICS_URLS keeps its place but loses its value (dict.update).
 			envKeys: []string{"SRTCTL_FRONTEND_TYPE", "SRT_FRONTEND_HOST", "SRT_FRONTEND_PORT", "AIPERF_SERVER_METRICS_URLS", "AIPERF_PACKAGE"},
 			env: map[string]string{

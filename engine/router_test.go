@@ -28,5 +28,12 @@ func TestRenderSGLangRouter(t *testing.T) {
 		"--host", "0.0.0.0", "--port", "6100", "--nccl-port", "17500", "--disaggregation-mode", "prefill",
 		"--disaggregation-bootstrap-port", "7200", "--tp-size", "2"}, w.Command, "no --dump-config-to, no --request-plane")
 	assert.Nil(t, w.BashPreamble, "no dynamo install behind the SGLang router")
-	assert.Equal(t, "sglang", env(procs[5])["SRTCTL_FRONTEND_TYPE"])
+	b := procs[5]
+	assert.Equal(t, "sglang", env(b)["SRTCTL_FRONTEND_TYPE"])
+	// benchmark_stage._get_sa_bench_slow_down_env: decode leaders, times as floats.
+	assert.Equal(t, []string{"SRTCTL_FRONTEND_TYPE", "SRT_FRONTEND_HOST", "SRT_FRONTEND_PORT", "SA_BENCH_SLOW_DOWN_URLS",
+		"SA_BENCH_SLOW_DOWN_SLEEP_TIME", "SA_BENCH_SLOW_DOWN_WAIT_TIME"}, b.EnvKeys())
+	assert.Equal(t, "http://10.0.0.2:6100", env(b)["SA_BENCH_SLOW_DOWN_URLS"])
+	assert.Equal(t, "2.0", env(b)["SA_BENCH_SLOW_DOWN_SLEEP_TIME"])
+	assert.Equal(t, "0.5", env(b)["SA_BENCH_SLOW_DOWN_WAIT_TIME"])
 }

@@ -181,7 +181,7 @@ func anyMap(n *yaml.Node, field string) (*ordered, error) {
 // unsupported lists recipe features that change the process set and that
 // this launcher does not render yet; refusing beats launching something else.
 var unsupported = []string{"container_mounts", "services", "profiling.enabled", "backend.mooncake_kv_store",
-	"observability.enabled", "resources.het_jobs", "resources.pack_multinode_workers", "frontend.placement"}
+	"observability.enabled", "resources.het_jobs", "resources.pack_multinode_workers", "frontend.placement", "telemetry.enabled"}
 
 func parseSpec(r *config.Recipe) (*spec, error) {
 	doc := deref(r.Doc)
