@@ -47,6 +47,20 @@ func TestEngineRender(t *testing.T) {
 				assert.NotContains(t, out, "SGLANG_SIMULATE_ACC_LEN")
 				assert.Contains(t, out, "file nginx.conf (written to the log directory before launch):")
 			}, ""},
+		{"trtllm files", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]", "--json", "--reference-placeholders"},
+			func(t *testing.T, out string) {
+				var doc struct {
+					Processes []map[string]any  `json:"processes"`
+					Files     map[string]string `json:"files"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				assert.Equal(t, "pmix", doc.Processes[2]["mpi"])
+				assert.Contains(t, doc.Files["trtllm_config_decode.yaml"], "tensor_parallel_size: 8\n")
+				assert.Contains(t, doc.Files["trtllm_config_prefill.yaml"], "cuda_graph_config: null\n")
+				assert.Contains(t, doc.Files, "nginx.conf")
+			}, ""},
+		{"trtllm spec decode in perf mode", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]",
+			"--reference-placeholders", "--synthetic-acceptance", "3.77"}, nil, "InferenceX has no synthetic-acceptance injector for trtllm"},
 		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
 		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},
 		{"alias without profile", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]"}, nil, "give --model-dir"},

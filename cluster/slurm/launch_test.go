@@ -83,6 +83,23 @@ func TestSrunArgs(t *testing.T) {
 			assert.Equal(t, p.Argv, got, p.Output)
 		}
 	})
+	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
+		rec, err := config.LoadRecipe(filepath.Join("..", "..", "engine", "testdata"), "trtllm-disagg.yaml")
+		require.NoError(t, err)
+		rendered, err := engine.Render(rec, engine.PlaceholderAllocation(3), engine.Options{Paths: engine.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
+		require.NoError(t, err)
+		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
+		d := rendered.Processes[2]
+		require.Equal(t, engine.RoleDecode, d.Role)
+		s, err := l.newStep(d)
+		require.NoError(t, err)
+		got := l.srunArgs(s, "4242", "/bin/starter")
+		i := indexOf(got, "--job-name")
+		require.GreaterOrEqual(t, i, 0)
+		got = append(append([]string{"srun"}, got[:i]...), got[i+2:]...)
+		assert.Equal(t, d.Argv, got)
+		assert.Contains(t, strings.Join(got, " "), "--mpi pmix --oversubscribe --cpu-bind=verbose,none --nodes 2 --ntasks 8 ")
+	})
 	t.Run("pyxis: containers map to squash files", func(t *testing.T) {
 		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "x", Containers: map[string]string{"{CONTAINER_IMAGE}": "/sq/sglang.sqsh", "nginx:1.27.4": "/sq/nginx.sqsh"}}
 		for _, p := range procs {
