@@ -103,10 +103,14 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		}
 		opt.Paths = engine.PlaceholderPaths(name)
 		opt.JobID = "4242"
+		// srt-slurm's templates (nginx.conf.j2) come from a real checkout even
+		// when its path prints as {SRT_ROOT}; the reference tests name one in
+		// SWEEPFLOW_SRT_SLURM_SRC.
 		root := f.srtRoot
 		if root == "" && cluster != nil {
 			root = cmp.Or(cluster.SrtRoot, cluster.RecipesRoot)
 		}
+		root = cmp.Or(root, os.Getenv("SWEEPFLOW_SRT_SLURM_SRC"))
 		if root != "" {
 			opt.TemplateDir = filepath.Join(root, "src", "srtctl", "templates")
 		}
