@@ -13,6 +13,9 @@ import (
 type Rendered struct {
 	Processes []*Process        `json:"processes"`
 	Files     map[string]string `json:"files"`
+	// Frontend is frontend.type: dynamo (frontends answer /health) or
+	// sglang (routers answer /workers).
+	Frontend string `json:"-"`
 }
 
 // nginxTemplate is srt-slurm's nginx.conf template, read from the checkout

@@ -323,3 +323,26 @@ func indexOf(xs []string, x string) int {
 	}
 	return -1
 }
+
+// A recipe behind the SGLang router renders, but Health reads dynamo's
+// /health: the backend refuses it before any step starts.
+func TestRenderRefusesSGLangRouter(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs(filepath.Join("..", "..", "engine", "testdata"))
+	require.NoError(t, err)
+	b, err := New(Config{Partition: "p", SharedRoot: dir, NodeLocalRoot: dir, StarterBin: "/bin/true", RecipesRoot: root, Launch: Launch{SrtRoot: "x"}})
+	require.NoError(t, err)
+	spec := func(name string) cluster.ServeSpec {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		return cluster.ServeSpec{RecipePath: name, RecipeDigest: config.RecipeDigest(data)}
+	}
+	alloc := cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02"}, WorkDir: dir}
+	_, _, err = b.render(context.Background(), alloc, spec("sglang-router.yaml"), dir, []string{"10.0.0.1", "10.0.0.2"})
+	require.ErrorIs(t, err, cluster.ErrBadConfig)
+	assert.ErrorContains(t, err, "frontend.type sglang: the Slurm backend checks health through dynamo's /health only")
+	_, rendered, err := b.render(context.Background(), cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02", "gb200-03"}, WorkDir: dir},
+		spec("trtllm-disagg.yaml"), dir, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"})
+	require.NoError(t, err)
+	assert.Contains(t, rendered.Files, "trtllm_config_decode.yaml")
+}

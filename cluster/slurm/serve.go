@@ -406,6 +406,11 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
+	// Health reads the dynamo frontend's /health; refuse before any step
+	// starts rather than time out on a router that answers elsewhere.
+	if rendered.Frontend != "dynamo" {
+		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend checks health through dynamo's /health only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
+	}
 	return rec, rendered, nil
 }
 
