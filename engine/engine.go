@@ -1,10 +1,12 @@
-// Package engine is sweepflow's own launcher for srt-slurm SGLang recipes.
-// Given a recipe and a Slurm allocation it produces the processes, in launch
-// order, that srt-slurm's orchestrator (do_sweep.py, tag v1.0.68) would srun:
-// the nats/etcd infra, one SGLang worker per node, nginx and the dynamo
-// frontends, and the recipe's benchmark (a custom command, or srt-slurm's
-// own sa-bench / mooncake-router runners, see bench.go). It launches
-// nothing itself.
+// Package engine is sweepflow's own launcher for srt-slurm recipes. Given a
+// recipe and a Slurm allocation it produces the processes, in launch order,
+// that srt-slurm's orchestrator (do_sweep.py, tag v1.0.68) would srun, and
+// the files it writes into the log directory first: the nats/etcd infra,
+// the SGLang, TensorRT-LLM (trtllm.go) or vLLM (vllm.go) workers, nginx and
+// the dynamo frontends or SGLang routers, and the recipe's benchmark (a
+// custom command, or srt-slurm's own sa-bench / mooncake-router runners, see
+// bench.go). It launches nothing itself; a feature it does not render is
+// refused by name.
 package engine
 
 import (
