@@ -130,6 +130,12 @@ func (p *Process) EnvKeys() []string { return p.Env.Keys() }
 // EnvValue returns one env_to_set value.
 func (p *Process) EnvValue(k string) (string, bool) { return p.Env.Get(k), p.Env.Has(k) }
 
+// Tasks is how srun starts the process: ntasks (one per GPU for an MPI
+// launch, else 1), --oversubscribe, and the --cpu-bind value ("": none).
+func (p *Process) Tasks() (ntasks int, oversubscribe bool, cpuBind string) {
+	return max(p.ntasks, 1), p.oversubscribe, p.cpuBind
+}
+
 // CommandLine is the command as a shell would read it.
 func (p *Process) CommandLine() string { return shJoin(p.Command) }
 

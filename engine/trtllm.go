@@ -112,9 +112,3 @@ func trtllmWorker(s *spec, leader *workerProc, rest []*workerProc, ns *nodes, op
 		SrunExportEnv: exportEnv.clone(), MPI: &pmix, wrap: true,
 		ntasks: len(nodelist) * len(leader.gpus), oversubscribe: true, cpuBind: "verbose,none"}
 }
-
-// Tasks is how srun starts the process: ntasks (one per GPU for an MPI
-// launch, else 1), --oversubscribe, and the --cpu-bind value ("": none).
-func (p *Process) Tasks() (ntasks int, oversubscribe bool, cpuBind string) {
-	return max(p.ntasks, 1), p.oversubscribe, p.cpuBind
-}
