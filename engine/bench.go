@@ -132,14 +132,15 @@ func validateSABench(b *yaml.Node) error {
 	return requireBench(b, "sa-bench", "isl", "osl", "concurrencies")
 }
 
-// saBenchCommand is `bash /srtctl-benchmarks/sa-bench/bench.sh` and the 18
+// saBenchCommand is `bash /srtctl-benchmarks/sa-bench/bench.sh` and the 19
 // positional arguments its bench.sh reads (endpoint ... use_chat_template,
-// dataset_name, dataset_path), in SABenchRunner.build_command's order.
+// dataset_name, dataset_path, reuse_http_connections), in
+// SABenchRunner.build_command's order.
 func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	b := s.bench
 	vals := map[string]any{}
 	for _, k := range []string{"isl", "osl", "concurrencies", "req_rate", "random_range_ratio", "num_prompts_mult",
-		"num_warmup_mult", "custom_tokenizer", "use_chat_template", "dataset_name", "dataset_path"} {
+		"num_warmup_mult", "custom_tokenizer", "use_chat_template", "dataset_name", "dataset_path", "reuse_http_connections"} {
 		v, err := benchValue(b, k)
 		if err != nil {
 			return nil, err
@@ -189,6 +190,10 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	if v, ok := vals["use_chat_template"].(bool); ok {
 		chat = v
 	}
+	reuse := false // BenchmarkConfig.reuse_http_connections defaults to false
+	if v, ok := vals["reuse_http_connections"].(bool); ok {
+		reuse = v
+	}
 	return []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh",
 		fmt.Sprintf("http://localhost:%d", c.frontendPort),
 		orDefault(vals["isl"], "0"), orDefault(vals["osl"], "0"), conc, reqRate,
@@ -199,6 +204,7 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 		strconv.FormatBool(chat),
 		orDefault(vals["dataset_name"], "random"),
 		orDefault(vals["dataset_path"], ""),
+		strconv.FormatBool(reuse),
 	}, nil
 }
 
@@ -248,8 +254,33 @@ func mooncakeRouterCommand(s *spec, c benchCtx) ([]string, error) {
 	if model == "" {
 		model = s.modelPath
 	}
-	return []string{"bash", "/srtctl-benchmarks/mooncake-router/bench.sh", fmt.Sprintf("http://localhost:%d", c.frontendPort),
-		model, args["mooncake_workload"], args["ttft_threshold_ms"], args["itl_threshold_ms"], c.tokenizer}, nil
+	cmd := []string{"bash", "/srtctl-benchmarks/mooncake-router/bench.sh", fmt.Sprintf("http://localhost:%d", c.frontendPort),
+		model, args["mooncake_workload"], args["ttft_threshold_ms"], args["itl_threshold_ms"], c.tokenizer}
+	return appendAIPerfArgs(cmd, b)
+}
+
+// appendAIPerfArgs is BenchmarkRunner.append_aiperf_args: benchmark.aiperf_args
+// in YAML order, true -> --key, false dropped, anything else -> --key str(v).
+func appendAIPerfArgs(cmd []string, b *yaml.Node) ([]string, error) {
+	n := get(b, "aiperf_args")
+	if n == nil {
+		return cmd, nil
+	}
+	m, err := anyMap(n, "benchmark.aiperf_args")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range m.keys {
+		switch v := m.anyVals[k].(type) {
+		case bool:
+			if v {
+				cmd = append(cmd, "--"+k)
+			}
+		default:
+			cmd = append(cmd, "--"+k, pyStr(v))
+		}
+	}
+	return cmd, nil
 }
 
 // builtinBenchEnv is the environment srt-slurm gives its own runners
@@ -263,6 +294,11 @@ func builtinBenchEnv(s *spec, r benchRunner, procs []*workerProc, ns *nodes, env
 	e.Set("SRT_FRONTEND_PORT", strconv.Itoa(frontendPublicPort))
 	for _, k := range env.keys {
 		e.Set(k, env.vals[k])
+	}
+	if s.benchType == "sa-bench" {
+		if err := saBenchSlowDownEnv(e, s, procs, ns); err != nil {
+			return nil, err
+		}
 	}
 	if !r.aiperf {
 		return e, nil
@@ -299,4 +335,45 @@ func builtinBenchEnv(s *spec, r benchRunner, procs []*workerProc, ns *nodes, env
 		e.Set("AIPERF_PACKAGE", pyStr(pkg))
 	}
 	return e, nil
+}
+
+// saBenchSlowDownEnv is benchmark_stage._get_sa_bench_slow_down_env: with
+// both slow_down times positive and the SGLang router in front, SA-Bench
+// gets the decode leaders' URLs to POST /slow_down to.
+func saBenchSlowDownEnv(e *ordered, s *spec, procs []*workerProc, ns *nodes) error {
+	sleep, err := benchValue(s.bench, "slow_down_sleep_time")
+	if err != nil {
+		return err
+	}
+	wait, err := benchValue(s.bench, "slow_down_wait_time")
+	if err != nil || sleep == nil || wait == nil || s.frontendType != "sglang" {
+		return err
+	}
+	sl, err := asFloatStr(sleep, "slow_down_sleep_time")
+	if err != nil {
+		return err
+	}
+	wt, err := asFloatStr(wait, "slow_down_wait_time")
+	if err != nil {
+		return err
+	}
+	if f, _ := strconv.ParseFloat(sl, 64); f <= 0 {
+		return nil
+	}
+	if f, _ := strconv.ParseFloat(wt, 64); f <= 0 {
+		return nil
+	}
+	var urls []string
+	for _, wp := range procs {
+		if wp.rank == 0 && wp.ep.mode == "decode" {
+			urls = append(urls, fmt.Sprintf("http://%s:%d", ns.addr[wp.node], wp.httpPort))
+		}
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	e.Set("SA_BENCH_SLOW_DOWN_URLS", strings.Join(urls, ","))
+	e.Set("SA_BENCH_SLOW_DOWN_SLEEP_TIME", sl)
+	e.Set("SA_BENCH_SLOW_DOWN_WAIT_TIME", wt)
+	return nil
 }

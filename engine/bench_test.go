@@ -30,7 +30,7 @@ func TestBuiltinBenchmarks(t *testing.T) {
 				"gb200-02_prefill_w3.out", "gb200-03_decode_w0.out", "gb200-01_frontend_0.out", "benchmark.out"},
 			// GPUs: 4 prefill x 2 + 1 decode x 4; served name from prefill.
 			command: []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh", "http://localhost:8000", "1024", "128", "4x8x32", "700",
-				"/model", "org/Tiny", "true", "12", "8", "4", "0.8", "10", "2", "", "true", "random", ""},
+				"/model", "org/Tiny", "true", "12", "8", "4", "0.8", "10", "2", "", "true", "random", "", "false"},
 			// No benchmark.env for srt-slurm's own runners.
 			envKeys:  []string{"SRTCTL_FRONTEND_TYPE", "SRT_FRONTEND_HOST", "SRT_FRONTEND_PORT", "GLOBAL"},
 			env:      map[string]string{"SRTCTL_FRONTEND_TYPE": "dynamo", "SRT_FRONTEND_HOST": "10.0.0.1", "SRT_FRONTEND_PORT": "8000", "GLOBAL": "g"},
@@ -41,16 +41,17 @@ func TestBuiltinBenchmarks(t *testing.T) {
 			outputs: []string{"infra.out", "gb200-01_agg_w0.out", "gb200-02_agg_w0.out", "gb200-01_nginx.out",
 				"gb200-02_frontend_0.out", "benchmark.out"},
 			// Aggregated: total = agg_nodes x gpus_per_node, no split; hf id as tokenizer;
-			// a custom dataset without isl/osl passes 0 for them.
+			// a custom dataset without isl/osl passes 0 for them; reuse_http_connections last.
 			command: []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh", "http://localhost:8000", "0", "0", "16x64", "inf",
-				"org/Tiny-1B", "Tiny-1B", "false", "8", "0", "0", "1.0", "5", "0", "pkg.mod.Tok", "false", "custom", "/data/prompts.jsonl"},
+				"org/Tiny-1B", "Tiny-1B", "false", "8", "0", "0", "1.0", "5", "0", "pkg.mod.Tok", "false", "custom", "/data/prompts.jsonl", "true"},
 			envKeys:  []string{"SRTCTL_FRONTEND_TYPE", "SRT_FRONTEND_HOST", "SRT_FRONTEND_PORT"},
 			nodelist: "gb200-01",
 		},
 		{
 			recipe: "mooncake.yaml", nodes: 10,
+			// aiperf_args follow in YAML order: true -> flag, false dropped, null -> "None" (str()).
 			command: []string{"bash", "/srtctl-benchmarks/mooncake-router/bench.sh", "http://localhost:8000", "Tiny-1B", "toolagent",
-				"2000", "40", "/model"},
+				"2000", "40", "/model", "--streaming", "--request-count", "100", "--extra", "None"},
 			// The recipe's own AIPERF_SERVER_METRICS_URLS keeps its place but loses its value (dict.update).
 			envKeys: []string{"SRTCTL_FRONTEND_TYPE", "SRT_FRONTEND_HOST", "SRT_FRONTEND_PORT", "AIPERF_SERVER_METRICS_URLS", "AIPERF_PACKAGE"},
 			env: map[string]string{

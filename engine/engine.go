@@ -1,10 +1,12 @@
-// Package engine is sweepflow's own launcher for srt-slurm SGLang recipes.
-// Given a recipe and a Slurm allocation it produces the processes, in launch
-// order, that srt-slurm's orchestrator (do_sweep.py, tag v1.0.68) would srun:
-// the nats/etcd infra, one SGLang worker per node, nginx and the dynamo
-// frontends, and the recipe's benchmark (a custom command, or srt-slurm's
-// own sa-bench / mooncake-router runners, see bench.go). It launches
-// nothing itself.
+// Package engine is sweepflow's own launcher for srt-slurm recipes. Given a
+// recipe and a Slurm allocation it produces the processes, in launch order,
+// that srt-slurm's orchestrator (do_sweep.py, tag v1.0.68) would srun, and
+// the files it writes into the log directory first: the nats/etcd infra,
+// the SGLang, TensorRT-LLM (trtllm.go) or vLLM (vllm.go) workers, nginx and
+// the dynamo frontends or SGLang routers, and the recipe's benchmark (a
+// custom command, or srt-slurm's own sa-bench / mooncake-router runners, see
+// bench.go). It launches nothing itself; a feature it does not render is
+// refused by name.
 package engine
 
 import (
@@ -56,6 +58,9 @@ type Options struct {
 	SyntheticAL float64
 	Paths       Paths
 	JobID       string // srun --jobid; "" omits it (as outside a job)
+	// TemplateDir holds srt-slurm's templates (nginx.conf.j2); "" reads
+	// them from Paths.SrtRoot.
+	TemplateDir string
 }
 
 // PlaceholderPaths are the reference renders' placeholders.
@@ -109,6 +114,14 @@ type Process struct {
 	Index int  `json:"-"` // worker or frontend index
 	// wrap: the command runs inside `bash -c "exports && preamble && cmd"`.
 	wrap bool
+	// MPI launches (TensorRT-LLM): one task per GPU over all the worker's
+	// nodes, --oversubscribe and --cpu-bind.
+	ntasks        int
+	oversubscribe bool
+	cpuBind       string
+	// unset: variables cleared after the exports (vLLM's VLLM_PORT on
+	// multi-node workers).
+	unset []string
 }
 
 // EnvKeys returns env_to_set's names in order.
@@ -116,6 +129,12 @@ func (p *Process) EnvKeys() []string { return p.Env.Keys() }
 
 // EnvValue returns one env_to_set value.
 func (p *Process) EnvValue(k string) (string, bool) { return p.Env.Get(k), p.Env.Has(k) }
+
+// Tasks is how srun starts the process: ntasks (one per GPU for an MPI
+// launch, else 1), --oversubscribe, and the --cpu-bind value ("": none).
+func (p *Process) Tasks() (ntasks int, oversubscribe bool, cpuBind string) {
+	return max(p.ntasks, 1), p.oversubscribe, p.cpuBind
+}
 
 // CommandLine is the command as a shell would read it.
 func (p *Process) CommandLine() string { return shJoin(p.Command) }
@@ -129,6 +148,9 @@ func (p *Process) Payload(preamble *string) string {
 	var parts []string
 	for _, k := range p.Env.keys {
 		parts = append(parts, "export "+k+"="+shQuote(p.Env.vals[k]))
+	}
+	for _, k := range p.unset {
+		parts = append(parts, "unset -- "+shQuote(k))
 	}
 	if preamble != nil {
 		parts = append(parts, *preamble)
@@ -158,10 +180,14 @@ type workerProc struct {
 	gpus                           []int
 	sysPort, httpPort, kvEventPort int
 	bootstrapPort                  int // 0: none
+	// vLLM: NIXL side-channel port, data-parallel RPC port and the first
+	// DP rank this process runs (0 when not data-parallel).
+	nixlPort, dpRPCPort, dpStartRank int
 }
 
-// Render turns a parsed recipe and an allocation into the process set.
-func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error) {
+// Render turns a parsed recipe and an allocation into the process set and
+// the files to write into the log directory first.
+func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) {
 	s, err := parseSpec(r)
 	if err != nil {
 		return nil, err
@@ -170,7 +196,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		if opt.SyntheticAL < 0 || math.IsNaN(opt.SyntheticAL) || math.IsInf(opt.SyntheticAL, 0) {
 			return nil, fmt.Errorf("synthetic acceptance length must be a positive number, got %v", opt.SyntheticAL)
 		}
-		if err := s.injectSyntheticAcceptance(strconv.FormatFloat(opt.SyntheticAL, 'f', -1, 64)); err != nil {
+		if err := s.injectSyntheticAcceptance(opt.SyntheticAL); err != nil {
 			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 		}
 	}
@@ -198,6 +224,11 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		return nil, fmt.Errorf("recipe %s: %v", s.name, err)
 	}
 	procs := toProcesses(eps)
+	if s.backendType == "vllm" {
+		if procs, err = vllmToProcesses(s, eps); err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
+	}
 
 	modelName := opt.Paths.ModelName
 	modelArg := "/model"
@@ -216,6 +247,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 	preamble := ourPreamble(s)
 	var out []*Process
 	add := func(p *Process) { out = append(out, p) }
+	files := map[string]string{}
 
 	// Infra: nats and etcd via srt-slurm's setup_head.py.
 	infraCmd := []string{"python3", "/tmp/setup_head.py", "--name", s.name, "--log-dir", opt.Paths.LogDir}
@@ -231,6 +263,9 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 
 	served := modelName
 	for _, m := range []string{"prefill", "agg", "decode"} {
+		if s.backendType == "trtllm" {
+			break // TRTLLMProtocol.get_served_model_name keeps the default
+		}
 		cfg := s.modeConfig[m]
 		for _, k := range []string{"served-model-name", "served_model_name"} {
 			if v := cfg.anyVals[k]; v != nil && pyStr(v) != "" {
@@ -247,9 +282,33 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		exportEnv.Set("ENROOT_REMAP_ROOT", "yes") // the install needs root in the container
 	}
 
-	for _, wp := range procs {
+	if s.backendType == "trtllm" {
+		for _, m := range []string{"prefill", "decode", "agg"} {
+			for _, ep := range eps {
+				if ep.mode == m {
+					files[trtllmConfigFile(m)] = pyYAMLDump(s.modeConfig[m])
+					break
+				}
+			}
+		}
+	}
+	for i, wp := range procs {
 		mode := wp.ep.mode
-		cmd := workerCommand(s, wp, ns, modelArg, served, opt.Paths.LogDir)
+		if s.backendType == "trtllm" {
+			if wp.rank != 0 {
+				continue // the leader's srun spans the worker's nodes
+			}
+			add(trtllmWorker(s, wp, procs[i:], ns, opt, modelArg, modelName, env, mounts, preamble, exportEnv))
+			continue
+		}
+		var cmd []string
+		if s.backendType == "vllm" {
+			if cmd, err = vllmCommand(s, wp, procs, ns, modelArg, served, opt.Paths.LogDir); err != nil {
+				return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+			}
+		} else {
+			cmd = workerCommand(s, wp, ns, modelArg, served, opt.Paths.LogDir)
+		}
 		e := newOrdered()
 		e.Set("HEAD_NODE_IP", ns.addr[ns.head])
 		e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
@@ -257,6 +316,9 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		e.Set("DYN_SYSTEM_PORT", strconv.Itoa(wp.sysPort))
 		e.Set("DYN_REQUEST_PLANE", s.requestPlane)
 		e.Set("DYN_SKIP_SGLANG_LOG_FORMATTING", "1")
+		if s.eventPlane != "" {
+			e.Set("DYN_EVENT_PLANE", s.eventPlane)
+		}
 		e.Set("DYN_LOG", "info,dynamo_runtime::pipeline::network::ingress::push_handler=warn")
 		vars := map[string]string{"node": wp.node, "node_id": strconv.Itoa(indexOf(ns.worker, wp.node))}
 		if me := s.modeEnv[mode]; me != nil {
@@ -267,13 +329,21 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 		for _, k := range env.keys {
 			e.Set(k, pyFormatMap(env.vals[k], vars))
 		}
-		if len(wp.gpus) < s.gpusPerNode {
+		// vLLM passes --device-ids instead unless set_cuda_visible_devices.
+		if len(wp.gpus) < s.gpusPerNode && (s.backendType != "vllm" || s.vllm.setCVD) {
 			e.Set("CUDA_VISIBLE_DEVICES", joinInts(wp.gpus))
+		}
+		var unset []string
+		if s.backendType == "vllm" {
+			vllmProcessEnv(e, wp, ns)
+			if len(wp.ep.nodes) > 1 {
+				unset = []string{"VLLM_PORT"} // concurrent ranks would race on one base port
+			}
 		}
 		add(&Process{Role: Role(mode), Index: wp.ep.index, Command: cmd, Env: e, BashPreamble: preamble,
 			Nodelist: []string{wp.node}, Output: fmt.Sprintf("%s/%s_%s_w%d.out", opt.Paths.LogDir, wp.node, mode, wp.ep.index),
 			ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(),
-			SrunExportEnv: exportEnv.clone(), wrap: true})
+			SrunExportEnv: exportEnv.clone(), wrap: true, unset: unset})
 	}
 
 	// Frontends: nginx on the head in front of frontends on the other worker
@@ -287,6 +357,15 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 			}
 		}
 		feNodes, fePort = others[:min(s.numAdditionalFrontends+1, len(others))], frontendInternal
+		var hosts []string
+		for _, n := range feNodes {
+			hosts = append(hosts, ns.addr[n])
+		}
+		conf, err := nginxConf(s, opt, hosts, fePort, frontendPublicPort)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
+		}
+		files["nginx.conf"] = conf
 		inner := "nginx -c /logs/nginx.conf -g 'daemon off;'"
 		if s.nginxRaiseUlimit {
 			inner = "ulimit -n 1048576 && " + inner
@@ -298,17 +377,16 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 			ContainerMounts: mounts.clone(), SrunOptions: nginxOpts, SrunExportEnv: newOrdered()})
 	}
 	pmix := "pmix"
-	for i, n := range feNodes {
-		cmd := []string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fePort)}
-		for _, k := range s.frontendArgs.keys {
-			switch v := s.frontendArgs.anyVals[k]; v {
-			case true:
-				cmd = append(cmd, "--"+k)
-			case false, nil:
-			default:
-				cmd = append(cmd, "--"+k, pyStr(v))
-			}
+	if s.frontendType == "sglang" {
+		for i, n := range feNodes {
+			add(&Process{Role: RoleFrontend, Index: i, Command: sglangRouterCommand(s, procs, ns, fePort), Env: s.frontendEnv.clone(),
+				Nodelist: []string{n}, Output: fmt.Sprintf("%s/%s_router_%d.out", opt.Paths.LogDir, n, i),
+				ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
 		}
+		feNodes = nil
+	}
+	for i, n := range feNodes {
+		cmd := append([]string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fePort)}, frontendArgs(s)...)
 		e := newOrdered()
 		e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
 		e.Set("NATS_SERVER", fmt.Sprintf("nats://%s:%d", ns.infra, natsPort))
@@ -388,7 +466,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) ([]*Process, error)
 	for _, p := range out {
 		p.Argv = srunArgv(p, opt.JobID)
 	}
-	return out, nil
+	return &Rendered{Processes: out, Files: files, Frontend: s.frontendType}, nil
 }
 
 // carve splits the allocation into head, benchmark, infra and worker nodes
@@ -547,7 +625,11 @@ func toProcesses(eps []*endpoint) []*workerProc {
 // sglang_config sorted by key (srt-slurm _config_to_cli_args).
 func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir string) []string {
 	mode := wp.ep.mode
-	cmd := []string{"python3", "-m", "dynamo.sglang", "--model-path", modelArg, "--served-model-name", served,
+	module := "dynamo.sglang"
+	if s.frontendType == "sglang" {
+		module = "sglang.launch_server" // the SGLang router talks to SGLang's own server
+	}
+	cmd := []string{"python3", "-m", module, "--model-path", modelArg, "--served-model-name", served,
 		"--host", "0.0.0.0", "--port", strconv.Itoa(wp.httpPort), "--nccl-port", strconv.Itoa(ncclPortBase + wp.sysPort - dynSystemPortBase)}
 	if mode != "agg" {
 		cmd = append(cmd, "--disaggregation-mode", mode)
@@ -559,12 +641,16 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 		cmd = append(cmd, "--dist-init-addr", fmt.Sprintf("%s:%d", ns.addr[wp.ep.nodes[0]], distInitPort),
 			"--nnodes", strconv.Itoa(len(wp.ep.nodes)), "--node-rank", strconv.Itoa(wp.rank))
 	}
-	cmd = append(cmd, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
+	if s.frontendType != "sglang" {
+		cmd = append(cmd, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
+	}
 	if kv := kvEventsFor(s.kvEvents, mode); kv != nil {
 		kv.Set("endpoint", fmt.Sprintf("tcp://*:%d", wp.kvEventPort))
 		cmd = append(cmd, "--kv-events-config", pyJSON(kv))
 	}
-	cmd = append(cmd, "--request-plane", s.requestPlane)
+	if s.frontendType != "sglang" {
+		cmd = append(cmd, "--request-plane", s.requestPlane)
+	}
 	cfg := s.modeConfig[mode]
 	// Only these are taken out; a flag the prefix also sets (e.g.
 	// disaggregation-mode) is passed again, as srt-slurm does.
@@ -664,7 +750,13 @@ func srunArgv(p *Process, jobID string) []string {
 	if p.MPI != nil {
 		a = append(a, "--mpi", *p.MPI)
 	}
-	a = append(a, "--nodes", strconv.Itoa(len(p.Nodelist)), "--ntasks", "1", "--nodelist", strings.Join(p.Nodelist, ","), "--output", p.Output)
+	if p.oversubscribe {
+		a = append(a, "--oversubscribe")
+	}
+	if p.cpuBind != "" {
+		a = append(a, "--cpu-bind="+p.cpuBind)
+	}
+	a = append(a, "--nodes", strconv.Itoa(len(p.Nodelist)), "--ntasks", strconv.Itoa(max(p.ntasks, 1)), "--nodelist", strings.Join(p.Nodelist, ","), "--output", p.Output)
 	if p.ContainerImage != "" {
 		a = append(a, "--container-image", p.ContainerImage, "--no-container-entrypoint", "--no-container-mount-home")
 		if p.ContainerMounts.Len() > 0 {
@@ -727,6 +819,60 @@ func dedupe(xs []string) []string {
 		if !seen[x] {
 			seen[x] = true
 			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// sglangRouterCommand is srt-slurm's SGLang router (frontends/sglang.py):
+// the worker leaders' URLs (prefill with its bootstrap port), then the
+// frontend args in YAML order.
+func sglangRouterCommand(s *spec, procs []*workerProc, ns *nodes, port int) []string {
+	scheme := func(mode string) string {
+		if s.backendType == "sglang" && pyTruthy(s.modeConfig[mode].anyVals["grpc-mode"]) {
+			return "grpc://"
+		}
+		return "http://"
+	}
+	cmd := []string{"python", "-m", "sglang_router.launch_router"}
+	if s.prefillWorkers > 0 || s.decodeWorkers > 0 {
+		cmd = append(cmd, "--pd-disaggregation")
+		for _, wp := range procs {
+			if wp.rank == 0 && wp.ep.mode == "prefill" {
+				cmd = append(cmd, "--prefill", fmt.Sprintf("%s%s:%d", scheme("prefill"), ns.addr[wp.node], wp.httpPort))
+				if wp.bootstrapPort != 0 {
+					cmd = append(cmd, strconv.Itoa(wp.bootstrapPort))
+				}
+			}
+		}
+		for _, wp := range procs {
+			if wp.rank == 0 && wp.ep.mode == "decode" {
+				cmd = append(cmd, "--decode", fmt.Sprintf("%s%s:%d", scheme("decode"), ns.addr[wp.node], wp.httpPort))
+			}
+		}
+	} else {
+		cmd = append(cmd, "--worker-urls")
+		for _, wp := range procs {
+			if wp.rank == 0 && wp.ep.mode == "agg" {
+				cmd = append(cmd, fmt.Sprintf("%s%s:%d", scheme("agg"), ns.addr[wp.node], wp.httpPort))
+			}
+		}
+	}
+	cmd = append(cmd, "--host", "0.0.0.0", "--port", strconv.Itoa(port))
+	return append(cmd, frontendArgs(s)...)
+}
+
+// frontendArgs is frontend.args in YAML order: true -> --flag, false and
+// null dropped, anything else -> --flag str(v).
+func frontendArgs(s *spec) []string {
+	var out []string
+	for _, k := range s.frontendArgs.keys {
+		switch v := s.frontendArgs.anyVals[k]; v {
+		case true:
+			out = append(out, "--"+k)
+		case false, nil:
+		default:
+			out = append(out, "--"+k, pyStr(v))
 		}
 	}
 	return out

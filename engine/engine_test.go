@@ -22,7 +22,7 @@ func render(t *testing.T, name string, nodes int, al float64) []*Process {
 	t.Helper()
 	procs, err := Render(load(t, name), PlaceholderAllocation(nodes), Options{SyntheticAL: al, Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
 	require.NoError(t, err)
-	return procs
+	return procs.Processes
 }
 
 func outputs(procs []*Process) []string {
@@ -184,8 +184,8 @@ func TestErrors(t *testing.T) {
 	}{
 		{"too few nodes", recipe(base + "backend: {type: sglang}\n"), 1, Options{}, "needs 2 nodes, the allocation has 1"},
 		{"no backend", recipe(base), 2, Options{}, "backend is missing"},
-		{"other backend", recipe(base + "backend: {type: vllm}\n"), 2, Options{}, `backend.type "vllm" is not supported`},
-		{"other frontend", recipe(base + "backend: {type: sglang}\nfrontend: {type: sglang}\n"), 2, Options{}, `frontend.type "sglang" is not supported`},
+		{"other backend", recipe(base + "backend: {type: mocker}\n"), 2, Options{}, `backend.type "mocker" is not supported`},
+		{"other frontend", recipe(base + "backend: {type: sglang}\nfrontend: {type: vllm}\n"), 2, Options{}, `frontend.type "vllm" is not supported`},
 		{"custom without command", recipe(base + "backend: {type: sglang}\nbenchmark: {type: custom}\n"), 2, Options{}, "benchmark.command is required"},
 		{"two dynamo sources", recipe(base + "backend: {type: sglang}\ndynamo: {wheel: '1.0', hash: abc}\n"), 2, Options{}, "only one of hash, top_of_tree and wheel"},
 		{"wheel file name", recipe(base + "backend: {type: sglang}\ndynamo: {wheel: x.whl}\n"), 2, Options{}, "not a file name"},

@@ -42,7 +42,7 @@ func TestExpectedWorkersOfSeedLayouts(t *testing.T) {
 	require.NoError(t, err)
 	procs, err := Render(r, PlaceholderAllocation(18), Options{Paths: PlaceholderPaths("DeepSeek-V4-Pro-0813")})
 	require.NoError(t, err)
-	p, d := Expected(procs)
+	p, d := Expected(procs.Processes)
 	assert.Equal(t, 2, p)
 	assert.Equal(t, 1, d)
 }

@@ -48,7 +48,7 @@ func TestReferenceRenders(t *testing.T) {
 				require.NoError(t, err)
 				got, err := Render(recipe, PlaceholderAllocation(fp.Nodes), opt)
 				require.NoError(t, err)
-				compareReference(t, sub+"/"+name+".json", f, got)
+				compareReference(t, sub+"/"+name+".json", f, got.Processes)
 			})
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +38,14 @@ type spec struct {
 	numAdditionalFrontends  int
 	nginxContainer          string
 	nginxRaiseUlimit        bool
+	nginxSessionAffinity    bool
+	nginxAffinityHeader     string
+	nginxKeepalive          string
+	backendType             string // sglang or trtllm
+	gpuType                 string // resources.gpu_type
+	numaBind                *bool  // backend.numa_memory_bind; nil: by gpu_type
+	publishEvents           bool   // backend.publish_events_and_metrics
+	vllm                    vllmSpec
 	frontendArgs            *ordered // values already Python-typed (anyVals)
 	frontendEnv             *ordered
 	benchType               string
@@ -172,7 +181,7 @@ func anyMap(n *yaml.Node, field string) (*ordered, error) {
 // unsupported lists recipe features that change the process set and that
 // this launcher does not render yet; refusing beats launching something else.
 var unsupported = []string{"container_mounts", "services", "profiling.enabled", "backend.mooncake_kv_store",
-	"observability.enabled", "resources.het_jobs", "resources.pack_multinode_workers", "frontend.placement"}
+	"observability.enabled", "resources.het_jobs", "resources.pack_multinode_workers", "frontend.placement", "telemetry.enabled"}
 
 func parseSpec(r *config.Recipe) (*spec, error) {
 	doc := deref(r.Doc)
@@ -231,8 +240,8 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	if s.frontendType, err = optString(get(fe, "type"), "frontend.type", "dynamo"); err != nil {
 		return nil, err
 	}
-	if s.frontendType != "dynamo" {
-		return nil, fmt.Errorf("recipe %s: frontend.type %q is not supported by the engine launcher yet (only dynamo)", r.Display, s.frontendType)
+	if s.frontendType != "dynamo" && s.frontendType != "sglang" {
+		return nil, fmt.Errorf("recipe %s: frontend.type %q is not supported by the engine launcher yet (dynamo, sglang)", r.Display, s.frontendType)
 	}
 	if s.multipleFrontends, err = optBool(get(fe, "enable_multiple_frontends"), "frontend.enable_multiple_frontends", true); err != nil {
 		return nil, err
@@ -244,6 +253,15 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 		return nil, err
 	}
 	if s.nginxRaiseUlimit, err = optBool(get(fe, "nginx_raise_ulimit"), "frontend.nginx_raise_ulimit", false); err != nil {
+		return nil, err
+	}
+	if s.nginxSessionAffinity, err = optBool(get(fe, "nginx_session_affinity"), "frontend.nginx_session_affinity", false); err != nil {
+		return nil, err
+	}
+	if s.nginxAffinityHeader, err = optString(get(fe, "nginx_session_affinity_header"), "frontend.nginx_session_affinity_header", "X-Dynamo-Session-ID"); err != nil {
+		return nil, err
+	}
+	if s.nginxKeepalive, err = optString(get(fe, "nginx_keepalive_timeout"), "frontend.nginx_keepalive_timeout", "600s"); err != nil {
 		return nil, err
 	}
 	if s.frontendDedicated, err = optBool(get(fe, "dedicated_node"), "frontend.dedicated_node", false); err != nil {
@@ -297,17 +315,36 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	}
 	// srt-slurm's backend section defaults to SGLang; most of its GB200
 	// recipes do not write the type.
-	if t, _ := optString(get(be, "type"), "backend.type", "sglang"); t != "sglang" {
-		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (only sglang)", r.Display, t)
+	if s.backendType, err = optString(get(be, "type"), "backend.type", "sglang"); err != nil {
+		return nil, err
 	}
-	sc := get(be, "sglang_config")
+	if s.gpuType, err = optString(get(resN, "gpu_type"), "resources.gpu_type", ""); err != nil {
+		return nil, err
+	}
+	cfgKey := "sglang_config"
+	switch s.backendType {
+	case "sglang":
+	case "trtllm":
+		cfgKey = "trtllm_config"
+		if err := s.parseTRTLLM(be, r.Display); err != nil {
+			return nil, err
+		}
+	case "vllm":
+		cfgKey = "vllm_config"
+		if err := s.parseVLLM(be, r.Display); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (sglang, trtllm, vllm)", r.Display, s.backendType)
+	}
+	sc := get(be, cfgKey)
 	for _, b := range modeBlocks {
 		if n := get(be, b.env); n != nil {
 			if s.modeEnv[b.mode], err = strMap(n, "backend."+b.env); err != nil {
 				return nil, err
 			}
 		}
-		if s.modeConfig[b.mode], err = anyMap(get(sc, b.cfg), "backend.sglang_config."+b.cfg); err != nil {
+		if s.modeConfig[b.mode], err = anyMap(get(sc, b.cfg), "backend."+cfgKey+"."+b.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -401,7 +438,25 @@ func (s *spec) wheelEnv() *ordered {
 // three variables go first in every worker environment block the recipe has.
 var syntheticKeys = []string{"SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE"}
 
-func (s *spec) injectSyntheticAcceptance(al string) error {
+// injectSyntheticAcceptance applies InferenceX's injector for the recipe's
+// framework (runners/synthetic_injectors: dynamo-sglang, dynamo-vllm); a
+// framework without one cannot run a spec-decode recipe in perf mode.
+func (s *spec) injectSyntheticAcceptance(al float64) error {
+	switch s.backendType {
+	case "vllm":
+		return s.injectVLLMSynthetic(al)
+	case "trtllm":
+		for _, b := range modeBlocks {
+			if cfg := s.modeConfig[b.mode]; cfg.anyVals["speculative_config"] != nil || cfg.anyVals["speculative-config"] != nil {
+				return fmt.Errorf("InferenceX has no synthetic-acceptance injector for trtllm (backend.trtllm_config.%s.speculative_config): a throughput run cannot pin its acceptance length", b.cfg)
+			}
+		}
+		return nil // no draft model, nothing to pin
+	}
+	return s.injectSGLangSynthetic(strconv.FormatFloat(al, 'f', -1, 64))
+}
+
+func (s *spec) injectSGLangSynthetic(al string) error {
 	for _, b := range modeBlocks {
 		env := s.modeEnv[b.mode]
 		if env == nil {

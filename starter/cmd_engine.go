@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -47,7 +49,7 @@ func newEngineRenderCmd() *cobra.Command {
 	modelDir := fs.String("model-dir", "", "checkpoint directory mounted at /model (default: the profile's model for the recipe's alias)")
 	image := fs.String("image", "", "engine container image (default: the recipe's model.container)")
 	logDir := fs.String("log-dir", "", "host log directory mounted at /logs (default: ./outputs/logs)")
-	srtRoot := fs.String("srt-root", "", "srt-slurm checkout (default: the profile's recipes-root)")
+	srtRoot := fs.String("srt-root", "", "srt-slurm checkout (default: the profile's recipes-root); with --reference-placeholders, only where its templates (nginx.conf.j2) are read")
 	infmax := fs.String("infmax-workspace", os.Getenv("INFMAX_WORKSPACE"), "InferenceX checkout mounted at /infmax-workspace (default: $INFMAX_WORKSPACE; empty: none)")
 	addrs := fs.String("addrs", "", "node addresses in --nodes order (default: DNS, else the node name)")
 	jobID := fs.String("job-id", "", "Slurm job id for srun --jobid (default: $SLURM_JOB_ID; 4242 with --reference-placeholders)")
@@ -101,6 +103,17 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		}
 		opt.Paths = engine.PlaceholderPaths(name)
 		opt.JobID = "4242"
+		// srt-slurm's templates (nginx.conf.j2) come from a real checkout even
+		// when its path prints as {SRT_ROOT}; the reference tests name one in
+		// SWEEPFLOW_SRT_SLURM_SRC.
+		root := f.srtRoot
+		if root == "" && cluster != nil {
+			root = cmp.Or(cluster.SrtRoot, cluster.RecipesRoot)
+		}
+		root = cmp.Or(root, os.Getenv("SWEEPFLOW_SRT_SLURM_SRC"))
+		if root != "" {
+			opt.TemplateDir = filepath.Join(root, "src", "srtctl", "templates")
+		}
 		for i := range nodes {
 			alloc.Addrs = append(alloc.Addrs, fmt.Sprintf("10.0.0.%d", i+1))
 		}
@@ -145,7 +158,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 	if f.jobID != "" {
 		opt.JobID = f.jobID
 	}
-	procs, err := engine.Render(recipe, alloc, opt)
+	rendered, err := engine.Render(recipe, alloc, opt)
 	if err != nil {
 		return err
 	}
@@ -153,9 +166,9 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		return enc.Encode(procs)
+		return enc.Encode(rendered)
 	}
-	printProcesses(stdout, recipe, procs)
+	printProcesses(stdout, recipe, rendered)
 	return nil
 }
 
@@ -228,7 +241,8 @@ func nodeAddrs(nodes []string, list string) ([]string, error) {
 	return out, nil
 }
 
-func printProcesses(w io.Writer, r *config.Recipe, procs []*engine.Process) {
+func printProcesses(w io.Writer, r *config.Recipe, rendered *engine.Rendered) {
+	procs := rendered.Processes
 	fmt.Fprintf(w, "recipe %s: %d processes\n", r.Name, len(procs))
 	for i, p := range procs {
 		fmt.Fprintf(w, "\n[%d] %-9s %s on %s\n", i, p.Role, filepath.Base(p.Output), strings.Join(p.Nodelist, ","))
@@ -241,5 +255,13 @@ func printProcesses(w io.Writer, r *config.Recipe, procs []*engine.Process) {
 			}
 		}
 		fmt.Fprintf(w, "    cmd:    %s\n", p.CommandLine())
+	}
+	names := make([]string, 0, len(rendered.Files))
+	for name := range rendered.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "\nfile %s (written to the log directory before launch):\n%s", name, rendered.Files[name])
 	}
 }

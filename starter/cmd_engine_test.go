@@ -21,9 +21,16 @@ func TestEngineRender(t *testing.T) {
 	}{
 		{"json placeholders", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]", "--json", "--reference-placeholders", "--synthetic-acceptance", "3.77"},
 			func(t *testing.T, out string) {
-				var procs []map[string]any
-				require.NoError(t, json.Unmarshal([]byte(out), &procs))
+				var doc struct {
+					Processes []map[string]any  `json:"processes"`
+					Files     map[string]string `json:"files"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				procs := doc.Processes
 				require.Len(t, procs, 6)
+				// nginx fronts the frontend on node 2: its config is rendered with the processes.
+				require.Contains(t, doc.Files, "nginx.conf")
+				assert.Contains(t, doc.Files["nginx.conf"], "server 10.0.0.2:8180;")
 				for _, f := range []string{"output", "nodelist", "command", "env_to_set", "container_mounts", "srun_options", "mpi", "argv"} {
 					assert.Contains(t, procs[1], f)
 				}
@@ -38,7 +45,22 @@ func TestEngineRender(t *testing.T) {
 				assert.Contains(t, out, "HEAD_NODE_IP=10.9.0.1")
 				assert.Contains(t, out, "--dump-config-to /x/logs/gb200-01_config.json")
 				assert.NotContains(t, out, "SGLANG_SIMULATE_ACC_LEN")
+				assert.Contains(t, out, "file nginx.conf (written to the log directory before launch):")
 			}, ""},
+		{"trtllm files", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]", "--json", "--reference-placeholders"},
+			func(t *testing.T, out string) {
+				var doc struct {
+					Processes []map[string]any  `json:"processes"`
+					Files     map[string]string `json:"files"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				assert.Equal(t, "pmix", doc.Processes[2]["mpi"])
+				assert.Contains(t, doc.Files["trtllm_config_decode.yaml"], "tensor_parallel_size: 8\n")
+				assert.Contains(t, doc.Files["trtllm_config_prefill.yaml"], "cuda_graph_config: null\n")
+				assert.Contains(t, doc.Files, "nginx.conf")
+			}, ""},
+		{"trtllm spec decode in perf mode", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]",
+			"--reference-placeholders", "--synthetic-acceptance", "3.77"}, nil, "InferenceX has no synthetic-acceptance injector for trtllm"},
 		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
 		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},
 		{"alias without profile", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]"}, nil, "give --model-dir"},

@@ -197,12 +197,13 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 			require.NoError(t, err, n)
 			addrs[i] = fmt.Sprintf("10.0.0.%d", k) // the emulation's per-node addresses
 		}
-		procs, err := engine.Render(rec, engine.Allocation{Nodes: st.Nodes, Addrs: addrs}, engine.Options{
+		rendered, err := engine.Render(rec, engine.Allocation{Nodes: st.Nodes, Addrs: addrs}, engine.Options{
 			SyntheticAL: st.SyntheticAL, JobID: st.JobID,
 			Paths: engine.Paths{LogDir: dir, ModelDir: model, ModelName: filepath.Base(model), Image: rec.Model.Container,
 				SrtRoot: cl.SrtRoot, InfmaxWorkspace: cl.InfmaxWorkspace},
 		})
 		require.NoError(t, err)
+		procs := rendered.Processes
 		perfMode := st.SyntheticAL > 0
 		if perfMode {
 			require.Equal(t, seedAL, st.SyntheticAL, "%s: perf bring-ups inject the golden AL", p.ExpName)

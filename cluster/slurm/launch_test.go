@@ -36,7 +36,7 @@ func renderSeed(t *testing.T, name string, nodes int, al float64) []*engine.Proc
 	procs, err := engine.Render(rec, engine.PlaceholderAllocation(nodes), engine.Options{SyntheticAL: al,
 		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
-	return procs
+	return procs.Processes
 }
 
 func TestRoleFor(t *testing.T) {
@@ -97,6 +97,23 @@ func TestSrunArgs(t *testing.T) {
 			got = append(append([]string{"srun"}, got[:i]...), got[i+2:]...)
 			assert.Equal(t, p.Argv, got, p.Output)
 		}
+	})
+	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
+		rec, err := config.LoadRecipe(filepath.Join("..", "..", "engine", "testdata"), "trtllm-disagg.yaml")
+		require.NoError(t, err)
+		rendered, err := engine.Render(rec, engine.PlaceholderAllocation(3), engine.Options{Paths: engine.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
+		require.NoError(t, err)
+		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
+		d := rendered.Processes[2]
+		require.Equal(t, engine.RoleDecode, d.Role)
+		s, err := l.newStep(d)
+		require.NoError(t, err)
+		got := l.srunArgs(s, "4242", "/bin/starter")
+		i := indexOf(got, "--job-name")
+		require.GreaterOrEqual(t, i, 0)
+		got = append(append([]string{"srun"}, got[:i]...), got[i+2:]...)
+		assert.Equal(t, d.Argv, got)
+		assert.Contains(t, strings.Join(got, " "), "--mpi pmix --oversubscribe --cpu-bind=verbose,none --nodes 2 --ntasks 8 ")
 	})
 	t.Run("pyxis: containers map to squash files", func(t *testing.T) {
 		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "x", Containers: map[string]string{"{CONTAINER_IMAGE}": "/sq/sglang.sqsh", "nginx:1.27.4": "/sq/nginx.sqsh"}}
@@ -286,34 +303,28 @@ func errorsIsAny(err error) bool {
 	return false
 }
 
-func TestNginxConf(t *testing.T) {
-	procs := renderSeed(t, "disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache", 6, 0)
-	dir := t.TempDir()
-	addr := map[string]string{}
-	for i := 1; i <= 6; i++ {
-		addr[fmt.Sprintf("gb200-%02d", i)] = fmt.Sprintf("10.0.0.%d", i)
-	}
-	require.NoError(t, writeNginxConf(dir, procs, addr))
-	data, err := os.ReadFile(filepath.Join(dir, "nginx.conf"))
+// The launcher writes exactly the files the render returns into the log
+// directory before it starts anything (rendered == launched).
+func TestLaunchWritesRenderedFiles(t *testing.T) {
+	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+"disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	conf := string(data)
-	assert.Contains(t, conf, "listen 8000;")
+	rendered, err := engine.Render(rec, engine.PlaceholderAllocation(6), engine.Options{
+		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
+	require.NoError(t, err)
+	require.Contains(t, rendered.Files, "nginx.conf", "nginx fronts the frontends of a 6-node layout")
+	dir := t.TempDir()
+	require.NoError(t, writeFiles(dir, rendered.Files))
+	for name, body := range rendered.Files {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, body, string(data), name)
+	}
+	conf := rendered.Files["nginx.conf"]
 	for i := 2; i <= 6; i++ {
 		assert.Contains(t, conf, fmt.Sprintf("server 10.0.0.%d:8180;", i), "one upstream per frontend")
 	}
 	assert.NotContains(t, conf, "10.0.0.1:8180", "no frontend on the nginx node")
-
-	// A render without nginx (one frontend on the head) writes none.
-	var noNginx []*engine.Process
-	for _, p := range procs {
-		if p.Role != engine.RoleNginx {
-			noNginx = append(noNginx, p)
-		}
-	}
-	dir = t.TempDir()
-	require.NoError(t, writeNginxConf(dir, noNginx, addr))
-	_, err = os.Stat(filepath.Join(dir, "nginx.conf"))
-	assert.True(t, os.IsNotExist(err))
+	assert.Error(t, writeFiles(t.TempDir(), map[string]string{"../x": ""}), "a file name cannot leave the log directory")
 }
 
 func TestHostPath(t *testing.T) {
@@ -334,4 +345,27 @@ func indexOf(xs []string, x string) int {
 		}
 	}
 	return -1
+}
+
+// A recipe behind the SGLang router renders, but Health reads dynamo's
+// /health: the backend refuses it before any step starts.
+func TestRenderRefusesSGLangRouter(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs(filepath.Join("..", "..", "engine", "testdata"))
+	require.NoError(t, err)
+	b, err := New(Config{Partition: "p", SharedRoot: dir, NodeLocalRoot: dir, StarterBin: "/bin/true", RecipesRoot: root, Launch: Launch{SrtRoot: "x"}})
+	require.NoError(t, err)
+	spec := func(name string) cluster.ServeSpec {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		return cluster.ServeSpec{RecipePath: name, RecipeDigest: config.RecipeDigest(data)}
+	}
+	alloc := cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02"}, WorkDir: dir}
+	_, _, err = b.render(context.Background(), alloc, spec("sglang-router.yaml"), dir, []string{"10.0.0.1", "10.0.0.2"})
+	require.ErrorIs(t, err, cluster.ErrBadConfig)
+	assert.ErrorContains(t, err, "frontend.type sglang: the Slurm backend checks health through dynamo's /health only")
+	_, rendered, err := b.render(context.Background(), cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02", "gb200-03"}, WorkDir: dir},
+		spec("trtllm-disagg.yaml"), dir, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"})
+	require.NoError(t, err)
+	assert.Contains(t, rendered.Files, "trtllm_config_decode.yaml")
 }

@@ -184,6 +184,10 @@ type step struct {
 	SrunOptions []kv     `json:"srun_options,omitempty"`
 	ExportEnv   []kv     `json:"export_env,omitempty"`
 	MPI         string   `json:"mpi,omitempty"`
+	// MPI launches (TensorRT-LLM): one task per GPU, --oversubscribe, --cpu-bind.
+	Ntasks        int    `json:"ntasks,omitempty"`
+	Oversubscribe bool   `json:"oversubscribe,omitempty"`
+	CPUBind       string `json:"cpu_bind,omitempty"`
 	// Program is what srun runs with real engines: the rendered `bash -c`
 	// script (exports, preamble, command), or the command itself when
 	// srt-slurm runs it bare (nginx).
@@ -246,6 +250,7 @@ func (l *Launch) newStep(p *engine.Process) (step, error) {
 	if p.MPI != nil {
 		s.MPI = *p.MPI
 	}
+	s.Ntasks, s.Oversubscribe, s.CPUBind = p.Tasks()
 	s.Image = p.ContainerImage
 	if img, ok := l.Containers[p.ContainerImage]; ok {
 		s.Image = img
@@ -266,15 +271,24 @@ func (l *Launch) newStep(p *engine.Process) (step, error) {
 func (l *Launch) srunArgs(s step, jobID, starter string) []string {
 	pyxis := l.Runtime == config.RuntimePyxis
 	a := []string{"--jobid", jobID, "--overlap"}
+	// The MPI flags and task count only with real engines: the emulation
+	// runs one simulated process per step.
+	ntasks := 1
 	if s.MPI != "" && pyxis {
 		a = append(a, "--mpi", s.MPI)
+		if s.Oversubscribe {
+			a = append(a, "--oversubscribe")
+		}
+		if s.CPUBind != "" {
+			a = append(a, "--cpu-bind="+s.CPUBind)
+		}
+		ntasks = max(s.Ntasks, 1)
 	}
 	// An emulated step over several nodes (a TensorRT-LLM worker is one
 	// srun over all its nodes) runs one role per node: srun shrinks a step
 	// to its task count, and the emulated nodes have one CPU each, so not
 	// srt-slurm's task per GPU; the role counts its world as nodes x GPUs
 	// per node (sim/simrole runTRTLLM).
-	ntasks := 1
 	if s.SimRole != "" {
 		ntasks = max(1, len(s.Nodes))
 	}
@@ -405,7 +419,7 @@ func nodeAddrs(ctx context.Context, nodes []string) []string {
 }
 
 // render produces the process set of a bring-up in dir.
-func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec, dir string, addrs []string) (*config.Recipe, []*engine.Process, error) {
+func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec, dir string, addrs []string) (*config.Recipe, *engine.Rendered, error) {
 	if spec.RecipePath == "" {
 		return nil, nil, fmt.Errorf("%w: the point has no recipe (CONFIG_FILE) to launch", cluster.ErrBadConfig)
 	}
@@ -431,12 +445,17 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if paths.Image == "" {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.container is missing", cluster.ErrBadConfig, rec.Display)
 	}
-	procs, err := engine.Render(rec, engine.Allocation{Nodes: alloc.Nodes, Addrs: addrs},
+	rendered, err := engine.Render(rec, engine.Allocation{Nodes: alloc.Nodes, Addrs: addrs},
 		engine.Options{SyntheticAL: spec.SyntheticAL, Paths: paths, JobID: alloc.JobID})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
-	return rec, procs, nil
+	// Health reads the dynamo frontend's /health; refuse before any step
+	// starts rather than time out on a router that answers elsewhere.
+	if rendered.Frontend != "dynamo" {
+		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend checks health through dynamo's /health only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
+	}
+	return rec, rendered, nil
 }
 
 // BringUp cancels any serving steps the job already runs (a retry, or the
@@ -464,10 +483,11 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	for i, n := range alloc.Nodes {
 		addrOf[n] = addrs[i]
 	}
-	rec, procs, err := b.render(ctx, alloc, spec, dir, addrs)
+	rec, rendered, err := b.render(ctx, alloc, spec, dir, addrs)
 	if err != nil {
 		return cluster.Server{}, err
 	}
+	procs := rendered.Processes
 	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL}
 	st.Prefill, st.Decode = engine.Expected(procs)
@@ -494,7 +514,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		}
 		st.Steps = append(st.Steps, s)
 	}
-	if err := writeNginxConf(dir, procs, addrOf); err != nil {
+	if err := writeFiles(dir, rendered.Files); err != nil {
 		return cluster.Server{}, err
 	}
 	if err := writeJSON(filepath.Join(dir, "launch.json"), st); err != nil {
@@ -650,42 +670,24 @@ func readState(dir string) (*launchState, error) {
 	return &st, nil
 }
 
-// writeNginxConf writes LOG_DIR/nginx.conf (mounted at /logs/nginx.conf) as
-// srt-slurm does when nginx fronts several frontends: listen on the public
-// port, spread requests over the frontends, keep a session on one frontend
-// by its X-Dynamo-Session-ID, and never buffer streamed responses.
-func writeNginxConf(dir string, procs []*engine.Process, addrOf map[string]string) error {
-	hasNginx := false
-	var ups []string
-	for _, p := range procs {
-		switch p.Role {
-		case engine.RoleNginx:
-			hasNginx = true
-		case engine.RoleFrontend:
-			port := "8180"
-			for _, a := range p.Command {
-				if v, ok := strings.CutPrefix(a, "--http-port="); ok {
-					port = v
-				}
-			}
-			ups = append(ups, net.JoinHostPort(addrOf[p.Nodelist[0]], port))
+// writeFiles writes the files the render returned (nginx.conf, the
+// TensorRT-LLM engine options, ...) into the bring-up's log directory,
+// mounted at /logs, before any step starts: what runs is what was rendered.
+func writeFiles(dir string, files map[string]string) error {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name != filepath.Base(name) || name == "." || name == ".." {
+			return fmt.Errorf("%w: rendered file name %q is not a plain file name", cluster.ErrBadConfig, name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o644); err != nil {
+			return err
 		}
 	}
-	if !hasNginx {
-		return nil
-	}
-	var sb strings.Builder
-	sb.WriteString("# Written by sweepflow for this bring-up: nginx in front of the dynamo frontends.\n")
-	sb.WriteString("worker_processes auto;\nevents { worker_connections 65536; }\nhttp {\n")
-	sb.WriteString("  upstream dynamo_frontends {\n    hash $http_x_dynamo_session_id consistent;\n")
-	for _, u := range ups {
-		sb.WriteString("    server " + u + ";\n")
-	}
-	sb.WriteString("  }\n  server {\n    listen 8000;\n    client_max_body_size 0;\n")
-	sb.WriteString("    location / {\n      proxy_pass http://dynamo_frontends;\n      proxy_http_version 1.1;\n")
-	sb.WriteString("      proxy_set_header Connection \"\";\n      proxy_buffering off;\n")
-	sb.WriteString("      proxy_read_timeout 86400s;\n      proxy_send_timeout 86400s;\n    }\n  }\n}\n")
-	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(sb.String()), 0o644)
+	return nil
 }
 
 // stepDied explains a step that ended: the job's own state first, then an
@@ -930,10 +932,11 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		return cluster.Server{}, false, err
 	}
 	addrs := nodeAddrs(ctx, alloc.Nodes)
-	rec, procs, err := b.render(ctx, alloc, spec, dir, addrs)
+	rec, rendered, err := b.render(ctx, alloc, spec, dir, addrs)
 	if err != nil {
 		return cluster.Server{}, false, err
 	}
+	procs := rendered.Processes
 	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, WorkersOnly: true, ReusedFrom: filepath.Base(prevDir), URL: prev.URL}
 	st.Prefill, st.Decode = engine.Expected(procs)
@@ -952,6 +955,10 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		}
 	}
 	st.Steps = append(keep, workers...)
+	// The new workers read their engine options from this directory's /logs.
+	if err := writeFiles(dir, rendered.Files); err != nil {
+		return cluster.Server{}, false, err
+	}
 	if err := writeJSON(filepath.Join(dir, "launch.json"), st); err != nil {
 		return cluster.Server{}, false, err
 	}
