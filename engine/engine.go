@@ -58,9 +58,6 @@ type Options struct {
 	SyntheticAL float64
 	Paths       Paths
 	JobID       string // srun --jobid; "" omits it (as outside a job)
-	// TemplateDir holds srt-slurm's templates (nginx.conf.j2); "" reads
-	// them from Paths.SrtRoot.
-	TemplateDir string
 }
 
 // PlaceholderPaths are the reference renders' placeholders.
@@ -361,7 +358,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		for _, n := range feNodes {
 			hosts = append(hosts, ns.addr[n])
 		}
-		conf, err := nginxConf(s, opt, hosts, fePort, frontendPublicPort)
+		conf, err := nginxConf(s, hosts, fePort, frontendPublicPort)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 		}

@@ -17,9 +17,8 @@ import (
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
-// envSrtSlurmSrc names an srt-slurm checkout (v1.0.68) whose templates
-// (src/srtctl/templates/nginx.conf.j2) the renderer reads, as srt-slurm does.
-// Without it nginx.conf is rendered from sweepflow's own text and not compared.
+// envSrtSlurmSrc names an srt-slurm checkout (v1.0.68) whose recipes/ tree
+// TestSrtSlurmGB200RecipesRender renders (not reference data CI has).
 const envSrtSlurmSrc = "SWEEPFLOW_SRT_SLURM_SRC"
 
 var (
@@ -112,7 +111,7 @@ func orderedPairs(t *testing.T, raw json.RawMessage) any {
 }
 
 // fleetCompare is compare.py: the first difference, or "".
-func fleetCompare(t *testing.T, want, got []byte, compareFile func(string) bool) string {
+func fleetCompare(t *testing.T, want, got []byte) string {
 	type doc struct {
 		Processes []json.RawMessage `json:"processes"`
 		Files     map[string]string `json:"files"`
@@ -139,9 +138,6 @@ func fleetCompare(t *testing.T, want, got []byte, compareFile func(string) bool)
 		}
 	}
 	for name, body := range w.Files {
-		if !compareFile(name) {
-			continue
-		}
 		ours, ok := g.Files[name]
 		if !ok {
 			return "file " + name + ": srt-slurm writes it, ours does not"
@@ -178,14 +174,6 @@ func TestFleetReferences(t *testing.T) {
 	cases, err := filepath.Glob(filepath.Join(dir, "*.recipe.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
-	tplDir := ""
-	if src := os.Getenv(envSrtSlurmSrc); src != "" {
-		tplDir = filepath.Join(src, "src", "srtctl", "templates")
-		_, err := os.Stat(filepath.Join(tplDir, "nginx.conf.j2"))
-		require.NoError(t, err, "%s=%s", envSrtSlurmSrc, src)
-	} else {
-		t.Logf("nginx.conf not compared: set %s to an srt-slurm v1.0.68 checkout for its template", envSrtSlurmSrc)
-	}
 	ok, refused := 0, 0
 	for _, f := range cases {
 		name := strings.TrimSuffix(filepath.Base(f), ".recipe.yaml")
@@ -196,14 +184,14 @@ func TestFleetReferences(t *testing.T) {
 			require.NoError(t, err)
 			fp, err := r.Footprint(0)
 			require.NoError(t, err)
-			got, err := Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242", TemplateDir: tplDir})
+			got, err := Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242"})
 			if err != nil && strings.Contains(err.Error(), "not supported by the engine launcher") {
 				refused++ // srt-slurm launches it, so a refusal is a gap, counted apart from wrong renders
 			}
 			require.NoError(t, err)
 			b, err := json.Marshal(got)
 			require.NoError(t, err)
-			if d := fleetCompare(t, want, b, func(file string) bool { return file != "nginx.conf" || tplDir != "" }); d != "" {
+			if d := fleetCompare(t, want, b); d != "" {
 				t.Fatal(d)
 			}
 			ok++
@@ -268,8 +256,7 @@ func TestSrtSlurmGB200RecipesRender(t *testing.T) {
 		if err == nil {
 			var fp config.Footprint
 			if fp, err = r.Footprint(0); err == nil {
-				_, err = Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242",
-					TemplateDir: filepath.Join(src, "src", "srtctl", "templates")})
+				_, err = Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242"})
 			}
 		}
 		switch {

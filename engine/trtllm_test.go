@@ -92,16 +92,6 @@ g: ''
 	assert.Equal(t, "{}\n", pyYAMLDump(&ordered{}))
 }
 
-func TestJinjaRender(t *testing.T) {
-	tpl := "a\n{% if on %}\nx {{ n }}\n{% else %}\ny\n{% endif %}\n{% set k = \"$h_\" ~ (hdr | lower | replace(\"-\", \"_\")) %}\n" +
-		"  {% for h in hs %}\n  s {{ h }}:{{ n }};\n  {% endfor %}\nk={{ k }}\n"
-	out, err := jinjaRender(tpl, map[string]any{"on": false, "n": 8, "hs": []string{"h1", "h2"}, "hdr": "X-Sess-ID"})
-	require.NoError(t, err)
-	assert.Equal(t, "a\n\ny\n\n\n  \n  s h1:8;\n  \n  s h2:8;\n  \nk=$h_x_sess_id", out)
-	_, err = jinjaRender("{{ missing }}", nil)
-	assert.ErrorContains(t, err, `undefined template variable "missing"`)
-}
-
 func mustNode(t *testing.T, src string) *yaml.Node {
 	t.Helper()
 	var n yaml.Node

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,7 +40,7 @@ func newEngineRenderCmd() *cobra.Command {
 	}
 	fs := c.Flags()
 	recipeFile := fs.String("recipe", "", "srt-slurm recipe file (FILE or FILE:override_<name>) (required)")
-	nodesFlag := fs.String("nodes", "", "allocation in Slurm hostlist syntax, e.g. gb200-[01-18] or gb200-01,gb200-02 (required)")
+	nodesFlag := fs.String("nodes", "", "allocation in Slurm hostlist syntax, e.g. gb200-[01-18] or gb200-01,gb200-02 (required; with --reference-placeholders, default: the nodes the recipe needs, gb200-01..NN)")
 	asJSON := fs.Bool("json", false, "print the process set as JSON (the srt-slurm reference fields)")
 	al := fs.Float64("synthetic-acceptance", 0, "render a throughput run with this golden acceptance length (InferenceX's rewrite); 0: eval run")
 	placeholders := fs.Bool("reference-placeholders", false, "print paths and addresses as srt-slurm's reference renders do ({LOG_DIR}, 10.0.0.N, ...)")
@@ -49,12 +48,12 @@ func newEngineRenderCmd() *cobra.Command {
 	modelDir := fs.String("model-dir", "", "checkpoint directory mounted at /model (default: the profile's model for the recipe's alias)")
 	image := fs.String("image", "", "engine container image (default: the recipe's model.container)")
 	logDir := fs.String("log-dir", "", "host log directory mounted at /logs (default: ./outputs/logs)")
-	srtRoot := fs.String("srt-root", "", "srt-slurm checkout (default: the profile's recipes-root); with --reference-placeholders, only where its templates (nginx.conf.j2) are read")
+	srtRoot := fs.String("srt-root", "", "srt-slurm checkout (default: the profile's recipes-root); not used with --reference-placeholders")
 	infmax := fs.String("infmax-workspace", os.Getenv("INFMAX_WORKSPACE"), "InferenceX checkout mounted at /infmax-workspace (default: $INFMAX_WORKSPACE; empty: none)")
 	addrs := fs.String("addrs", "", "node addresses in --nodes order (default: DNS, else the node name)")
 	jobID := fs.String("job-id", "", "Slurm job id for srun --jobid (default: $SLURM_JOB_ID; 4242 with --reference-placeholders)")
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if *recipeFile == "" || *nodesFlag == "" {
+		if *recipeFile == "" || (*nodesFlag == "" && !*placeholders) {
 			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
 		}
 		return engineRenderRun(c.OutOrStdout(), engineRenderFlags{
@@ -75,13 +74,20 @@ type engineRenderFlags struct {
 }
 
 func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
-	nodes, err := hostlist.Expand(f.nodes)
-	if err != nil {
-		return &exitError{code: 2, msg: "--nodes: " + err.Error()}
-	}
 	recipe, err := loadRecipeFile(f.recipe)
 	if err != nil {
 		return err
+	}
+	var nodes []string
+	if f.nodes == "" {
+		// The reference renders' allocation: the smallest the recipe needs.
+		fp, err := recipe.Footprint(0)
+		if err != nil {
+			return err
+		}
+		nodes = engine.PlaceholderAllocation(fp.Nodes).Nodes
+	} else if nodes, err = hostlist.Expand(f.nodes); err != nil {
+		return &exitError{code: 2, msg: "--nodes: " + err.Error()}
 	}
 	var cluster *config.Cluster
 	if f.cluster != "" {
@@ -103,17 +109,6 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		}
 		opt.Paths = engine.PlaceholderPaths(name)
 		opt.JobID = "4242"
-		// srt-slurm's templates (nginx.conf.j2) come from a real checkout even
-		// when its path prints as {SRT_ROOT}; the reference tests name one in
-		// SWEEPFLOW_SRT_SLURM_SRC.
-		root := f.srtRoot
-		if root == "" && cluster != nil {
-			root = cmp.Or(cluster.SrtRoot, cluster.RecipesRoot)
-		}
-		root = cmp.Or(root, os.Getenv("SWEEPFLOW_SRT_SLURM_SRC"))
-		if root != "" {
-			opt.TemplateDir = filepath.Join(root, "src", "srtctl", "templates")
-		}
 		for i := range nodes {
 			alloc.Addrs = append(alloc.Addrs, fmt.Sprintf("10.0.0.%d", i+1))
 		}
