@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/sweepflow/sweepflow/config"
 )
 
 // Rendered is what a launch needs: the processes in launch order and the
@@ -42,4 +44,28 @@ func nginxConf(s *spec, hosts []string, backendPort, listenPort int) (string, er
 	}
 	// Jinja drops the template's final newline; so do we.
 	return strings.TrimSuffix(sb.String(), "\n"), nil
+}
+
+// Preflight renders a recipe as a launch would, on placeholder nodes of the
+// allocation it needs, so what the launcher refuses (a feature it does not
+// render, a framework InferenceX has no synthetic-acceptance injector for)
+// is known before any node is requested: the eval render and, with al > 0,
+// the perf render. modelName names the checkpoint directory.
+func Preflight(r *config.Recipe, gpusPerNode int, modelName string, al float64) error {
+	fp, err := r.Footprint(gpusPerNode)
+	if err != nil {
+		return err
+	}
+	opt := Options{Paths: PlaceholderPaths(modelName), JobID: "4242"}
+	alloc := PlaceholderAllocation(fp.Nodes)
+	if _, err := Render(r, alloc, opt); err != nil {
+		return err
+	}
+	if al > 0 {
+		opt.SyntheticAL = al
+		if _, err := Render(r, alloc, opt); err != nil {
+			return fmt.Errorf("perf render (golden AL %g): %w", al, err)
+		}
+	}
+	return nil
 }

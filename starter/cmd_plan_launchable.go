@@ -273,22 +273,7 @@ func renderLaunch(root, ref string, c *config.Cluster, al float64) (alias string
 		}
 		name = fallbackModelName(r)
 	}
-	fp, err := r.Footprint(c.GPUsPerNode)
-	if err != nil {
-		return alias, err
-	}
-	opt := engine.Options{Paths: engine.PlaceholderPaths(name), JobID: "4242"}
-	alloc := engine.PlaceholderAllocation(fp.Nodes)
-	if _, err := engine.Render(r, alloc, opt); err != nil {
-		return alias, err
-	}
-	if al > 0 {
-		opt.SyntheticAL = al
-		if _, err := engine.Render(r, alloc, opt); err != nil {
-			return alias, fmt.Errorf("perf render (golden AL %g): %w", al, err)
-		}
-	}
-	return alias, nil
+	return alias, engine.Preflight(r, c.GPUsPerNode, name, al)
 }
 
 func plural(n int) string {

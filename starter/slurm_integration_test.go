@@ -65,8 +65,14 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 // sweep plans the seed sweep for the emulated partition, keeping the named
 // points (all of them when none is named).
 func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.SweepInput {
+	return s.sweepOf(t, "../configs/sweeps/dsv4-gb200-agentx.yaml", id, keep...)
+}
+
+// sweepOf plans a sweep file for the emulated partition, keeping only the
+// named points when keep names any.
+func (s *slurmIT) sweepOf(t *testing.T, file, id string, keep ...string) *workflows.SweepInput {
 	in, _, err := buildSweep(sweepRequest{
-		SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: slurmEmuProfile, ID: id,
+		SweepFile: file, ClusterFile: slurmEmuProfile, ID: id,
 		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})
 	require.NoError(t, err)

@@ -36,10 +36,36 @@ type seedLaunch struct {
 	ReusedFrom  string   `json:"reused_from"`
 }
 
-// golden AL of the seed's recipes (DSpark, 6 draft tokens, thinking on).
-const seedAL = 3.77
+// deploymentCheck is what a sweep's bring-ups show beyond a fresh render:
+// the golden AL its perf bring-ups carry (0: none, so only a workers-only
+// restart marks the eval bring-up), how a worker received it, and the
+// benchmark environment InferenceX sets (besides CONC and MODEL).
+type deploymentCheck struct {
+	al        float64
+	synthetic func(t *testing.T, name string, argv []string, env map[string]string, perf bool)
+	benchEnv  map[string]string
+}
 
 var synthKeys = []string{"SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE"}
+
+// seedCheck: the seed's recipes (DSpark, 6 draft tokens, thinking on) get
+// golden AL 3.77 as SGLang's three simulate variables in perf mode only.
+var seedCheck = deploymentCheck{
+	al: 3.77,
+	synthetic: func(t *testing.T, name string, _ []string, env map[string]string, perf bool) {
+		if perf {
+			assert.Equal(t, "3.77", env["SGLANG_SIMULATE_ACC_LEN"], name)
+			assert.Equal(t, "match-expected", env["SGLANG_SIMULATE_ACC_METHOD"], name)
+			assert.Equal(t, "real-draft-token", env["SGLANG_SIMULATE_ACC_TOKEN_MODE"], name)
+			return
+		}
+		for _, k := range synthKeys {
+			assert.NotContains(t, env, k, "%s: eval-mode workers get no synthetic acceptance", name)
+		}
+	},
+	benchEnv: map[string]string{"MODEL_PREFIX": "dsv4", "FRAMEWORK": "dynamo-sglang", "PRECISION": "fp4",
+		"KV_OFFLOADING": "dram", "KV_OFFLOAD_BACKEND": "hicache", "IS_MULTINODE": "true"},
+}
 
 // TestSlurmSeedSweep runs the whole seed sweep (8 points) through the real
 // launcher on the emulated 18-node partition: every process of every
@@ -83,6 +109,19 @@ func TestSlurmSeedSweep(t *testing.T) {
 	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
 		"simulator role processes left: %v", simRoleProcs(t))
 
+	deployments, perfBringUps, evalBringUps := checkSweepBringUps(t, in, func(activities.PointSpec) deploymentCheck { return seedCheck })
+	require.Equal(t, 6, deployments, "the seed sweep has 6 deployments")
+	require.GreaterOrEqual(t, perfBringUps, deployments, "one perf bring-up per deployment")
+	require.Less(t, perfBringUps, len(in.Points), "points of one deployment share its perf bring-up")
+	require.GreaterOrEqual(t, evalBringUps, 1)
+}
+
+// checkSweepBringUps checks every bring-up of every deployment of a sweep
+// that ran on the emulated partition (checkSeedDeployment, with the checks
+// dc gives for the point's deployment); it returns the number of
+// deployments and of complete perf and eval bring-ups.
+func checkSweepBringUps(t *testing.T, in *workflows.SweepInput, dc func(activities.PointSpec) deploymentCheck) (deployments, perfBringUps, evalBringUps int) {
+	t.Helper()
 	cl, err := config.LoadCluster(slurmEmuProfile)
 	require.NoError(t, err)
 	// Points of one deployment share one allocation (the holder job of the
@@ -98,7 +137,7 @@ func TestSlurmSeedSweep(t *testing.T) {
 		}
 		groups[id.Deployment] = append(groups[id.Deployment], p)
 	}
-	perfBringUps, evalBringUps, evals := 0, 0, 0
+	evals := 0
 	for _, dep := range order {
 		pts := groups[dep]
 		var dirs []string
@@ -112,23 +151,20 @@ func TestSlurmSeedSweep(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, dirs, "%s: no holder job directory for the deployment", pts[0].ExpName)
-		perf, eval := checkSeedDeployment(t, cl, pts, dirs)
+		perf, eval := checkSeedDeployment(t, cl, pts, dirs, dc(pts[0]))
 		perfBringUps += perf
 		evalBringUps += eval
 	}
 	t.Logf("bring-ups checked: %d perf, %d eval for %d deployments of %d points (points with eval: %d)",
 		perfBringUps, evalBringUps, len(order), len(in.Points), evals)
-	require.Len(t, order, 6, "the seed sweep has 6 deployments")
-	require.GreaterOrEqual(t, perfBringUps, len(order), "one perf bring-up per deployment")
-	require.Less(t, perfBringUps, len(in.Points), "points of one deployment share its perf bring-up")
-	require.GreaterOrEqual(t, evalBringUps, 1)
+	return len(order), perfBringUps, evalBringUps
 }
 
 // checkSeedDeployment checks every bring-up of one deployment's holder
 // jobs (their serve-N directories) against a fresh render, and that each of
 // its points ran its own benchmark in a perf bring-up; it returns how many
 // complete perf and eval bring-ups it checked.
-func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.PointSpec, jobDirs []string) (perf, eval int) {
+func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.PointSpec, jobDirs []string, dc deploymentCheck) (perf, eval int) {
 	t.Helper()
 	benchDone := map[int]bool{}
 	anyEval := false
@@ -136,7 +172,7 @@ func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.Poin
 		anyEval = anyEval || p.Eval
 	}
 	for _, jobDir := range jobDirs {
-		modes, perfDirs := checkSeedServes(t, cl, pts[0], jobDir)
+		modes, perfDirs := checkSeedServes(t, cl, pts[0], jobDir, dc)
 		for _, m := range modes {
 			if m == "perf" {
 				perf++
@@ -150,7 +186,7 @@ func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.Poin
 					continue
 				}
 				if logs, _ := filepath.Glob(filepath.Join(pd.dir, fmt.Sprintf("benchmark-*-conc%d.out", p.Conc))); len(logs) > 0 {
-					checkSeedBenchmark(t, p, pd.dir, pd.procs)
+					checkSeedBenchmark(t, p, pd.dir, pd.procs, dc)
 					benchDone[p.Conc] = true
 				}
 			}
@@ -177,7 +213,7 @@ type perfServe struct {
 // checkSeedServes checks every bring-up of one holder job (its serve-N
 // directories) against a fresh render; it returns the modes of the complete
 // bring-ups in order and the perf ones' directories and processes.
-func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, jobDir string) (modes []string, perfDirs []perfServe) {
+func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, jobDir string, dc deploymentCheck) (modes []string, perfDirs []perfServe) {
 	t.Helper()
 	rec, err := config.LoadRecipe(cl.RecipesRoot, p.RecipePath)
 	require.NoError(t, err)
@@ -204,9 +240,15 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 		})
 		require.NoError(t, err)
 		procs := rendered.Processes
-		perfMode := st.SyntheticAL > 0
+		perfMode := st.SyntheticAL > 0 || (dc.al == 0 && !st.WorkersOnly)
 		if perfMode {
-			require.Equal(t, seedAL, st.SyntheticAL, "%s: perf bring-ups inject the golden AL", p.ExpName)
+			require.Equal(t, dc.al, st.SyntheticAL, "%s: perf bring-ups inject the golden AL", p.ExpName)
+		}
+		// The files the render returns are the files the launch wrote.
+		for name, body := range rendered.Files {
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			require.NoError(t, err, "%s: %s/%s written before launch", p.ExpName, filepath.Base(dir), name)
+			require.Equal(t, body, string(got), "%s: %s/%s", p.ExpName, filepath.Base(dir), name)
 		}
 		complete := true
 		for _, proc := range procs {
@@ -230,17 +272,8 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 				require.Contains(t, env, k, "%s: env_to_set %s", name, k)
 				require.Equal(t, v, env[k], "%s: env_to_set %s", name, k)
 			}
-			switch proc.Role {
-			case engine.RolePrefill, engine.RoleDecode, engine.RoleAgg:
-				if perfMode {
-					assert.Equal(t, "3.77", env["SGLANG_SIMULATE_ACC_LEN"], name)
-					assert.Equal(t, "match-expected", env["SGLANG_SIMULATE_ACC_METHOD"], name)
-					assert.Equal(t, "real-draft-token", env["SGLANG_SIMULATE_ACC_TOKEN_MODE"], name)
-				} else {
-					for _, k := range synthKeys {
-						assert.NotContains(t, env, k, "%s: eval-mode workers get no synthetic acceptance", name)
-					}
-				}
+			if worker {
+				dc.synthetic(t, name, argv, env, perfMode)
 			}
 		}
 		if !complete {
@@ -260,7 +293,7 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 
 // checkSeedBenchmark: perf ran the rendered benchmark process (agentic_srt.sh's
 // command, env_to_set unchanged) with InferenceX's benchmark environment.
-func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs []*engine.Process) {
+func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs []*engine.Process, dc deploymentCheck) {
 	t.Helper()
 	var bench *engine.Process
 	for _, proc := range procs {
@@ -285,8 +318,9 @@ func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs 
 		v, _ := bench.EnvValue(k)
 		require.Equal(t, v, env[k], "%s: benchmark env_to_set %s", p.ExpName, k)
 	}
-	for k, v := range map[string]string{"CONC": strconv.Itoa(p.Conc), "MODEL": p.Model, "MODEL_PREFIX": "dsv4", "FRAMEWORK": "dynamo-sglang",
-		"PRECISION": "fp4", "KV_OFFLOADING": "dram", "KV_OFFLOAD_BACKEND": "hicache", "IS_MULTINODE": "true"} {
+	assert.Equal(t, strconv.Itoa(p.Conc), env["CONC"], "%s: benchmark CONC", p.ExpName)
+	assert.Equal(t, p.Model, env["MODEL"], "%s: benchmark MODEL", p.ExpName)
+	for k, v := range dc.benchEnv {
 		assert.Equal(t, v, env[k], "%s: benchmark %s", p.ExpName, k)
 	}
 	for _, k := range []string{"RESULT_FILENAME", "DURATION", "PREFILL_NUM_WORKERS", "PREFILL_TP", "DECODE_NUM_WORKERS", "DECODE_TP"} {

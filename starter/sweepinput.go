@@ -10,6 +10,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/engine"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -66,6 +67,9 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 		SweepFile: absPath(req.SweepFile), ClusterFile: absPath(req.ClusterFile),
 	}
 	in.Points = activities.PointSpecs(p, cl, sw.Evals)
+	if err := preflightRecipes(cl, p.RecipesRoot, in.Points); err != nil {
+		return nil, nil, err
+	}
 	if err := applyFaults(req.Faults, in.Points); err != nil {
 		return nil, nil, err
 	}
@@ -119,6 +123,33 @@ func applyFaults(specs []string, pts []activities.PointSpec) error {
 	}
 	for i := range pts {
 		pts[i].Faults = append(pts[i].Faults, faults[pts[i].PointID]...)
+	}
+	return nil
+}
+
+// preflightRecipes renders every recipe of a sweep that launches recipes
+// (the slurm backend), from the root the plan read, once per mode it will
+// run in, so a recipe the launcher refuses stops the sweep here, not after
+// its nodes are held.
+func preflightRecipes(cl *config.Cluster, root string, pts []activities.PointSpec) error {
+	if cl.Backend != config.BackendSlurm {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, p := range pts {
+		key := fmt.Sprintf("%s@%g", p.RecipePath, p.SyntheticAL)
+		if done[key] {
+			continue
+		}
+		done[key] = true
+		r, err := config.LoadRecipe(root, p.RecipePath)
+		if err != nil {
+			return err
+		}
+		name := filepath.Base(resolveModelDir(r, cl))
+		if err := engine.Preflight(r, cl.GPUsPerNode, name, p.SyntheticAL); err != nil {
+			return fmt.Errorf("%s: recipe %s does not launch on %s, nothing was started: %v", p.ExpName, p.RecipePath, cl.Name, err)
+		}
 	}
 	return nil
 }

@@ -114,3 +114,66 @@ func TestBuildSweepUsesProfileTaskQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "gb200-rack-7", in.TaskQueue)
 }
+
+// TestBuildSweepRefusesWhatDoesNotLaunch: a sweep on a Slurm partition
+// renders each recipe in the modes it will run in before anything starts.
+// A TensorRT-LLM spec-decode row with synthetic acceptance cannot get its
+// golden AL (InferenceX has no TensorRT-LLM injector), so it is refused with
+// one line; the same recipe without synthetic acceptance plans, and the
+// simulated backend, which launches no recipe, is not asked.
+func TestBuildSweepRefusesWhatDoesNotLaunch(t *testing.T) {
+	dir := t.TempDir()
+	recipe, err := os.ReadFile("../configs/recipes/trtllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-stp.yaml")
+	require.NoError(t, err)
+	// MTP on the generation worker: a spec-decode TensorRT-LLM recipe.
+	spec := strings.Replace(string(recipe), "    decode:\n", "    decode:\n      speculative_config:\n        decoding_type: MTP\n        num_nextn_predict_layers: 3\n", 1)
+	require.NotEqual(t, string(recipe), spec, "the fixture's decode block moved")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "recipes"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "recipes", "trt-mtp.yaml"), []byte(spec), 0o644))
+	master, err := os.ReadFile("../configs/dsv4-gb200-trt-vllm.yaml")
+	require.NoError(t, err)
+	row := strings.Replace(string(master), `- spec-decoding: none
+        conc-list: [8, 16]
+        kv-offloading: none
+        prefill:
+          num-worker: 1
+          tp: 4
+          ep: 4
+          dp-attn: true
+          additional-settings:
+          - "CONFIG_FILE=recipes/trtllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-stp.yaml"`, `- spec-decoding: mtp
+        conc-list: [8, 16]
+        kv-offloading: none
+        prefill:
+          num-worker: 1
+          tp: 4
+          ep: 4
+          dp-attn: true
+          additional-settings:
+          - "SYNTHETIC_ACCEPTANCE=true"
+          - "SYNTHETIC_ACCEPTANCE_LENGTH=3.01"
+          - "CONFIG_FILE=recipes/trt-mtp.yaml"`, 1)
+	require.NotEqual(t, string(master), row, "the fixture's TensorRT-LLM row moved")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "master.yaml"), []byte(row), 0o644))
+	runners, err := filepath.Abs("../configs/runners.yaml")
+	require.NoError(t, err)
+	profile, err := filepath.Abs("../configs/clusters/slurm-emu.yaml")
+	require.NoError(t, err)
+	sweep := filepath.Join(dir, "sweep.yaml")
+	require.NoError(t, os.WriteFile(sweep, []byte("name: trt-mtp\nconfig-files: [master.yaml]\nrunner-config: "+runners+
+		"\ncluster: "+profile+"\nconfig-keys: [dsv4-fp4-gb200-dynamo-trt-agentic-disagg]\nrecipes-root: .\nthinking: true\n"), 0o644))
+
+	_, _, err = buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/slurm-emu.yaml"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "recipes/trt-mtp.yaml does not launch on slurm-emu, nothing was started")
+	assert.Contains(t, err.Error(), "InferenceX has no synthetic-acceptance injector for trtllm")
+	assert.NotContains(t, err.Error(), "\n", "one line")
+
+	in, _, err := buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/local-sim.yaml"})
+	require.NoError(t, err, "the simulator launches no recipe")
+	require.Len(t, in.Points, 2)
+
+	// The row as it ships (no speculation, no synthetic acceptance) launches.
+	_, _, err = buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-trt-vllm.yaml", ClusterFile: "../configs/clusters/slurm-emu.yaml"})
+	require.NoError(t, err)
+}

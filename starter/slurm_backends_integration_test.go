@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// vllmAL is the golden AL of configs/dsv4-gb200-trt-vllm.yaml's vLLM rows
+// (3 draft tokens, thinking on).
+const vllmAL = 3.01
+
+// TestSlurmTRTLLMAndVLLMSweep runs a Dynamo+TensorRT-LLM and a Dynamo+vLLM
+// deployment (configs/sweeps/dsv4-gb200-trt-vllm.yaml, 2 points each)
+// through the real launcher on the emulated partition: bring-up, warmup,
+// perf, eval restart and teardown. From the roles' own logs it checks that
+// every process received its freshly rendered argv and env_to_set and that
+// the launch wrote the rendered files (trtllm_config_<mode>.yaml); that
+// perf-mode vLLM workers got InferenceX's synthetic acceptance inside their
+// speculative-config and eval-mode ones did not; and afterwards that squeue
+// holds no job of the sweep and no role process is left.
+func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
+	}
+	part := slurmemu.Start(t)
+	_ = part
+	e := newITEnv(t)
+	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
+		filepath.Join(e.home, "slurm-emu", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
+	require.NoError(t, err, string(out))
+	s := &slurmIT{itEnv: e, part: part}
+	s.startWorker(0)
+	t.Cleanup(func() { s.stopWorker() })
+
+	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-trt-vllm.yaml", "slurm-trt-vllm")
+	require.Len(t, in.Points, 4)
+	t0 := time.Now()
+	s.start(in)
+	pr := s.wait(in.SweepID, 10*time.Minute)
+	t.Logf("TensorRT-LLM and vLLM sweep on the emulated partition: %d points in %s", len(in.Points), time.Since(t0).Round(time.Second))
+	for _, p := range in.Points {
+		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
+	}
+	require.Equal(t, len(in.Points), pr.Counts[workflows.StatusCompleted], "%+v", pr)
+	s.settled(t, in)
+	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
+		"simulator role processes left: %v", simRoleProcs(t))
+
+	benchEnv := func(framework string) map[string]string {
+		return map[string]string{"MODEL_PREFIX": "dsv4", "FRAMEWORK": framework, "PRECISION": "fp4", "IS_MULTINODE": "true"}
+	}
+	trt := deploymentCheck{
+		synthetic: func(t *testing.T, name string, argv []string, env map[string]string, _ bool) {
+			require.Contains(t, strings.Join(argv, " "), "trtllm-llmapi-launch python3 -m dynamo.trtllm", name)
+			for _, k := range synthKeys {
+				assert.NotContains(t, env, k, name)
+			}
+		},
+		benchEnv: benchEnv("dynamo-trt"),
+	}
+	vllm := deploymentCheck{
+		al: vllmAL,
+		synthetic: func(t *testing.T, name string, argv []string, _ map[string]string, perf bool) {
+			spec := flagValue(argv, "--speculative-config")
+			require.NotEmpty(t, spec, "%s: the worker got a speculative-config", name)
+			var cfg map[string]any
+			require.NoError(t, json.Unmarshal([]byte(spec), &cfg), "%s: %s", name, spec)
+			if perf {
+				assert.Equal(t, "synthetic", cfg["rejection_sample_method"], "%s: %s", name, spec)
+				assert.Equal(t, vllmAL, cfg["synthetic_acceptance_length"], "%s: %s", name, spec)
+				return
+			}
+			assert.NotContains(t, cfg, "rejection_sample_method", "%s: eval-mode workers verify real drafts", name)
+			assert.NotContains(t, cfg, "synthetic_acceptance_length", "%s: eval-mode workers verify real drafts", name)
+		},
+		benchEnv: benchEnv("dynamo-vllm"),
+	}
+	deployments, perf, eval := checkSweepBringUps(t, in, func(p activities.PointSpec) deploymentCheck {
+		if strings.Contains(p.RecipePath, "/trtllm/") {
+			return trt
+		}
+		require.Contains(t, p.RecipePath, "/vllm/")
+		return vllm
+	})
+	require.Equal(t, 2, deployments)
+	require.Equal(t, 2, perf, "one perf bring-up per deployment")
+	require.Equal(t, 2, eval, "one eval restart per deployment")
+}
+
+// flagValue is the word after flag in argv, or "".
+func flagValue(argv []string, flag string) string {
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == flag {
+			return argv[i+1]
+		}
+	}
+	return ""
+}
