@@ -161,6 +161,9 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if err != nil {
 		return PerfSummary{}, classify(err)
 	}
+	// The benchmark asks for the model the deployment serves; InferenceX's
+	// recipes serve MODEL itself, a TensorRT-LLM worker its directory name.
+	env["MODEL"] = p.servedModel(in.Endpoint)
 	if d := a.simulatedDuration(p); d > 0 {
 		env["DURATION"] = strconv.Itoa(d)
 	}

@@ -37,7 +37,7 @@ func (a *Activities) perfDuration(p PointSpec) time.Duration {
 // with conc lanes; fixed sequence-length rows send random ISL/OSL prompts.
 func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
 	o := loadgen.Options{
-		BaseURL: ep.URL, Model: p.Model, Concurrency: max(p.Conc, 1),
+		BaseURL: ep.URL, Model: p.servedModel(&ep), Concurrency: max(p.Conc, 1),
 		Seed: a.Load.Seed, TimeScale: a.Load.TimeScale, ClockScale: a.Load.TimeScale,
 		PrefillGPUs: p.PrefillGPUs, DecodeGPUs: p.DecodeGPUs, TotalGPUs: p.GPUs,
 	}

@@ -152,7 +152,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		}
 	}
 	a.log(ctx).Info("server healthy", zap.String("url", srv.URL), zap.String("mode", in.Mode))
-	return Endpoint{URL: srv.URL, Mode: in.Mode, JobID: in.Alloc.JobID, Handle: srv.Handle}, nil
+	return Endpoint{URL: srv.URL, Mode: in.Mode, JobID: in.Alloc.JobID, Handle: srv.Handle, Model: srv.Model}, nil
 }
 
 // Teardown stops the servers and releases the allocation. Idempotent.

@@ -115,6 +115,18 @@ type Endpoint struct {
 	JobID string `json:"job_id"`
 	// Handle identifies the serving processes for the backend (pid, step id).
 	Handle string `json:"handle"`
+	// Model is the name the deployment serves ("": the row's model). A
+	// TensorRT-LLM worker serves its checkpoint directory's name, so
+	// clients must ask for this one, not InferenceX's model id.
+	Model string `json:"model,omitempty"`
+}
+
+// servedModel is the model name requests to ep must carry.
+func (p PointSpec) servedModel(ep *Endpoint) string {
+	if ep != nil && ep.Model != "" {
+		return ep.Model
+	}
+	return p.Model
 }
 
 // PerfSummary and EvalSummary are the point package's summaries.

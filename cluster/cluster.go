@@ -92,6 +92,8 @@ type Benchmarker interface {
 type Server struct {
 	URL    string
 	Handle string
+	// Model is the name the server serves, when the backend knows it.
+	Model string
 }
 
 // Backend is one kind of cluster. Every method is idempotent: activities are

@@ -148,3 +148,11 @@ func TestOverrideVariantWithSABench(t *testing.T) {
 		})
 	}
 }
+
+// An SGLang recipe serves its served-model-name (the first found in
+// prefill, aggregated, decode), and the render tells clients so.
+func TestRenderServedModel(t *testing.T) {
+	r, err := Render(load(t, "sabench-disagg.yaml"), PlaceholderAllocation(3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
+	require.NoError(t, err)
+	assert.Equal(t, "org/Tiny", r.ServedModel)
+}

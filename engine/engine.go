@@ -463,7 +463,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	for _, p := range out {
 		p.Argv = srunArgv(p, opt.JobID)
 	}
-	return &Rendered{Processes: out, Files: files, Frontend: s.frontendType}, nil
+	return &Rendered{Processes: out, Files: files, Frontend: s.frontendType, ServedModel: served}, nil
 }
 
 // carve splits the allocation into head, benchmark, infra and worker nodes

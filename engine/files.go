@@ -18,6 +18,9 @@ type Rendered struct {
 	// Frontend is frontend.type: dynamo (frontends answer /health) or
 	// sglang (routers answer /workers).
 	Frontend string `json:"-"`
+	// ServedModel is the model name the workers serve and clients must ask
+	// for (TensorRT-LLM always serves the checkpoint directory's name).
+	ServedModel string `json:"-"`
 }
 
 //go:embed nginx.conf.tmpl

@@ -25,6 +25,7 @@ func TestRenderTRTLLM(t *testing.T) {
 		"--served-model-name", "Tiny-1B", "--disaggregation-mode", "prefill", "--extra-engine-args", "/logs/trtllm_config_prefill.yaml",
 		"--request-plane", "nats", "--publish-events-and-metrics"}, p.Command)
 	assert.Equal(t, []string{"gb200-02", "gb200-03"}, d.Nodelist, "one srun spans the decode worker's nodes")
+	assert.Equal(t, "Tiny-1B", r.ServedModel, "TensorRT-LLM serves the checkpoint directory's name; clients must ask for it")
 	assert.Equal(t, []string{"HEAD_NODE_IP", "ETCD_ENDPOINTS", "NATS_SERVER", "DYN_SYSTEM_PORT", "DYN_SKIP_SGLANG_LOG_FORMATTING", "DYN_LOG",
 		"P", "TRTLLM_EPLB_SHM_NAME", "GLOBAL", "CUDA_VISIBLE_DEVICES"}, p.EnvKeys(), "no DYN_REQUEST_PLANE on the MPI path")
 	assert.Equal(t, "{node}", env(p)["P"], "no {node} templating on the MPI path")

@@ -68,6 +68,9 @@ func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
 			}
 		},
 		benchEnv: benchEnv("dynamo-trt"),
+		// TensorRT-LLM serves the checkpoint directory's name (srt-slurm
+		// passes it as --served-model-name), so the clients ask for that.
+		served: "DeepSeek-V4-Pro-0813",
 	}
 	vllm := deploymentCheck{
 		al: vllmAL,

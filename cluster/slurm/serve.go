@@ -520,7 +520,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err := writeJSON(filepath.Join(dir, "launch.json"), st); err != nil {
 		return cluster.Server{}, err
 	}
-	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir)}
+	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir), Model: rendered.ServedModel}
 	exited := make(chan string, len(st.Steps))
 	start := func(steps []step) error {
 		for _, s := range steps {
@@ -971,7 +971,7 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 			return cluster.Server{}, false, err
 		}
 	}
-	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir)}
+	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir), Model: rendered.ServedModel}
 	return srv, true, b.waitListed(ctx, alloc, dir, workers, exited)
 }
 
