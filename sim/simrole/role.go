@@ -144,8 +144,13 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("%w: role %s: no command after --", ErrUsage, role)
 	}
-	if err := Header(o.Stdout, argv, o.Environ); err != nil {
-		return err
+	// A step of several tasks (an MPI worker across nodes) shares one
+	// output file: task 0 alone writes the contract lines, so they are not
+	// interleaved with its twins'.
+	if p := o.Getenv("SLURM_PROCID"); p == "" || p == "0" {
+		if err := Header(o.Stdout, argv, o.Environ); err != nil {
+			return err
+		}
 	}
 	mounts, err := ParseMounts(o.Getenv(EnvMounts))
 	if err != nil {

@@ -2,6 +2,8 @@ package simrole
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -127,5 +129,20 @@ http {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
+	}
+}
+
+// The tasks of one step share its output file: only task 0 prints the
+// contract lines, so a launcher's check of argv and env reads them whole.
+func TestHeaderFromTaskZeroOnly(t *testing.T) {
+	for procid, want := range map[string]bool{"": true, "0": true, "1": false} {
+		var out bytes.Buffer
+		env := map[string]string{"SLURM_PROCID": procid}
+		err := Run(context.Background(), RoleTRTLLM, []string{"python3", "-m", "dynamo.trtllm"}, Options{
+			Getenv: func(k string) string { return env[k] }, Environ: []string{"SLURM_PROCID=" + procid},
+			Stdout: &out, Stderr: io.Discard,
+		})
+		require.Error(t, err, "a worker without its flags fails")
+		assert.Equal(t, want, strings.Contains(out.String(), LogPrefix+"argv="), "SLURM_PROCID=%q: %s", procid, out.String())
 	}
 }
