@@ -87,8 +87,10 @@ type PointInput struct {
 // GPUs; earlier revisions upload first, as recorded. From 4 a stage whose
 // retries ended in a heartbeat timeout (its worker, or the server, was out
 // of reach) retries by itself after a pause before it asks an operator
-// (infraRetry).
-const pointRev = 4
+// (infraRetry). From 6 the perf and upload inputs say when an operator
+// skipped the warmup (PointSpec.WarmupSkipped), so the stored figures'
+// profile records it.
+const pointRev = 6
 
 // Decision is the argument of the decide update.
 type Decision struct {
@@ -341,6 +343,7 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	}
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
+	up.Point.WarmupSkipped = r.warmupSkipped() && r.state.Perf != nil && !slices.Contains(r.state.Reused, activities.StagePerf)
 	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, activities.StagePerf) {
 		up.PerfFrom = &activities.ReuseSource{Sweep: reused.PerfSweep, Run: reused.PerfRun}
 	}
@@ -382,8 +385,10 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 			return true, err
 		}
 		var perf activities.PerfSummary
+		pin := in
+		pin.Point.WarmupSkipped = r.warmupSkipped()
 		skipped, err := r.stage(ctx, activities.StagePerf, func(actx workflow.Context) error {
-			return workflow.ExecuteActivity(actx, r.acts.Perf, in).Get(actx, &perf)
+			return workflow.ExecuteActivity(actx, r.acts.Perf, pin).Get(actx, &perf)
 		})
 		if err != nil {
 			return true, err
@@ -447,6 +452,12 @@ func (r *pointRun) needNodes(needPerf, needEval bool) bool {
 // skippedBefore: the operator skipped this stage earlier in the point, so a
 // re-allocation does not run it again. Points that never reached a versioned
 // gate keep the old behaviour.
+// warmupSkipped: an operator skipped this point's warmup, so its perf
+// figures come from a cold server and are stored as such (revision 6 on).
+func (r *pointRun) warmupSkipped() bool {
+	return r.in.Rev >= 6 && slices.Contains(r.state.Skipped, activities.StageWarmup)
+}
+
 func (r *pointRun) skippedBefore(stage string) bool {
 	return r.gateVersion >= 1 && slices.Contains(r.state.Skipped, stage)
 }

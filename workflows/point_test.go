@@ -31,6 +31,9 @@ type fakeStages struct {
 	// skips it), set before pointEnv.
 	after    map[string]time.Duration
 	evalPass bool
+	// perfIns and uploads are the inputs the perf and upload stages got.
+	perfIns []activities.StageInput
+	uploads []activities.UploadInput
 }
 
 func newFake() *fakeStages {
@@ -99,12 +102,18 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 		return f.hit(ctx, activities.StageWarmup)
 	})
 	env.OnActivity(a.Perf, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StagePerf)).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+		f.mu.Lock()
+		f.perfIns = append(f.perfIns, in)
+		f.mu.Unlock()
 		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true}, f.hit(ctx, activities.StagePerf)
 	})
 	env.OnActivity(a.Eval, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageEval)).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
 		return activities.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, activities.StageEval)
 	})
 	env.OnActivity(a.Upload, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageUpload)).Return(func(ctx context.Context, in activities.UploadInput) error {
+		f.mu.Lock()
+		f.uploads = append(f.uploads, in)
+		f.mu.Unlock()
 		return f.hit(ctx, activities.StageUpload)
 	})
 	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageTeardown)).Return(func(ctx context.Context, in activities.StageInput) error {
@@ -328,6 +337,38 @@ func TestPointWorkflow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPointWarmupSkippedIsRecorded: figures measured after an operator
+// skipped the warmup reach perf and the upload marked as such (their
+// profile then says "warmup: skipped", see activities.TestReuseHonoursHowThePointEnded);
+// a point of an older revision runs as recorded.
+func TestPointWarmupSkippedIsRecorded(t *testing.T) {
+	for _, rev := range []int{6, 4} {
+		f := newFake()
+		f.failures[activities.StageWarmup] = -1
+		env := pointEnv(t, f)
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(UpdateDecide, "skip", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { t.Errorf("decision rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+			}, Decision{Action: ActionSkip})
+		}, time.Minute)
+		env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: rev})
+		require.True(t, env.IsWorkflowCompleted())
+		require.NoError(t, env.GetWorkflowError())
+		require.Len(t, f.perfIns, 1)
+		require.Len(t, f.uploads, 1)
+		require.Equal(t, rev >= 6, f.perfIns[0].Point.WarmupSkipped, "rev %d perf input", rev)
+		require.Equal(t, rev >= 6, f.uploads[0].Point.WarmupSkipped, "rev %d upload input", rev)
+	}
+	// A point whose warmup ran is measured warm.
+	f := newFake()
+	env := pointEnv(t, f)
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: pointRev})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, f.perfIns, 1)
+	require.False(t, f.perfIns[0].Point.WarmupSkipped)
+	require.False(t, f.uploads[0].Point.WarmupSkipped)
 }
 
 func TestPointDecisionRejectedWhileRunning(t *testing.T) {
