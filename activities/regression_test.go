@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -201,4 +202,28 @@ func TestCompareWithBaselineOnlyComparable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rep.Findings)
 	assert.Len(t, rep.NoComparable, 1)
+}
+
+// TestCompareWithBaselineSkipsZeroPerGPUNight: a night stored with per-GPU
+// figures of 0 (a point without its GPU count, before such uploads were
+// refused) is passed over, so it cannot hide regressions for good.
+func TestCompareWithBaselineSkipsZeroPerGPUNight(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	for d, tput := range map[int]float64{1: 1000, 2: 0} {
+		sweep := fmt.Sprintf("n%d", d)
+		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: "c1", Identity: "id", ProfileHash: "h",
+			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50}}))
+		_, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: sweep, Night: time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC),
+			Thresholds: regress.DefaultThresholds(), Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key", Status: "completed"}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: "n3", PointID: "c1", Identity: "id", ProfileHash: "h",
+		Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: 500, TTFTp90Ms: 200, Interactivity: 50}}))
+	rep, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: "n3", Night: time.Date(2026, 11, 3, 2, 0, 0, 0, time.UTC),
+		Thresholds: regress.DefaultThresholds(), Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key", Status: "completed"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "n1", rep.BaselineSweeps["c1"])
+	require.Len(t, rep.Findings, 1)
+	assert.Equal(t, regress.KindOutputTput, rep.Findings[0].Kind)
 }

@@ -21,7 +21,7 @@ import (
 // tells deployments apart (one letter, repeated into a hash-like string).
 func testSpec(sweep, deployment string, conc int) PointSpec {
 	id := point.Identity{Deployment: strings.Repeat(deployment, 64), Conc: conc}
-	return PointSpec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc,
+	return PointSpec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc, Nodes: 2, GPUs: 8,
 		Identity: id.String(), ModelPrefix: "dsv4", Eval: true, ISL: 1024, OSL: 1024,
 		Profile: point.Profile{Scenario: "fixed-seq-len", ISL: 1024, OSL: 1024, Eval: true, Backend: "local", Launcher: "local"}}
 }
@@ -178,4 +178,29 @@ func uploadInput2(in UploadInput) UploadInput {
 		out.Eval = &e
 	}
 	return out
+}
+
+// TestGPUCountsRefused: prefill and decode GPUs that do not add up to the
+// total are refused before any GPU time (one line naming the fields), and a
+// perf result of a point with 0 GPUs never reaches the ledger as per-GPU
+// figures of 0.
+func TestGPUCountsRefused(t *testing.T) {
+	a := newLedgerActs(t)
+	env := newActivityEnv(a)
+	p := testSpec("s1", "d", 4)
+	p.PrefillGPUs, p.DecodeGPUs, p.GPUs = 16, 32, 64
+	_, err := env.ExecuteActivity(a.Allocate, p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "point "+p.PointID+": prefill_gpus 16 + decode_gpus 32 != gpus 64")
+	assert.Equal(t, ErrBadConfig, appError(t, err).Type())
+	assert.True(t, appError(t, err).NonRetryable())
+
+	in := uploadInput(400)
+	in.Point.GPUs = 0
+	_, err = env.ExecuteActivity(a.Upload, in)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gpus is 0: per-GPU figures need the point's GPU count")
+	perf, err := a.Store.Perf(context.Background(), "s1")
+	require.NoError(t, err)
+	assert.Empty(t, perf, "nothing stored")
 }

@@ -73,6 +73,10 @@ func Incomparable(c, b Point) string {
 		return ""
 	case c.Perf.Simulated != b.Perf.Simulated:
 		return fmt.Sprintf("%s figures, the baseline's in %s are %s", word(c.Perf.Simulated), b.SweepID, word(b.Perf.Simulated))
+	case !(b.Perf.OutputTputPerGPU > 0):
+		// Per-GPU figures of a point stored without its GPU count: a
+		// baseline with them would hide every later regression.
+		return fmt.Sprintf("the baseline in %s has no output throughput per GPU", b.SweepID)
 	case c.ProfileHash != b.ProfileHash:
 		return fmt.Sprintf("measurement profile %s, the baseline's in %s is %s", short(c.ProfileHash), b.SweepID, short(b.ProfileHash))
 	}
