@@ -56,6 +56,10 @@ const ErrAllocationReleased = "AllocationReleased"
 // (or the operator timeout) aborted.
 const ErrPointAborted = "PointAborted"
 
+// ErrPointUnrecorded is the application error type of a point that ran but
+// whose final status the ledger could not record (revision 6).
+const ErrPointUnrecorded = "PointUnrecorded"
+
 // PointInput starts one point workflow.
 type PointInput struct {
 	Point     activities.PointSpec `json:"point"`
@@ -138,6 +142,9 @@ type PointState struct {
 	// point that ran to its end incomplete.
 	Skipped []string `json:"skipped,omitempty"`
 	Missing []string `json:"missing,omitempty"`
+	// RecordError says why the ledger could not record the final status
+	// (revision 6): it then still shows an older one.
+	RecordError string `json:"record_error,omitempty"`
 	// NodesHeld is how many nodes the point holds right now: 0 before
 	// allocation, after teardown, and while it waits for an operator past
 	// the node hold.
@@ -212,6 +219,13 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 	r.finish(ctx, err)
 	// Let an in-flight decide update reply before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	if err == nil && r.state.RecordError != "" {
+		// The point ran, but the ledger still shows an older status:
+		// the sweep reports the point failed, with why.
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("point %s %s, but the ledger still shows an older status: recording it failed: %s", in.Point.PointID, r.state.Status, r.state.RecordError),
+			ErrPointUnrecorded, nil, r.state)
+	}
 	if err != nil {
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || ctx.Err() != nil {
@@ -737,9 +751,31 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 		rec.Stages = append(rec.Stages, activities.StageTiming{Stage: s.Stage, Outcome: s.Outcome, Rounds: s.Rounds,
 			Error: s.Error, Started: s.Started, Ended: s.Ended})
 	}
-	if lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil); lerr != nil {
-		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
+	lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
+	// Revision 6: a record out of retries tries again after a pause (the
+	// database may be restarting), then the failure is the point's: the
+	// ledger would otherwise keep a stale status without anyone knowing.
+	for round := 0; lerr != nil && r.in.Rev >= 6 && round < autoRetries && !isNonRetryable(lerr); round++ {
+		workflow.GetLogger(ctx).Warn("recording point status failed, retrying after a pause", "point", r.in.Point.PointID, "error", lerr)
+		if serr := workflow.Sleep(dctx, 10*r.in.Tuning.retryInterval()<<round); serr != nil {
+			break
+		}
+		rec.At = workflow.Now(dctx)
+		lerr = workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
 	}
+	if lerr != nil {
+		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
+		if r.in.Rev >= 6 {
+			r.state.RecordError = rootMessage(lerr)
+			r.publish(dctx)
+		}
+	}
+}
+
+// isNonRetryable: an application error no retry can fix.
+func isNonRetryable(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.NonRetryable()
 }
 
 // missing lists the planned outputs the point does not have: perf, eval (when

@@ -123,10 +123,19 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls["record:"+rec.Status]++
+		if left := f.failures[stageRecord]; left != 0 {
+			if left > 0 {
+				f.failures[stageRecord] = left - 1
+			}
+			return errors.New("planted ledger failure")
+		}
 		return nil
 	})
 	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
 }
+
+// stageRecord keys planted RecordPoint failures in fakeStages.failures.
+const stageRecord = "record"
 
 func testPoint(eval bool) activities.PointSpec {
 	return activities.PointSpec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
@@ -369,6 +378,49 @@ func TestPointWarmupSkippedIsRecorded(t *testing.T) {
 	require.Len(t, f.perfIns, 1)
 	require.False(t, f.perfIns[0].Point.WarmupSkipped)
 	require.False(t, f.uploads[0].Point.WarmupSkipped)
+}
+
+// TestPointRecordFailureIsVisible: a ledger record out of retries is tried
+// again after pauses; if it still fails, the point fails with why (the
+// ledger would show a stale status), and its state says so. Revision 4
+// points only log it, as recorded.
+func TestPointRecordFailureIsVisible(t *testing.T) {
+	const attempts = 10 // the ledger pseudo-stage's retry budget
+	cases := []struct {
+		name     string
+		rev      int
+		failures int
+		wantErr  bool
+		wantRecs int
+	}{
+		{"recovers in the second pause", 6, attempts + 2, false, attempts + 3},
+		{"never recovers: the point fails", 6, -1, true, attempts * (1 + autoRetries)},
+		{"revision 4 only logs", 4, -1, false, attempts},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			f.failures[stageRecord] = tc.failures
+			env := pointEnv(t, f)
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: tc.rev})
+			require.True(t, env.IsWorkflowCompleted())
+			require.Equal(t, tc.wantRecs, f.count("record:"+StatusCompleted))
+			err := env.GetWorkflowError()
+			if !tc.wantErr {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.Equal(t, ErrPointUnrecorded, app.Type())
+			require.Contains(t, app.Error(), "completed, but the ledger still shows an older status: recording it failed: planted ledger failure")
+			var st PointState
+			require.NoError(t, app.Details(&st))
+			require.Equal(t, StatusCompleted, st.Status)
+			require.Equal(t, "planted ledger failure", st.RecordError)
+		})
+	}
 }
 
 func TestPointDecisionRejectedWhileRunning(t *testing.T) {
