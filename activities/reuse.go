@@ -227,11 +227,20 @@ func (a *Activities) putStage(ctx context.Context, p PointSpec, stage string, ou
 		o.Attempt, o.RunID = int(info.Attempt), info.WorkflowExecution.RunID
 	}
 	if from != nil {
+		// Keep the producer's profile: it is what the figures mean. Without
+		// it the output would carry this worker's profile, which is not
+		// how the figures were measured, so nothing is written.
 		o.SourceSweep, o.SourceRun = from.Sweep, from.Run
-		if old, ok, err := a.Store.StageOutput(ctx, from.Sweep, p.Identity, stage); err == nil && ok {
-			// Keep the producer's profile: it is what the figures mean.
-			o.ProfileHash, o.ProfileJSON = old.ProfileHash, old.ProfileJSON
+		old, ok, err := a.Store.StageOutput(ctx, from.Sweep, p.Identity, stage)
+		if err != nil {
+			return fmt.Errorf("reading the profile of the reused %s output of %s in sweep %s: %w", stage, p.PointID, from.Sweep, err)
 		}
+		if !ok {
+			// No retry brings it back (classify: ResultConflict).
+			return fmt.Errorf("the reused %s output of %s is no longer in sweep %s, so its profile is unknown: %w",
+				stage, p.PointID, from.Sweep, results.ErrConflict)
+		}
+		o.ProfileHash, o.ProfileJSON = old.ProfileHash, old.ProfileJSON
 	}
 	_, err = a.Store.PutStageOutput(ctx, o)
 	return err

@@ -204,3 +204,45 @@ func TestGPUCountsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, perf, "nothing stored")
 }
+
+// TestReusedOutputKeepsTheProducersProfile: a reused output is stored with
+// the profile it was measured under, even when this worker measures
+// another; when the producer's row cannot be read, nothing is stored
+// rather than this worker's profile.
+func TestReusedOutputKeepsTheProducersProfile(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	a.Simulated, a.Load.TimeScale = true, 0.01
+	produced := uploadInput(400)
+	produced.Eval = nil
+	_, err := newActivityEnv(a).ExecuteActivity(a.Upload, produced)
+	require.NoError(t, err)
+	src, ok, err := a.Store.StageOutput(ctx, "s1", produced.Point.Identity, StagePerf)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	other := *a
+	other.Load.TimeScale = 1 // this worker's profile differs from the producer's
+	in := produced
+	in.Point.SweepID, in.PerfFrom = "s2", &ReuseSource{Sweep: "s1"}
+	_, err = newActivityEnv(&other).ExecuteActivity(other.Upload, in)
+	require.NoError(t, err)
+	got, ok, err := a.Store.StageOutput(ctx, "s2", produced.Point.Identity, StagePerf)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, src.ProfileHash, got.ProfileHash)
+	assert.NotEqual(t, other.measured(in.Point, StagePerf).Hash(), got.ProfileHash)
+
+	// The producer's sweep does not hold the output: refused, nothing stored.
+	in.Point.SweepID, in.PerfFrom = "s3", &ReuseSource{Sweep: "gone"}
+	_, err = newActivityEnv(&other).ExecuteActivity(other.Upload, in)
+	require.Error(t, err)
+	assert.Equal(t, ErrResultConflict, appError(t, err).Type())
+	assert.Contains(t, err.Error(), "no longer in sweep gone, so its profile is unknown")
+	n, err := a.Store.CountStageOutputs(ctx, "s3", StagePerf)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	perf, err := a.Store.Perf(ctx, "s3")
+	require.NoError(t, err)
+	assert.Empty(t, perf)
+}
