@@ -93,7 +93,8 @@ type PointInput struct {
 // of reach) retries by itself after a pause before it asks an operator
 // (infraRetry). From 6 the perf and upload inputs say when an operator
 // skipped the warmup (PointSpec.WarmupSkipped), so the stored figures'
-// profile records it.
+// profile records it, and a ledger record out of retries is retried after
+// pauses and then fails the point (ErrPointUnrecorded).
 const pointRev = 6
 
 // Decision is the argument of the decide update.
@@ -463,15 +464,15 @@ func (r *pointRun) needNodes(needPerf, needEval bool) bool {
 		(needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval))
 }
 
-// skippedBefore: the operator skipped this stage earlier in the point, so a
-// re-allocation does not run it again. Points that never reached a versioned
-// gate keep the old behaviour.
 // warmupSkipped: an operator skipped this point's warmup, so its perf
 // figures come from a cold server and are stored as such (revision 6 on).
 func (r *pointRun) warmupSkipped() bool {
 	return r.in.Rev >= 6 && slices.Contains(r.state.Skipped, activities.StageWarmup)
 }
 
+// skippedBefore: the operator skipped this stage earlier in the point, so a
+// re-allocation does not run it again. Points that never reached a versioned
+// gate keep the old behaviour.
 func (r *pointRun) skippedBefore(stage string) bool {
 	return r.gateVersion >= 1 && slices.Contains(r.state.Skipped, stage)
 }
