@@ -2,6 +2,7 @@ package activities
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,12 @@ type RegressionReport struct {
 	Thresholds regress.Thresholds `json:"thresholds"`
 	Points     int                `json:"points"`
 	// Compared counts points that had a baseline; NoBaseline lists the
-	// others (first night, new configs).
+	// others (first night, new configs); NoComparable says, per point, why
+	// its baseline's figures could not be compared with its own (simulated
+	// against real, another measurement profile): no verdict for those.
 	Compared        int               `json:"compared"`
 	NoBaseline      []string          `json:"no_baseline,omitempty"`
+	NoComparable    []string          `json:"no_comparable_baseline,omitempty"`
 	BaselineSweeps  map[string]string `json:"baseline_sweeps,omitempty"` // point -> sweep compared with
 	Findings        []regress.Finding `json:"findings"`
 	RegressedPoints []string          `json:"regressed_points"`
@@ -167,7 +171,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 			OK: okStatus(p.Status), Status: p.Status}
 		for i := range perf {
 			if perf[i].PointID == p.PointID {
-				c.Perf = toRegressPerf(&perf[i])
+				c.Perf, c.ProfileHash = toRegressPerf(&perf[i]), perf[i].ProfileHash
 			}
 		}
 		for i := range evals {
@@ -184,16 +188,40 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 		cur = append(cur, c)
 		var b results.Baseline
 		var found bool
+		var why string // the last baseline's figures that c's cannot be compared with
 		if req.Baseline != "" {
 			b, found, err = a.Store.PinnedBaseline(ctx, req.Baseline, p.BaselineKey)
+			if found {
+				why = regress.Incomparable(c, baselinePoint(p, b))
+			}
 		} else {
 			// A failing point is compared with the previous night whatever
 			// its outcome (is the failure new?); a running one with the
-			// last night that completed (are its figures worse?).
-			b, found, err = a.Store.LatestNightly(ctx, p.BaselineKey, req.Night, req.SweepID, c.OK)
+			// last night that completed (are its figures worse?), going
+			// back past nights whose figures are not comparable.
+			before := req.Night
+			for n := 0; n < maxIncomparableNights; n++ {
+				var next results.Baseline
+				var ok bool
+				if next, ok, err = a.Store.LatestNightly(ctx, p.BaselineKey, before, req.SweepID, c.OK); err != nil || !ok {
+					break
+				}
+				b, found = next, true
+				w := regress.Incomparable(c, baselinePoint(p, b))
+				if w == "" {
+					why = ""
+					break
+				}
+				why = cmp.Or(why, w) // the latest night's reason
+				before = b.Night
+			}
 		}
 		if err != nil {
 			return rep, classify(err)
+		}
+		if found && why != "" {
+			rep.NoComparable = append(rep.NoComparable, fmt.Sprintf("%s: no comparable baseline: %s", p.PointID, why))
+			continue
 		}
 		if !found {
 			rep.NoBaseline = append(rep.NoBaseline, p.PointID)
@@ -207,8 +235,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 			rep.ImageChanges = append(rep.ImageChanges, ImageChange{PointID: p.PointID, ConfigKey: p.ConfigKey, Conc: p.Conc,
 				From: from, To: p.Image, BaselineSweep: b.SweepID})
 		}
-		base = append(base, regress.Point{Key: p.BaselineKey, SweepID: b.SweepID, PointID: b.PointID, OK: okStatus(b.Status),
-			Status: b.Status, Perf: toRegressPerf(b.Perf), Eval: toRegressEval(b.Eval)})
+		base = append(base, baselinePoint(p, b))
 	}
 	rep.Findings = append(rep.Findings, regress.Compare(cur, base, req.Thresholds)...)
 	rep.RegressedPoints = append(rep.RegressedPoints, regress.Points(rep.Findings)...)
@@ -222,6 +249,20 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 	a.log(ctx).Info("regression report", zap.String("sweep", req.SweepID), zap.Int("findings", len(rep.Findings)),
 		zap.Int("compared", rep.Compared), zap.Strings("regressed", rep.RegressedPoints))
 	return rep, nil
+}
+
+// maxIncomparableNights bounds how far back a nightly looks for a baseline
+// whose figures its own can be compared with.
+const maxIncomparableNights = 30
+
+// baselinePoint is a baseline run as regress compares it.
+func baselinePoint(p RegressionPoint, b results.Baseline) regress.Point {
+	bp := regress.Point{Key: p.BaselineKey, SweepID: b.SweepID, PointID: b.PointID, OK: okStatus(b.Status),
+		Status: b.Status, Perf: toRegressPerf(b.Perf), Eval: toRegressEval(b.Eval)}
+	if b.Perf != nil {
+		bp.ProfileHash = b.Perf.ProfileHash
+	}
+	return bp
 }
 
 // baselineImage is the image a baseline point ran with, from the spec its
@@ -271,6 +312,7 @@ type NightlySummary struct {
 	Baseline        string            `json:"baseline"`
 	Points          int               `json:"points"`
 	Compared        int               `json:"compared"`
+	NoComparable    []string          `json:"no_comparable_baseline,omitempty"`
 	Counts          map[string]int    `json:"counts"` // point statuses
 	Regressions     int               `json:"regressions"`
 	RegressedPoints []string          `json:"regressed_points"`

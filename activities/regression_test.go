@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -152,4 +153,77 @@ func TestPostWebhook(t *testing.T) {
 			assert.Equal(t, tc.nonRetryable, app.NonRetryable())
 		})
 	}
+}
+
+// TestCompareWithBaselineOnlyComparable: a real night whose only earlier
+// night under the same baseline key was simulated (or measured under
+// another profile) reports "no comparable baseline", not a verdict, and a
+// night further back with the same flag and profile is the baseline.
+func TestCompareWithBaselineOnlyComparable(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
+	putPerf := func(sweep string, tput float64, sim bool, hash string) {
+		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: "c1", Identity: "id-" + sweep, ProfileHash: hash,
+			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50, Simulated: sim}}))
+	}
+	compare := func(sweep string, d int) RegressionReport {
+		rep, err := a.CompareWithBaseline(ctx, RegressionRequest{NightlyID: "nightly-" + sweep, SweepID: sweep, Night: night(d), Thresholds: regress.DefaultThresholds(),
+			Points: []RegressionPoint{{PointID: "c1", ConfigKey: "k", BaselineKey: "key-c1", Status: "completed"}}})
+		require.NoError(t, err)
+		return rep
+	}
+
+	putPerf("emu", 5000, true, "hash-real")
+	compare("emu", 1)
+	putPerf("real", 1000, false, "hash-real")
+	rep := compare("real", 2)
+	assert.Equal(t, 0, rep.Compared)
+	assert.Empty(t, rep.Findings, "5x below the simulated night is no regression")
+	assert.Equal(t, []string{"c1: no comparable baseline: real figures, the baseline's in emu are simulated"}, rep.NoComparable)
+
+	putPerf("other-profile", 500, false, "hash-other")
+	rep = compare("other-profile", 3)
+	assert.Equal(t, []string{"c1: no comparable baseline: measurement profile hash-other, the baseline's in real is hash-real"}, rep.NoComparable)
+	assert.Empty(t, rep.Findings)
+
+	// Same flag and profile as "real", two nights back: that is the baseline.
+	putPerf("real2", 500, false, "hash-real")
+	rep = compare("real2", 4)
+	assert.Equal(t, 1, rep.Compared)
+	assert.Equal(t, "real", rep.BaselineSweeps["c1"])
+	require.NotEmpty(t, rep.Findings)
+	assert.Equal(t, regress.KindOutputTput, rep.Findings[0].Kind)
+	assert.Empty(t, rep.NoComparable)
+
+	// A pinned baseline that is not comparable says so too.
+	rep, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: "real2", Night: night(4), Baseline: "emu", Thresholds: regress.DefaultThresholds(),
+		Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key-c1", Status: "completed"}}})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Findings)
+	assert.Len(t, rep.NoComparable, 1)
+}
+
+// TestCompareWithBaselineSkipsZeroPerGPUNight: a night stored with per-GPU
+// figures of 0 (a point without its GPU count, before such uploads were
+// refused) is passed over, so it cannot hide regressions for good.
+func TestCompareWithBaselineSkipsZeroPerGPUNight(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	for d, tput := range map[int]float64{1: 1000, 2: 0} {
+		sweep := fmt.Sprintf("n%d", d)
+		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: "c1", Identity: "id", ProfileHash: "h",
+			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50}}))
+		_, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: sweep, Night: time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC),
+			Thresholds: regress.DefaultThresholds(), Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key", Status: "completed"}}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: "n3", PointID: "c1", Identity: "id", ProfileHash: "h",
+		Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: 500, TTFTp90Ms: 200, Interactivity: 50}}))
+	rep, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: "n3", Night: time.Date(2026, 11, 3, 2, 0, 0, 0, time.UTC),
+		Thresholds: regress.DefaultThresholds(), Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key", Status: "completed"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "n1", rep.BaselineSweeps["c1"])
+	require.Len(t, rep.Findings, 1)
+	assert.Equal(t, regress.KindOutputTput, rep.Findings[0].Kind)
 }

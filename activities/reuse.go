@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,8 +37,15 @@ func (a *Activities) measurement(p PointSpec) point.Measurement {
 		m.Workload = "agentx:" + a.traceName()
 		m.Warmup = fmt.Sprintf("2xconc+%d/lane", a.warmupPerLane())
 	}
+	if p.WarmupSkipped {
+		m.Warmup = WarmupSkipped
+	}
 	return m
 }
+
+// WarmupSkipped is the measurement profile's warmup of figures measured
+// after an operator skipped the warmup stage.
+const WarmupSkipped = "skipped"
 
 func (a *Activities) traceName() string {
 	if a.Load.Trace == nil {
@@ -104,6 +112,12 @@ func (a *Activities) LookupReuse(ctx context.Context, req ReuseRequest) (Reused,
 		for i := range cands {
 			ok, reason := point.CanReuse(cands[i].Stamp(), want)
 			if ok {
+				if reason, err = a.producerEnded(ctx, cands[i]); err != nil {
+					return out, classify(err)
+				}
+				ok = reason == ""
+			}
+			if ok {
 				hit = &cands[i]
 				break
 			}
@@ -140,6 +154,29 @@ func (a *Activities) LookupReuse(ctx context.Context, req ReuseRequest) (Reused,
 		a.log(ctx).Info("reusing", zap.String("point", p.PointID), zap.String("stage", stage), zap.String("from_sweep", sweep), zap.String("from_run", run))
 	}
 	return out, nil
+}
+
+// producerEnded says why the point that measured a stored output does not
+// vouch for it ("" when it does): only a point that ran to its end
+// (completed, or eval-failed with its figures) does. A point that failed,
+// was aborted, or ended incomplete after an operator skipped a stage may
+// have stored figures that its end disowns.
+func (a *Activities) producerEnded(ctx context.Context, o results.StageOutput) (string, error) {
+	sweep, _ := o.Origin()
+	pts, err := a.Store.Points(ctx, sweep)
+	if err != nil {
+		return "", err
+	}
+	for _, q := range pts {
+		if q.Identity != o.Identity {
+			continue
+		}
+		if okStatus(q.Status) {
+			return "", nil
+		}
+		return fmt.Sprintf("the point that measured it in %s ended %s", sweep, cmp.Or(q.Status, "without a status")), nil
+	}
+	return fmt.Sprintf("the point that measured it in %s has no recorded end", sweep), nil
 }
 
 // noCandidate explains an empty lookup: an earlier sweep may hold the same
@@ -190,11 +227,20 @@ func (a *Activities) putStage(ctx context.Context, p PointSpec, stage string, ou
 		o.Attempt, o.RunID = int(info.Attempt), info.WorkflowExecution.RunID
 	}
 	if from != nil {
+		// Keep the producer's profile: it is what the figures mean. Without
+		// it the output would carry this worker's profile, which is not
+		// how the figures were measured, so nothing is written.
 		o.SourceSweep, o.SourceRun = from.Sweep, from.Run
-		if old, ok, err := a.Store.StageOutput(ctx, from.Sweep, p.Identity, stage); err == nil && ok {
-			// Keep the producer's profile: it is what the figures mean.
-			o.ProfileHash, o.ProfileJSON = old.ProfileHash, old.ProfileJSON
+		old, ok, err := a.Store.StageOutput(ctx, from.Sweep, p.Identity, stage)
+		if err != nil {
+			return fmt.Errorf("reading the profile of the reused %s output of %s in sweep %s: %w", stage, p.PointID, from.Sweep, err)
 		}
+		if !ok {
+			// No retry brings it back (classify: ResultConflict).
+			return fmt.Errorf("the reused %s output of %s is no longer in sweep %s, so its profile is unknown: %w",
+				stage, p.PointID, from.Sweep, results.ErrConflict)
+		}
+		o.ProfileHash, o.ProfileJSON = old.ProfileHash, old.ProfileJSON
 	}
 	_, err = a.Store.PutStageOutput(ctx, o)
 	return err

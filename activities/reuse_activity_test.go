@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,58 @@ func TestLookupReuseActivity(t *testing.T) {
 				assert.Contains(t, notes, "eval not reused: ")
 			}
 		})
+	}
+}
+
+// TestReuseHonoursHowThePointEnded: a figure measured after an operator
+// skipped the warmup is stored with "warmup: skipped" in its profile, and
+// a rerun reuses a stored output only when the point that measured it ran
+// to its end (completed or eval-failed).
+func TestReuseHonoursHowThePointEnded(t *testing.T) {
+	sim := newLedgerActs(t)
+	sim.Simulated, sim.Engine, sim.Load.TimeScale, sim.Load.Seed = true, "simulator", 0.01, 1
+	sim.GSM8K.DefaultFloor = 0.9
+	env := newActivityEnv(sim)
+	record := func(sweep string, p PointSpec, status string) {
+		p.SweepID = sweep
+		_, err := env.ExecuteActivity(sim.Upload, UploadInput{Point: p, Perf: &PerfSummary{OutputTputPerGPU: 400, Requests: 64, Simulated: true}})
+		require.NoError(t, err)
+		_, err = env.ExecuteActivity(sim.RecordPoint, PointRecord{Point: p, Status: status, At: time.Unix(1, 0)})
+		require.NoError(t, err)
+	}
+	lookup := func(from string, conc int) Reused {
+		val, err := env.ExecuteActivity(sim.LookupReuse, ReuseRequest{Point: testSpec("next", "d", conc), Stages: []string{StagePerf}, FromSweeps: []string{from}})
+		require.NoError(t, err)
+		var got Reused
+		require.NoError(t, val.Get(&got))
+		return got
+	}
+
+	// Warmup skipped by an operator: the truth is in the stored profile.
+	cold := testSpec("", "d", 4)
+	cold.WarmupSkipped = true
+	record("cold", cold, "incomplete")
+	so, ok, err := sim.Store.StageOutput(context.Background(), "cold", cold.Identity, StagePerf)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Contains(t, string(so.ProfileJSON), `"warmup":"skipped"`)
+	got := lookup("cold", 4)
+	assert.Nil(t, got.Perf)
+	assert.Contains(t, strings.Join(got.Notes, "\n"), "perf not reused: measurement profile differs: warmup skipped -> 2xconc")
+
+	// Same profile, but the producing point failed, or ended incomplete.
+	for _, status := range []string{"failed", "incomplete", "aborted"} {
+		record(status, testSpec("", "d", 4), status)
+		got := lookup(status, 4)
+		assert.Nil(t, got.Perf, status)
+		assert.Equal(t, []string{"perf not reused: the point that measured it in " + status + " ended " + status}, got.Notes)
+	}
+	// A point that ran to its end vouches for its figures.
+	for _, status := range []string{"completed", "eval-failed"} {
+		record(status, testSpec("", "d", 8), status)
+		got := lookup(status, 8)
+		require.NotNil(t, got.Perf, status)
+		assert.Equal(t, 400.0, got.Perf.OutputTputPerGPU)
+		assert.Empty(t, got.Notes)
 	}
 }

@@ -28,11 +28,13 @@ func TestLookupReuse(t *testing.T) {
 	sim := newLedgerActs(t)
 	sim.Simulated, sim.Load.TimeScale, sim.Load.Seed = true, 0.01, 1
 	sim.GSM8K.Thresholds = thresholds("0.9")
-	// The first sweep measured c4 and c8; each stage output is stored.
+	// The first sweep measured c4 and c8; each stage output is stored, and
+	// each point completed (reuse honours how the producer ended).
 	for conc, tput := range map[int]float64{4: 400, 8: 800} {
 		p := spec("first", conc)
 		require.NoError(t, sim.putStage(ctx, p, StagePerf, PerfSummary{OutputTputPerGPU: tput, Simulated: true}, nil, true, nil))
 		require.NoError(t, sim.putStage(ctx, p, StageEval, EvalSummary{EMStrict: 0.92, EMFlexible: 0.93, NEff: 40, Floor: 0.9, Passed: true, Simulated: true}, nil, true, nil))
+		require.NoError(t, sim.RecordPoint(ctx, PointRecord{Point: p, Status: "completed"}))
 	}
 	req := func(conc int) ReuseRequest {
 		return ReuseRequest{Point: spec("second", conc), Stages: DurableStages, FromSweeps: []string{"first"}}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
@@ -32,6 +33,9 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, e
 	if err := a.verifyRecipe(p); err != nil {
 		return Allocation{}, err
 	}
+	if err := p.checkGPUs(false); err != nil {
+		return Allocation{}, err // before any GPU time
+	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
 	defer hb.Finish(&err)
 	al, err := a.Backend.Allocate(ctx, cluster.AllocRequest{
@@ -43,6 +47,25 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, e
 	}
 	a.log(ctx).Info("allocated", zap.String("job", al.JobID), zap.Strings("nodes", al.Nodes))
 	return Allocation{JobID: al.JobID, Nodes: al.Nodes, WorkDir: al.WorkDir, Backend: a.Backend.Name()}, nil
+}
+
+// checkGPUs refuses GPU counts per-GPU figures cannot be divided by:
+// prefill and decode GPUs that do not add up to the total, and with
+// needTotal (figures about to be stored) no GPUs at all, which would store
+// per-GPU figures of 0.
+func (p PointSpec) checkGPUs(needTotal bool) error {
+	switch {
+	case p.PrefillGPUs < 0 || p.DecodeGPUs < 0 || p.GPUs < 0:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: gpus %d, prefill_gpus %d, decode_gpus %d: GPU counts must be >= 0",
+			p.PointID, p.GPUs, p.PrefillGPUs, p.DecodeGPUs), ErrBadConfig, nil)
+	case p.PrefillGPUs > 0 && p.DecodeGPUs > 0 && p.PrefillGPUs+p.DecodeGPUs != p.GPUs:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: prefill_gpus %d + decode_gpus %d != gpus %d",
+			p.PointID, p.PrefillGPUs, p.DecodeGPUs, p.GPUs), ErrBadConfig, nil)
+	case needTotal && p.GPUs == 0:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: gpus is 0: per-GPU figures need the point's GPU count",
+			p.PointID), ErrBadConfig, nil)
+	}
+	return nil
 }
 
 // stagingDetails is the heartbeat of checkpoint staging: the files each node
@@ -179,6 +202,9 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 	defer hb.Finish(&err)
 	p := in.Point
 	if in.Perf != nil {
+		if err := p.checkGPUs(true); err != nil {
+			return err
+		}
 		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)
 		if err != nil {
 			return err

@@ -82,6 +82,10 @@ type PointSpec struct {
 	// (point.BaselineKey), so a nightly on a new image still finds last
 	// night's figures.
 	BaselineKey string `json:"baseline_key,omitempty"`
+	// WarmupSkipped is set by the point workflow on the perf and upload
+	// inputs when an operator skipped the warmup stage: the figures were
+	// measured on a cold server, and their profile says so.
+	WarmupSkipped bool `json:"warmup_skipped,omitempty"`
 }
 
 // Fault makes a stage fail on purpose for its first Times attempts.

@@ -21,7 +21,7 @@ import (
 // tells deployments apart (one letter, repeated into a hash-like string).
 func testSpec(sweep, deployment string, conc int) PointSpec {
 	id := point.Identity{Deployment: strings.Repeat(deployment, 64), Conc: conc}
-	return PointSpec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc,
+	return PointSpec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc, Nodes: 2, GPUs: 8,
 		Identity: id.String(), ModelPrefix: "dsv4", Eval: true, ISL: 1024, OSL: 1024,
 		Profile: point.Profile{Scenario: "fixed-seq-len", ISL: 1024, OSL: 1024, Eval: true, Backend: "local", Launcher: "local"}}
 }
@@ -178,4 +178,71 @@ func uploadInput2(in UploadInput) UploadInput {
 		out.Eval = &e
 	}
 	return out
+}
+
+// TestGPUCountsRefused: prefill and decode GPUs that do not add up to the
+// total are refused before any GPU time (one line naming the fields), and a
+// perf result of a point with 0 GPUs never reaches the ledger as per-GPU
+// figures of 0.
+func TestGPUCountsRefused(t *testing.T) {
+	a := newLedgerActs(t)
+	env := newActivityEnv(a)
+	p := testSpec("s1", "d", 4)
+	p.PrefillGPUs, p.DecodeGPUs, p.GPUs = 16, 32, 64
+	_, err := env.ExecuteActivity(a.Allocate, p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "point "+p.PointID+": prefill_gpus 16 + decode_gpus 32 != gpus 64")
+	assert.Equal(t, ErrBadConfig, appError(t, err).Type())
+	assert.True(t, appError(t, err).NonRetryable())
+
+	in := uploadInput(400)
+	in.Point.GPUs = 0
+	_, err = env.ExecuteActivity(a.Upload, in)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gpus is 0: per-GPU figures need the point's GPU count")
+	perf, err := a.Store.Perf(context.Background(), "s1")
+	require.NoError(t, err)
+	assert.Empty(t, perf, "nothing stored")
+}
+
+// TestReusedOutputKeepsTheProducersProfile: a reused output is stored with
+// the profile it was measured under, even when this worker measures
+// another; when the producer's row cannot be read, nothing is stored
+// rather than this worker's profile.
+func TestReusedOutputKeepsTheProducersProfile(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	a.Simulated, a.Load.TimeScale = true, 0.01
+	produced := uploadInput(400)
+	produced.Eval = nil
+	_, err := newActivityEnv(a).ExecuteActivity(a.Upload, produced)
+	require.NoError(t, err)
+	src, ok, err := a.Store.StageOutput(ctx, "s1", produced.Point.Identity, StagePerf)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	other := *a
+	other.Load.TimeScale = 1 // this worker's profile differs from the producer's
+	in := produced
+	in.Point.SweepID, in.PerfFrom = "s2", &ReuseSource{Sweep: "s1"}
+	_, err = newActivityEnv(&other).ExecuteActivity(other.Upload, in)
+	require.NoError(t, err)
+	got, ok, err := a.Store.StageOutput(ctx, "s2", produced.Point.Identity, StagePerf)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, src.ProfileHash, got.ProfileHash)
+	assert.NotEqual(t, other.measured(in.Point, StagePerf).Hash(), got.ProfileHash)
+
+	// The producer's sweep does not hold the output: refused, nothing stored.
+	in.Point.SweepID, in.PerfFrom = "s3", &ReuseSource{Sweep: "gone"}
+	_, err = newActivityEnv(&other).ExecuteActivity(other.Upload, in)
+	require.Error(t, err)
+	assert.Equal(t, ErrResultConflict, appError(t, err).Type())
+	assert.Contains(t, err.Error(), "no longer in sweep gone, so its profile is unknown")
+	n, err := a.Store.CountStageOutputs(ctx, "s3", StagePerf)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	perf, err := a.Store.Perf(ctx, "s3")
+	require.NoError(t, err)
+	assert.Empty(t, perf)
 }

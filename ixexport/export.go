@@ -201,21 +201,30 @@ func agenticMetrics(row map[string]any, r results.PerfResult, agg map[string]any
 	}
 	total, _ := toInt(agg["num_requests_total"])
 	ok, _ := toInt(agg["num_requests_successful"])
-	failed, _ := toInt(agg["failed"])
-	warm, _ := toInt(agg["num_warmups"])
 	row["num_requests_total"] = total
 	row["num_requests_successful"] = ok
-	cats := agg["error_categories"]
-	if cats == nil {
-		cats = map[string]any{}
-	}
-	row["request_accounting"] = map[string]any{
-		"records_total":          total + warm,
-		"records_profiled":       ok,
-		"records_dropped_total":  failed + warm,
-		"records_warmup_dropped": warm,
-		"records_error_dropped":  failed,
-		"error_categories":       cats,
+	if ra, isMap := agg["request_accounting"].(map[string]any); isMap {
+		// InferenceX's result file (the recipe's benchmark measured):
+		// process_agentic_result.py wrote the accounting itself, and its
+		// num_requests_total is records_total, warmup included.
+		row["request_accounting"] = ra
+	} else {
+		// Sweepflow's load generator aggregate: its totals leave the
+		// warmup calls out, which it counts in num_warmups.
+		failed, _ := toInt(agg["failed"])
+		warm, _ := toInt(agg["num_warmups"])
+		cats := agg["error_categories"]
+		if cats == nil {
+			cats = map[string]any{}
+		}
+		row["request_accounting"] = map[string]any{
+			"records_total":          total + warm,
+			"records_profiled":       ok,
+			"records_dropped_total":  failed + warm,
+			"records_warmup_dropped": warm,
+			"records_error_dropped":  failed,
+			"error_categories":       cats,
+		}
 	}
 	if rm, ok := agg["request_metrics"]; ok {
 		row["request_metrics"] = rm

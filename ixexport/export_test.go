@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/ixresult"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -292,4 +293,42 @@ func TestBuildErrors(t *testing.T) {
 			tc.check(t, e, err)
 		})
 	}
+}
+
+// TestBenchmarkResultRequestAccounting: a point measured by the recipe's
+// benchmark stores InferenceX's own result file as its aggregate. Its
+// request_accounting (warmup and error drops) reaches the export as
+// written; the file has no "failed" or "num_warmups" keys to rebuild it from.
+func TestBenchmarkResultRequestAccounting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	id := "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768_kvdram-hicache"
+	require.NoError(t, f.store.UpsertPoint(ctx, results.Point{SweepID: "bm", PointID: id, Identity: "fpA", ConfigKey: "k", ExpName: id,
+		Conc: 768, Status: "completed", SpecJSON: spec(id, "k", 768, 64, 32, 32, disaggRow)}))
+	// What process_agentic_result.py writes: num_requests_total is
+	// records_total, warmup calls included (768 lanes x 1 warmup call).
+	acc := ixresult.RequestAccounting{RecordsTotal: 19200, RecordsProfiled: 18400, RecordsDroppedTotal: 800, RecordsWarmupDropped: 768,
+		RecordsErrorDropped: 32, ErrorCategories: map[string]int{"timeout": 32}}
+	res := ixresult.Result{ScenarioType: ixresult.ScenarioAgentic, Conc: 768, NumRequestsTotal: 19200, NumRequestsSuccess: 18400, RequestAccounting: acc,
+		Multinode: &ixresult.Multinode{NumPrefillGPU: 32, NumDecodeGPU: 32}}
+	data, err := json.Marshal(&res)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), `"failed"`)
+	require.NotContains(t, string(data), `"num_warmups"`)
+	uri, err := f.arts.Put(ctx, "ix_conc768.json", bytes.NewReader(data))
+	require.NoError(t, err)
+	sum, _ := json.Marshal(map[string]any{"aggregate_uri": uri})
+	require.NoError(t, f.store.PutPerf(ctx, results.PerfResult{SweepID: "bm", PointID: id, Identity: "fpA", ConfigKey: "k", ExpName: id, Conc: 768,
+		JSON: sum, PerfSummary: point.PerfSummary{OutputTputPerGPU: 5958.8, Requests: 18432, Failed: 32}}))
+
+	e, err := Build(ctx, f.store, f.arts, "bm")
+	require.NoError(t, err)
+	require.Len(t, e.Bmk, 1)
+	got, err := json.Marshal(e.Bmk[0]["request_accounting"])
+	require.NoError(t, err)
+	want, _ := json.Marshal(acc)
+	assert.JSONEq(t, string(want), string(got))
+	assert.EqualValues(t, 19200, e.Bmk[0]["num_requests_total"])
+	assert.EqualValues(t, 18400, e.Bmk[0]["num_requests_successful"])
 }

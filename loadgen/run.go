@@ -178,6 +178,9 @@ func (o Options) normalize() (*runConfig, error) {
 	if o.PrefillGPUs < 0 || o.DecodeGPUs < 0 || o.TotalGPUs < 0 {
 		return nil, errors.New("loadgen: GPU counts must be >= 0")
 	}
+	if o.PrefillGPUs > 0 && o.DecodeGPUs > 0 && o.TotalGPUs > 0 && o.PrefillGPUs+o.DecodeGPUs != o.TotalGPUs {
+		return nil, fmt.Errorf("loadgen: prefill GPUs %d + decode GPUs %d != total GPUs %d", o.PrefillGPUs, o.DecodeGPUs, o.TotalGPUs)
+	}
 	rc.agentic = len(o.Trace) > 0
 	if rc.agentic {
 		if !rc.closed {

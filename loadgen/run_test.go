@@ -241,6 +241,8 @@ func TestRunValidation(t *testing.T) {
 		{"bad endpoint", Options{BaseURL: "http://x", Endpoint: "/generate", Concurrency: 1, ISL: 1, OSL: 1}, "endpoint"},
 		{"bad ratio", Options{BaseURL: "http://x", Concurrency: 1, ISL: 1, OSL: 1, RandomRangeRatio: 2}, "random range ratio"},
 		{"rate with trace", Options{BaseURL: "http://x", Concurrency: 1, RequestRate: 5, Trace: GenerateTrace(1, 1, TraceShape{})}, "request rate cannot be combined"},
+		{"inconsistent GPU counts", Options{BaseURL: "http://x", Concurrency: 1, ISL: 1, OSL: 1, PrefillGPUs: 16, DecodeGPUs: 32, TotalGPUs: 64},
+			"prefill GPUs 16 + decode GPUs 32 != total GPUs 64"},
 		{"reserved extra", Options{BaseURL: "http://x", Model: "m", Concurrency: 1, ISL: 1, OSL: 1, Extra: map[string]any{"stream": false}}, `"stream" is not allowed`},
 	}
 	for _, tc := range cases {

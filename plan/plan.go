@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -23,13 +24,26 @@ import (
 // point identity, so reruns then stop reusing old stage outputs.
 const LauncherVersion = "sweepflow-launch/1"
 
+// ClusterLauncher is the launcher string a cluster's points carry in their
+// identities: "<backend>+<launcher>/<LauncherVersion>", with the backend
+// "slurm-emulated" on an emulated partition. The emulation runs the real
+// launcher but simulator roles behind it, so its figures (and its nightly
+// baselines) must never share an identity with the real rack's.
+func ClusterLauncher(c *config.Cluster) string {
+	backend := c.Backend
+	if c.Emulation != nil {
+		backend += "-emulated"
+	}
+	return fmt.Sprintf("%s+%s/%s", backend, c.Launcher, LauncherVersion)
+}
+
 // Options says what to plan.
 type Options struct {
 	Sweep   *config.Sweep
 	Cluster *config.Cluster
-	// LauncherVersion goes into identities; empty means
-	// "<backend>+<launcher>/<LauncherVersion>" of the cluster, so simulated
-	// and real results never share an identity.
+	// LauncherVersion goes into identities; empty means the cluster's
+	// ClusterLauncher, so simulated and real results never share an
+	// identity.
 	LauncherVersion string
 	// RecipesRoot overrides the sweep's and the cluster's recipes root.
 	RecipesRoot string
@@ -321,10 +335,7 @@ func Build(opts Options) (*Plan, error) {
 		}
 	}
 	root := firstNonEmpty(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
-	launcher := opts.LauncherVersion
-	if launcher == "" {
-		launcher = fmt.Sprintf("%s+%s/%s", c.Backend, c.Launcher, LauncherVersion)
-	}
+	launcher := cmp.Or(opts.LauncherVersion, ClusterLauncher(c))
 	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
 	recipes := map[string]*config.Recipe{}
 	for i, row := range rows {

@@ -329,3 +329,25 @@ func TestDuplicateIdentityIsAPlanError(t *testing.T) {
 		})
 	}
 }
+
+// TestEmulatedAndRealSlurmShareNoIdentity: the emulated partition runs the
+// real launcher but simulator roles behind it, so its points (and nightly
+// baseline keys) never stand for the real rack's.
+func TestEmulatedAndRealSlurmShareNoIdentity(t *testing.T) {
+	real, err := build(t, filepath.Join("..", "configs"), seedCluster)
+	require.NoError(t, err)
+	emu, err := build(t, filepath.Join("..", "configs"), "clusters/slurm-emu.yaml")
+	require.NoError(t, err)
+	require.Equal(t, len(real.Points), len(emu.Points))
+	assert.Equal(t, "slurm+sbatch/sweepflow-launch/1", real.LauncherVersion)
+	assert.Equal(t, "slurm-emulated+sbatch/sweepflow-launch/1", emu.LauncherVersion)
+	ids, keys := map[string]bool{}, map[string]bool{}
+	for _, p := range real.Points {
+		ids[p.Identity], keys[p.BaselineKey] = true, true
+	}
+	for i, p := range emu.Points {
+		assert.False(t, ids[p.Identity], "point %d: the emulation shares an identity with the real rack", i)
+		assert.False(t, keys[p.BaselineKey], "point %d: the emulation shares a nightly baseline key with the real rack", i)
+		assert.Equal(t, real.Points[i].Nodes, p.Nodes, "same allocation, point %d", i)
+	}
+}

@@ -52,6 +52,45 @@ type Point struct {
 	Status string `json:"status"`
 	Perf   *Perf  `json:"perf,omitempty"`
 	Eval   *Eval  `json:"eval,omitempty"`
+	// ProfileHash is the measurement profile hash stored with Perf: figures
+	// are compared only with a baseline measured under the same profile and
+	// the same simulated flag (Incomparable).
+	ProfileHash string `json:"profile_hash,omitempty"`
+}
+
+// Incomparable says why b's figures are no baseline for c's ("" when they
+// are): a simulated figure against a real one, or another measurement
+// profile. Both points must have perf.
+func Incomparable(c, b Point) string {
+	word := func(sim bool) string {
+		if sim {
+			return "simulated"
+		}
+		return "real"
+	}
+	switch {
+	case c.Perf == nil || b.Perf == nil:
+		return ""
+	case c.Perf.Simulated != b.Perf.Simulated:
+		return fmt.Sprintf("%s figures, the baseline's in %s are %s", word(c.Perf.Simulated), b.SweepID, word(b.Perf.Simulated))
+	case !(b.Perf.OutputTputPerGPU > 0):
+		// Per-GPU figures of a point stored without its GPU count: a
+		// baseline with them would hide every later regression.
+		return fmt.Sprintf("the baseline in %s has no output throughput per GPU", b.SweepID)
+	case c.ProfileHash != b.ProfileHash:
+		return fmt.Sprintf("measurement profile %s, the baseline's in %s is %s", short(c.ProfileHash), b.SweepID, short(b.ProfileHash))
+	}
+	return ""
+}
+
+func short(hash string) string {
+	if hash == "" {
+		return "(none)"
+	}
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
 }
 
 // Kinds of finding.
@@ -79,6 +118,7 @@ type Finding struct {
 
 // Compare checks every current point against the baseline point with the
 // same Key (points without one are checked only against their eval floor).
+// Figures are compared only when Incomparable finds nothing.
 // Findings come out in current-point order, one per regressed figure.
 func Compare(current, baseline []Point, th Thresholds) []Finding {
 	base := make(map[string]Point, len(baseline))
@@ -109,7 +149,7 @@ func Compare(current, baseline []Point, th Thresholds) []Finding {
 			x.Message = fmt.Sprintf("%s eval %.4f below its floor %.4f", c.PointID, c.Eval.Score, c.Eval.Floor)
 			out = append(out, x)
 		}
-		if !hasBase || c.Perf == nil || b.Perf == nil {
+		if !hasBase || c.Perf == nil || b.Perf == nil || Incomparable(c, b) != "" {
 			continue
 		}
 		type check struct {

@@ -82,3 +82,31 @@ func TestCountAndPoints(t *testing.T) {
 }
 
 func ptr(p Point) *Point { return &p }
+
+// A simulated figure is never judged against a real baseline (nor the other
+// way round), nor against one measured under another profile: a 2x slower
+// night compares with nothing rather than regressing.
+func TestCompareOnlyComparableFigures(t *testing.T) {
+	t.Parallel()
+	base := &Perf{OutputTputPerGPU: 1000, TTFTp90Ms: 200, Interactivity: 50}
+	slow := &Perf{OutputTputPerGPU: 500, TTFTp90Ms: 400, Interactivity: 25}
+	simSlow := *slow
+	simSlow.Simulated = true
+	withHash := func(p Point, h string) Point { p.ProfileHash = h; return p }
+	th := DefaultThresholds()
+
+	// Same flag and hash: a verdict.
+	got := Compare([]Point{withHash(pt("a", true, slow, nil), "h1")}, []Point{withHash(pt("a", true, base, nil), "h1")}, th)
+	assert.Len(t, got, 3)
+
+	for name, tc := range map[string]struct {
+		cur, base Point
+		why       string
+	}{
+		"simulated vs real": {withHash(pt("a", true, &simSlow, nil), "h1"), withHash(pt("a", true, base, nil), "h1"), "simulated figures, the baseline's in s are real"},
+		"another profile":   {withHash(pt("a", true, slow, nil), "h2"), withHash(pt("a", true, base, nil), "h1"), "measurement profile h2, the baseline's in s is h1"},
+	} {
+		assert.Equal(t, tc.why, Incomparable(tc.cur, tc.base), name)
+		assert.Empty(t, Compare([]Point{tc.cur}, []Point{tc.base}, th), name)
+	}
+}

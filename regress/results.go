@@ -91,6 +91,7 @@ func FromResults(sweepID string, pts []results.Point, perf []results.PerfResult,
 		a := get(r.PointID, r.ConfigKey, r.Conc)
 		perf := r.PerfSummary
 		a.p.Perf = &perf
+		a.p.ProfileHash = r.ProfileHash
 		if a.p.Key == "" {
 			a.p.Key = "identity:" + r.Identity
 		}

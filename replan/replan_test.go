@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/prereq"
 )
 
 // TestGitSourceFollowsRef plans from a git checkout: each run resolves the
@@ -17,7 +19,7 @@ import (
 // a commit that breaks the check is reported instead of planned.
 func TestGitSourceFollowsRef(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
+		prereq.Missing(t, "git not installed")
 	}
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)

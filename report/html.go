@@ -360,6 +360,12 @@ func regressionRows(rows []regress.Row) []regressionView {
 		if b != nil {
 			bp = b.Perf
 		}
+		if b != nil && c != nil {
+			if why := regress.Incomparable(*c, *b); why != "" {
+				// No delta against figures measured otherwise.
+				v.Status, bp = c.Status+" (no comparable baseline: "+why+")", nil
+			}
+		}
 		if c != nil {
 			cp = c.Perf
 		}

@@ -335,3 +335,19 @@ func TestReportFrontier(t *testing.T) {
 		})
 	}
 }
+
+// TestRegressionRowsWithoutComparableBaseline: simulated figures next to a
+// real baseline get no delta, and the row says why.
+func TestRegressionRowsWithoutComparableBaseline(t *testing.T) {
+	cur := regress.Point{Key: "k", SweepID: "emu", PointID: "c1", OK: true, Status: "completed", ProfileHash: "h",
+		Perf: &regress.Perf{OutputTputPerGPU: 500, TTFTp90Ms: 100, Interactivity: 50, Simulated: true}}
+	base := regress.Point{Key: "k", SweepID: "real", PointID: "c1", OK: true, Status: "completed", ProfileHash: "h",
+		Perf: &regress.Perf{OutputTputPerGPU: 1000, TTFTp90Ms: 100, Interactivity: 50}}
+	rows := regressionRows(regress.Rows([]regress.Point{cur}, []regress.Point{base}, nil))
+	require.Len(t, rows, 1)
+	assert.Equal(t, "completed (no comparable baseline: simulated figures, the baseline's in real are real)", rows[0].Status)
+	assert.Equal(t, cmpCell{Base: "-", Cur: "500.0"}, rows[0].Tput, "no delta against an incomparable baseline")
+	base.Perf.Simulated = true
+	rows = regressionRows(regress.Rows([]regress.Point{cur}, []regress.Point{base}, nil))
+	assert.Equal(t, "-50.0 %", rows[0].Tput.Delta)
+}

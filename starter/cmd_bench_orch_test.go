@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -215,10 +216,7 @@ func benchCLI(t *testing.T) string {
 	wd, _ := os.Getwd()
 	bin, err := temporalx.CLIPath(wd)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install the Temporal CLI: %v", err)
-		}
-		t.Skipf("no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
+		prereq.Missingf(t, "no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
 	}
 	return bin
 }
@@ -238,7 +236,7 @@ func TestBenchOrchEmbedded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
 	require.Len(t, rep.Runs, 2)
 	assert.Contains(t, rep.Server, "journal_mode=wal")
-	if os.Getenv("SWEEPFLOW_DEVSERVER_BIN") != "" || os.Getenv("CI") != "" {
+	if os.Getenv("SWEEPFLOW_DEVSERVER_BIN") != "" || prereq.CI() {
 		assert.Contains(t, rep.Server, temporalx.DevServerBinary+" (no metrics endpoint", "sweepflow's build, not the CLI's dev server")
 	}
 	assert.Contains(t, rep.Server, "a fresh server for each run", "runs are independent samples unless --same-server")

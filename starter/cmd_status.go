@@ -66,6 +66,9 @@ type pointView struct {
 	// operator skipped and the outputs it lacks.
 	Skipped []string `json:"skipped,omitempty"`
 	Missing []string `json:"missing,omitempty"`
+	// RecordError: the ledger could not record the point's final status,
+	// so it still shows an older one.
+	RecordError string `json:"record_error,omitempty"`
 	// NodesHeld is the point's allocation right now (0 once released).
 	NodesHeld int  `json:"nodes_held"`
 	Released  bool `json:"released,omitempty"`
@@ -91,7 +94,7 @@ type autoRetryView struct {
 // missing outputs, a running point's allocation).
 func (pv *pointView) fromState(s *workflows.PointState) {
 	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
-	pv.ReuseNotes, pv.Skipped = s.ReuseNotes, s.Skipped
+	pv.ReuseNotes, pv.Skipped, pv.RecordError = s.ReuseNotes, s.Skipped, s.RecordError
 	pv.Reused, pv.AutoRetries = nil, nil
 	for _, r := range s.Stages {
 		if r.Outcome == "reused" {
@@ -269,6 +272,9 @@ func printSweep(w io.Writer, v *sweepView) {
 		}
 		for _, a := range p.AutoRetries {
 			fmt.Fprintf(w, "  %s: %s retried by itself %dx after %s (worker or server out of reach)\n", p.PointID, a.Stage, a.Retries, a.Error)
+		}
+		if p.RecordError != "" {
+			fmt.Fprintf(w, "! %s: the ledger still shows an older status: recording it failed: %s\n", p.PointID, p.RecordError)
 		}
 	}
 	for _, p := range v.Points {

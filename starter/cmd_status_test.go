@@ -59,3 +59,13 @@ func TestStatusGateNodesNote(t *testing.T) {
 		})
 	}
 }
+
+// A point whose final status the ledger could not record says so.
+func TestStatusShowsRecordError(t *testing.T) {
+	var pv pointView
+	pv.PointID, pv.Status = "p-c64", workflows.StatusCompleted
+	pv.fromState(&workflows.PointState{Stage: "done", RecordError: "database is locked"})
+	var buf bytes.Buffer
+	printSweep(&buf, &sweepView{SweepID: "s", Points: []pointView{pv}})
+	require.Contains(t, buf.String(), "! p-c64: the ledger still shows an older status: recording it failed: database is locked")
+}

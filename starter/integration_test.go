@@ -26,6 +26,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
+	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workerapp"
@@ -95,10 +96,7 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 	wd, _ := os.Getwd()
 	bin, err := temporalx.CLIPath(wd)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must install the Temporal CLI: %v", err)
-		}
-		t.Skipf("no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
+		prereq.Missingf(t, "no Temporal CLI (%v); scripts/install-temporal.sh installs it", err)
 	}
 	// The real split when SWEEPFLOW_GSM8K_DIR names it, else our own.
 	gsm := gsm8kfixture.Dir(t)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/internal/testnet"
 )
 
@@ -29,10 +30,7 @@ func TestOwnDevServerStarts(t *testing.T) {
 	wd, _ := os.Getwd()
 	bin, own, err := DevServerPath(wd)
 	if err != nil || !own {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must build %s (scripts/install-temporal.sh): found %q, %v", DevServerBinary, bin, err)
-		}
-		t.Skipf("%s is not built (%v); scripts/install-temporal.sh builds it", DevServerBinary, err)
+		prereq.Missingf(t, "%s is not built (found %q, %v); scripts/install-temporal.sh builds it", DevServerBinary, bin, err)
 	}
 	d := DevServer{Binary: bin, DataDir: t.TempDir(), IP: "127.0.0.1", Port: testnet.FreePort(t), UIPort: testnet.FreePort(t),
 		MetricsPort: testnet.FreePort(t), SearchAttributes: map[string]string{"SweepID": "Keyword", "Concurrency": "Int"}}

@@ -165,6 +165,9 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 			var h PerfDone
 			c.Receive(ctx, &h)
 			if h.PointID != p.PointID {
+				if dropStalePerfDone(ctx, in, h) {
+					return // p still runs on the server: keep waiting for its own
+				}
 				workflow.GetLogger(ctx).Warn("perf-done from an unexpected point", "want", p.PointID, "got", h.PointID)
 			}
 			lease, handed = h.Lease, true
@@ -195,6 +198,13 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		// Nobody is left to use it (cancellation, or a point ended early).
 		teardownLease(ctx, in.TaskQueue, in.Tuning, in.Points[0], lease)
 	}
+	// A perf-done still queued came from a point that finished first;
+	// release what it handed over.
+	var h PerfDone
+	for perfDone.ReceiveAsync(&h) {
+		dropStalePerfDone(ctx, in, h)
+		h = PerfDone{}
+	}
 	out := make([]PointOutcome, 0, len(in.Points))
 	for _, p := range in.Points {
 		out = append(out, outcomes[p.PointID])
@@ -203,6 +213,29 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		return out, temporal.NewCanceledError(out)
 	}
 	return out, nil
+}
+
+// changeStalePerfDone versions how a group treats a perf-done signal of
+// another point than the one it waits for: groups recorded before it took
+// it as the awaited point's, so the next point could start on a server
+// still in use.
+const changeStalePerfDone = "group-stale-perf-done"
+
+// dropStalePerfDone handles a perf-done the group was not waiting for: it
+// comes from a point that finished before the group took its signal (its
+// completion was ready at the same time), so nobody holds what it handed
+// over, which is torn down (teardown is idempotent: a point that went on
+// alone after a failed signal tore it down itself). Groups recorded before
+// changeStalePerfDone report false: they took the signal as it came.
+func dropStalePerfDone(ctx workflow.Context, in DeploymentInput, h PerfDone) bool {
+	if workflow.GetVersion(ctx, changeStalePerfDone, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	workflow.GetLogger(ctx).Warn("dropping a perf-done of a point that already finished", "point", h.PointID)
+	if h.Lease != nil {
+		teardownLease(ctx, in.TaskQueue, in.Tuning, in.Points[0], h.Lease)
+	}
+	return true
 }
 
 type deferredEval struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -352,4 +353,74 @@ func TestEvalOnlyPointsSkipPerf(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"allocate", "bringup:eval", "eval:eo2_c16", "probe", "eval:eo2_c32", "teardown"}, seq)
+}
+
+// TestDeploymentDropsAStalePerfDone reproduces a deferred point whose
+// completion the group takes before its perf-done signal (both ready at
+// once: the point handed the server over, then ended, e.g. cancelled). The
+// signal then arrives while the next point runs perf. The group must not
+// take it for that point's hand-over: the third point would start on a
+// server still in use. The stale lease is torn down instead.
+func TestDeploymentDropsAStalePerfDone(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(DeploymentWorkflow)
+	env.RegisterWorkflow(PointWorkflow)
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	var mu sync.Mutex
+	var torn []string
+	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		torn = append(torn, in.Alloc.JobID)
+		return nil
+	})
+	type start struct {
+		at    time.Duration
+		lease string // the point that handed the server over ("": none)
+	}
+	starts := map[string]start{}
+	t0 := env.Now()
+	lease := func(job, from string) *Lease {
+		return &Lease{Alloc: activities.Allocation{JobID: job}, Endpoint: &activities.Endpoint{URL: "http://" + job}, From: from}
+	}
+	env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in PointInput) (*PointState, error) {
+		id := in.Point.PointID
+		st := start{at: workflow.Now(ctx).Sub(t0)}
+		if in.Group.Lease != nil {
+			st.lease = in.Group.Lease.From
+		}
+		mu.Lock()
+		starts[id] = st
+		mu.Unlock()
+		switch id {
+		case "p_a":
+			// Ends at once without handing over (its perf-done comes later).
+			return &PointState{PointID: id, Status: StatusCancelled}, nil
+		case "p_b":
+			// 10 minutes of perf on the server, then hand it over and
+			// wait for the eval turn.
+			_ = workflow.Sleep(ctx, 10*time.Minute)
+			_ = workflow.SignalExternalWorkflow(ctx, in.Group.Workflow, "", SignalPerfDone, PerfDone{PointID: id, Lease: lease("job-b", id)}).Get(ctx, nil)
+			var turn EvalTurn
+			workflow.GetSignalChannel(ctx, SignalEvalTurn).ReceiveWithTimeout(ctx, time.Hour, &turn)
+			return &PointState{PointID: id, Status: StatusCompleted}, nil
+		}
+		return &PointState{PointID: id, Status: StatusCompleted}, nil
+	})
+	// p_a's perf-done, late: while p_b runs perf.
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalPerfDone, PerfDone{PointID: "p_a", Lease: lease("job-a", "p_a")})
+	}, time.Minute)
+	var pts []activities.PointSpec
+	for _, id := range []string{"p_a", "p_b", "p_c"} {
+		pts = append(pts, activities.PointSpec{PointID: id, ConfigKey: "k", Conc: 8, Nodes: 6, Eval: true, Identity: "dep-" + id})
+	}
+	env.ExecuteWorkflow(DeploymentWorkflow, DeploymentInput{SweepID: "s", Deployment: "dep", Points: pts, TaskQueue: "q", Tuning: fastTuning})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.GreaterOrEqual(t, starts["p_c"].at, 10*time.Minute, "p_c started while p_b still ran perf on the server")
+	require.Equal(t, "p_b", starts["p_c"].lease, "p_c runs on the server p_b handed over")
+	require.Contains(t, torn, "job-a", "the stale hand-over is released")
 }

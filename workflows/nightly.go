@@ -175,6 +175,7 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 		return fail("compare", err)
 	}
 	sum.Compared, sum.Regressions, sum.ReportURI = rep.Compared, len(rep.Findings), rep.ReportURI
+	sum.NoComparable = rep.NoComparable
 	sum.Findings = append(sum.Findings, rep.Findings...)
 	sum.RegressedPoints = append(sum.RegressedPoints, rep.RegressedPoints...)
 	sum.ImageChanges = rep.ImageChanges
@@ -222,8 +223,12 @@ func nightlyDetails(s NightlySummary) string {
 		}
 		return strings.Join(lines, "\n\n")
 	}
-	lines := []string{fmt.Sprintf("nightly **%s**: **%d regressions** in %d points (%d compared with %s)\n\nsweep `%s`",
-		s.Night.UTC().Format(time.RFC3339), s.Regressions, s.Points, s.Compared, s.Baseline, s.SweepID)}
+	verdict := fmt.Sprintf("**%d regressions** in %d points (%d compared with %s)", s.Regressions, s.Points, s.Compared, s.Baseline)
+	if s.Compared == 0 && s.Regressions == 0 {
+		// Nothing was compared: "0 regressions" would be a verdict.
+		verdict = fmt.Sprintf("**no comparable baseline** for any of %d points (baseline %s): no verdict", s.Points, s.Baseline)
+	}
+	lines := []string{fmt.Sprintf("nightly **%s**: %s\n\nsweep `%s`", s.Night.UTC().Format(time.RFC3339), verdict, s.SweepID)}
 	for i, f := range s.Findings {
 		if i == 20 {
 			lines = append(lines, fmt.Sprintf("- ... and %d more (report %s)", len(s.Findings)-i, s.ReportURI))
@@ -233,6 +238,9 @@ func nightlyDetails(s NightlySummary) string {
 	}
 	for _, c := range s.ImageChanges {
 		lines = append(lines, "- image change: "+c.String())
+	}
+	for _, n := range s.NoComparable {
+		lines = append(lines, "- "+n)
 	}
 	return strings.Join(lines, "\n\n")
 }

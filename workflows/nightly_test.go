@@ -210,3 +210,16 @@ func TestNightlyCheckFailureRecorded(t *testing.T) {
 	require.NotNil(t, hook)
 	assert.Equal(t, "file:///check.json", hook.Summary.ReportURI)
 }
+
+// A night that compared nothing gives no verdict: "0 regressions" would read
+// as a pass.
+func TestNightlyDetailsWithoutComparableBaseline(t *testing.T) {
+	s := NightlySummary{Night: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), SweepID: "n", Baseline: "latest-nightly", Points: 2,
+		NoComparable: []string{"c1: no comparable baseline: real figures, the baseline's in emu are simulated"}}
+	got := nightlyDetails(s)
+	assert.Contains(t, got, "**no comparable baseline** for any of 2 points (baseline latest-nightly): no verdict")
+	assert.Contains(t, got, "- c1: no comparable baseline: real figures")
+	assert.NotContains(t, got, "regressions")
+	s.Compared = 1
+	assert.Contains(t, nightlyDetails(s), "**0 regressions** in 2 points (1 compared with latest-nightly)")
+}

@@ -56,6 +56,10 @@ const ErrAllocationReleased = "AllocationReleased"
 // (or the operator timeout) aborted.
 const ErrPointAborted = "PointAborted"
 
+// ErrPointUnrecorded is the application error type of a point that ran but
+// whose final status the ledger could not record (revision 6).
+const ErrPointUnrecorded = "PointUnrecorded"
+
 // PointInput starts one point workflow.
 type PointInput struct {
 	Point     activities.PointSpec `json:"point"`
@@ -87,8 +91,11 @@ type PointInput struct {
 // GPUs; earlier revisions upload first, as recorded. From 4 a stage whose
 // retries ended in a heartbeat timeout (its worker, or the server, was out
 // of reach) retries by itself after a pause before it asks an operator
-// (infraRetry).
-const pointRev = 4
+// (infraRetry). From 6 the perf and upload inputs say when an operator
+// skipped the warmup (PointSpec.WarmupSkipped), so the stored figures'
+// profile records it, and a ledger record out of retries is retried after
+// pauses and then fails the point (ErrPointUnrecorded).
+const pointRev = 6
 
 // Decision is the argument of the decide update.
 type Decision struct {
@@ -136,6 +143,9 @@ type PointState struct {
 	// point that ran to its end incomplete.
 	Skipped []string `json:"skipped,omitempty"`
 	Missing []string `json:"missing,omitempty"`
+	// RecordError says why the ledger could not record the final status
+	// (revision 6): it then still shows an older one.
+	RecordError string `json:"record_error,omitempty"`
 	// NodesHeld is how many nodes the point holds right now: 0 before
 	// allocation, after teardown, and while it waits for an operator past
 	// the node hold.
@@ -210,6 +220,13 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 	r.finish(ctx, err)
 	// Let an in-flight decide update reply before the workflow closes.
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	if err == nil && r.state.RecordError != "" {
+		// The point ran, but the ledger still shows an older status:
+		// the sweep reports the point failed, with why.
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("point %s %s, but the ledger still shows an older status: recording it failed: %s", in.Point.PointID, r.state.Status, r.state.RecordError),
+			ErrPointUnrecorded, nil, r.state)
+	}
 	if err != nil {
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || ctx.Err() != nil {
@@ -341,6 +358,7 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	}
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
+	up.Point.WarmupSkipped = r.warmupSkipped() && r.state.Perf != nil && !slices.Contains(r.state.Reused, activities.StagePerf)
 	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, activities.StagePerf) {
 		up.PerfFrom = &activities.ReuseSource{Sweep: reused.PerfSweep, Run: reused.PerfRun}
 	}
@@ -382,8 +400,10 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 			return true, err
 		}
 		var perf activities.PerfSummary
+		pin := in
+		pin.Point.WarmupSkipped = r.warmupSkipped()
 		skipped, err := r.stage(ctx, activities.StagePerf, func(actx workflow.Context) error {
-			return workflow.ExecuteActivity(actx, r.acts.Perf, in).Get(actx, &perf)
+			return workflow.ExecuteActivity(actx, r.acts.Perf, pin).Get(actx, &perf)
 		})
 		if err != nil {
 			return true, err
@@ -442,6 +462,12 @@ func isAllocationReleased(err error) bool {
 func (r *pointRun) needNodes(needPerf, needEval bool) bool {
 	return (needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf)) ||
 		(needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval))
+}
+
+// warmupSkipped: an operator skipped this point's warmup, so its perf
+// figures come from a cold server and are stored as such (revision 6 on).
+func (r *pointRun) warmupSkipped() bool {
+	return r.in.Rev >= 6 && slices.Contains(r.state.Skipped, activities.StageWarmup)
 }
 
 // skippedBefore: the operator skipped this stage earlier in the point, so a
@@ -726,9 +752,31 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 		rec.Stages = append(rec.Stages, activities.StageTiming{Stage: s.Stage, Outcome: s.Outcome, Rounds: s.Rounds,
 			Error: s.Error, Started: s.Started, Ended: s.Ended})
 	}
-	if lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil); lerr != nil {
-		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
+	lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
+	// Revision 6: a record out of retries tries again after a pause (the
+	// database may be restarting), then the failure is the point's: the
+	// ledger would otherwise keep a stale status without anyone knowing.
+	for round := 0; lerr != nil && r.in.Rev >= 6 && round < autoRetries && !isNonRetryable(lerr); round++ {
+		workflow.GetLogger(ctx).Warn("recording point status failed, retrying after a pause", "point", r.in.Point.PointID, "error", lerr)
+		if serr := workflow.Sleep(dctx, 10*r.in.Tuning.retryInterval()<<round); serr != nil {
+			break
+		}
+		rec.At = workflow.Now(dctx)
+		lerr = workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
 	}
+	if lerr != nil {
+		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
+		if r.in.Rev >= 6 {
+			r.state.RecordError = rootMessage(lerr)
+			r.publish(dctx)
+		}
+	}
+}
+
+// isNonRetryable: an application error no retry can fix.
+func isNonRetryable(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.NonRetryable()
 }
 
 // missing lists the planned outputs the point does not have: perf, eval (when

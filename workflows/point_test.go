@@ -31,6 +31,9 @@ type fakeStages struct {
 	// skips it), set before pointEnv.
 	after    map[string]time.Duration
 	evalPass bool
+	// perfIns and uploads are the inputs the perf and upload stages got.
+	perfIns []activities.StageInput
+	uploads []activities.UploadInput
 }
 
 func newFake() *fakeStages {
@@ -99,12 +102,18 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 		return f.hit(ctx, activities.StageWarmup)
 	})
 	env.OnActivity(a.Perf, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StagePerf)).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+		f.mu.Lock()
+		f.perfIns = append(f.perfIns, in)
+		f.mu.Unlock()
 		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true}, f.hit(ctx, activities.StagePerf)
 	})
 	env.OnActivity(a.Eval, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageEval)).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
 		return activities.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, activities.StageEval)
 	})
 	env.OnActivity(a.Upload, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageUpload)).Return(func(ctx context.Context, in activities.UploadInput) error {
+		f.mu.Lock()
+		f.uploads = append(f.uploads, in)
+		f.mu.Unlock()
 		return f.hit(ctx, activities.StageUpload)
 	})
 	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageTeardown)).Return(func(ctx context.Context, in activities.StageInput) error {
@@ -114,10 +123,19 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls["record:"+rec.Status]++
+		if left := f.failures[stageRecord]; left != 0 {
+			if left > 0 {
+				f.failures[stageRecord] = left - 1
+			}
+			return errors.New("planted ledger failure")
+		}
 		return nil
 	})
 	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
 }
+
+// stageRecord keys planted RecordPoint failures in fakeStages.failures.
+const stageRecord = "record"
 
 func testPoint(eval bool) activities.PointSpec {
 	return activities.PointSpec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
@@ -326,6 +344,81 @@ func TestPointWorkflow(t *testing.T) {
 				require.Len(t, rejected, len(tc.decisions))
 				require.Contains(t, rejected[0], `unknown action "reboot"`)
 			}
+		})
+	}
+}
+
+// TestPointWarmupSkippedIsRecorded: figures measured after an operator
+// skipped the warmup reach perf and the upload marked as such (their
+// profile then says "warmup: skipped", see activities.TestReuseHonoursHowThePointEnded);
+// a point of an older revision runs as recorded.
+func TestPointWarmupSkippedIsRecorded(t *testing.T) {
+	for _, rev := range []int{6, 4} {
+		f := newFake()
+		f.failures[activities.StageWarmup] = -1
+		env := pointEnv(t, f)
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(UpdateDecide, "skip", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { t.Errorf("decision rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+			}, Decision{Action: ActionSkip})
+		}, time.Minute)
+		env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: rev})
+		require.True(t, env.IsWorkflowCompleted())
+		require.NoError(t, env.GetWorkflowError())
+		require.Len(t, f.perfIns, 1)
+		require.Len(t, f.uploads, 1)
+		require.Equal(t, rev >= 6, f.perfIns[0].Point.WarmupSkipped, "rev %d perf input", rev)
+		require.Equal(t, rev >= 6, f.uploads[0].Point.WarmupSkipped, "rev %d upload input", rev)
+	}
+	// A point whose warmup ran is measured warm.
+	f := newFake()
+	env := pointEnv(t, f)
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: pointRev})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, f.perfIns, 1)
+	require.False(t, f.perfIns[0].Point.WarmupSkipped)
+	require.False(t, f.uploads[0].Point.WarmupSkipped)
+}
+
+// TestPointRecordFailureIsVisible: a ledger record out of retries is tried
+// again after pauses; if it still fails, the point fails with why (the
+// ledger would show a stale status), and its state says so. Revision 4
+// points only log it, as recorded.
+func TestPointRecordFailureIsVisible(t *testing.T) {
+	const attempts = 10 // the ledger pseudo-stage's retry budget
+	cases := []struct {
+		name     string
+		rev      int
+		failures int
+		wantErr  bool
+		wantRecs int
+	}{
+		{"recovers in the second pause", 6, attempts + 2, false, attempts + 3},
+		{"never recovers: the point fails", 6, -1, true, attempts * (1 + autoRetries)},
+		{"revision 4 only logs", 4, -1, false, attempts},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			f.failures[stageRecord] = tc.failures
+			env := pointEnv(t, f)
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: tc.rev})
+			require.True(t, env.IsWorkflowCompleted())
+			require.Equal(t, tc.wantRecs, f.count("record:"+StatusCompleted))
+			err := env.GetWorkflowError()
+			if !tc.wantErr {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.Equal(t, ErrPointUnrecorded, app.Type())
+			require.Contains(t, app.Error(), "completed, but the ledger still shows an older status: recording it failed: planted ledger failure")
+			var st PointState
+			require.NoError(t, app.Details(&st))
+			require.Equal(t, StatusCompleted, st.Status)
+			require.Equal(t, "planted ledger failure", st.RecordError)
 		})
 	}
 }

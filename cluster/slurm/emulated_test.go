@@ -192,9 +192,7 @@ func TestEmulatedPartition(t *testing.T) {
 	})
 
 	t.Run("bring up", func(t *testing.T) {
-		if out, _ := exec.Command(starter, "sim", "--help").CombinedOutput(); !strings.Contains(string(out), "\n  role ") {
-			t.Skip("the simulator roles (starter sim role, branch sim-roles) are not in this build yet")
-		}
+		slurmemu.RequireRoles(t) // each rendered process is handed to one
 		b := newBackend(t, 0)
 		alloc, err := b.Allocate(ctx, cluster.AllocRequest{SweepID: "unit", PointID: "serve", Nodes: 2})
 		require.NoError(t, err)

@@ -67,7 +67,7 @@ func TestFaultMatrix(t *testing.T) {
 	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	ctx := context.Background()
 	if err := dockerEngine(ctx); err != nil {
-		t.Skipf("no Docker engine: %v", err)
+		missing(t, fmt.Sprintf("no Docker engine: %v", err))
 	}
 	const engineFlags = "--error-burst-start 20 --error-burst-len 40 --cut-stream-every 37"
 	su := upStack(t, ctx, "faults", map[string]string{

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/sweepflow/sweepflow/internal/prereq"
 )
 
 // ErrNoPostgres means no PostgreSQL server binaries were found.
@@ -265,7 +267,4 @@ func (s *Shared) Stop() {
 
 // Required reports whether a missing PostgreSQL must fail the test rather
 // than skip it: under CI the package is installed, so absence is a defect.
-func Required() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v == "true" || v == "1"
-}
+func Required() bool { return prereq.CI() }

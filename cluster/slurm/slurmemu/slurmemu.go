@@ -9,10 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/internal/prereq"
+	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
 // Partition is the running emulation.
@@ -59,12 +64,11 @@ func RepoRoot() (string, error) {
 // emulation is stopped when t ends if this call started it.
 func Start(t testing.TB) *Partition {
 	t.Helper()
-	ci := os.Getenv("CI") == "true"
-	if _, err := exec.LookPath("slurmctld"); err != nil && !ci {
-		t.Skip("Slurm is not installed (Debian packages slurmctld slurmd slurm-client munge; scripts/slurm-emu.sh start installs them): skipping the emulated-partition test")
+	if _, err := exec.LookPath("slurmctld"); err != nil {
+		prereq.Missing(t, "Slurm is not installed (Debian packages slurmctld slurmd slurm-client munge; scripts/slurm-emu.sh start installs them): skipping the emulated-partition test")
 	}
-	if os.Geteuid() != 0 && !ci {
-		t.Skip("the emulated Slurm partition needs root (slurmd): skipping")
+	if os.Geteuid() != 0 {
+		prereq.Missing(t, "the emulated Slurm partition needs root (slurmd): skipping")
 	}
 	root, err := RepoRoot()
 	if err != nil {
@@ -162,4 +166,40 @@ func (p *Partition) Hold(t testing.TB, n int) string {
 	id := strings.TrimSpace(strings.Split(out, ";")[0])
 	t.Cleanup(func() { _ = exec.Command("scancel", id).Run() })
 	return id
+}
+
+// RequireRoles fails t unless this build has a simulator role for every
+// entry point of the emulated profile (configs/clusters/slurm-emu.yaml).
+// The test binary links the same simrole package as the starter it runs,
+// so the build, not a command's help text, says which roles exist; a
+// missing one is a defect, never a skip.
+func RequireRoles(t testing.TB) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRoles(filepath.Join(root, "configs", "clusters", "slurm-emu.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkRoles says which entry point of an emulated cluster profile maps to
+// a role this build does not have.
+func checkRoles(profile string) error {
+	c, err := config.LoadCluster(profile)
+	if err != nil {
+		return err
+	}
+	if c.Emulation == nil {
+		return fmt.Errorf("%s: no emulation block", profile)
+	}
+	have := simrole.Roles()
+	for i, e := range c.Emulation.Entrypoints {
+		if !slices.Contains(have, e.Role) {
+			return fmt.Errorf("%s: emulation.entrypoints[%d].role %q is not a simulator role of this build (%s)",
+				profile, i, e.Role, strings.Join(have, ", "))
+		}
+	}
+	return nil
 }
