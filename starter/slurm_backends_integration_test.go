@@ -37,6 +37,7 @@ func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
 	part := slurmemu.Start(t)
 	_ = part
 	e := newITEnv(t)
+	slurmemu.RequireRoles(t)
 	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
 		filepath.Join(e.home, "slurm-emu", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
 	require.NoError(t, err, string(out))

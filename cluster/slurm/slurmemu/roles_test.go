@@ -24,5 +24,5 @@ func TestCheckRoles(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(string(data), "role: nginx", "role: haproxy", 1)), 0o644))
 	err = checkRoles(bad)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `emulation.entrypoints[3].role "haproxy" is not a simulator role of this build`)
+	assert.Contains(t, err.Error(), `emulation.entrypoints[7].role "haproxy" is not a simulator role of this build`)
 }
