@@ -61,6 +61,22 @@ func TestEngineRender(t *testing.T) {
 			}, ""},
 		{"trtllm spec decode in perf mode", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]",
 			"--reference-placeholders", "--synthetic-acceptance", "3.77"}, nil, "InferenceX has no synthetic-acceptance injector for trtllm"},
+		{"placeholders on the recipe's own allocation", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--json", "--reference-placeholders"},
+			func(t *testing.T, out string) {
+				var doc struct {
+					Processes []struct {
+						Nodelist []string `json:"nodelist"`
+					} `json:"processes"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				var nodes []string
+				for _, p := range doc.Processes {
+					nodes = append(nodes, p.Nodelist...)
+				}
+				assert.Contains(t, nodes, "gb200-03", "the recipe needs 3 nodes")
+				assert.NotContains(t, nodes, "gb200-04")
+			}, ""},
+		{"no nodes without placeholders", []string{"--recipe", seedAgg}, nil, "--recipe and --nodes are required"},
 		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
 		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},
 		{"alias without profile", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02]"}, nil, "give --model-dir"},
