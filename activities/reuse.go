@@ -36,6 +36,7 @@ func (a *Activities) measurement(p PointSpec) point.Measurement {
 		m.Workload = "agentx:" + a.traceName()
 		m.Warmup = fmt.Sprintf("2xconc+%d/lane", a.warmupPerLane())
 	}
+	a.perfProfile(p, &m)
 	return m
 }
 
