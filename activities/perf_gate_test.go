@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
+	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
 // engineFault is how gateEngine misbehaves.
@@ -173,9 +175,11 @@ type benchBackend struct {
 	fakeBackend
 	result *ixresult.Result
 	dir    string
+	env    map[string]string
 }
 
 func (b *benchBackend) RunBenchmark(_ context.Context, _ cluster.Allocation, _ cluster.Server, spec cluster.BenchmarkSpec) (string, error) {
+	b.env = spec.Env
 	path := filepath.Join(b.dir, ixresult.FileName(spec.ResultFilename, spec.Conc))
 	return path, ixresult.Write(path, b.result)
 }
@@ -211,13 +215,21 @@ func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 			a := newLedgerActs(t)
 			r := good()
 			tc.mutate(r)
-			a.Backend, a.PerfClient = &benchBackend{result: r, dir: t.TempDir()}, point.PerfClientBenchmark
+			bb := &benchBackend{result: r, dir: t.TempDir()}
+			a.Backend, a.PerfClient, a.Simulated, a.Load.Seed = bb, point.PerfClientBenchmark, true, 11
 			p := testSpec("s-"+strings.ReplaceAll(tc.name, " ", "-"), "b", 4)
 			p.ISL, p.OSL, p.DurationSec, p.Eval = 0, 0, 600, false
 			p.Profile = point.Profile{Scenario: loadgen.ScenarioAgentic, DurationSec: 600, Backend: "slurm", Launcher: "sbatch"}
 			_, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, engineOK)}})
 			_, stored, lerr := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
 			require.NoError(t, lerr)
+			// The simulated benchmark replays with the point's seeds, which
+			// the measurement profile records.
+			m := a.measurement(p)
+			assert.Equal(t, strconv.FormatInt(m.PointSeed, 10), bb.env[simrole.EnvSeed])
+			assert.Equal(t, "11", bb.env[simrole.EnvTraceSeed])
+			assert.EqualValues(t, 11, m.TraceSeed)
+			assert.Equal(t, point.PerfClientBenchmark, m.PerfClient)
 			if tc.reason == "" {
 				require.NoError(t, err)
 				assert.True(t, stored)
@@ -306,4 +318,27 @@ func readAggregate(t *testing.T, a *Activities, uri string) loadgen.Aggregate {
 	var agg loadgen.Aggregate
 	require.NoError(t, json.NewDecoder(rc).Decode(&agg))
 	return agg
+}
+
+// TestPerfMeasurementProfile: what changes a perf figure is in the
+// measurement profile, so a stored figure is reused only under the same
+// client, load generator, settings, seeds and container remapping (issue
+// 24, found 3); and each point of a deployment gets its own seed (found 2).
+func TestPerfMeasurementProfile(t *testing.T) {
+	a := &Activities{Load: PerfConfig{Seed: 3}, Containers: map[string]string{"sglang": "/images/sglang-0.5.sqsh"}}
+	p4, p8 := testSpec("s", "d", 4), testSpec("s", "d", 8)
+	m := a.measurement(p4)
+	assert.Equal(t, point.PerfClientLoadgen, m.PerfClient)
+	assert.Equal(t, loadgen.Version, m.LoadgenVersion)
+	assert.Equal(t, 0.8, m.RandomRangeRatio)
+	assert.Equal(t, [2]int{512, 64}, [2]int{m.WarmupISL, m.WarmupOSL})
+	assert.Equal(t, "flush", m.PrefixCache)
+	assert.Equal(t, a.Containers, m.Containers)
+	assert.Equal(t, a.pointSeed(p4), m.PointSeed)
+	assert.NotEqual(t, a.pointSeed(p4), a.pointSeed(p8), "no two points of a deployment share prompts")
+	assert.Equal(t, a.pointSeed(p4), a.options(p4, Endpoint{URL: "http://x"}).Seed)
+
+	b := *a
+	b.Containers = map[string]string{"sglang": "/images/sglang-0.6.sqsh"}
+	assert.NotEqual(t, a.measured(p4, StagePerf).Hash(), b.measured(p4, StagePerf).Hash(), "another image, another profile")
 }

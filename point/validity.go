@@ -82,11 +82,13 @@ const (
 	// to about a microsecond. A TPOT or ITL at or below it was not measured.
 	ClockResolutionSec = 1e-6
 	// MaxClientLag bounds the fraction of chunk gaps the client did not see
-	// arrive. An unseen gap reads 0 in ITL and makes the first and last
-	// chunk times late; at 10 % unseen the median ITL already reads the 44th
-	// percentile of the gaps instead of the 50th, and more than that is a
-	// starved client or a buffering proxy, not the engine.
-	MaxClientLag = 0.10
+	// arrive. An unseen gap reads 0 in ITL and can make a request's first
+	// and last chunk times late. A client that keeps up still finds a chunk
+	// waiting now and then (a simulator's catch-up write, a reader
+	// descheduled for a moment: 0-18 % measured on a loaded 2-core host); a
+	// quarter of the gaps unseen is a client behind the stream or a
+	// buffering proxy, and the median ITL then reads 0 well before half.
+	MaxClientLag = 0.25
 )
 
 // InvalidResult is a perf result the validity gate refused: Figure names

@@ -55,8 +55,8 @@ func TestValidatePerf(t *testing.T) {
 			"tpot", "tpot: median 0 ms is at or below the clock resolution (0.001 ms)"},
 		{"chunks stamped alike", func(s *PerfSummary, _ *PerfPlan) { s.Evidence.ITLMedianMs = 0 },
 			"itl", "itl: median 0 ms is at or below the clock resolution (0.001 ms)"},
-		{"client fell behind", func(s *PerfSummary, _ *PerfPlan) { lag := 0.25; s.Evidence.ClientLag = &lag },
-			"client_lag", "client_lag: the client did not see 25% of the chunk gaps arrive (bound 10%): a starved client or a buffering proxy"},
+		{"client fell behind", func(s *PerfSummary, _ *PerfPlan) { lag := 0.3; s.Evidence.ClientLag = &lag },
+			"client_lag", "client_lag: the client did not see 30% of the chunk gaps arrive (bound 25%): a starved client or a buffering proxy"},
 		{"no evidence", func(s *PerfSummary, _ *PerfPlan) { s.Evidence = nil },
 			"evidence", "the perf client reported no evidence to judge its figures by"},
 	}
