@@ -206,15 +206,8 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if err := res.WriteRequestsJSONL(reqPath); err != nil {
 		return PerfSummary{}, classify(err)
 	}
-	ag := res.Aggregate
-	ev := ag.Evidence()
-	ev.PrefixCacheFlushed = flushed
-	out := PerfSummary{
-		OutputTputPerGPU: ag.OutputTputPerGPU, TputPerGPU: ag.TputPerGPU, InputTputPerGPU: ag.InputTputPerGPU,
-		Interactivity: ag.MedianIntvty, TTFTp90Ms: ag.P90TTFT * 1000, TPOTMedianMs: ag.MedianTPOT * 1000,
-		E2ELMedianMs: ag.MedianE2EL * 1000, Requests: ag.NumRequestsTotal, Failed: ag.Failed, Simulated: ag.Simulated,
-		Evidence: &ev,
-	}
+	out := res.Aggregate.Summary()
+	out.Evidence.PrefixCacheFlushed = flushed
 	if err := a.validate(ctx, hb, p, out, o.Plan(), refused); err != nil {
 		return PerfSummary{}, err
 	}
@@ -244,7 +237,7 @@ func (a *Activities) validate(ctx context.Context, hb *heartbeater, p PointSpec,
 	}
 	refused := prior + 1
 	hb.set(loadProgress{Phase: "perf: result refused", Refused: refused})
-	msg := "perf: " + err.Error() + "; evidence: " + evidenceLine(*out.Evidence)
+	msg := "perf: " + point.Explain(err)
 	a.log(ctx).Warn("perf result refused by the validity gate", zap.String("point", p.PointID), zap.String("reason", msg), zap.Int("refusals", refused))
 	if refused >= 2 {
 		return temporal.NewNonRetryableApplicationError(msg, point.InvalidResultType, err, *out.Evidence)
@@ -260,25 +253,6 @@ func priorRefusals(ctx context.Context) int {
 		_ = activity.GetHeartbeatDetails(ctx, &prev)
 	}
 	return prev.Refused
-}
-
-// evidenceLine is the gate's evidence in one line, for the operator.
-func evidenceLine(ev point.PerfEvidence) string {
-	parts := []string{
-		"client " + ev.Client,
-		fmt.Sprintf("%d completed", ev.Completed),
-		fmt.Sprintf("%d output tokens", ev.OutputTokens),
-		fmt.Sprintf("window %.4g s", ev.WindowSec),
-		fmt.Sprintf("mean prompt %.1f, output %.1f tokens", ev.MeanPromptTokens, ev.MeanOutputTokens),
-		fmt.Sprintf("median ITL %.4g ms", ev.ITLMedianMs),
-	}
-	if ev.ClientLag != nil {
-		parts = append(parts, fmt.Sprintf("client lag %.1f%%", 100**ev.ClientLag))
-	}
-	if ev.LanesFinished >= 0 {
-		parts = append(parts, fmt.Sprintf("%d lanes finished", ev.LanesFinished))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // flushPrefixCache empties the server's prefix cache where the engine

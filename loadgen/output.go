@@ -112,6 +112,24 @@ func writeAtomic(path string, fill func(*os.File) error) error {
 	return nil
 }
 
+// Summary is the run's ledger summary (headline figures in the ledger's
+// units) with the evidence the validity gate judges it on.
+func (a *Aggregate) Summary() point.PerfSummary {
+	ev := a.Evidence()
+	return point.PerfSummary{
+		OutputTputPerGPU: a.OutputTputPerGPU, TputPerGPU: a.TputPerGPU, InputTputPerGPU: a.InputTputPerGPU,
+		Interactivity: a.MedianIntvty, TTFTp90Ms: a.P90TTFT * 1000, TPOTMedianMs: a.MedianTPOT * 1000,
+		E2ELMedianMs: a.MedianE2EL * 1000, Requests: a.NumRequestsTotal, Failed: a.Failed, Simulated: a.Simulated,
+		Evidence: &ev,
+	}
+}
+
+// Validate runs the validity gate (point.ValidatePerf) on a run made with
+// opts.
+func (r *Result) Validate(opts Options) error {
+	return point.ValidatePerf(r.Aggregate.Summary(), opts.Plan())
+}
+
 // Evidence is what the validity gate (point.ValidatePerf) judges a run's
 // figures on, in engine time.
 func (a *Aggregate) Evidence() point.PerfEvidence {

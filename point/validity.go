@@ -104,6 +104,36 @@ func (e *InvalidResult) Error() string { return "invalid perf result: " + e.Reas
 // InvalidResultType is the application error type an invalid result fails with.
 const InvalidResultType = "InvalidResult"
 
+// Explain is err's message, and for an InvalidResult its reason with the
+// evidence in one line: what `starter bench` prints and the operator gate
+// shows.
+func Explain(err error) string {
+	var ir *InvalidResult
+	if !errors.As(err, &ir) {
+		return err.Error()
+	}
+	return ir.Error() + "; evidence: " + ir.Evidence.Line()
+}
+
+// Line is the evidence in one line.
+func (ev PerfEvidence) Line() string {
+	parts := []string{
+		"client " + ev.Client,
+		fmt.Sprintf("%d completed", ev.Completed),
+		fmt.Sprintf("%d output tokens", ev.OutputTokens),
+		fmt.Sprintf("window %.4g s", ev.WindowSec),
+		fmt.Sprintf("mean prompt %.1f, output %.1f tokens", ev.MeanPromptTokens, ev.MeanOutputTokens),
+		fmt.Sprintf("median ITL %.4g ms", ev.ITLMedianMs),
+	}
+	if ev.ClientLag != nil {
+		parts = append(parts, fmt.Sprintf("client lag %.1f%%", 100**ev.ClientLag))
+	}
+	if ev.LanesFinished >= 0 {
+		parts = append(parts, fmt.Sprintf("%d lanes finished", ev.LanesFinished))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // IsInvalidResult reports whether err is (or wraps) an InvalidResult.
 func IsInvalidResult(err error) bool {
 	var ir *InvalidResult
