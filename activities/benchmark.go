@@ -167,7 +167,10 @@ func (a *Activities) benchmarkPlan(p PointSpec, env map[string]string) point.Per
 		plan.Scenario, plan.Lanes = loadgen.ScenarioAgentic, max(p.Conc, 1)
 	}
 	if d, err := strconv.Atoi(env["DURATION"]); err == nil && d > 0 {
-		plan.WindowSec = float64(d)
+		// The file's window runs from the first send to the last response:
+		// the first measured call keeps its recorded idle gap and lanes idle
+		// at the deadline send nothing more, each up to AgentX's gap cap.
+		plan.WindowSec = max(float64(d)-2*loadgen.DefaultIdleGapCap.Seconds(), 0)
 	}
 	return plan
 }

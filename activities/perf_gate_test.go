@@ -186,7 +186,8 @@ func (b *benchBackend) RunBenchmark(_ context.Context, _ cluster.Allocation, _ c
 
 // TestPerfValidityGateBenchmarkFile: the recipe's benchmark result goes
 // through the same gate. A replay whose window is shorter than the DURATION
-// it was given, or with fewer calls than lanes, is refused and not stored.
+// it was given (less two idle-gap caps: first send to last response), or
+// with fewer calls than lanes, is refused and not stored.
 func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 	good := func() *ixresult.Result {
 		r := &ixresult.Result{Conc: 4, ScenarioType: ixresult.ScenarioAgentic, NumRequestsTotal: 40, NumRequestsSuccess: 40, TP: 8}
@@ -204,7 +205,7 @@ func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 	}{
 		{"valid", func(*ixresult.Result) {}, ""},
 		{"short window", func(r *ixresult.Result) { r.RequestMetrics.Throughput.DurationSeconds = 300 },
-			"invalid perf result: window: measured 300 s, shorter than the planned 600 s"},
+			"invalid perf result: window: measured 300 s, shorter than the planned 580 s"},
 		{"fewer calls than lanes", func(r *ixresult.Result) { r.NumRequestsTotal, r.NumRequestsSuccess = 3, 3 },
 			"invalid perf result: completed: 3 completed calls, fewer than the 4 lanes"},
 		{"zero output tokens", func(r *ixresult.Result) { r.RequestMetrics.Tokens.OutputActual.Mean = 0 },
