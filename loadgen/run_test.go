@@ -54,12 +54,13 @@ func TestRunClosedLoop(t *testing.T) {
 		assert.Less(t, r.SendNs, r.FirstTokenNs)
 		assert.LessOrEqual(t, r.LastTokenNs, r.EndNs)
 	}
-	// The server sleeps 1 ms between chunks, so no TPOT is below 1 ms; a
-	// sleep overshoots by about 0.3 ms alone and up to 3.3 ms beside other
-	// tests on a loaded 2-core host (4 ms bounds it). 0 (chunks stamped
-	// alike) fails, as does a figure in the wrong unit.
+	// The server sleeps 1 ms between chunks, so no TPOT is below 1 ms: 0
+	// (chunks stamped alike) fails. A sleep overshoots by about 0.3 ms alone
+	// and up to 7 ms on a 2-core host shared with other test runs; 20 ms
+	// still fails a figure in the wrong unit (milliseconds read as seconds:
+	// 1000x).
 	assert.GreaterOrEqual(t, a.MedianTPOT, 0.001)
-	assert.Less(t, a.MedianTPOT, 0.005)
+	assert.Less(t, a.MedianTPOT, 0.020)
 	assert.Greater(t, a.MeanIntvty, 0.0)
 	assert.InDelta(t, 1000/(a.MeanTPOT*1000), a.MeanIntvty, 1e-3)
 	assert.InDelta(t, a.TotalTokenThroughput/8, a.TputPerGPU, 1e-9)

@@ -34,12 +34,14 @@ func TestAgainstSimulatorFastMode(t *testing.T) {
 	assert.Equal(t, a.TotalRequestedInputTokens, a.TotalInputTokens, "requested == server-reported prompt tokens")
 	// The simulator never sends early, and keeps its chunks on an absolute
 	// schedule (a late chunk is caught up, not shifted): TTFT is the 20 ms
-	// model plus scheduling delay (about 1 ms here; 5 ms bounds it on a
-	// loaded 2-core host), and a request's TPOT, first to last chunk, is the
-	// 2 ms model within 10 % (2.00-2.03 ms measured).
+	// model plus scheduling delay (about 1 ms alone; 20 ms bounds it on a
+	// 2-core host shared with other test runs), and a request's TPOT, first
+	// to last chunk, is the 2 ms model within 25 % (2.00-2.03 ms measured
+	// alone; a late first or last chunk moves it over 19 gaps). A TPOT of 0
+	// or a figure in the wrong unit fails.
 	assert.GreaterOrEqual(t, a.MedianTTFT, 0.020)
-	assert.Less(t, a.MedianTTFT, 0.025)
-	assert.InEpsilon(t, 0.002, a.MedianTPOT, 0.10)
+	assert.Less(t, a.MedianTTFT, 0.040)
+	assert.InEpsilon(t, 0.002, a.MedianTPOT, 0.25)
 
 	// Client timestamps against the simulator's own flush times.
 	cmp := CompareTimelines(res, func(id string) (ServerTimeline, bool) {
@@ -150,13 +152,13 @@ func TestClockScaleReportsEngineTime(t *testing.T) {
 			require.NoError(t, res.Gate())
 			a := res.Aggregate
 			// The simulator's 20 ms (wall) first chunk never comes early and
-			// comes within 10 ms of wall scheduling delay on a loaded 2-core
-			// host (1 ms measured alone, up to 10 ms beside other tests): in
-			// engine time that slack is 5x larger. Its 4 ms (wall) gaps
+			// comes within 20 ms of wall scheduling delay on a 2-core host
+			// shared with other test runs (1 ms measured alone, up to 10 ms
+			// beside them): in engine time that slack is 5x larger. Its 4 ms (wall) gaps
 			// overshoot by 1 % alone and up to 60 % beside other tests. A
 			// wrong conversion is off by 5x, a chunk-stamping fault reads 0:
 			// both fail.
-			slack := 0.010
+			slack := 0.020
 			if tc.clockScale > 0 {
 				slack /= tc.clockScale
 			}
