@@ -145,7 +145,9 @@ func IsInvalidResult(err error) bool {
 // zero output tokens; fewer completed requests than planned (agentic: a
 // lane without a finished call); a window shorter than planned; served
 // lengths outside the requested range; a TPOT or ITL at or below the
-// clock's resolution; a client that fell behind the streams.
+// clock's resolution; a client that fell behind the streams. Checks that do
+// not apply (the client does not measure lag, a time-compressed simulator)
+// are noted in s.Evidence.Waived.
 func ValidatePerf(s PerfSummary, plan PerfPlan) error {
 	if s.Evidence == nil {
 		return &InvalidResult{Figure: "evidence", Reason: "the perf client reported no evidence to judge its figures by"}
@@ -154,12 +156,6 @@ func ValidatePerf(s PerfSummary, plan PerfPlan) error {
 	bad := func(figure, format string, args ...any) error {
 		return &InvalidResult{Figure: figure, Reason: figure + ": " + fmt.Sprintf(format, args...), Evidence: ev}
 	}
-	scale := plan.ClockScale
-	if scale <= 0 {
-		scale = 1
-	}
-	// The resolution in engine time: a compressed clock stretches it.
-	res := ClockResolutionSec / min(scale, 1)
 	if ev.OutputTokens <= 0 {
 		return bad("output_tokens", "0 output tokens over %d completed requests", ev.Completed)
 	}
@@ -182,19 +178,22 @@ func ValidatePerf(s PerfSummary, plan PerfPlan) error {
 	if err := checkLength(bad, "output_tokens", ev.MeanOutputTokens, plan.OSL, plan.RangeRatio); err != nil {
 		return err
 	}
-	if ev.MeanOutputTokens > 1 && s.TPOTMedianMs/1000 <= res {
-		return bad("tpot", "median %.3g ms is at or below the clock resolution (%.3g ms)", s.TPOTMedianMs, res*1000)
-	}
 	if plan.ClockScale > 0 && plan.ClockScale < 1 {
-		// A compressed simulator writes the chunks it owes a request together
-		// once its schedule falls behind by a wall-clock tick: the gaps it
-		// skips are the server's, so ITL and chunk lag say nothing about the
-		// client there. TPOT (first to last chunk) is still checked above.
-		s.Evidence.Waived = append(s.Evidence.Waived, fmt.Sprintf("itl, client_lag: simulator clock compressed %gx", 1/plan.ClockScale))
+		// A compressed simulator falls behind its schedule as soon as it
+		// owes more chunks per wall-clock tick than it can write, then writes
+		// them together: at 500x, 64 agentic lanes read a median TPOT of
+		// 0.12 ms against the model's ~15 ms. Its per-token timings are the
+		// server's catch-up, not a client's or an engine's, so TPOT, ITL and
+		// chunk lag are not judged there; the evidence says so, and the
+		// figures stay labelled simulated.
+		s.Evidence.Waived = append(s.Evidence.Waived, fmt.Sprintf("tpot, itl, client_lag: simulator clock compressed %gx", 1/plan.ClockScale))
 		return nil
 	}
-	if ev.MeanOutputTokens > 1 && ev.ITLMedianMs/1000 <= res {
-		return bad("itl", "median %.3g ms is at or below the clock resolution (%.3g ms)", ev.ITLMedianMs, res*1000)
+	if ev.MeanOutputTokens > 1 && s.TPOTMedianMs/1000 <= ClockResolutionSec {
+		return bad("tpot", "median %.3g ms is at or below the clock resolution (%.3g ms)", s.TPOTMedianMs, ClockResolutionSec*1000)
+	}
+	if ev.MeanOutputTokens > 1 && ev.ITLMedianMs/1000 <= ClockResolutionSec {
+		return bad("itl", "median %.3g ms is at or below the clock resolution (%.3g ms)", ev.ITLMedianMs, ClockResolutionSec*1000)
 	}
 	if ev.ClientLag != nil && *ev.ClientLag > MaxClientLag {
 		return bad("client_lag", "the client did not see %.0f%% of the chunk gaps arrive (bound %.0f%%): a starved client or a buffering proxy",
