@@ -74,6 +74,9 @@ type Activities struct {
 	// cluster.Benchmarker) and reads its result file; "" or "loadgen" runs
 	// sweepflow's load generator from the worker.
 	PerfClient string
+	// Containers is the cluster profile's container remapping; it is part
+	// of every stored output's measurement profile.
+	Containers map[string]string
 	// StateDir keeps small per-point files (fault counters).
 	StateDir string
 	// RecipesRoot is the cluster profile's recipes root: a point's recipe

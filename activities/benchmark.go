@@ -13,6 +13,9 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/ixresult"
+	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
 // benchmarkEnv is the environment InferenceX's benchmark-multinode template
@@ -145,12 +148,36 @@ func readBenchmarkResult(path string) (sum PerfSummary, gate, err error) {
 	if gate := r.Gate(); gate != nil {
 		return PerfSummary{}, fmt.Errorf("%s: %w", path, gate), nil
 	}
-	return r.Perf(), nil, nil
+	sum = r.Perf()
+	ev := r.Evidence()
+	sum.Evidence = &ev
+	return sum, nil, nil
+}
+
+// benchmarkPlan is what the recipe's benchmark must show it measured: a
+// finished call per lane over the DURATION it was given (model seconds).
+func (a *Activities) benchmarkPlan(p PointSpec, env map[string]string) point.PerfPlan {
+	plan := point.PerfPlan{Scenario: p.Profile.Scenario, ISL: p.ISL, OSL: p.OSL, ClockScale: 1}
+	if a.Simulated {
+		plan.ClockScale = a.clockScale()
+	}
+	if p.ISL > 0 && p.OSL > 0 {
+		plan.RangeRatio = fixedRangeRatio
+	} else {
+		plan.Scenario, plan.Lanes = loadgen.ScenarioAgentic, max(p.Conc, 1)
+	}
+	if d, err := strconv.Atoi(env["DURATION"]); err == nil && d > 0 {
+		// The file's window runs from the first send to the last response:
+		// the first measured call keeps its recorded idle gap and lanes idle
+		// at the deadline send nothing more, each up to AgentX's gap cap.
+		plan.WindowSec = max(float64(d)-2*loadgen.DefaultIdleGapCap.Seconds(), 0)
+	}
+	return plan
 }
 
 // perfBenchmark runs the recipe's benchmark process on the cluster as
 // InferenceX's launcher would and reads its result into the ledger.
-func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heartbeater) (PerfSummary, error) {
+func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heartbeater, flushed bool, refused int) (PerfSummary, error) {
 	p := in.Point
 	bm, ok := a.Backend.(cluster.Benchmarker)
 	if !ok {
@@ -167,6 +194,12 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if d := a.simulatedDuration(p); d > 0 {
 		env["DURATION"] = strconv.Itoa(d)
 	}
+	if a.Simulated {
+		// The simulated benchmark role replays with the point's seeds (the
+		// measurement profile records them).
+		env[simrole.EnvSeed] = strconv.FormatInt(a.pointSeed(p), 10)
+		env[simrole.EnvTraceSeed] = strconv.FormatInt(a.Load.Seed, 10)
+	}
 	if a.Simulated && a.warmupPerLane() == 1 {
 		// InferenceX's AIPERF_EXPERIMENTAL_FAST input: one warmup call per
 		// lane instead of aiperf's ten, as the built-in load generator does
@@ -180,7 +213,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	sort.Strings(keys)
 	path, err := bm.RunBenchmark(ctx, toCluster(in.Alloc), cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle},
 		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Env: env, ResultFilename: rf, Conc: p.Conc,
-			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s}) }})
+			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s, Refused: refused}) }})
 	if err != nil {
 		return PerfSummary{}, classify(err)
 	}
@@ -192,6 +225,10 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 		return PerfSummary{}, classify(fmt.Errorf("perf: %w", gate))
 	}
 	out.Simulated = out.Simulated || a.Simulated
+	out.Evidence.PrefixCacheFlushed = flushed
+	if err := a.validate(ctx, hb, p, out, a.benchmarkPlan(p, env), refused); err != nil {
+		return PerfSummary{}, err
+	}
 	if out.AggregateURI, err = a.putArtifact(ctx, path); err != nil {
 		return PerfSummary{}, classify(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/ixresult"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 func TestBenchmarkEnv(t *testing.T) {
@@ -86,12 +87,20 @@ func TestReadBenchmarkResult(t *testing.T) {
 	r.RequestMetrics.Throughput.Total.TokensPerSecond = 24 * 900
 	r.RequestMetrics.Throughput.Output.TokensPerSecond = 16 * 120
 	r.RequestMetrics.Throughput.Input.TokensPerSecond = 8 * 2400
+	r.RequestMetrics.Throughput.DurationSeconds = 600
+	r.RequestMetrics.Tokens.Input.Mean = 31000
+	r.RequestMetrics.Tokens.OutputActual.Mean = 250.5
+	r.RequestMetrics.Latency.ITL.P50 = 0.021
 	require.NoError(t, ixresult.Write(path, r))
 	got, gate, err := readBenchmarkResult(path)
 	require.NoError(t, err)
 	require.NoError(t, gate)
+	// The evidence the validity gate judges: aiperf gives no output total
+	// (mean x successes: 250.5 x 98), no lanes and no client lag.
 	assert.Equal(t, PerfSummary{OutputTputPerGPU: 120, TputPerGPU: 900, InputTputPerGPU: 2400, Interactivity: 50,
-		TTFTp90Ms: 1500, TPOTMedianMs: 20, E2ELMedianMs: 30000, Requests: 100, Failed: 2}, got)
+		TTFTp90Ms: 1500, TPOTMedianMs: 20, E2ELMedianMs: 30000, Requests: 100, Failed: 2,
+		Evidence: &point.PerfEvidence{Client: point.PerfClientBenchmark, Completed: 98, OutputTokens: 24549, WindowSec: 600,
+			MeanPromptTokens: 31000, MeanOutputTokens: 250.5, ITLMedianMs: 21, LanesFinished: -1}}, got)
 
 	r.NumRequestsSuccess = 0
 	require.NoError(t, ixresult.Write(path, r))

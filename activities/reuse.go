@@ -37,6 +37,7 @@ func (a *Activities) measurement(p PointSpec) point.Measurement {
 		m.Workload = "agentx:" + a.traceName()
 		m.Warmup = fmt.Sprintf("2xconc+%d/lane", a.warmupPerLane())
 	}
+	a.perfProfile(p, &m)
 	if p.WarmupSkipped {
 		m.Warmup = WarmupSkipped
 	}

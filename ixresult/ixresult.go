@@ -317,6 +317,21 @@ func (r *Result) Perf() point.PerfSummary {
 	}
 }
 
+// Evidence is what the validity gate (point.ValidatePerf) judges the
+// file's figures on. aiperf reports no total output, so it is the mean
+// actual output times the successful requests; it reports neither lanes nor
+// the client's lag behind the streams (LanesFinished -1, ClientLag nil).
+func (r *Result) Evidence() point.PerfEvidence {
+	rm := r.RequestMetrics
+	return point.PerfEvidence{
+		Client: point.PerfClientBenchmark, Completed: r.NumRequestsSuccess,
+		OutputTokens:     int64(math.Round(rm.Tokens.OutputActual.Mean * float64(r.NumRequestsSuccess))),
+		WindowSec:        rm.Throughput.DurationSeconds,
+		MeanPromptTokens: rm.Tokens.Input.Mean, MeanOutputTokens: rm.Tokens.OutputActual.Mean,
+		ITLMedianMs: rm.Latency.ITL.P50 * 1000, LanesFinished: -1,
+	}
+}
+
 // Env is how the benchmark's environment is read (os.Getenv in the role).
 type Env func(string) string
 

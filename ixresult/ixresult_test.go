@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/point"
 )
 
 func TestReadFixtureAndPerf(t *testing.T) {
@@ -38,6 +40,16 @@ func TestReadFixtureAndPerf(t *testing.T) {
 	assert.Equal(t, 1000, p.Requests)
 	assert.Equal(t, 10, p.Failed)
 	assert.False(t, p.Simulated)
+
+	// The validity gate's evidence: 990 successful calls of 800 output
+	// tokens on average over the file's 600 s window; 64 lanes planned over
+	// DURATION 600 less two 10 s idle-gap caps.
+	ev := r.Evidence()
+	assert.Equal(t, point.PerfEvidence{Client: point.PerfClientBenchmark, Completed: 990, OutputTokens: 990 * 800, WindowSec: 600,
+		MeanPromptTokens: ev.MeanPromptTokens, MeanOutputTokens: 800, ITLMedianMs: 20, LanesFinished: -1}, ev)
+	p.Evidence = &ev
+	require.NoError(t, point.ValidatePerf(p, point.PerfPlan{Scenario: ScenarioAgentic, Lanes: 64, WindowSec: 580, ClockScale: 1}))
+	assert.Equal(t, []string{"client_lag: benchmark does not measure it"}, ev.Waived)
 }
 
 func TestWriteReadRoundTrip(t *testing.T) {

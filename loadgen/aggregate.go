@@ -95,7 +95,10 @@ type Aggregate struct {
 	MeanOutputTokens          float64 `json:"mean_output_tokens"`
 	TokenCountsRescaled       int     `json:"token_counts_rescaled"`
 
-	Duration             float64 `json:"duration"` // s, dispatch start to last completion
+	Duration float64 `json:"duration"` // s, dispatch start to last completion
+	// Window is how long the measured phase ran, start to the last request
+	// or lane done (s); a run bounded by DurationLimit runs at least that.
+	Window               float64 `json:"window"`
 	RequestThroughput    float64 `json:"request_throughput"`
 	InputThroughput      float64 `json:"input_throughput"`
 	OutputThroughput     float64 `json:"output_throughput"`
@@ -168,6 +171,19 @@ type Aggregate struct {
 	NewConnections int `json:"new_connections"`
 
 	MeanChunksPerRequest float64 `json:"mean_chunks_per_request"`
+	// ClientLag is the client's lag behind the streams: the fraction of the
+	// gaps between token chunks that the client did not see, because the
+	// later chunk was already buffered behind the earlier one when the
+	// client read (RequestRecord.UnseenGaps over all gaps of successful
+	// requests). Such a gap reads 0 in ITL and moves first and last chunk
+	// times, so TTFT, TPOT and interactivity are only as good as this is
+	// small. 0 when every chunk was seen arriving.
+	ClientLag  float64 `json:"client_lag"`
+	UnseenGaps int     `json:"unseen_gaps"`
+	ChunkGaps  int     `json:"chunk_gaps"`
+	// LanesFinished (agentic replay) counts lanes with at least one
+	// successful measured call.
+	LanesFinished int `json:"lanes_finished,omitempty"`
 
 	RequestMetrics *RequestMetrics `json:"request_metrics,omitempty"`
 	PerTurn        []TurnMetrics   `json:"per_turn,omitempty"`
@@ -309,6 +325,7 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 	var itlTok []weighted
 	var chunks int
 	var maxEnd int64
+	lanes := map[int]bool{}
 	for i := range recs {
 		r := &recs[i]
 		agg.NumRequestsTotal++
@@ -344,6 +361,13 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 			tpot = append(tpot, r.TPOT)
 		}
 		chunks += len(r.ChunkNs)
+		if n := len(r.ChunkNs); n > 1 {
+			agg.ChunkGaps += n - 1
+			agg.UnseenGaps += min(r.UnseenGaps, n-1)
+		}
+		if r.Lane > 0 {
+			lanes[r.Lane] = true
+		}
 		for j := 1; j < len(r.ChunkNs); j++ {
 			gap := float64(r.ChunkNs[j]-r.ChunkNs[j-1]) / 1e9
 			itl = append(itl, gap)
@@ -358,6 +382,8 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 	agg.MeanRequestedInputTokens = safeDiv(float64(agg.TotalRequestedInputTokens), float64(agg.Completed))
 	agg.MeanOutputTokens = safeDiv(float64(agg.TotalOutputTokens), float64(agg.Completed))
 	agg.MeanChunksPerRequest = safeDiv(float64(chunks), float64(agg.Completed))
+	agg.ClientLag = safeDiv(float64(agg.UnseenGaps), float64(agg.ChunkGaps))
+	agg.LanesFinished = len(lanes)
 
 	agg.Duration = float64(maxEnd) / 1e9
 	if lim := int64(agg.DurationLimit * 1e9); lim > 0 {
@@ -547,3 +573,9 @@ func perTurn(recs []RequestRecord) []TurnMetrics {
 	}
 	return out
 }
+
+// Version is the load generator's own version, part of every measurement
+// profile it measures under: bump it when a figure's definition or the
+// workload it sends changes, so older figures are not reused as equal.
+// 2: per-point seeds, chunk lag (unseen gaps) measured and gated.
+const Version = "2"

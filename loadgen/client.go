@@ -143,6 +143,7 @@ func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, re
 	w.rd.Reset(body, c.epoch)
 	w.cum = w.cum[:0]
 	allUsage := true
+	var lastTokenRead uint64
 	for {
 		ev, err := w.rd.Next()
 		if err == io.EOF {
@@ -178,6 +179,10 @@ func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, re
 			rec.Simulated = true
 		}
 		if ch.HasToken() {
+			if len(rec.ChunkNs) > 0 && ev.Read == lastTokenRead {
+				rec.UnseenGaps++
+			}
+			lastTokenRead = ev.Read
 			rec.ChunkNs = append(rec.ChunkNs, ev.At)
 			k := CountTokens(ch.Content) + CountTokens(ch.Reasoning)
 			rec.ChunkTokens = append(rec.ChunkTokens, int32(max(k, 1)))

@@ -65,7 +65,15 @@
 // payloads inside a 200 stream, malformed chunks, streams without any token
 // chunk, streams without usage) are counted by kind and excluded from every
 // latency and token statistic. Result.Gate fails a run when more than 10% of
-// the measured requests failed or none succeeded.
+// the measured requests failed or none succeeded; Result.Validate runs the
+// validity gate every stored perf result passes (point.ValidatePerf).
+//
+// A chunk's time is when the socket read that delivered it returned. A chunk
+// that came in the same read as the one before it was already waiting when
+// the client read: the client never saw it arrive, and the gap before it
+// reads 0. Each record counts these (unseen_gaps) and the aggregate reports
+// their share of all chunk gaps as client_lag, the client's lag behind the
+// streams, which the validity gate bounds.
 //
 // Output names follow InferenceX's processed results (agg_*.json: seconds,
 // mean_ttft, p99.9_e2el, tput_per_gpu, ...) plus request_metrics for agentic

@@ -22,7 +22,9 @@ type fakeServer struct {
 	continuousUsage bool
 	completions     bool // serve /v1/completions shape
 	// fault, if set, picks a behaviour for the n-th request (1-based):
-	// "" normal, "http500", "stream_error", "empty", "no_usage", "comments".
+	// "" normal, "http500", "stream_error", "empty", "no_usage", "comments",
+	// "buffered" (nothing flushed before the stream ends, as a buffering
+	// proxy delivers it).
 	fault func(n int, body map[string]any) string
 
 	srv      *httptest.Server
@@ -102,7 +104,9 @@ func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("chatcmpl-test-%d", n)
 	send := func(s string) {
 		fmt.Fprintf(w, "data: %s\n\n", s)
-		fl.Flush()
+		if mode != "buffered" {
+			fl.Flush()
+		}
 	}
 	if mode == "comments" {
 		fmt.Fprint(w, ": ping\n\n")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // GateMaxErrorRate is the failed-request share above which a run is invalid
@@ -108,4 +110,60 @@ func writeAtomic(path string, fill func(*os.File) error) error {
 		return err
 	}
 	return nil
+}
+
+// Summary is the run's ledger summary (headline figures in the ledger's
+// units) with the evidence the validity gate judges it on.
+func (a *Aggregate) Summary() point.PerfSummary {
+	ev := a.Evidence()
+	return point.PerfSummary{
+		OutputTputPerGPU: a.OutputTputPerGPU, TputPerGPU: a.TputPerGPU, InputTputPerGPU: a.InputTputPerGPU,
+		Interactivity: a.MedianIntvty, TTFTp90Ms: a.P90TTFT * 1000, TPOTMedianMs: a.MedianTPOT * 1000,
+		E2ELMedianMs: a.MedianE2EL * 1000, Requests: a.NumRequestsTotal, Failed: a.Failed, Simulated: a.Simulated,
+		Evidence: &ev,
+	}
+}
+
+// Validate runs the validity gate (point.ValidatePerf) on a run made with
+// opts.
+func (r *Result) Validate(opts Options) error {
+	return point.ValidatePerf(r.Aggregate.Summary(), opts.Plan())
+}
+
+// Evidence is what the validity gate (point.ValidatePerf) judges a run's
+// figures on, in engine time.
+func (a *Aggregate) Evidence() point.PerfEvidence {
+	lag := a.ClientLag
+	ev := point.PerfEvidence{
+		Client: point.PerfClientLoadgen, Completed: a.Completed, OutputTokens: a.TotalOutputTokens,
+		WindowSec: a.Window, MeanPromptTokens: a.MeanInputTokens, MeanOutputTokens: a.MeanOutputTokens,
+		ITLMedianMs: a.MedianITL * 1000, ClientLag: &lag, LanesFinished: -1,
+	}
+	if a.ScenarioType == ScenarioAgentic {
+		ev.LanesFinished = a.LanesFinished
+	}
+	return ev
+}
+
+// Plan is what a run with these options must show it measured: the
+// requests it sends (num-prompts, default 10 x concurrency) or, for a
+// replay, a finished call per lane over the whole duration.
+func (o Options) Plan() point.PerfPlan {
+	scale := o.ClockScale
+	if scale <= 0 {
+		scale = 1
+	}
+	p := point.PerfPlan{ClockScale: scale, WindowSec: o.Duration.Seconds() / scale}
+	if len(o.Trace) > 0 {
+		p.Scenario, p.Lanes = ScenarioAgentic, o.Concurrency
+		return p
+	}
+	p.Scenario, p.ISL, p.OSL, p.RangeRatio = ScenarioFixedSeqLen, o.ISL, o.OSL, o.RandomRangeRatio
+	switch {
+	case o.NumPrompts > 0: // bounded by requests; a duration only cuts it short
+		p.Requests, p.WindowSec = o.NumPrompts, 0
+	case o.Duration == 0:
+		p.Requests = 10 * o.Concurrency
+	}
+	return p
 }

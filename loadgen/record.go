@@ -27,6 +27,7 @@ type RequestRecord struct {
 	SessionID string `json:"session_id,omitempty"`
 	Turn      int    `json:"turn,omitempty"` // agentic replay: 1-based main-agent call of the trace
 	Subagent  bool   `json:"subagent,omitempty"`
+	Lane      int    `json:"lane,omitempty"` // agentic replay: 1-based lane of the call
 
 	ResponseID string `json:"response_id,omitempty"`
 	Status     int    `json:"status"`
@@ -55,6 +56,12 @@ type RequestRecord struct {
 	// ChunkTokens how many tokens each carried (see chunkTokenCounts).
 	ChunkNs     []int64 `json:"chunk_ns"`
 	ChunkTokens []int32 `json:"chunk_tokens"`
+	// UnseenGaps counts token chunks that were already in the client's
+	// buffer behind the previous token chunk when the client read it (the
+	// same socket Read delivered both). The client did not see such a chunk
+	// arrive: its time is when the client got to it, and the gap before it
+	// reads 0 (client lag: a starved client or a buffering proxy).
+	UnseenGaps int `json:"unseen_gaps,omitempty"`
 
 	RequestedPromptTokens int `json:"requested_prompt_tokens"`
 	PromptTokens          int `json:"prompt_tokens"`

@@ -322,6 +322,11 @@ func runReplay(ctx context.Context, rc *runConfig, hc *http.Client) (warm, meas 
 	close(rr.started)
 	laneWG.Wait()
 	stop()
+	for li, recs := range measRecs {
+		for i := range recs {
+			recs[i].Lane = li + 1
+		}
+	}
 	return mergeByIndex(warmRecs), mergeByIndex(measRecs), rr.meas.epoch
 }
 

@@ -255,6 +255,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 	res.Aggregate = rc.metadata(res)
+	if !res.StartedAt.IsZero() {
+		res.Aggregate.Window = time.Since(res.StartedAt).Seconds()
+	}
 	scenario := ScenarioFixedSeqLen
 	if rc.agentic {
 		scenario = ScenarioAgentic
@@ -264,6 +267,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		toEngineTime(res.Warmups, s)
 		res.Aggregate.ClockScale = s
 		res.Aggregate.DurationLimit /= s
+		res.Aggregate.Window /= s
 	}
 	computeAggregate(&res.Aggregate, res.Requests, scenario)
 	for i := range res.Warmups {

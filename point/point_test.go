@@ -79,7 +79,9 @@ func TestBaselineKeyIgnoresOnlyTheImage(t *testing.T) {
 
 func measurement() Measurement {
 	return Measurement{Simulated: true, Engine: "simulator", PerfDurationMs: 2000, Warmup: "2xconc", TimeScale: 0.002,
-		Workload: "trace", SessionsPerConc: 4, TurnsPerSession: 6, Seed: 1, EvalMode: "lm-eval", EvalLimit: 40, EvalFloor: 0.9}
+		Workload: "trace", SessionsPerConc: 4, TurnsPerSession: 6, Seed: 1, EvalMode: "lm-eval", EvalLimit: 40, EvalFloor: 0.9,
+		PerfClient: PerfClientLoadgen, LoadgenVersion: "2", RandomRangeRatio: 0.8, WarmupISL: 512, WarmupOSL: 64,
+		PointSeed: 3, TraceSeed: 1, PrefixCache: "flush", Containers: map[string]string{"sglang": "/images/sglang.sqsh"}}
 }
 
 func TestProfileHash(t *testing.T) {
@@ -108,6 +110,15 @@ func TestProfileHash(t *testing.T) {
 		{"backend", func(p *Profile) { p.Backend = "slurm" }, nil, false, false},
 		{"ISL/OSL", func(p *Profile) { p.ISL, p.OSL = 1024, 1024 }, nil, false, true},
 		{"whether the point evaluates", func(p *Profile) { p.Eval = false }, nil, true, true},
+		// Issue 24 (found 3): what else changes a perf figure.
+		{"perf client", nil, func(m *Measurement) { m.PerfClient = PerfClientBenchmark }, false, true},
+		{"load generator version", nil, func(m *Measurement) { m.LoadgenVersion = "3" }, false, true},
+		{"random range ratio", nil, func(m *Measurement) { m.RandomRangeRatio = 1 }, false, true},
+		{"warmup request sizes", nil, func(m *Measurement) { m.WarmupISL, m.WarmupOSL = 1024, 128 }, false, true},
+		{"point seed", nil, func(m *Measurement) { m.PointSeed = 7 }, false, true},
+		{"benchmark trace seed", nil, func(m *Measurement) { m.TraceSeed = 7 }, false, true},
+		{"prefix cache treatment", nil, func(m *Measurement) { m.PrefixCache = "" }, false, true},
+		{"container remapping", nil, func(m *Measurement) { m.Containers = map[string]string{"sglang": "/images/other.sqsh"} }, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,6 +134,23 @@ func TestProfileHash(t *testing.T) {
 		})
 	}
 	assert.NotEqual(t, p.Hash(), Profile{}.Hash())
+}
+
+// Issue 24 (found 6): a fixed-seq-len run is bounded by its requests, so
+// neither the row's duration nor the worker's perf window may block reuse
+// of its perf figure; an agentic run's window does.
+func TestFixedSeqLenPerfHashIgnoresDuration(t *testing.T) {
+	m := measurement()
+	fixed := Profile{Scenario: "fixed-seq-len", ISL: 1024, OSL: 1024, DurationSec: 600, Backend: "local", Launcher: "local"}
+	f2, m2 := fixed, m
+	f2.DurationSec, m2.PerfDurationMs = 1800, 9000
+	assert.Equal(t, ForStage(StagePerf, fixed, m).Hash(), ForStage(StagePerf, f2, m2).Hash())
+	ag := fixed
+	ag.Scenario, ag.ISL, ag.OSL = "agentic-coding", 0, 0
+	a2 := ag
+	a2.DurationSec = 1800
+	assert.NotEqual(t, ForStage(StagePerf, ag, m).Hash(), ForStage(StagePerf, a2, m).Hash())
+	assert.NotEqual(t, ForStage(StagePerf, ag, m).Hash(), ForStage(StagePerf, ag, m2).Hash())
 }
 
 func TestCanReuse(t *testing.T) {

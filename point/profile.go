@@ -47,6 +47,30 @@ type Measurement struct {
 	SessionsPerConc int     `json:"sessions_per_conc,omitempty"`
 	TurnsPerSession int     `json:"turns_per_session,omitempty"`
 	Seed            int64   `json:"seed"`
+	// PerfClient is what measured perf (PerfClientLoadgen or
+	// PerfClientBenchmark): the two compute their figures differently.
+	PerfClient string `json:"perf_client,omitempty"`
+	// LoadgenVersion is loadgen.Version when sweepflow's load generator
+	// measured (directly, or inside the simulated benchmark role).
+	LoadgenVersion string `json:"loadgen_version,omitempty"`
+	// RandomRangeRatio draws fixed-seq-len lengths from [r·L, L];
+	// WarmupISL/OSL size the fixed-seq-len warmup requests.
+	RandomRangeRatio float64 `json:"random_range_ratio,omitempty"`
+	WarmupISL        int     `json:"warmup_isl,omitempty"`
+	WarmupOSL        int     `json:"warmup_osl,omitempty"`
+	// PointSeed seeds this point's prompts (fixed-seq-len) or its lanes'
+	// start points and markers (agentic); TraceSeed generates the default
+	// AgentX trace. Both clients sweepflow drives use them (the simulated
+	// benchmark role gets them in its environment).
+	PointSeed int64 `json:"point_seed,omitempty"`
+	TraceSeed int64 `json:"trace_seed,omitempty"`
+	// PrefixCache says how the server's prefix cache is treated before the
+	// measurement: "flush" (emptied where the engine offers it).
+	PrefixCache string `json:"prefix_cache,omitempty"`
+	// Containers is the cluster profile's container remapping (recipe
+	// container name -> the image srun runs): the same recipe on another
+	// image measures another engine build.
+	Containers map[string]string `json:"containers,omitempty"`
 	// Eval.
 	EvalMode        string  `json:"eval_mode,omitempty"`
 	EvalLimit       int     `json:"eval_limit,omitempty"`
@@ -70,10 +94,17 @@ func ForStage(stage string, p Profile, m Measurement) Measured {
 	case StagePerf:
 		m.EvalMode, m.EvalLimit, m.EvalConcurrency, m.EvalFloor = "", 0, 0, 0
 		p.Eval = false
+		if p.Scenario != "agentic-coding" {
+			// A fixed-seq-len run is bounded by its requests: no duration
+			// bears on its figures, so none may block a reuse.
+			p.DurationSec, m.PerfDurationMs = 0, 0
+		}
 	case StageEval:
 		// Evals run with real draft verification and their own request mix.
 		p.GoldenAL, p.DurationSec, p.ISL, p.OSL = 0, 0, 0, 0
 		m.PerfDurationMs, m.Warmup, m.Workload, m.SessionsPerConc, m.TurnsPerSession, m.Seed = 0, "", "", 0, 0, 0
+		m.PerfClient, m.LoadgenVersion, m.RandomRangeRatio, m.WarmupISL, m.WarmupOSL = "", "", 0, 0, 0
+		m.PointSeed, m.TraceSeed, m.PrefixCache = 0, 0, ""
 		p.Eval = true
 	}
 	return Measured{Stage: stage, Profile: p, Measurement: m}

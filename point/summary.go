@@ -17,6 +17,9 @@ type PerfSummary struct {
 	Simulated        bool    `json:"simulated"`
 	AggregateURI     string  `json:"aggregate_uri"`
 	RequestsURI      string  `json:"requests_uri"`
+	// Evidence is what the validity gate (ValidatePerf) judged the figures
+	// on, stored with them so a reader can check the verdict.
+	Evidence *PerfEvidence `json:"evidence,omitempty"`
 }
 
 // EvalSummary is a point's GSM8K verdict.

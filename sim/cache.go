@@ -47,6 +47,14 @@ func (c *prefixCache) lookupInsert(pages []uint64) int {
 	return hits
 }
 
+// flush drops every cached page.
+func (c *prefixCache) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Init()
+	clear(c.pages)
+}
+
 // usage is the occupied fraction, reported as sglang:token_usage.
 func (c *prefixCache) usage() float64 {
 	c.mu.Lock()

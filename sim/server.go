@@ -228,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /sim/timeline", s.handleTimeline)
 	s.mux.HandleFunc("GET /sim/timelines", s.handleTimelines)
 	s.mux.HandleFunc("GET /sim/info", s.handleInfo)
+	s.mux.HandleFunc("POST /flush_cache", s.handleFlushCache)
 	s.log.Info("simulated engine configured",
 		zap.String("model", cfg.Model), zap.String("deployment", s.deploymentLabel()),
 		zap.Bool("fast_mode", s.fast), zap.Float64("time_scale", cfg.TimeScale),
@@ -265,8 +266,9 @@ func (s *Server) isDead() bool {
 	}
 }
 
-// Handler serves the OpenAI-compatible API, /health, /v1/models, /metrics
-// and the simulator's own /sim/timeline, /sim/timelines and /sim/info.
+// Handler serves the OpenAI-compatible API, /health, /v1/models, /metrics,
+// SGLang's POST /flush_cache and the simulator's own /sim/timeline,
+// /sim/timelines and /sim/info.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.isDead() {
@@ -276,6 +278,16 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set(simulatedHeader, "true")
 		s.mux.ServeHTTP(w, r)
 	})
+}
+
+// handleFlushCache empties the prefix cache, as SGLang's POST /flush_cache
+// does, so one point's prompts cannot be cached for the next.
+func (s *Server) handleFlushCache(w http.ResponseWriter, _ *http.Request) {
+	if s.cache != nil {
+		s.cache.flush()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("Cache flushed.\n"))
 }
 
 // resetConn drops the client's connection with a TCP reset, as a crashed

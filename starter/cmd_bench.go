@@ -23,6 +23,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -176,6 +177,10 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	}
 	if err := res.Gate(); err != nil {
 		return &exitError{code: 1, msg: err.Error()}
+	}
+	// The validity gate the perf stage stores figures through.
+	if err := res.Validate(opts); err != nil {
+		return &exitError{code: 1, msg: point.Explain(err)}
 	}
 	return nil
 }

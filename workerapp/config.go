@@ -208,6 +208,7 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		}
 		acts.Backend = b
 		acts.PerfClient = cl.PerfClient
+		acts.Containers = cl.Containers
 		if cl.Simulated() {
 			// Emulated partition: the roles run the simulator on its
 			// scaled clock, so perf windows and think times scale too.

@@ -26,6 +26,12 @@ type Event struct {
 	// At is the time, in nanoseconds since the Reader's epoch, at which the
 	// underlying Read that delivered the event's final byte returned.
 	At int64
+	// Read numbers the underlying Read that delivered the event's final
+	// byte (1 for the stream's first). Two events with the same Read were
+	// both waiting in the buffer when the client read: the client did not
+	// see the later one arrive, so At is an upper bound for it, not its
+	// arrival time.
+	Read uint64
 }
 
 // Reader splits a byte stream into SSE events.
@@ -45,6 +51,7 @@ type Reader struct {
 	// Reader only reads when no complete line is buffered, every line it hands
 	// out was completed by the bytes of that most recent Read.
 	lastRead int64
+	reads    uint64 // successful Reads so far
 	eof      bool
 	err      error
 	started  bool
@@ -74,6 +81,7 @@ func (rd *Reader) Reset(src io.Reader, epoch time.Time) {
 	}
 	rd.r, rd.w = 0, 0
 	rd.lastRead = 0
+	rd.reads = 0
 	rd.eof = false
 	rd.err = nil
 	rd.started = false
@@ -141,7 +149,7 @@ func (rd *Reader) Next() (Event, error) {
 }
 
 func (rd *Reader) dispatch() Event {
-	ev := Event{Data: rd.data, Type: rd.typ, At: rd.lastRead}
+	ev := Event{Data: rd.data, Type: rd.typ, At: rd.lastRead, Read: rd.reads}
 	// The slices stay valid until the next call: reset lengths only then.
 	rd.data = rd.data[:0]
 	rd.typ = rd.typ[:0]
@@ -185,6 +193,7 @@ func (rd *Reader) line() (line []byte, ok bool, err error) {
 		n, rerr := rd.src.Read(rd.buf[rd.w:])
 		if n > 0 {
 			rd.lastRead = rd.now()
+			rd.reads++
 			rd.w += n
 		}
 		if rerr != nil {

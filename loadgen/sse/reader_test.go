@@ -126,6 +126,7 @@ func TestReaderTimestampIsReadThatCompletedTheEvent(t *testing.T) {
 	rd := NewReader(src, time.Now())
 	rd.SetClock(func() int64 { return clock })
 	var at []int64
+	var reads []uint64
 	var data []string
 	for {
 		e, err := rd.Next()
@@ -134,8 +135,12 @@ func TestReaderTimestampIsReadThatCompletedTheEvent(t *testing.T) {
 		}
 		require.NoError(t, err)
 		at = append(at, e.At)
+		reads = append(reads, e.Read)
 		data = append(data, string(e.Data))
 	}
 	assert.Equal(t, []string{"a", "b", "c", "d"}, data)
 	assert.Equal(t, []int64{10, 20, 20, 50}, at)
+	// b and c came with the same Read: c was already buffered, so the
+	// client never saw it arrive.
+	assert.Equal(t, []uint64{1, 2, 2, 5}, reads)
 }

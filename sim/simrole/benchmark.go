@@ -35,7 +35,19 @@ type BenchmarkPlan struct {
 	OutputDir      string        // container path of AGENTIC_OUTPUT_DIR
 	TimeScale      float64
 	WarmupPerLane  int
+	// Seed seeds the lanes' start points and markers (EnvSeed; default
+	// 42 + conc); TraceSeed generates the AgentX trace (EnvTraceSeed;
+	// default 42). The perf activity passes the point's seeds, which its
+	// measurement profile records.
+	Seed      *int64
+	TraceSeed int64
 }
+
+// The seeds the perf activity gives the simulated benchmark.
+const (
+	EnvSeed      = "SWEEPFLOW_SIM_SEED"
+	EnvTraceSeed = "SWEEPFLOW_SIM_TRACE_SEED"
+)
 
 // PlanBenchmark reads the benchmark environment as agentic_srt.sh does.
 func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
@@ -80,6 +92,19 @@ func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
 	p.OutputDir = orDefault(getenv("AGENTIC_OUTPUT_DIR"), ws)
 	if p.TimeScale, err = simFloat(getenv, EnvTimeScale, 1, 1e-9); err != nil {
 		return p, err
+	}
+	p.TraceSeed = 42
+	for _, e := range []struct {
+		name string
+		into func(int64)
+	}{{EnvSeed, func(v int64) { p.Seed = &v }}, {EnvTraceSeed, func(v int64) { p.TraceSeed = v }}} {
+		if s := getenv(e.name); s != "" {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return p, fmt.Errorf("%s=%q: want an integer", e.name, s)
+			}
+			e.into(v)
+		}
 	}
 	p.WarmupPerLane = 10 // aiperf --warmup-requests-per-lane
 	if strings.EqualFold(getenv("AIPERF_EXPERIMENTAL_FAST"), "true") || getenv("AIPERF_EXPERIMENTAL_FAST") == "1" {
@@ -132,9 +157,12 @@ func benchmarkPoint(ctx context.Context, o Options, mounts Mounts, p BenchmarkPl
 	}
 	opts := loadgen.Options{
 		BaseURL: p.BaseURL, Model: p.Model, Concurrency: conc,
-		Trace: loadgen.DefaultTrace(42), Seed: 42 + int64(conc), NumWarmups: p.WarmupPerLane,
+		Trace: loadgen.DefaultTrace(p.TraceSeed), Seed: 42 + int64(conc), NumWarmups: p.WarmupPerLane,
 		Duration:  time.Duration(float64(p.Duration) * p.TimeScale),
 		TimeScale: p.TimeScale, ClockScale: p.TimeScale,
+	}
+	if p.Seed != nil {
+		opts.Seed = *p.Seed
 	}
 	if m := res.Multinode; m != nil && m.NumPrefillGPU > 0 && m.NumDecodeGPU > 0 {
 		opts.PrefillGPUs, opts.DecodeGPUs = m.NumPrefillGPU, m.NumDecodeGPU
