@@ -151,21 +151,16 @@ func TestClockScaleReportsEngineTime(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, res.Gate())
 			a := res.Aggregate
-			// The simulator's 20 ms (wall) first chunk never comes early and
-			// comes within 20 ms of wall scheduling delay on a 2-core host
-			// shared with other test runs (1 ms measured alone, up to 10 ms
-			// beside them): in engine time that slack is 5x larger. Its 4 ms (wall) gaps
-			// overshoot by 1 % alone and up to 60 % beside other tests. A
-			// wrong conversion is off by 5x, a chunk-stamping fault reads 0:
-			// both fail.
-			slack := 0.020
-			if tc.clockScale > 0 {
-				slack /= tc.clockScale
-			}
+			// The simulator's first chunk never comes early; on a 2-core
+			// host running the whole suite beside it, wall scheduling
+			// delays it by 1 ms alone and past 20 ms at worst, and its 4 ms
+			// (wall) gaps overshoot by up to 60 %. A wrong conversion is off
+			// by 5x and a chunk-stamping fault reads 0: both still fail
+			// bounds of [want, 2.5 x want).
 			assert.GreaterOrEqual(t, a.MedianTTFT, tc.wantTTFT)
-			assert.Less(t, a.MedianTTFT, tc.wantTTFT+slack)
+			assert.Less(t, a.MedianTTFT, tc.wantTTFT*2.5)
 			assert.GreaterOrEqual(t, a.MeanITL, tc.wantITL*0.95)
-			assert.Less(t, a.MeanITL, tc.wantITL*2)
+			assert.Less(t, a.MeanITL, tc.wantITL*2.5)
 			assert.Equal(t, tc.clockScale, a.ClockScale)
 		})
 	}
