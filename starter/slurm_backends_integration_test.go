@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/activities"
-	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // vllmAL is the golden AL of configs/dsv4-gb200-trt-vllm.yaml's vLLM rows
@@ -34,30 +30,11 @@ func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
 	}
-	part := slurmemu.Start(t)
-	_ = part
-	e := newITEnv(t)
-	slurmemu.RequireRoles(t)
-	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
-		filepath.Join(e.home, "slurm-emu", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
-	require.NoError(t, err, string(out))
-	s := &slurmIT{itEnv: e, part: part}
-	s.startWorker(0)
-	t.Cleanup(func() { s.stopWorker() })
+	s := newSlurmIT(t)
 
 	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-trt-vllm.yaml", "slurm-trt-vllm")
 	require.Len(t, in.Points, 4)
-	t0 := time.Now()
-	s.start(in)
-	pr := s.wait(in.SweepID, 10*time.Minute)
-	t.Logf("TensorRT-LLM and vLLM sweep on the emulated partition: %d points in %s", len(in.Points), time.Since(t0).Round(time.Second))
-	for _, p := range in.Points {
-		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
-	}
-	require.Equal(t, len(in.Points), pr.Counts[workflows.StatusCompleted], "%+v", pr)
-	s.settled(t, in)
-	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
-		"simulator role processes left: %v", simRoleProcs(t))
+	s.runToCompletion(t, in, 10*time.Minute)
 
 	benchEnv := func(framework string) map[string]string {
 		return map[string]string{"MODEL_PREFIX": "dsv4", "FRAMEWORK": framework, "PRECISION": "fp4", "IS_MULTINODE": "true"}

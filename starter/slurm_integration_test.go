@@ -157,15 +157,10 @@ func (s *slurmIT) scheduledAt(t *testing.T, wid, typ string) []time.Time {
 	return at
 }
 
-// TestSlurm runs sweep points through the slurm backend on the emulated
-// 18-node GB200 partition (real slurmctld/slurmd) and the real Temporal dev
-// server: a full seed point, a 16-node row under the node budget, two 12-node
-// rows queueing in Slurm, node failure, external scancel and the queue-wait
-// gate.
-func TestSlurm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
-	}
+// newSlurmIT starts (or joins) the emulated partition, the dev server and a
+// worker of the slurm-emu profile, with the seed's checkpoint on the shared
+// filesystem.
+func newSlurmIT(t *testing.T) *slurmIT {
 	part := slurmemu.Start(t)
 	e := newITEnv(t)
 	// The slurm backend launches the recipe's process set; on the emulated
@@ -177,6 +172,19 @@ func TestSlurm(t *testing.T) {
 	s := &slurmIT{itEnv: e, part: part}
 	s.startWorker(0)
 	t.Cleanup(func() { s.stopWorker() })
+	return s
+}
+
+// TestSlurm runs sweep points through the slurm backend on the emulated
+// 18-node GB200 partition (real slurmctld/slurmd) and the real Temporal dev
+// server: a full seed point, a 16-node row under the node budget, two 12-node
+// rows queueing in Slurm, node failure, external scancel and the queue-wait
+// gate.
+func TestSlurm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
+	}
+	s := newSlurmIT(t)
 
 	t.Run("seed point", func(t *testing.T) {
 		in := s.sweep(t, "slurm-seed", pt6Nodes)
@@ -312,7 +320,7 @@ func TestSlurm(t *testing.T) {
 		if strings.Contains(string(nodes), "gb200-05") {
 			victim = "gb200-05"
 		}
-		part.Run(t, "scontrol", "update", "nodename="+victim, "state=down", "reason=sweepflow-test")
+		s.part.Run(t, "scontrol", "update", "nodename="+victim, "state=down", "reason=sweepflow-test")
 		t.Cleanup(func() { _ = exec.Command("scontrol", "update", "nodename="+victim, "state=resume").Run() })
 		pr := s.wait(in.SweepID, 3*time.Minute)
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
@@ -333,7 +341,7 @@ func TestSlurm(t *testing.T) {
 		jobs := sweepJobs(t, in.SweepID)
 		require.Len(t, jobs, 1)
 		cancelled := time.Now()
-		part.Run(t, "scancel", jobs[0].ID)
+		s.part.Run(t, "scancel", jobs[0].ID)
 		pr := s.wait(in.SweepID, 3*time.Minute)
 		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
 		at := s.scheduledAt(t, wid, "Allocate")
@@ -345,7 +353,7 @@ func TestSlurm(t *testing.T) {
 
 	t.Run("queue wait past the limit goes to the operator gate", func(t *testing.T) {
 		s.startWorker(3 * time.Second)
-		blocker := part.Hold(t, 18)
+		blocker := s.part.Hold(t, 18)
 		in := s.sweep(t, "slurm-queuewait", pt2Nodes)
 		s.start(in)
 		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt2Nodes))
@@ -355,7 +363,7 @@ func TestSlurm(t *testing.T) {
 		require.Equal(t, 0, code, out)
 		require.Contains(t, out, "queue wait")
 		require.Empty(t, sweepJobs(t, in.SweepID), "the timed-out job was cancelled")
-		part.Run(t, "scancel", blocker)
+		s.part.Run(t, "scancel", blocker)
 		out, code = s.cli("retry", wid)
 		require.Equal(t, 0, code, out)
 		pr := s.wait(in.SweepID, 3*time.Minute)

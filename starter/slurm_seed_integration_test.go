@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
-	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/engine"
 	"github.com/sweepflow/sweepflow/point"
@@ -82,40 +80,35 @@ func TestSlurmSeedSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
 	}
-	part := slurmemu.Start(t)
-	_ = part
-	e := newITEnv(t)
-	// The slurm backend launches the recipe's process set; on the emulated
-	// partition each process is a simulator role of this build.
-	slurmemu.RequireRoles(t)
-	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
-		filepath.Join(e.home, "slurm-emu", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
-	require.NoError(t, err, string(out))
-	s := &slurmIT{itEnv: e, part: part}
-	s.startWorker(0)
-	t.Cleanup(func() { s.stopWorker() })
+	s := newSlurmIT(t)
 
 	in := s.sweep(t, "slurm-seed-all")
 	require.Len(t, in.Points, 8, "the whole seed sweep")
-	t0 := time.Now()
-	s.start(in)
-	pr := s.wait(in.SweepID, 15*time.Minute)
-	t.Logf("seed sweep on the emulated partition: %d points in %s", len(in.Points), time.Since(t0).Round(time.Second))
-	for _, p := range in.Points {
-		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
-	}
-	require.Equal(t, len(in.Points), pr.Counts[workflows.StatusCompleted], "%+v", pr)
-	s.settled(t, in)
-
-	// No role process outlives the sweep.
-	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
-		"simulator role processes left: %v", simRoleProcs(t))
+	s.runToCompletion(t, in, 15*time.Minute)
 
 	deployments, perfBringUps, evalBringUps := checkSweepBringUps(t, in, func(activities.PointSpec) deploymentCheck { return seedCheck })
 	require.Equal(t, 6, deployments, "the seed sweep has 6 deployments")
 	require.GreaterOrEqual(t, perfBringUps, deployments, "one perf bring-up per deployment")
 	require.Less(t, perfBringUps, len(in.Points), "points of one deployment share its perf bring-up")
 	require.GreaterOrEqual(t, evalBringUps, 1)
+}
+
+// runToCompletion runs a whole sweep on the emulated partition and requires
+// every point completed, no job of the sweep left in squeue and no role
+// process left on the machine.
+func (s *slurmIT) runToCompletion(t *testing.T, in *workflows.SweepInput, limit time.Duration) {
+	t.Helper()
+	t0 := time.Now()
+	s.start(in)
+	pr := s.wait(in.SweepID, limit)
+	t.Logf("%s on the emulated partition: %d points in %s", in.Name, len(in.Points), time.Since(t0).Round(time.Second))
+	for _, p := range in.Points {
+		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
+	}
+	require.Equal(t, len(in.Points), pr.Counts[workflows.StatusCompleted], "%+v", pr)
+	s.settled(t, in)
+	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
+		"simulator role processes left: %v", simRoleProcs(t))
 }
 
 // checkSweepBringUps checks every bring-up of every deployment of a sweep

@@ -132,25 +132,10 @@ func TestBuildSweepRefusesWhatDoesNotLaunch(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "recipes", "trt-mtp.yaml"), []byte(spec), 0o644))
 	master, err := os.ReadFile("../configs/dsv4-gb200-trt-vllm.yaml")
 	require.NoError(t, err)
-	row := strings.Replace(string(master), `- spec-decoding: none
-        conc-list: [8, 16]
-        kv-offloading: none
-        prefill:
-          num-worker: 1
-          tp: 4
-          ep: 4
-          dp-attn: true
-          additional-settings:
-          - "CONFIG_FILE=recipes/trtllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-stp.yaml"`, `- spec-decoding: mtp
-        conc-list: [8, 16]
-        kv-offloading: none
-        prefill:
-          num-worker: 1
-          tp: 4
-          ep: 4
-          dp-attn: true
-          additional-settings:
-          - "SYNTHETIC_ACCEPTANCE=true"
+	// The TensorRT-LLM row (the file's first) with MTP and synthetic acceptance.
+	row := strings.Replace(string(master), "- spec-decoding: none", "- spec-decoding: mtp", 1)
+	row = strings.Replace(row, `          - "CONFIG_FILE=recipes/trtllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-stp.yaml"`,
+		`          - "SYNTHETIC_ACCEPTANCE=true"
           - "SYNTHETIC_ACCEPTANCE_LENGTH=3.01"
           - "CONFIG_FILE=recipes/trt-mtp.yaml"`, 1)
 	require.NotEqual(t, string(master), row, "the fixture's TensorRT-LLM row moved")
