@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // vllmAL is the golden AL of configs/dsv4-gb200-trt-vllm.yaml's vLLM rows
@@ -35,6 +36,12 @@ func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
 	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-trt-vllm.yaml", "slurm-trt-vllm")
 	require.Len(t, in.Points, 4)
 	s.runToCompletion(t, in, 10*time.Minute)
+	// A point of revision 6 that ran every stage, for the replay set.
+	for _, p := range in.Points {
+		if p.Eval && strings.Contains(p.RecipePath, "/vllm/") {
+			s.recordHistories(map[string]string{"point-rev6-vllm-eval.json": workflows.PointWorkflowID(in.SweepID, p.PointID)})
+		}
+	}
 
 	benchEnv := func(framework string) map[string]string {
 		return map[string]string{"MODEL_PREFIX": "dsv4", "FRAMEWORK": framework, "PRECISION": "fp4", "IS_MULTINODE": "true"}
