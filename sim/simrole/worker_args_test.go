@@ -132,12 +132,14 @@ func TestAcceptance(t *testing.T) {
 	assert.ErrorContains(t, err, "no --speculative-algorithm")
 }
 
-// TestRenderedSeedCommandsAccepted feeds every rendered seed process of
-// srt-slurm's reference renders (both modes) to the argument reading of
-// the role it maps to: every worker command must pass sglang's checks, and
-// the other roles must read theirs.
+// TestRenderedSeedCommandsAccepted feeds every process of srt-slurm's
+// reference renders (the seed in both modes, and its own GB200 fleet) to
+// the argument reading of the role it maps to: every worker command must
+// pass its engine's checks (a TensorRT-LLM worker's with the
+// trtllm_config_<mode>.yaml srt-slurm wrote beside the logs), and the other
+// roles must read theirs.
 func TestRenderedSeedCommandsAccepted(t *testing.T) {
-	root := reftest.SrtSlurm(t, "rendered", "rendered-perf")
+	root := reftest.SrtSlurm(t, "rendered", "rendered-perf", "rendered-fleet")
 	files, err := filepath.Glob(filepath.Join(root, "rendered*", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -145,12 +147,24 @@ func TestRenderedSeedCommandsAccepted(t *testing.T) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		var procs []struct {
+		type proc struct {
 			Output  string   `json:"output"`
 			Command []string `json:"command"`
 		}
-		require.NoError(t, json.Unmarshal(b, &procs), f)
-		for _, p := range procs {
+		var doc struct {
+			Processes []proc            `json:"processes"`
+			Files     map[string]string `json:"files"`
+		}
+		// The seed renders are a list of processes; the fleet's an object
+		// with the files written before launch.
+		if err := json.Unmarshal(b, &doc.Processes); err != nil {
+			require.NoError(t, json.Unmarshal(b, &doc), f)
+		}
+		logs := t.TempDir()
+		for name, body := range doc.Files {
+			require.NoError(t, os.WriteFile(filepath.Join(logs, name), []byte(body), 0o644))
+		}
+		for _, p := range doc.Processes {
 			name := filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f) + ":" + filepath.Base(p.Output)
 			words, err := EntryWords(p.Command)
 			require.NoError(t, err, name)
@@ -161,6 +175,25 @@ func TestRenderedSeedCommandsAccepted(t *testing.T) {
 				require.NoError(t, err, name)
 				assert.NotEmpty(t, a.Model(), name)
 				counts["worker"]++
+			case strings.Contains(line, "python3 -m dynamo.trtllm"):
+				a, err := ParseTRTLLMArgs(p.Command, Mounts{"/logs": logs})
+				require.NoError(t, err, name)
+				assert.Positive(t, a.TP, name)
+				counts["trtllm"]++
+			case strings.HasPrefix(line, "python3 -m dynamo.vllm"):
+				_, err := ParseVLLMArgs(p.Command)
+				require.NoError(t, err, name)
+				counts["vllm"]++
+			case strings.HasPrefix(line, "python3 -m sglang.launch_server"):
+				_, err := ParseWorkerArgs(p.Command)
+				require.NoError(t, err, name)
+				counts["sglang-server"]++
+			case strings.HasPrefix(line, "python -m sglang_router.launch_router"):
+				_, err := ParseRouterArgs(p.Command)
+				require.NoError(t, err, name)
+				counts["router"]++
+			case strings.HasPrefix(line, "bash /srtctl-benchmarks/"):
+				counts["srt-slurm benchmark"]++ // runs outside the emulation (perf-client)
 			case strings.HasPrefix(line, "python3 -m dynamo.frontend"):
 				port, err := parseFrontend(p.Command)
 				require.NoError(t, err, name)
@@ -184,7 +217,7 @@ func TestRenderedSeedCommandsAccepted(t *testing.T) {
 		}
 	}
 	t.Logf("rendered processes checked: %v", counts)
-	for _, k := range []string{"worker", "frontend", "infra", "nginx", "benchmark"} {
+	for _, k := range []string{"worker", "frontend", "infra", "nginx", "benchmark", "trtllm", "vllm", "router"} {
 		assert.Positive(t, counts[k], k)
 	}
 }
