@@ -15,8 +15,8 @@ import (
 
 // TestReplayRecordedHistories replays histories recorded on the real dev
 // server (happy point, operator retry, abort, ledger reuse, noop points of
-// revisions 2 and 3, a whole sweep,
-// a nightly that found regressions).
+// revisions 2 and 3, a revision-6 vLLM point with eval on the emulated
+// Slurm partition, a whole sweep, a nightly that found regressions).
 // A change to the workflows that would break running sweeps fails here.
 // Re-record with SWEEPFLOW_RECORD_HISTORIES=1 go test ./starter -run TestIntegrationOperatorGateAndRerun
 // only for intended, versioned changes.
