@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -55,11 +56,13 @@ func (a *Activities) clockScale() float64 {
 
 // pointSeed is the seed of a point's prompts (fixed-seq-len) or of its
 // lanes' start points and markers (agentic): derived from the worker's seed
-// and the point's identity, so no two points of a deployment send the same
-// prompts and a later point cannot hit what an earlier one left cached.
+// and the point's identity apart from the image (its baseline key), so no
+// two points of a deployment send the same prompts, a later point cannot
+// hit what an earlier one left cached, and a nightly on a new image sends
+// the prompts its baseline was measured with.
 func (a *Activities) pointSeed(p PointSpec) int64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "sweepflow-point-seed %d %s", a.Load.Seed, p.Identity)
+	fmt.Fprintf(h, "sweepflow-point-seed %d %s", a.Load.Seed, cmp.Or(p.BaselineKey, p.Identity))
 	return int64(h.Sum64() &^ (1 << 63))
 }
 

@@ -338,6 +338,14 @@ func TestPerfMeasurementProfile(t *testing.T) {
 	assert.Equal(t, a.pointSeed(p4), m.PointSeed)
 	assert.NotEqual(t, a.pointSeed(p4), a.pointSeed(p8), "no two points of a deployment share prompts")
 	assert.Equal(t, a.pointSeed(p4), a.options(p4, Endpoint{URL: "http://x"}).Seed)
+	// The same point on another image (same baseline key) keeps its prompts,
+	// so a nightly's figures stay comparable with the last image's.
+	img := p4
+	img.Identity, img.BaselineKey = "other-image-identity-c4", "same-point-c4"
+	p4k := p4
+	p4k.BaselineKey = "same-point-c4"
+	assert.Equal(t, a.pointSeed(p4k), a.pointSeed(img))
+	assert.Equal(t, a.measured(p4k, StagePerf).Hash(), a.measured(img, StagePerf).Hash(), "an image change alone keeps the profile")
 
 	b := *a
 	b.Containers = map[string]string{"sglang": "/images/sglang-0.6.sqsh"}

@@ -72,3 +72,23 @@ func Expected(procs []*Process) (prefill, decode int) {
 	}
 	return prefill, decode
 }
+
+// RouterWorkers reads an SGLang router's /workers answer as srt-slurm's
+// check_sglang_router_health does: stats.prefill_count, and decode_count
+// plus regular_count (aggregated workers) as decode.
+func RouterWorkers(body []byte) (prefill, decode int, err error) {
+	var w struct {
+		Stats *struct {
+			Prefill int `json:"prefill_count"`
+			Decode  int `json:"decode_count"`
+			Regular int `json:"regular_count"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return 0, 0, fmt.Errorf("router /workers: %v", err)
+	}
+	if w.Stats == nil {
+		return 0, 0, fmt.Errorf("router /workers: no \"stats\" in %.200s", body)
+	}
+	return w.Stats.Prefill, w.Stats.Decode + w.Stats.Regular, nil
+}

@@ -46,3 +46,16 @@ func TestExpectedWorkersOfSeedLayouts(t *testing.T) {
 	assert.Equal(t, 2, p)
 	assert.Equal(t, 1, d)
 }
+
+// An SGLang router reports its workers on /workers; srt-slurm counts
+// regular (aggregated) workers as decode.
+func TestRouterWorkers(t *testing.T) {
+	p, d, err := RouterWorkers([]byte(`{"workers":[],"total":4,"stats":{"prefill_count":2,"decode_count":1,"regular_count":1}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 2, p)
+	assert.Equal(t, 2, d)
+	_, _, err = RouterWorkers([]byte(`{"status":"healthy","instances":[]}`))
+	assert.ErrorContains(t, err, `no "stats"`, "a dynamo /health answer is not a router's")
+	_, _, err = RouterWorkers([]byte(`ok`))
+	assert.Error(t, err)
+}

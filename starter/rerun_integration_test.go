@@ -149,11 +149,28 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 		assert.Equal(t, 1, perf, p.PointID)
 	}
 
-	// A worker that measures differently (longer perf runs) reuses nothing
-	// and says why.
+	// A worker with longer agentic perf runs still reuses these points:
+	// fixed-seq-len perf sends a number of prompts, not a duration, so the
+	// duration is not part of their profile.
 	stopWorker()
 	cfg := e.workerConfig()
 	cfg.PerfDuration = 3 * time.Second
+	stopWorker = e.startWorkerWith(e.c, cfg)
+	longer := first + "-longer"
+	out, code = e.cli("rerun", first, "--id", longer, "--fast-retries", "--json")
+	require.Equal(t, 0, code, out)
+	pr = e.wait(longer, 4*time.Minute)
+	require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	for _, p := range pr.Points {
+		perf, _ := e.activityRuns(p.WorkflowID, "Perf")
+		assert.Equal(t, 0, perf, "%s: a perf duration fixed-seq-len perf never uses blocks no reuse", p.PointID)
+	}
+
+	// A worker that measures differently (another engine clock) reuses
+	// nothing and says why.
+	stopWorker()
+	cfg = e.workerConfig()
+	cfg.SimTimeScale = 0.004
 	e.startWorkerWith(e.c, cfg)
 	other := first + "-profile"
 	out, code = e.cli("rerun", first, "--id", other, "--fast-retries", "--json")
@@ -166,6 +183,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	}
 	out, code = e.cli("status", other)
 	require.Equal(t, 0, code, out)
-	assert.Equal(t, 3, strings.Count(out, "perf not reused: measurement profile differs: perf_duration_ms 2000 -> 3000"), out)
+	assert.Equal(t, 3, strings.Count(out, "perf not reused: measurement profile differs: "), out)
+	assert.Contains(t, out, "time_scale 0.002 -> 0.004")
 	assert.NotContains(t, out, "reused from")
 }

@@ -13,13 +13,14 @@ import (
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
-// vllmAL is the golden AL of configs/dsv4-gb200-trt-vllm.yaml's vLLM rows
+// vllmAL is the golden AL of configs/dsv4-gb200-backends.yaml's vLLM rows
 // (3 draft tokens, thinking on).
 const vllmAL = 3.01
 
-// TestSlurmTRTLLMAndVLLMSweep runs a Dynamo+TensorRT-LLM and a Dynamo+vLLM
-// deployment (configs/sweeps/dsv4-gb200-trt-vllm.yaml, 2 points each)
-// through the real launcher on the emulated partition: bring-up, warmup,
+// TestSlurmBackendsSweep runs a Dynamo+TensorRT-LLM and a Dynamo+vLLM
+// deployment (2 points each) and SGLang workers behind the SGLang router
+// (1 point) of configs/sweeps/dsv4-gb200-backends.yaml through the real
+// launcher on the emulated partition: bring-up, warmup,
 // perf, eval (on a workers-only eval restart for vLLM, whose perf workers
 // carried synthetic acceptance) and teardown. From the roles' own logs it checks that
 // every process received its freshly rendered argv and env_to_set and that
@@ -27,14 +28,14 @@ const vllmAL = 3.01
 // perf-mode vLLM workers got InferenceX's synthetic acceptance inside their
 // speculative-config and eval-mode ones did not; and afterwards that squeue
 // holds no job of the sweep and no role process is left.
-func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
+func TestSlurmBackendsSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
 	}
 	s := newSlurmIT(t)
 
-	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-trt-vllm.yaml", "slurm-trt-vllm")
-	require.Len(t, in.Points, 4)
+	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-backends.yaml", "slurm-backends")
+	require.Len(t, in.Points, 5)
 	s.runToCompletion(t, in, 10*time.Minute)
 	// A point of revision 6 that ran every stage, for the replay set.
 	for _, p := range in.Points {
@@ -75,15 +76,24 @@ func TestSlurmTRTLLMAndVLLMSweep(t *testing.T) {
 		},
 		benchEnv: benchEnv("dynamo-vllm"),
 	}
+	router := deploymentCheck{
+		synthetic: func(t *testing.T, name string, argv []string, _ map[string]string, _ bool) {
+			require.Contains(t, strings.Join(argv, " "), "python3 -m sglang.launch_server", name)
+		},
+		benchEnv: benchEnv("dynamo-sglang"),
+	}
 	deployments, perf, eval := checkSweepBringUps(t, in, func(p activities.PointSpec) deploymentCheck {
-		if strings.Contains(p.RecipePath, "/trtllm/") {
+		switch {
+		case strings.Contains(p.RecipePath, "/trtllm/"):
 			return trt
+		case strings.Contains(p.RecipePath, "/vllm/"):
+			return vllm
 		}
-		require.Contains(t, p.RecipePath, "/vllm/")
-		return vllm
+		require.Contains(t, p.RecipePath, "-router-")
+		return router
 	})
-	require.Equal(t, 2, deployments)
-	require.Equal(t, 2, perf, "one perf bring-up per deployment")
+	require.Equal(t, 3, deployments)
+	require.Equal(t, 3, perf, "one perf bring-up per deployment")
 	require.Equal(t, 1, eval, "one eval restart, for vLLM: TensorRT-LLM runs its eval on the perf bring-up (no synthetic acceptance to undo)")
 }
 

@@ -130,7 +130,7 @@ func TestBuildSweepRefusesWhatDoesNotLaunch(t *testing.T) {
 	require.NotEqual(t, string(recipe), spec, "the fixture's decode block moved")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "recipes"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "recipes", "trt-mtp.yaml"), []byte(spec), 0o644))
-	master, err := os.ReadFile("../configs/dsv4-gb200-trt-vllm.yaml")
+	master, err := os.ReadFile("../configs/dsv4-gb200-backends.yaml")
 	require.NoError(t, err)
 	// The TensorRT-LLM row (the file's first) with MTP and synthetic acceptance.
 	row := strings.Replace(string(master), "- spec-decoding: none", "- spec-decoding: mtp", 1)
@@ -159,6 +159,6 @@ func TestBuildSweepRefusesWhatDoesNotLaunch(t *testing.T) {
 	require.Len(t, in.Points, 2)
 
 	// The row as it ships (no speculation, no synthetic acceptance) launches.
-	_, _, err = buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-trt-vllm.yaml", ClusterFile: "../configs/clusters/slurm-emu.yaml"})
+	_, _, err = buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-backends.yaml", ClusterFile: "../configs/clusters/slurm-emu.yaml"})
 	require.NoError(t, err)
 }

@@ -347,9 +347,10 @@ func indexOf(xs []string, x string) int {
 	return -1
 }
 
-// A recipe behind the SGLang router renders, but Health reads dynamo's
-// /health: the backend refuses it before any step starts.
-func TestRenderRefusesSGLangRouter(t *testing.T) {
+// A recipe behind the SGLang router renders and launches: Health reads the
+// router's /workers (a dynamo frontend's /health otherwise), as srt-slurm's
+// check_sglang_router_health and check_dynamo_health do.
+func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 	dir := t.TempDir()
 	root, err := filepath.Abs(filepath.Join("..", "..", "engine", "testdata"))
 	require.NoError(t, err)
@@ -361,9 +362,24 @@ func TestRenderRefusesSGLangRouter(t *testing.T) {
 		return cluster.ServeSpec{RecipePath: name, RecipeDigest: config.RecipeDigest(data)}
 	}
 	alloc := cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02"}, WorkDir: dir}
-	_, _, err = b.render(context.Background(), alloc, spec("sglang-router.yaml"), dir, []string{"10.0.0.1", "10.0.0.2"})
-	require.ErrorIs(t, err, cluster.ErrBadConfig)
-	assert.ErrorContains(t, err, "frontend.type sglang: the Slurm backend checks health through dynamo's /health only")
+	_, routed, err := b.render(context.Background(), alloc, spec("sglang-router.yaml"), dir, []string{"10.0.0.1", "10.0.0.2"})
+	require.NoError(t, err)
+	assert.Equal(t, "sglang", routed.Frontend)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/workers":
+			_, _ = w.Write([]byte(`{"workers":[],"stats":{"prefill_count":2,"decode_count":1,"regular_count":0}}`))
+		case "/health":
+			_, _ = w.Write([]byte(`{"status":"healthy","instances":[{"component":"prefill","endpoint":"generate"}]}`))
+		}
+	}))
+	defer srv.Close()
+	p, d, err := frontendWorkers(context.Background(), srv.URL, "sglang")
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 1}, []int{p, d}, "the router's /workers")
+	p, d, err = frontendWorkers(context.Background(), srv.URL, "dynamo")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 0}, []int{p, d}, "dynamo's /health")
 	_, rendered, err := b.render(context.Background(), cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02", "gb200-03"}, WorkDir: dir},
 		spec("trtllm-disagg.yaml"), dir, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"})
 	require.NoError(t, err)

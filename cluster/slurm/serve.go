@@ -212,8 +212,11 @@ type launchState struct {
 	URL         string  `json:"url"`
 	Prefill     int     `json:"expected_prefill"`
 	Decode      int     `json:"expected_decode"`
-	Steps       []step  `json:"steps"`
-	Benchmark   *step   `json:"benchmark,omitempty"`
+	// Frontend is the recipe's frontend.type: "sglang" routers report their
+	// workers on /workers, dynamo frontends on /health.
+	Frontend  string `json:"frontend,omitempty"`
+	Steps     []step `json:"steps"`
+	Benchmark *step  `json:"benchmark,omitempty"`
 }
 
 func stepName(p *engine.Process) string {
@@ -450,10 +453,10 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
-	// Health reads the dynamo frontend's /health; refuse before any step
+	// Health reads dynamo's /health or the SGLang router's /workers.
 	// starts rather than time out on a router that answers elsewhere.
-	if rendered.Frontend != "dynamo" {
-		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend checks health through dynamo's /health only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
+	if rendered.Frontend != "dynamo" && rendered.Frontend != "sglang" {
+		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend reads worker health from dynamo frontends or SGLang routers only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
 	}
 	return rec, rendered, nil
 }
@@ -489,7 +492,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	}
 	procs := rendered.Processes
 	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
-		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL}
+		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, Frontend: rendered.Frontend}
 	st.Prefill, st.Decode = engine.Expected(procs)
 	var infra, workers, fronts []step
 	for _, p := range procs {
@@ -815,7 +818,7 @@ func (b *Backend) Health(ctx context.Context, alloc cluster.Allocation, srv clus
 	gotP, gotD := 0, 0
 	herr := func() error {
 		var err error
-		if gotP, gotD, err = frontendWorkers(ctx, srv.URL); err != nil {
+		if gotP, gotD, err = frontendWorkers(ctx, srv.URL, st.Frontend); err != nil {
 			return err
 		}
 		if gotP < st.Prefill || gotD < st.Decode {
@@ -892,7 +895,10 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		return cluster.Server{}, false, nil
 	}
 	prev, err := readState(prevDir)
-	if err != nil || prev.RecipePath != spec.RecipePath || prev.JobID != alloc.JobID || !slices.Equal(prev.Nodes, alloc.Nodes) || prev.URL == "" {
+	// An SGLang router holds the worker URLs it was started with and keeps
+	// counting them while they restart, so its deployments come up whole.
+	if err != nil || prev.RecipePath != spec.RecipePath || prev.JobID != alloc.JobID || !slices.Equal(prev.Nodes, alloc.Nodes) || prev.URL == "" ||
+		prev.Frontend == "sglang" {
 		return cluster.Server{}, false, nil
 	}
 	running, err := b.steps(ctx, alloc, stepPrefix)
@@ -994,7 +1000,7 @@ func latestServeDir(workDir string) string {
 func (b *Backend) waitUnregistered(ctx context.Context, url string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		p, d, err := frontendWorkers(ctx, url)
+		p, d, err := frontendWorkers(ctx, url, "dynamo")
 		if err == nil && p == 0 && d == 0 {
 			return nil
 		}
@@ -1012,11 +1018,16 @@ func (b *Backend) waitUnregistered(ctx context.Context, url string, limit time.D
 	}
 }
 
-// frontendWorkers reads the frontend's /health as srt-slurm does.
-func frontendWorkers(ctx context.Context, url string) (prefill, decode int, err error) {
+// frontendWorkers reads the registered workers as srt-slurm does: a dynamo
+// frontend's /health, or an SGLang router's /workers (frontend "sglang").
+func frontendWorkers(ctx context.Context, url, frontend string) (prefill, decode int, err error) {
+	path := "/health"
+	if frontend == "sglang" {
+		path = "/workers"
+	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, url+"/health", nil)
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, url+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, 0, err
@@ -1024,7 +1035,10 @@ func frontendWorkers(ctx context.Context, url string) (prefill, decode int, err 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("frontend /health: HTTP %d", resp.StatusCode)
+		return 0, 0, fmt.Errorf("frontend %s: HTTP %d", path, resp.StatusCode)
+	}
+	if frontend == "sglang" {
+		return engine.RouterWorkers(body)
 	}
 	h, err := engine.ParseFrontendHealth(body)
 	if err != nil {
