@@ -113,22 +113,27 @@ func vllmToProcesses(s *spec, eps []*endpoint) ([]*workerProc, error) {
 	}
 	kv, nixl, sys := kvEventsPortBase, vllmNIXLPortBase, dynSystemPortBase
 	var out []*workerProc
+	// perNode is one process per node of the endpoint, rank 0 the leader
+	// (the sglang layout, and vLLM's when a replica spans nodes).
+	perNode := func(ep *endpoint) {
+		b := 0
+		if ep.mode == "prefill" {
+			b = next(boot, ep.nodes[0], bootstrapPortBase, 1)
+		}
+		for rank, n := range ep.nodes {
+			h := 0
+			if rank == 0 {
+				h = next(http, n, sglangHTTPPortBase, sglangHTTPStride)
+			}
+			out = append(out, &workerProc{ep: ep, node: n, rank: rank, gpus: ep.gpus, sysPort: sys, httpPort: h,
+				kvEventPort: kv, bootstrapPort: b, nixlPort: nixl})
+			sys, kv, nixl = sys+1, kv+1, nixl+1
+		}
+	}
 	for _, ep := range eps {
 		cfg := s.modeConfig[ep.mode]
 		if !s.vllmDP(ep.mode) {
-			b := 0
-			if ep.mode == "prefill" {
-				b = next(boot, ep.nodes[0], bootstrapPortBase, 1)
-			}
-			for rank, n := range ep.nodes {
-				h := 0
-				if rank == 0 {
-					h = next(http, n, sglangHTTPPortBase, sglangHTTPStride)
-				}
-				out = append(out, &workerProc{ep: ep, node: n, rank: rank, gpus: ep.gpus, sysPort: sys, httpPort: h,
-					kvEventPort: kv, bootstrapPort: b, nixlPort: nixl})
-				sys, kv, nixl = sys+1, kv+1, nixl+1
-			}
+			perNode(ep)
 			continue
 		}
 		tp, pp := cfgInt(cfg, "tensor-parallel-size", 1), cfgInt(cfg, "pipeline-parallel-size", 1)
@@ -145,19 +150,7 @@ func vllmToProcesses(s *spec, eps []*endpoint) ([]*workerProc, error) {
 			if len(ep.nodes) < 2 || replica%local != 0 || len(ep.nodes) != dp*(replica/local) {
 				return nil, fmt.Errorf("%s: TP x PP replica size %d does not fit the endpoint's %d nodes of %d GPUs", ep.mode, replica, len(ep.nodes), local)
 			}
-			b := 0
-			if ep.mode == "prefill" {
-				b = next(boot, ep.nodes[0], bootstrapPortBase, 1)
-			}
-			for rank, n := range ep.nodes {
-				h := 0
-				if rank == 0 {
-					h = next(http, n, sglangHTTPPortBase, sglangHTTPStride)
-				}
-				out = append(out, &workerProc{ep: ep, node: n, rank: rank, gpus: ep.gpus, sysPort: sys, httpPort: h,
-					kvEventPort: kv, bootstrapPort: b, nixlPort: nixl})
-				sys, kv, nixl = sys+1, kv+1, nixl+1
-			}
+			perNode(ep)
 			continue
 		}
 		if local%replica != 0 {
