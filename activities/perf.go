@@ -45,6 +45,19 @@ func (a *Activities) perfDuration(p PointSpec) time.Duration {
 	return d
 }
 
+// perfCapped: on a simulated cluster the worker's perf-duration cap cut
+// this point's window below its row's duration.
+func (a *Activities) perfCapped(p PointSpec) bool {
+	if !a.Simulated || a.Load.Duration <= 0 {
+		return false
+	}
+	row := time.Duration(p.DurationSec) * time.Second
+	if row <= 0 {
+		row = time.Hour
+	}
+	return a.Load.Duration < time.Duration(float64(row)*a.clockScale())
+}
+
 // clockScale is the server clock's rate against real time: the
 // simulator's time scale, 1 for a real engine.
 func (a *Activities) clockScale() float64 {
@@ -234,6 +247,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 // recur), the second goes to the operator gate with the evidence. It never
 // reaches the ledger.
 func (a *Activities) validate(ctx context.Context, hb *heartbeater, p PointSpec, out PerfSummary, plan point.PerfPlan, prior int) error {
+	plan.Capped = a.perfCapped(p)
 	err := point.ValidatePerf(out, plan)
 	if err == nil {
 		return nil

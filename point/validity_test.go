@@ -109,3 +109,18 @@ func TestValidatePerfLagNotMeasured(t *testing.T) {
 	require.NoError(t, ValidatePerf(s, p))
 	assert.Equal(t, []string{"client_lag: benchmark does not measure it"}, s.Evidence.Waived)
 }
+
+// A simulated window capped below the row's duration does not judge the
+// per-lane count (lanes may be inside their first long call at the cap) and
+// says so; uncapped, the same result is refused.
+func TestValidatePerfCappedWindow(t *testing.T) {
+	t.Parallel()
+	s, _ := goodPerf()
+	s.Evidence.MeanPromptTokens, s.Evidence.MeanOutputTokens, s.Evidence.LanesFinished, s.Evidence.WindowSec = 30000, 300, 726, 30
+	s.Evidence.Completed, s.Evidence.OutputTokens = 871, 871*300
+	plan := PerfPlan{Scenario: "agentic-coding", Lanes: 768, WindowSec: 30, ClockScale: 1}
+	require.ErrorContains(t, ValidatePerf(s, plan), "726 of 768 lanes finished a measured call")
+	plan.Capped = true
+	require.NoError(t, ValidatePerf(s, plan))
+	assert.Contains(t, s.Evidence.Waived, "lanes: 726 of 768 finished a call in a window capped below the row's duration")
+}
