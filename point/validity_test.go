@@ -122,5 +122,11 @@ func TestValidatePerfCappedWindow(t *testing.T) {
 	require.ErrorContains(t, ValidatePerf(s, plan), "726 of 768 lanes finished a measured call")
 	plan.Capped = true
 	require.NoError(t, ValidatePerf(s, plan))
-	assert.Contains(t, s.Evidence.Waived, "lanes: 726 of 768 finished a call in a window capped below the row's duration")
+	assert.Contains(t, s.Evidence.Waived, "lanes: 871 calls completed, 726 of 768 lanes finished one, in a window capped below the row's duration")
+	// Fewer calls than lanes (a client that reports no lanes) likewise.
+	s.Evidence.Waived, s.Evidence.Completed, s.Evidence.LanesFinished = nil, 700, -1
+	plan.Capped = false
+	require.ErrorContains(t, ValidatePerf(s, plan), "700 completed calls, fewer than the 768 lanes")
+	plan.Capped = true
+	require.NoError(t, ValidatePerf(s, plan))
 }
