@@ -72,6 +72,34 @@ func EntryWords(argv []string) ([]string, error) {
 // wins as in argparse, and unknown flags are accepted and listed.
 type flagArgs struct {
 	occ []flagOcc
+	// errs collects what setStr, setInt and isSet could not read, so a
+	// parser reads every field and then reports.
+	errs []error
+}
+
+// setStr sets *dst to the flag's value when given; ok says it was.
+func (f *flagArgs) setStr(dst *string, names ...string) bool {
+	v, ok, err := f.str(*dst, names...)
+	f.errs = append(f.errs, err)
+	*dst = v
+	return ok
+}
+
+// setInt sets *dst to the flag's integer when given and valid.
+func (f *flagArgs) setInt(dst *int, names ...string) bool {
+	v, ok, err := f.int(*dst, names...)
+	f.errs = append(f.errs, err)
+	if ok && err == nil {
+		*dst = v
+	}
+	return ok
+}
+
+// isSet reads a boolean flag.
+func (f *flagArgs) isSet(names ...string) bool {
+	v, err := f.flag(names...)
+	f.errs = append(f.errs, err)
+	return v
 }
 
 type flagOcc struct {

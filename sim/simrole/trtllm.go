@@ -79,19 +79,7 @@ func ParseTRTLLMArgs(argv []string, mounts Mounts) (TRTLLMArgs, error) {
 	if err != nil {
 		return a, usage("%v", err)
 	}
-	var errs []error
-	str := func(dst *string, names ...string) {
-		v, _, err := fa.str(*dst, names...)
-		errs = append(errs, err)
-		*dst = v
-	}
-	num := func(dst *int, names ...string) {
-		v, ok, err := fa.int(*dst, names...)
-		errs = append(errs, err)
-		if ok && err == nil {
-			*dst = v
-		}
-	}
+	str, num := fa.setStr, fa.setInt
 	str(&a.ModelPath, "model-path")
 	str(&a.ServedModelName, "served-model-name")
 	str(&a.Mode, "disaggregation-mode")
@@ -100,7 +88,7 @@ func ParseTRTLLMArgs(argv []string, mounts Mounts) (TRTLLMArgs, error) {
 	num(&a.PP, "pipeline-parallel-size")
 	num(&a.EP, "expert-parallel-size")
 	num(&a.MaxSeqLen, "max-seq-len")
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(fa.errs...); err != nil {
 		return a, usage("%v", err)
 	}
 	for _, n := range fa.names() {

@@ -83,26 +83,7 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 	if err != nil {
 		return a, usage("%v", err)
 	}
-	var errs []error
-	str := func(dst *string, names ...string) bool {
-		v, ok, err := fa.str(*dst, names...)
-		errs = append(errs, err)
-		*dst = v
-		return ok
-	}
-	num := func(dst *int, names ...string) bool {
-		v, ok, err := fa.int(*dst, names...)
-		errs = append(errs, err)
-		if ok && err == nil {
-			*dst = v
-		}
-		return ok
-	}
-	flag := func(names ...string) bool {
-		v, err := fa.flag(names...)
-		errs = append(errs, err)
-		return v
-	}
+	str, num, flag := fa.setStr, fa.setInt, fa.isSet
 	str(&a.Model, "model")
 	str(&a.ServedModelName, "served-model-name")
 	str(&a.Mode, "disaggregation-mode")
@@ -125,7 +106,7 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 	var devices, spec string
 	str(&devices, "device-ids")
 	specSet := str(&spec, "speculative-config")
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(fa.errs...); err != nil {
 		return a, usage("%v", err)
 	}
 	for _, n := range fa.names() {

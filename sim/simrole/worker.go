@@ -79,21 +79,7 @@ func ParseWorkerArgs(argv []string) (WorkerArgs, error) {
 	if err != nil {
 		return a, usage(err)
 	}
-	var errs []error
-	str := func(dst *string, names ...string) bool {
-		v, ok, err := fa.str(*dst, names...)
-		errs = append(errs, err)
-		*dst = v
-		return ok
-	}
-	num := func(dst *int, names ...string) bool {
-		v, ok, err := fa.int(*dst, names...)
-		errs = append(errs, err)
-		if ok && err == nil {
-			*dst = v
-		}
-		return ok
-	}
+	str, num := fa.setStr, fa.setInt
 	str(&a.ModelPath, "model-path", "model")
 	str(&a.ServedModelName, "served-model-name")
 	str(&a.Host, "host")
@@ -111,10 +97,8 @@ func ParseWorkerArgs(argv []string) (WorkerArgs, error) {
 	str(&a.SpecAlgorithm, "speculative-algorithm", "speculative-algo") // argparse accepts the prefix, as srt-slurm's recipes use it
 	num(&a.SpecDraftTokens, "speculative-num-draft-tokens")
 	num(&a.ContextLength, "context-length")
-	dpa, err := fa.flag("enable-dp-attention")
-	errs = append(errs, err)
-	a.DPAttention = dpa
-	for _, e := range errs {
+	a.DPAttention = fa.isSet("enable-dp-attention")
+	for _, e := range fa.errs {
 		if e != nil {
 			return a, usage(e)
 		}
