@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
-	"github.com/sweepflow/sweepflow/ixresult"
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim/simrole"
@@ -136,12 +136,12 @@ func scalarEnv(v any) (string, bool) {
 }
 
 // readBenchmarkResult turns the benchmark's per-point result file
-// (ixresult: InferenceX's own format) into the perf summary: the figures
+// (resultfile: InferenceX's own format) into the perf summary: the figures
 // are InferenceX's own. A file that cannot be read is err; a file that
 // fails the InferenceX workflow's gate (no successful request, more than
 // 10 % failed) is gate, which a fresh attempt may pass.
 func readBenchmarkResult(path string) (sum PerfSummary, gate, err error) {
-	r, err := ixresult.Read(path)
+	r, err := resultfile.Read(path)
 	if err != nil {
 		return PerfSummary{}, nil, err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/ixresult"
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -62,7 +62,7 @@ func TestBenchmarkEnvSeedSweep(t *testing.T) {
 		assert.Contains(t, env["ROUTER_METADATA"], `"name":"dynamo-router"`, pt.ExpName)
 		assert.Equal(t, pt.RecipePath, "recipes/"+strings.TrimPrefix(env["CONFIG_FILE"], "recipes/"), "additional-settings exported")
 		assert.Equal(t, "3.77", env["SYNTHETIC_ACCEPTANCE_LENGTH"], pt.ExpName)
-		res, err := ixresult.Identity(func(k string) string { return env[k] })
+		res, err := resultfile.Identity(func(k string) string { return env[k] })
 		require.NoError(t, err, pt.ExpName)
 		require.NotNil(t, res.Multinode, pt.ExpName)
 		assert.Equal(t, pt.PrefillGPUs+pt.DecodeGPUs, res.NumGPUs(), "%s: the GPU shape", pt.ExpName)
@@ -72,14 +72,14 @@ func TestBenchmarkEnvSeedSweep(t *testing.T) {
 
 func TestReadBenchmarkResult(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, ixresult.FileName("dsv4_x", 64))
+	path := filepath.Join(dir, resultfile.FileName("dsv4_x", 64))
 	env := map[string]string{"MODEL": "m", "MODEL_PREFIX": "dsv4", "FRAMEWORK": "dynamo-sglang", "PRECISION": "fp4", "CONC": "64",
 		"KV_OFFLOADING": "none", "IS_MULTINODE": "true", "PREFILL_NUM_WORKERS": "1", "PREFILL_TP": "8",
 		"DECODE_NUM_WORKERS": "1", "DECODE_TP": "16"}
-	r, err := ixresult.Identity(func(k string) string { return env[k] })
+	r, err := resultfile.Identity(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	r.NumRequestsTotal, r.NumRequestsSuccess = 108, 98
-	r.RequestAccounting = ixresult.RequestAccounting{RecordsTotal: 108, RecordsProfiled: 98, RecordsWarmupDropped: 8, RecordsErrorDropped: 2}
+	r.RequestAccounting = resultfile.RequestAccounting{RecordsTotal: 108, RecordsProfiled: 98, RecordsWarmupDropped: 8, RecordsErrorDropped: 2}
 	r.RequestMetrics.Latency.TTFT.P90 = 1.5
 	r.RequestMetrics.Latency.TPOT.P50 = 0.02
 	r.RequestMetrics.Latency.E2EL.P50 = 30
@@ -91,7 +91,7 @@ func TestReadBenchmarkResult(t *testing.T) {
 	r.RequestMetrics.Tokens.Input.Mean = 31000
 	r.RequestMetrics.Tokens.OutputActual.Mean = 250.5
 	r.RequestMetrics.Latency.ITL.P50 = 0.021
-	require.NoError(t, ixresult.Write(path, r))
+	require.NoError(t, resultfile.Write(path, r))
 	got, gate, err := readBenchmarkResult(path)
 	require.NoError(t, err)
 	require.NoError(t, gate)
@@ -103,7 +103,7 @@ func TestReadBenchmarkResult(t *testing.T) {
 			MeanPromptTokens: 31000, MeanOutputTokens: 250.5, ITLMedianMs: 21, LanesFinished: -1}}, got)
 
 	r.NumRequestsSuccess = 0
-	require.NoError(t, ixresult.Write(path, r))
+	require.NoError(t, resultfile.Write(path, r))
 	_, gate, err = readBenchmarkResult(path)
 	require.NoError(t, err)
 	require.ErrorContains(t, gate, "num_requests_successful is 0", "the gate fails, which a retry may pass")

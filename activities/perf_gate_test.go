@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
-	"github.com/sweepflow/sweepflow/ixresult"
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
@@ -173,15 +173,15 @@ func TestPerfValidityGate(t *testing.T) {
 // InferenceX result file.
 type benchBackend struct {
 	fakeBackend
-	result *ixresult.Result
+	result *resultfile.Result
 	dir    string
 	env    map[string]string
 }
 
 func (b *benchBackend) RunBenchmark(_ context.Context, _ cluster.Allocation, _ cluster.Server, spec cluster.BenchmarkSpec) (string, error) {
 	b.env = spec.Env
-	path := filepath.Join(b.dir, ixresult.FileName(spec.ResultFilename, spec.Conc))
-	return path, ixresult.Write(path, b.result)
+	path := filepath.Join(b.dir, resultfile.FileName(spec.ResultFilename, spec.Conc))
+	return path, resultfile.Write(path, b.result)
 }
 
 // TestPerfValidityGateBenchmarkFile: the recipe's benchmark result goes
@@ -189,8 +189,8 @@ func (b *benchBackend) RunBenchmark(_ context.Context, _ cluster.Allocation, _ c
 // it was given (less two idle-gap caps: first send to last response), or
 // with fewer calls than lanes, is refused and not stored.
 func TestPerfValidityGateBenchmarkFile(t *testing.T) {
-	good := func() *ixresult.Result {
-		r := &ixresult.Result{Conc: 4, ScenarioType: ixresult.ScenarioAgentic, NumRequestsTotal: 40, NumRequestsSuccess: 40, TP: 8}
+	good := func() *resultfile.Result {
+		r := &resultfile.Result{Conc: 4, ScenarioType: resultfile.ScenarioAgentic, NumRequestsTotal: 40, NumRequestsSuccess: 40, TP: 8}
 		rm := &r.RequestMetrics
 		rm.Throughput.DurationSeconds = 600
 		rm.Throughput.Output.TokensPerSecond = 800
@@ -200,15 +200,15 @@ func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		mutate func(*ixresult.Result)
+		mutate func(*resultfile.Result)
 		reason string // "" stores
 	}{
-		{"valid", func(*ixresult.Result) {}, ""},
-		{"short window", func(r *ixresult.Result) { r.RequestMetrics.Throughput.DurationSeconds = 300 },
+		{"valid", func(*resultfile.Result) {}, ""},
+		{"short window", func(r *resultfile.Result) { r.RequestMetrics.Throughput.DurationSeconds = 300 },
 			"invalid perf result: window: measured 300 s, shorter than the planned 580 s"},
-		{"fewer calls than lanes", func(r *ixresult.Result) { r.NumRequestsTotal, r.NumRequestsSuccess = 3, 3 },
+		{"fewer calls than lanes", func(r *resultfile.Result) { r.NumRequestsTotal, r.NumRequestsSuccess = 3, 3 },
 			"invalid perf result: completed: 3 completed calls, fewer than the 4 lanes"},
-		{"zero output tokens", func(r *ixresult.Result) { r.RequestMetrics.Tokens.OutputActual.Mean = 0 },
+		{"zero output tokens", func(r *resultfile.Result) { r.RequestMetrics.Tokens.OutputActual.Mean = 0 },
 			"invalid perf result: output_tokens: 0 output tokens over 40 completed requests"},
 	}
 	for _, tc := range cases {

@@ -30,7 +30,7 @@ type Cluster struct {
 	Runners          []string         // runner labels this cluster serves (empty: any)
 	Models           map[string]Model // recipe model.path alias -> locations
 
-	// Engine launch (slurm backend): how the process set engine.Render
+	// Engine launch (slurm backend): how the process set srtlaunch.Render
 	// produces is started on the nodes.
 	Runtime string // "pyxis" (containers through srun --container-*) or "none"
 	// Containers maps a recipe's container name (model.container, the

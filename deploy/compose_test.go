@@ -14,7 +14,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/plan"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -271,7 +271,7 @@ func TestComposeWorkerMatchesClusterProfile(t *testing.T) {
 
 	// The command's flags are the worker's, and its cluster profile exists
 	// at the same path relative to /app as to the repository root.
-	var cfg workerapp.Config
+	var cfg workers.Config
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	cfg.Bind(fs)
 	require.NoError(t, fs.Parse(w.Command), "worker command %v", w.Command)

@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/goldenal"
-	"github.com/sweepflow/sweepflow/matrix"
+	"github.com/sweepflow/sweepflow/inferencex/goldenal"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/point"
 )
 

@@ -18,8 +18,8 @@ import (
 	"strings"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/plan"
-	"github.com/sweepflow/sweepflow/review"
 )
 
 // Source says where a schedule's sweep files live. Without GitDir,
@@ -38,7 +38,7 @@ type Result struct {
 	Sweep   *config.Sweep
 	Cluster *config.Cluster
 	Plan    *plan.Plan
-	Report  *review.Report
+	Report  *checklist.Report
 	// Commit is the commit GitRef resolved to ("" for a path source).
 	Commit string
 	// Failures are the check findings (and unreadable or invalid inputs)
@@ -89,12 +89,12 @@ func Run(ctx context.Context, src Source, scratch string) (*Result, error) {
 		return fail(err)
 	}
 	res.Cluster = cl
-	opts := review.Options{ConfigFiles: sw.ConfigFiles, RunnerConfig: sw.RunnerConfig, ConfigKeys: sw.ConfigKeys,
+	opts := checklist.Options{ConfigFiles: sw.ConfigFiles, RunnerConfig: sw.RunnerConfig, ConfigKeys: sw.ConfigKeys,
 		Inject: sw.GoldenAL, Thinking: sw.Thinking, RecipesRoot: sw.RecipesRoot}
 	if opts.RecipesRoot == "" {
 		opts.RecipesRoot = cl.RecipesRoot
 	}
-	rep, err := review.Check(opts)
+	rep, err := checklist.Check(opts)
 	if err != nil {
 		return fail(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sweepflow/sweepflow/coverage"
+	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -106,10 +106,10 @@ func build(in *Input) page {
 	p.Gaps = gapViews(cov)
 	p.Summary = append(p.Summary, summaryRow{"Coverage gaps", fmt.Sprintf("%d wider than x%s between neighbouring concurrencies", len(cov.Gaps), p.Factor)})
 	p.Chart = template.HTML(Chart(in.Series(), ChartOptions{Title: "Output throughput per GPU vs interactivity", Simulated: sim,
-		FrontierAll: true, Bands: gapBands(cov, coverage.MetricIntvty)}))
+		FrontierAll: true, Bands: gapBands(cov, curvegaps.MetricIntvty)}))
 	if hasE2EL(in) {
 		p.E2ELChart = template.HTML(Chart(in.E2ELSeries(), ChartOptions{ID: "e2el", Title: "Output throughput per GPU vs median E2EL", Simulated: sim,
-			XLabel: "Median end-to-end latency (s)", XUnit: "s", XLowerBetter: true, XLogAbove: 10, FrontierAll: true, Bands: gapBands(cov, coverage.MetricE2EL)}))
+			XLabel: "Median end-to-end latency (s)", XUnit: "s", XLowerBetter: true, XLogAbove: 10, FrontierAll: true, Bands: gapBands(cov, curvegaps.MetricE2EL)}))
 	}
 	if in.Baseline != nil {
 		p.HasBaseline, p.BaselineID = true, in.Baseline.Sweep.ID
@@ -145,7 +145,7 @@ func hasE2EL(in *Input) bool {
 
 // gapBands shades one metric's gaps on its chart, with each suggested
 // concurrency where the log-log interpolation puts it.
-func gapBands(cov coverage.Result, metric string) []Band {
+func gapBands(cov curvegaps.Result, metric string) []Band {
 	var out []Band
 	for _, g := range cov.Gaps {
 		if g.Metric != metric {
@@ -153,7 +153,7 @@ func gapBands(cov coverage.Result, metric string) []Band {
 		}
 		b := Band{Label: g.ConfigKey, From: g.From.Value, To: g.To.Value, Text: fmt.Sprintf("gap x%.1f: %s", g.Ratio(), addText(g.SuggestConc))}
 		for _, c := range g.SuggestConc {
-			b.Suggest = append(b.Suggest, Mark{X: coverage.Predict(g.From, g.To, c), Conc: c})
+			b.Suggest = append(b.Suggest, Mark{X: curvegaps.Predict(g.From, g.To, c), Conc: c})
 		}
 		out = append(out, b)
 	}
@@ -171,12 +171,12 @@ func addText(cs []int) string {
 	return "add " + strings.Join(parts, " ")
 }
 
-func gapViews(cov coverage.Result) []gapView {
+func gapViews(cov curvegaps.Result) []gapView {
 	var out []gapView
 	for _, g := range cov.Gaps {
 		val := func(v float64) string { return fmt.Sprintf("%.1f tok/s/user", v) }
 		name := "median interactivity"
-		if g.Metric == coverage.MetricE2EL {
+		if g.Metric == curvegaps.MetricE2EL {
 			val = func(v float64) string { return fmt.Sprintf("%.3g s", v) }
 			name = "median E2EL"
 		}

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sweepflow/sweepflow/coverage"
+	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -179,14 +179,14 @@ func (in *Input) series(x func(results.PerfResult) float64) []Series {
 
 // Coverage finds the current run's gaps along median E2EL and interactivity
 // (see package coverage), with CoverageFactor (default 2).
-func (in *Input) Coverage() coverage.Result {
-	var col coverage.Collector
+func (in *Input) Coverage() curvegaps.Result {
+	var col curvegaps.Collector
 	for _, p := range in.Current.Perf {
-		col.Add(keyOf(p), coverage.Point{Conc: p.Conc, E2ELSeconds: p.E2ELMedianMs / 1000, Interactivity: p.Interactivity})
+		col.Add(keyOf(p), curvegaps.Point{Conc: p.Conc, E2ELSeconds: p.E2ELMedianMs / 1000, Interactivity: p.Interactivity})
 	}
-	res, err := coverage.Find(col.Curves(), in.factor())
+	res, err := curvegaps.Find(col.Curves(), in.factor())
 	if err != nil { // factor checked by factor(); keep the page renderable
-		return coverage.Result{Gaps: []coverage.Gap{}}
+		return curvegaps.Result{Gaps: []curvegaps.Gap{}}
 	}
 	return res
 }
@@ -195,7 +195,7 @@ func (in *Input) factor() float64 {
 	if in.CoverageFactor > 1 {
 		return in.CoverageFactor
 	}
-	return coverage.DefaultFactor
+	return curvegaps.DefaultFactor
 }
 
 // Findings compares the current run with the baseline (nil without one).

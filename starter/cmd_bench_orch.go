@@ -32,7 +32,7 @@ import (
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -104,7 +104,7 @@ func newBenchOrchCmd() *cobra.Command {
 	fs.IntVar(&f.points, "points", 0, "points in the sweep (required)")
 	fs.IntVar(&f.runs, "runs", 3, "sweeps to run; figures are their medians")
 	fs.IntVar(&f.parallel, "parallel", 64, "points in flight (the sweep's node budget; every point takes one node)")
-	fs.IntVar(&f.pollers, "pollers", workerapp.DefaultPollers, "workflow-task and activity-task pollers of the in-process worker")
+	fs.IntVar(&f.pollers, "pollers", workers.DefaultPollers, "workflow-task and activity-task pollers of the in-process worker")
 	fs.StringVar(&f.address, "address", "", "Temporal frontend HOST:PORT (default: start the embedded dev server in a temporary directory)")
 	fs.StringVar(&f.sweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file whose planned points are repeated (their row JSON sizes the inputs)")
 	fs.BoolVar(&f.sameServer, "same-server", false, "run every sweep on one embedded dev server (each run then meets the earlier runs' data); default: a fresh embedded server for each run")

@@ -14,7 +14,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/review"
+	"github.com/sweepflow/sweepflow/inferencex/checklist"
 )
 
 func init() {
@@ -46,7 +46,7 @@ Exit status: 0 no failures, 1 failures (or unreadable inputs), 2 usage error.`,
 
 func ruleList() string {
 	var b strings.Builder
-	for _, r := range review.Rules {
+	for _, r := range checklist.Rules {
 		fmt.Fprintf(&b, "  %-20s %s\n", r.ID, r.What)
 	}
 	return b.String()
@@ -82,8 +82,8 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 }
 
 // checkOptions turns the flags (and the sweep file) into review options.
-func checkOptions(f *checkFlags, fs *flag.FlagSet) (review.Options, error) {
-	o := review.Options{Thinking: f.thinking, RecipesRoot: f.recipesRoot, GoldenAL: f.golden, Models: f.models, Base: f.base,
+func checkOptions(f *checkFlags, fs *flag.FlagSet) (checklist.Options, error) {
+	o := checklist.Options{Thinking: f.thinking, RecipesRoot: f.recipesRoot, GoldenAL: f.golden, Models: f.models, Base: f.base,
 		Changelog: f.changelog, ChangelogEntry: f.entry, ChangelogSince: f.since}
 	if f.changelog == "" && (f.entry != 0 || f.since != 0) {
 		return o, usageError("--entry and --since need --changelog")
@@ -144,7 +144,7 @@ func checkOptions(f *checkFlags, fs *flag.FlagSet) (review.Options, error) {
 		o.Today = t
 	}
 	for _, a := range f.allow {
-		if !review.KnownRule(a) {
+		if !checklist.KnownRule(a) {
 			return o, usageError("--allow %q: unknown rule (see starter check --help)", a)
 		}
 	}
@@ -181,12 +181,12 @@ func runCheck(out io.Writer, f *checkFlags, fs *flag.FlagSet) error {
 }
 
 type checkJSON struct {
-	*review.Report
+	*checklist.Report
 	Failures int  `json:"failures"`
 	Pass     bool `json:"pass"`
 }
 
-func writeCheck(out io.Writer, rep *review.Report) {
+func writeCheck(out io.Writer, rep *checklist.Report) {
 	for _, fd := range rep.Findings {
 		fmt.Fprintln(out, fd.String())
 	}
@@ -205,7 +205,7 @@ func writeCheck(out io.Writer, rep *review.Report) {
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 // With a changelog, the keys its chosen entries select are checked, and
 // the entries themselves.
-func reviewSweep(sweepFile, clusterFile string, allow []string, cl *changelogRef) (*review.Report, error) {
+func reviewSweep(sweepFile, clusterFile string, allow []string, cl *changelogRef) (*checklist.Report, error) {
 	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}
 	if cl != nil {
 		f.changelog, f.entry, f.since = cl.Path, cl.Entry, cl.Since
@@ -214,12 +214,12 @@ func reviewSweep(sweepFile, clusterFile string, allow []string, cl *changelogRef
 }
 
 // checkReport runs the rules the flags select and waives the --allow'ed ones.
-func checkReport(f *checkFlags, fs *flag.FlagSet) (*review.Report, error) {
+func checkReport(f *checkFlags, fs *flag.FlagSet) (*checklist.Report, error) {
 	o, err := checkOptions(f, fs)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := review.Check(o)
+	rep, err := checklist.Check(o)
 	if err != nil {
 		return nil, configError(err)
 	}
@@ -229,7 +229,7 @@ func checkReport(f *checkFlags, fs *flag.FlagSet) (*review.Report, error) {
 
 // reviewMemo is what a sweep's memo records of its check: which rules were
 // waived and the findings they waived, so an operator sees it in the Web UI.
-func reviewMemo(rep *review.Report, allow []string) map[string]any {
+func reviewMemo(rep *checklist.Report, allow []string) map[string]any {
 	var waived []string
 	for _, f := range rep.Findings {
 		if f.Allowed {

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/review"
+	"github.com/sweepflow/sweepflow/inferencex/checklist"
 )
 
-const fixtures = "../review/testdata/"
+const fixtures = "../inferencex/checklist/testdata/"
 
 func fixtureArgs(rule string) []string {
 	return []string{"check", "--config-files", fixtures + rule + "/master.yaml", "--config-keys", "orca2*",
@@ -32,7 +32,7 @@ func TestCheckCommand(t *testing.T) {
 			stdout: []string{"PASS: 8 rows, 6 recipes", "0 failing"}},
 		{name: "ok fixture", args: fixtureArgs("ok"), code: 0, stdout: []string{"PASS: 3 rows, 2 recipes, 9 rules run"}},
 		{name: "failing fixture", args: fixtureArgs("upstream-image"), code: 1,
-			stdout: []string{"review/testdata/upstream-image/master.yaml:3: orca2-fp8-gb200-dynamo-sglang-agentic-mtp.image: got ghcr.io#acme/sglang-fork", "FAIL:"},
+			stdout: []string{"inferencex/checklist/testdata/upstream-image/master.yaml:3: orca2-fp8-gb200-dynamo-sglang-agentic-mtp.image: got ghcr.io#acme/sglang-fork", "FAIL:"},
 			stderr: "1 failing finding(s)"},
 		{name: "allowed", args: append(fixtureArgs("upstream-image"), "--allow", "upstream-image"), code: 0,
 			stdout: []string{"(allowed)", "PASS:", "1 allowed"}},
@@ -59,15 +59,15 @@ func TestCheckJSON(t *testing.T) {
 	code := runIO(append(fixtureArgs("agentic-golden-al"), "--json"), &stdout, &stderr)
 	require.Equal(t, 1, code, stderr.String())
 	var out struct {
-		Findings []review.Finding `json:"findings"`
-		Failures int              `json:"failures"`
-		Pass     bool             `json:"pass"`
+		Findings []checklist.Finding `json:"findings"`
+		Failures int                 `json:"failures"`
+		Pass     bool                `json:"pass"`
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), stdout.String())
 	require.Len(t, out.Findings, 1)
 	f := out.Findings[0]
-	assert.Equal(t, review.RuleAgenticGoldenAL, f.Rule)
-	assert.True(t, strings.HasSuffix(f.Pos.File, "review/testdata/agentic-golden-al/recipes/agg-tp8-c4-mtp.yaml"), f.Pos.File)
+	assert.Equal(t, checklist.RuleAgenticGoldenAL, f.Rule)
+	assert.True(t, strings.HasSuffix(f.Pos.File, "inferencex/checklist/testdata/agentic-golden-al/recipes/agg-tp8-c4-mtp.yaml"), f.Pos.File)
 	assert.Positive(t, f.Pos.Line)
 	assert.Contains(t, f.Got, "2.6")
 	assert.Contains(t, f.Want, "SGLANG_SIMULATE_ACC_LEN=2.4")
@@ -84,12 +84,12 @@ func TestSweepStartRefusesFailingCheck(t *testing.T) {
 }
 
 func TestSweepStartReviewMemo(t *testing.T) {
-	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", []string{review.RuleUpstreamImage}, nil)
+	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", []string{checklist.RuleUpstreamImage}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, rep.Failures())
-	memo := reviewMemo(rep, []string{review.RuleUpstreamImage})
+	memo := reviewMemo(rep, []string{checklist.RuleUpstreamImage})
 	rv := memo["review"].(map[string]any)
-	assert.Equal(t, []string{review.RuleUpstreamImage}, rv["allowed"])
+	assert.Equal(t, []string{checklist.RuleUpstreamImage}, rv["allowed"])
 	waived := rv["waived"].([]string)
 	require.Len(t, waived, 1)
 	assert.True(t, strings.HasPrefix(waived[0], "upstream-image "), waived[0])

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweepflow/sweepflow/coverage"
+	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -55,13 +55,13 @@ found.`,
 	home := fs.String("home", envOr("SWEEPFLOW_HOME", ".sweepflow"), "local state directory the worker writes (its results.db is the ledger)")
 	var inputs []string
 	fs.StringArrayVar(&inputs, "results", nil, "with SWEEP_ID: the results store DSN (default $SWEEPFLOW_RESULTS, else <home>/results.db); without: agg_bmk.json files or export directories")
-	factor := fs.Float64("factor", coverage.DefaultFactor, "largest ratio allowed between neighbouring points (> 1)")
+	factor := fs.Float64("factor", curvegaps.DefaultFactor, "largest ratio allowed between neighbouring points (> 1)")
 	asJSON := fs.Bool("json", false, `print {"gaps":[...]} instead of a table`)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		if !(*factor > 1) {
 			return usageError("--factor must be above 1, got %v", *factor)
 		}
-		var curves []coverage.Curve
+		var curves []curvegaps.Curve
 		var warnings []string
 		var source string
 		switch {
@@ -80,11 +80,11 @@ found.`,
 			source = "sweep " + args[0]
 		case len(inputs) > 0:
 			for _, p := range inputs {
-				rows, err := coverage.ReadBmk(p)
+				rows, err := curvegaps.ReadBmk(p)
 				if err != nil {
 					return &exitError{code: exitFailure, msg: err.Error() + " (to read a sweep from a results store, give SWEEP_ID before --results)"}
 				}
-				cs, ws := coverage.FromBmk(rows)
+				cs, ws := curvegaps.FromBmk(rows)
 				curves = append(curves, cs...)
 				for _, w := range ws {
 					warnings = append(warnings, p+": "+w)
@@ -95,7 +95,7 @@ found.`,
 		default:
 			return usageError("give a SWEEP_ID or --results agg_bmk.json... (usage: %s)", cmd.UseLine())
 		}
-		res, err := coverage.Find(curves, *factor)
+		res, err := curvegaps.Find(curves, *factor)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -116,7 +116,7 @@ found.`,
 
 // ledgerCurves reads a sweep's perf results: one curve per config key, E2EL
 // from the ledger's milliseconds to seconds as agg_bmk has it.
-func ledgerCurves(ctx context.Context, lf ledgerFlags, sweepID string) ([]coverage.Curve, error) {
+func ledgerCurves(ctx context.Context, lf ledgerFlags, sweepID string) ([]curvegaps.Curve, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -137,20 +137,20 @@ func ledgerCurves(ctx context.Context, lf ledgerFlags, sweepID string) ([]covera
 	if len(perf) == 0 {
 		return nil, &exitError{code: exitFailure, msg: fmt.Sprintf("sweep %q has no perf results in %s", sweepID, lf.where())}
 	}
-	var col coverage.Collector
+	var col curvegaps.Collector
 	for _, p := range perf {
 		key := p.ConfigKey
 		if key == "" {
 			key = "(no config key)"
 		}
-		col.Add(key, coverage.Point{Conc: p.Conc, E2ELSeconds: p.E2ELMedianMs / 1000, Interactivity: p.Interactivity})
+		col.Add(key, curvegaps.Point{Conc: p.Conc, E2ELSeconds: p.E2ELMedianMs / 1000, Interactivity: p.Interactivity})
 	}
 	return col.Curves(), nil
 }
 
 // mergeCurves joins curves of one key read from several files.
-func mergeCurves(cs []coverage.Curve) []coverage.Curve {
-	var col coverage.Collector
+func mergeCurves(cs []curvegaps.Curve) []curvegaps.Curve {
+	var col curvegaps.Collector
 	for _, c := range cs {
 		for _, p := range c.Points {
 			col.Add(c.Key, p)
@@ -159,7 +159,7 @@ func mergeCurves(cs []coverage.Curve) []coverage.Curve {
 	return col.Curves()
 }
 
-func printCoverage(w io.Writer, source string, curves []coverage.Curve, res coverage.Result, factor float64) {
+func printCoverage(w io.Writer, source string, curves []curvegaps.Curve, res curvegaps.Result, factor float64) {
 	n := 0
 	for _, c := range curves {
 		n += len(c.Points)
@@ -196,7 +196,7 @@ func printCoverage(w io.Writer, source string, curves []coverage.Curve, res cove
 }
 
 func metricText(metric string, v float64) string {
-	if metric == coverage.MetricE2EL {
+	if metric == curvegaps.MetricE2EL {
 		return fmt.Sprintf("%.3g s", v)
 	}
 	return fmt.Sprintf("%.4g tok/s/user", v)

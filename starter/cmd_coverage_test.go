@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/coverage"
+	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -53,7 +53,7 @@ func coverageHome(t *testing.T) string {
 	return home
 }
 
-var seedGap = coverage.Gap{ConfigKey: covDisaggKey, Metric: coverage.MetricE2EL, From: coverage.End{Conc: 256, Value: 20}, To: coverage.End{Conc: 768, Value: 100}, SuggestConc: []int{369, 533}}
+var seedGap = curvegaps.Gap{ConfigKey: covDisaggKey, Metric: curvegaps.MetricE2EL, From: curvegaps.End{Conc: 256, Value: 20}, To: curvegaps.End{Conc: 768, Value: 100}, SuggestConc: []int{369, 533}}
 
 const (
 	fixtureFixed   = "dsr1 | b200 | sglang | fp8 | none | agg | fixed-seq-len | 8192/1024"
@@ -66,31 +66,31 @@ func TestCoverageCommand(t *testing.T) {
 	fixture := filepath.Join("testdata", "coverage", "agg_bmk.json")
 	// The fixture has no config keys, as InferenceX publishes its rows: TP4
 	// and TP8 share one fixed-seq-len curve; TP8 jumps from c64 to c256.
-	fixtureGaps := []coverage.Gap{
-		{ConfigKey: fixtureFixed, Metric: coverage.MetricE2EL, From: coverage.End{Conc: 64, Value: 35}, To: coverage.End{Conc: 256, Value: 90}, SuggestConc: []int{128}},
-		{ConfigKey: fixtureFixed, Metric: coverage.MetricIntvty, From: coverage.End{Conc: 64, Value: 40}, To: coverage.End{Conc: 256, Value: 18}, SuggestConc: []int{128}},
-		{ConfigKey: fixtureAgentic, Metric: coverage.MetricE2EL, From: coverage.End{Conc: 256, Value: 20}, To: coverage.End{Conc: 768, Value: 100}, SuggestConc: []int{369, 533}},
+	fixtureGaps := []curvegaps.Gap{
+		{ConfigKey: fixtureFixed, Metric: curvegaps.MetricE2EL, From: curvegaps.End{Conc: 64, Value: 35}, To: curvegaps.End{Conc: 256, Value: 90}, SuggestConc: []int{128}},
+		{ConfigKey: fixtureFixed, Metric: curvegaps.MetricIntvty, From: curvegaps.End{Conc: 64, Value: 40}, To: curvegaps.End{Conc: 256, Value: 18}, SuggestConc: []int{128}},
+		{ConfigKey: fixtureAgentic, Metric: curvegaps.MetricE2EL, From: curvegaps.End{Conc: 256, Value: 20}, To: curvegaps.End{Conc: 768, Value: 100}, SuggestConc: []int{369, 533}},
 	}
 	tests := []struct {
 		name     string
 		args     []string
 		wantCode int
 		wantMsg  string
-		wantGaps []coverage.Gap // with --json
-		contains []string       // human output
+		wantGaps []curvegaps.Gap // with --json
+		contains []string        // human output
 	}{
 		{name: "ledger sweep, table", args: []string{"cov", "--home", home},
 			contains: []string{"sweep cov: 2 curves, 8 points, 1 gaps wider than x2", "CURVE", covDisaggKey, "median_e2el", "c256 20 s", "c768 100 s", "x5.0", "369 533",
 				"concurrencies to add per curve:\n  " + covDisaggKey + ": 369 533"}},
-		{name: "ledger sweep, json", args: []string{"cov", "--home", home, "--json"}, wantGaps: []coverage.Gap{seedGap}},
-		{name: "ledger by DSN", args: []string{"cov", "--results", "sqlite://" + filepath.Join(home, "results.db"), "--json"}, wantGaps: []coverage.Gap{seedGap}},
+		{name: "ledger sweep, json", args: []string{"cov", "--home", home, "--json"}, wantGaps: []curvegaps.Gap{seedGap}},
+		{name: "ledger by DSN", args: []string{"cov", "--results", "sqlite://" + filepath.Join(home, "results.db"), "--json"}, wantGaps: []curvegaps.Gap{seedGap}},
 		{name: "ledger, factor 6: no gaps", args: []string{"cov", "--home", home, "--factor", "6"}, contains: []string{"0 gaps wider than x6"}},
 		{name: "agg_bmk fixture, json", args: []string{"--results", fixture, "--json"}, wantGaps: fixtureGaps},
 		{name: "agg_bmk fixture twice merges the curves", args: []string{"--results", fixture, fixture, "--json"}, wantGaps: fixtureGaps},
 		{name: "agg_bmk fixture, table", args: []string{"--results", fixture},
 			contains: []string{"2 curves, 15 points, 3 gaps", fixtureFixed, "median_intvty", "c256 18 tok/s/user", "128"}},
 		{name: "agg_bmk fixture, factor 3", args: []string{"--results", fixture, "--factor", "3", "--json"},
-			wantGaps: []coverage.Gap{{ConfigKey: fixtureAgentic, Metric: coverage.MetricE2EL, From: coverage.End{Conc: 256, Value: 20}, To: coverage.End{Conc: 768, Value: 100}, SuggestConc: []int{443}}}},
+			wantGaps: []curvegaps.Gap{{ConfigKey: fixtureAgentic, Metric: curvegaps.MetricE2EL, From: curvegaps.End{Conc: 256, Value: 20}, To: curvegaps.End{Conc: 768, Value: 100}, SuggestConc: []int{443}}}},
 		{name: "nothing to read", args: []string{"--home", home}, wantCode: 2, wantMsg: "give a SWEEP_ID or --results"},
 		{name: "factor not above 1", args: []string{"cov", "--home", home, "--factor", "1"}, wantCode: 2, wantMsg: "--factor must be above 1"},
 		{name: "two sweeps", args: []string{"cov", "cov2", "--home", home}, wantCode: 2, wantMsg: `unexpected argument "cov2"`},
@@ -109,7 +109,7 @@ func TestCoverageCommand(t *testing.T) {
 			}
 			require.NoError(t, err)
 			if tc.wantGaps != nil {
-				var res coverage.Result
+				var res curvegaps.Result
 				require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 				assert.Equal(t, tc.wantGaps, res.Gaps)
 			}
@@ -128,15 +128,15 @@ func TestCoverageOfExport(t *testing.T) {
 	home := coverageHome(t)
 	dir := filepath.Join(t.TempDir(), "export")
 	require.NoError(t, runExport([]string{"--home", home, "--sweep", "cov", "--out", dir, "--json"}))
-	_, err := os.Stat(filepath.Join(dir, coverage.BmkFile))
+	_, err := os.Stat(filepath.Join(dir, curvegaps.BmkFile))
 	require.NoError(t, err)
 	var fromLedger, fromDir, fromFile bytes.Buffer
 	require.NoError(t, runCoverage([]string{"cov", "--home", home, "--json"}, &fromLedger))
 	require.NoError(t, runCoverage([]string{"--results", dir, "--json"}, &fromDir))
-	require.NoError(t, runCoverage([]string{"--results", filepath.Join(dir, coverage.BmkFile), "--json"}, &fromFile))
+	require.NoError(t, runCoverage([]string{"--results", filepath.Join(dir, curvegaps.BmkFile), "--json"}, &fromFile))
 	assert.JSONEq(t, fromLedger.String(), fromDir.String())
 	assert.JSONEq(t, fromLedger.String(), fromFile.String())
-	var res coverage.Result
+	var res curvegaps.Result
 	require.NoError(t, json.Unmarshal(fromDir.Bytes(), &res))
-	assert.Equal(t, []coverage.Gap{seedGap}, res.Gaps)
+	assert.Equal(t, []curvegaps.Gap{seedGap}, res.Gaps)
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/engine"
 	"github.com/sweepflow/sweepflow/hostlist"
 )
 
@@ -85,7 +85,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		if err != nil {
 			return err
 		}
-		nodes = engine.PlaceholderAllocation(fp.Nodes).Nodes
+		nodes = srtlaunch.PlaceholderAllocation(fp.Nodes).Nodes
 	} else if nodes, err = hostlist.Expand(f.nodes); err != nil {
 		return &exitError{code: 2, msg: "--nodes: " + err.Error()}
 	}
@@ -100,14 +100,14 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		model = resolveModelDir(recipe, cluster)
 	}
 
-	opt := engine.Options{SyntheticAL: f.al}
-	alloc := engine.Allocation{Nodes: nodes}
+	opt := srtlaunch.Options{SyntheticAL: f.al}
+	alloc := srtlaunch.Allocation{Nodes: nodes}
 	if f.placeholders {
 		name := filepath.Base(model)
 		if model == "" {
 			name = fallbackModelName(recipe)
 		}
-		opt.Paths = engine.PlaceholderPaths(name)
+		opt.Paths = srtlaunch.PlaceholderPaths(name)
 		opt.JobID = "4242"
 		for i := range nodes {
 			alloc.Addrs = append(alloc.Addrs, fmt.Sprintf("10.0.0.%d", i+1))
@@ -144,7 +144,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		if ws == "" && cluster != nil {
 			ws = cluster.InfmaxWorkspace
 		}
-		opt.Paths = engine.Paths{LogDir: ld, ModelDir: model, ModelName: filepath.Base(model), Image: img, SrtRoot: root, InfmaxWorkspace: ws}
+		opt.Paths = srtlaunch.Paths{LogDir: ld, ModelDir: model, ModelName: filepath.Base(model), Image: img, SrtRoot: root, InfmaxWorkspace: ws}
 		opt.JobID = os.Getenv("SLURM_JOB_ID")
 		if alloc.Addrs, err = nodeAddrs(nodes, f.addrs); err != nil {
 			return &exitError{code: 2, msg: "--addrs: " + err.Error()}
@@ -153,7 +153,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 	if f.jobID != "" {
 		opt.JobID = f.jobID
 	}
-	rendered, err := engine.Render(recipe, alloc, opt)
+	rendered, err := srtlaunch.Render(recipe, alloc, opt)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func nodeAddrs(nodes []string, list string) ([]string, error) {
 	return out, nil
 }
 
-func printProcesses(w io.Writer, r *config.Recipe, rendered *engine.Rendered) {
+func printProcesses(w io.Writer, r *config.Recipe, rendered *srtlaunch.Rendered) {
 	procs := rendered.Processes
 	fmt.Fprintf(w, "recipe %s: %d processes\n", r.Name, len(procs))
 	for i, p := range procs {

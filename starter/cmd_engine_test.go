@@ -47,7 +47,7 @@ func TestEngineRender(t *testing.T) {
 				assert.NotContains(t, out, "SGLANG_SIMULATE_ACC_LEN")
 				assert.Contains(t, out, "file nginx.conf (written to the log directory before launch):")
 			}, ""},
-		{"trtllm files", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]", "--json", "--reference-placeholders"},
+		{"trtllm files", []string{"--recipe", "../cluster/slurm/srtlaunch/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]", "--json", "--reference-placeholders"},
 			func(t *testing.T, out string) {
 				var doc struct {
 					Processes []map[string]any  `json:"processes"`
@@ -59,9 +59,9 @@ func TestEngineRender(t *testing.T) {
 				assert.Contains(t, doc.Files["trtllm_config_prefill.yaml"], "cuda_graph_config: null\n")
 				assert.Contains(t, doc.Files, "nginx.conf")
 			}, ""},
-		{"trtllm spec decode in perf mode", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]",
+		{"trtllm spec decode in perf mode", []string{"--recipe", "../cluster/slurm/srtlaunch/testdata/trtllm-disagg.yaml", "--nodes", "gb200-[01-03]",
 			"--reference-placeholders", "--synthetic-acceptance", "3.77"}, nil, "InferenceX has no synthetic-acceptance injector for trtllm"},
-		{"placeholders on the recipe's own allocation", []string{"--recipe", "../engine/testdata/trtllm-disagg.yaml", "--json", "--reference-placeholders"},
+		{"placeholders on the recipe's own allocation", []string{"--recipe", "../cluster/slurm/srtlaunch/testdata/trtllm-disagg.yaml", "--json", "--reference-placeholders"},
 			func(t *testing.T, out string) {
 				var doc struct {
 					Processes []struct {

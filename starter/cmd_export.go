@@ -12,7 +12,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/artifacts"
-	"github.com/sweepflow/sweepflow/ixexport"
+	"github.com/sweepflow/sweepflow/inferencex/export"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -21,7 +21,7 @@ func init() {
 }
 
 // ledgerFlags locate the results store and the artifact store the way the
-// worker does (workerapp.Config): --results / SWEEPFLOW_RESULTS, else
+// worker does (workers.Config): --results / SWEEPFLOW_RESULTS, else
 // <home>/results.db; --artifacts / SWEEPFLOW_ARTIFACTS, else <home>/artifacts;
 // home is --home / SWEEPFLOW_HOME, default .sweepflow.
 type ledgerFlags struct {
@@ -118,8 +118,8 @@ func newExportCmd() *cobra.Command {
 			return err
 		}
 		defer store.Close()
-		e, err := ixexport.Build(ctx, store, arts, *sweep)
-		if errors.Is(err, ixexport.ErrNoSweep) {
+		e, err := export.Build(ctx, store, arts, *sweep)
+		if errors.Is(err, export.ErrNoSweep) {
 			return &exitError{code: 1, msg: err.Error()}
 		}
 		if err != nil {

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 
-	"github.com/sweepflow/sweepflow/changelog"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/matrix"
+	"github.com/sweepflow/sweepflow/inferencex/changelog"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/plan"
 )
 

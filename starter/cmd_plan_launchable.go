@@ -13,9 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/engine"
-	"github.com/sweepflow/sweepflow/matrix"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/plan"
 )
 
@@ -28,12 +28,12 @@ type launchKey struct {
 	Plans  bool `json:"plans"`
 	Points int  `json:"points"`
 	// Recipes counts the key's distinct CONFIG_FILE refs, Found those whose
-	// file is under the recipes root, Rendered those engine.Render accepts.
+	// file is under the recipes root, Rendered those srtlaunch.Render accepts.
 	Recipes  int      `json:"recipes"`
 	Found    int      `json:"recipes-found"`
 	Rendered int      `json:"recipes-rendered"`
 	Missing  []string `json:"missing-recipes,omitempty"`
-	// Renders: engine.Render accepts every recipe found (false when none
+	// Renders: srtlaunch.Render accepts every recipe found (false when none
 	// was found).
 	Renders bool `json:"renders"`
 	// UnknownModels are recipe model.path aliases the profile's models do
@@ -273,7 +273,7 @@ func renderLaunch(root, ref string, c *config.Cluster, al float64) (alias string
 		}
 		name = fallbackModelName(r)
 	}
-	return alias, engine.Preflight(r, c.GPUsPerNode, name, al)
+	return alias, srtlaunch.Preflight(r, c.GPUsPerNode, name, al)
 }
 
 func plural(n int) string {

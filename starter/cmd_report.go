@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sweepflow/sweepflow/coverage"
+	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/report"
 )
@@ -34,7 +34,7 @@ func newReportCmd() *cobra.Command {
 	fs.Float64Var(&th.TTFTp90RisePct, "max-ttft-rise", th.TTFTp90RisePct, "regression: TTFT p90 up more than this many percent")
 	fs.Float64Var(&th.InteractivityDropPct, "max-interactivity-drop", th.InteractivityDropPct, "regression: interactivity down more than this many percent")
 	evalDrop := fs.Float64("max-eval-drop", regress.DefaultEvalDropPts, "regression: GSM8K strict score down more than this many percentage points")
-	covFactor := fs.Float64("coverage-factor", coverage.DefaultFactor, "coverage: show a gap where neighbouring concurrencies' median E2EL or interactivity differ by more than this factor (as starter coverage --factor)")
+	covFactor := fs.Float64("coverage-factor", curvegaps.DefaultFactor, "coverage: show a gap where neighbouring concurrencies' median E2EL or interactivity differ by more than this factor (as starter coverage --factor)")
 	c.RunE = func(*cobra.Command, []string) error {
 		if *sweep == "" {
 			return &exitError{code: 2, msg: "--sweep ID is required"}

@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/replan"
-	"github.com/sweepflow/sweepflow/review"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -99,7 +99,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 		return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: "--catchup-window must be at least 10s"}
 	}
 	for _, a := range f.allow {
-		if !review.KnownRule(a) {
+		if !checklist.KnownRule(a) {
 			return client.ScheduleOptions{}, nil, usageError("--allow %q: unknown rule (see starter check --help)", a)
 		}
 	}

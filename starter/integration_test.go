@@ -29,7 +29,7 @@ import (
 	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -134,8 +134,8 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 
 // workerConfig is a worker for the simulated GB200 partition, fast enough
 // for tests: a 0.002 time scale, 2 s perf runs, 40 GSM8K questions.
-func (e *itEnv) workerConfig() *workerapp.Config {
-	return &workerapp.Config{
+func (e *itEnv) workerConfig() *workers.Config {
+	return &workers.Config{
 		ClusterFile: "../configs/clusters/local-sim.yaml", Home: e.home, GSM8KDir: e.gsm8kDir,
 		EvalMode: "lm-eval", EvalLimit: 40, Thresholds: "../configs/thresholds.yaml", StarterBin: e.starterBin,
 		SimTimeScale: 0.002, SimAccuracy: 0.97, PerfDuration: 2 * time.Second, Control: true,
@@ -147,7 +147,7 @@ func (e *itEnv) startWorker() func() {
 	cfg := e.workerConfig()
 	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
 	require.NoError(e.t, err)
-	w, err := workerapp.Start(e.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
+	w, err := workers.Start(e.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(e.t, err)
 	stopped := false
 	stop := func() {

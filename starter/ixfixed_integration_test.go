@@ -15,8 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/reftest"
-	"github.com/sweepflow/sweepflow/matrix"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/sim"
 	"github.com/sweepflow/sweepflow/workflows"

@@ -17,15 +17,15 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/regress"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // startWorkerWith runs control and cluster workers on c with cfg.
-func (e *itEnv) startWorkerWith(c client.Client, cfg *workerapp.Config) func() {
+func (e *itEnv) startWorkerWith(c client.Client, cfg *workers.Config) func() {
 	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
 	require.NoError(e.t, err)
-	w, err := workerapp.Start(c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
+	w, err := workers.Start(c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(e.t, err)
 	var once sync.Once
 	stop := func() {
@@ -186,7 +186,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 // that throughput and interactivity repeat within 1 % night to night on 2
 // cores (at the harness's 0.002 they are noise), fast enough for three
 // nights in about 20 s.
-func (e *itEnv) nightlyWorkerConfig() *workerapp.Config {
+func (e *itEnv) nightlyWorkerConfig() *workers.Config {
 	cfg := e.workerConfig()
 	cfg.SimTimeScale = 0.1
 	cfg.PerfDuration = 4 * time.Second

@@ -16,7 +16,7 @@ import (
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -46,7 +46,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	cfg.PerfDuration = 6 * time.Second
 	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
 	require.NoError(t, err)
-	w, err := workerapp.Start(e.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
+	w, err := workers.Start(e.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Stop(); closeFn() })
 

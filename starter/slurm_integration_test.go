@@ -18,7 +18,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -50,7 +50,7 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 	cfg.SlurmQueueWait = queueWait
 	acts, closeFn, err := cfg.Activities(context.Background(), itWorkerLog(s.t))
 	require.NoError(s.t, err)
-	w, err := workerapp.Start(s.c, workerapp.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
+	w, err := workers.Start(s.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(s.t, err)
 	stopped := false
 	s.stopWorker = func() {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/engine"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim/simrole"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -69,7 +69,7 @@ var seedCheck = deploymentCheck{
 
 // TestSlurmSeedSweep runs the whole seed sweep (8 points) through the real
 // launcher on the emulated 18-node partition: every process of every
-// bring-up is the one engine.Render gives for that allocation, handed to a
+// bring-up is the one srtlaunch.Render gives for that allocation, handed to a
 // simulator role. From the roles' own logs it checks that each received its
 // rendered argv and env_to_set unchanged, that perf-mode workers got the
 // golden AL exactly as InferenceX delivers it and eval-mode workers none of
@@ -204,7 +204,7 @@ func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.Poin
 
 type perfServe struct {
 	dir   string
-	procs []*engine.Process
+	procs []*srtlaunch.Process
 }
 
 // checkSeedServes checks every bring-up of one holder job (its serve-N
@@ -230,9 +230,9 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 			require.NoError(t, err, n)
 			addrs[i] = fmt.Sprintf("10.0.0.%d", k) // the emulation's per-node addresses
 		}
-		rendered, err := engine.Render(rec, engine.Allocation{Nodes: st.Nodes, Addrs: addrs}, engine.Options{
+		rendered, err := srtlaunch.Render(rec, srtlaunch.Allocation{Nodes: st.Nodes, Addrs: addrs}, srtlaunch.Options{
 			SyntheticAL: st.SyntheticAL, JobID: st.JobID,
-			Paths: engine.Paths{LogDir: dir, ModelDir: model, ModelName: filepath.Base(model), Image: rec.Model.Container,
+			Paths: srtlaunch.Paths{LogDir: dir, ModelDir: model, ModelName: filepath.Base(model), Image: rec.Model.Container,
 				SrtRoot: cl.SrtRoot, InfmaxWorkspace: cl.InfmaxWorkspace},
 		})
 		require.NoError(t, err)
@@ -249,10 +249,10 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 		}
 		complete := true
 		for _, proc := range procs {
-			if proc.Role == engine.RoleBenchmark {
+			if proc.Role == srtlaunch.RoleBenchmark {
 				continue
 			}
-			worker := proc.Role == engine.RolePrefill || proc.Role == engine.RoleDecode || proc.Role == engine.RoleAgg
+			worker := proc.Role == srtlaunch.RolePrefill || proc.Role == srtlaunch.RoleDecode || proc.Role == srtlaunch.RoleAgg
 			argv, env, ok := roleLog(t, proc.Output)
 			name := p.ExpName + " " + filepath.Base(dir) + "/" + filepath.Base(proc.Output)
 			if st.WorkersOnly && !worker {
@@ -290,11 +290,11 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 
 // checkSeedBenchmark: perf ran the rendered benchmark process (agentic_srt.sh's
 // command, env_to_set unchanged) with InferenceX's benchmark environment.
-func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs []*engine.Process, dc deploymentCheck) {
+func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs []*srtlaunch.Process, dc deploymentCheck) {
 	t.Helper()
-	var bench *engine.Process
+	var bench *srtlaunch.Process
 	for _, proc := range procs {
-		if proc.Role == engine.RoleBenchmark {
+		if proc.Role == srtlaunch.RoleBenchmark {
 			bench = proc
 		}
 	}

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/sweepflow/sweepflow/changelog"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/changelog"
 	"github.com/sweepflow/sweepflow/plan"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/engine"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -147,7 +147,7 @@ func preflightRecipes(cl *config.Cluster, root string, pts []activities.PointSpe
 			return err
 		}
 		name := filepath.Base(resolveModelDir(r, cl))
-		if err := engine.Preflight(r, cl.GPUsPerNode, name, p.SyntheticAL); err != nil {
+		if err := srtlaunch.Preflight(r, cl.GPUsPerNode, name, p.SyntheticAL); err != nil {
 			return fmt.Errorf("%s: recipe %s does not launch on %s, nothing was started: %v", p.ExpName, p.RecipePath, cl.Name, err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workerapp"
+	"github.com/sweepflow/sweepflow/worker/workers"
 )
 
 func main() {
@@ -28,7 +28,7 @@ func main() {
 }
 
 func run() error {
-	var cfg workerapp.Config
+	var cfg workers.Config
 	cfg.Bind(flag.CommandLine)
 	debug := flag.Bool("debug", false, "debug logging")
 	flag.Parse()
@@ -47,7 +47,7 @@ func run() error {
 		return err
 	}
 	defer closeClient()
-	w, err := workerapp.Start(c, workerapp.Options{
+	w, err := workers.Start(c, workers.Options{
 		ClusterName: cfg.ClusterName(), TaskQueue: cfg.TaskQueue(), Control: cfg.Control, Activities: acts,
 		MaxConcurrentActivities: cfg.MaxActivities, Pollers: cfg.Pollers, Logger: log, SimStageTime: cfg.SimStageTime,
 	})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
-	"github.com/sweepflow/sweepflow/ixresult"
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 )
 
 // RunBenchmark runs the recipe's rendered benchmark process (srt-slurm's
@@ -109,7 +109,7 @@ func resultFile(s step, env []kv, resultFilename string, conc int) (string, erro
 	if !ok {
 		return "", fmt.Errorf("%w: benchmark: its result directory %s is not under any of its container mounts", cluster.ErrBadConfig, dir)
 	}
-	return filepath.Join(host, ixresult.FileName(resultFilename, conc)), nil
+	return filepath.Join(host, resultfile.FileName(resultFilename, conc)), nil
 }
 
 // hostPath translates a container path through host->container mounts.

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/engine"
 	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
@@ -29,12 +29,12 @@ func emuEntrypoints(t *testing.T) []config.Entrypoint {
 	return cl.Emulation.Entrypoints
 }
 
-func renderSeed(t *testing.T, name string, nodes int, al float64) []*engine.Process {
+func renderSeed(t *testing.T, name string, nodes int, al float64) []*srtlaunch.Process {
 	t.Helper()
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+name+".yaml")
 	require.NoError(t, err)
-	procs, err := engine.Render(rec, engine.PlaceholderAllocation(nodes), engine.Options{SyntheticAL: al,
-		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
+	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(nodes), srtlaunch.Options{SyntheticAL: al,
+		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	return procs.Processes
 }
@@ -101,11 +101,11 @@ func TestSrunArgs(t *testing.T) {
 	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
 		rec, err := config.LoadRecipe(filepath.Join("..", "..", "engine", "testdata"), "trtllm-disagg.yaml")
 		require.NoError(t, err)
-		rendered, err := engine.Render(rec, engine.PlaceholderAllocation(3), engine.Options{Paths: engine.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
+		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
 		require.NoError(t, err)
 		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
 		d := rendered.Processes[2]
-		require.Equal(t, engine.RoleDecode, d.Role)
+		require.Equal(t, srtlaunch.RoleDecode, d.Role)
 		s, err := l.newStep(d)
 		require.NoError(t, err)
 		got := l.srunArgs(s, "4242", "/bin/starter")
@@ -122,7 +122,7 @@ func TestSrunArgs(t *testing.T) {
 			require.NoError(t, err)
 			got := l.srunArgs(s, "4242", "/bin/starter")
 			want := "/sq/sglang.sqsh"
-			if p.Role == engine.RoleNginx {
+			if p.Role == srtlaunch.RoleNginx {
 				want = "/sq/nginx.sqsh"
 			}
 			assert.Equal(t, want, got[indexOf(got, "--container-image")+1], p.Output)
@@ -130,8 +130,8 @@ func TestSrunArgs(t *testing.T) {
 	})
 	t.Run("emulated: no container flags, the role gets the rendered argv", func(t *testing.T) {
 		l := Launch{Runtime: config.RuntimeNone, SrtRoot: "x", Entrypoints: emuEntrypoints(t)}
-		roles := map[engine.Role]string{engine.RoleInfra: "infra", engine.RolePrefill: "sglang-worker", engine.RoleDecode: "sglang-worker",
-			engine.RoleNginx: "nginx", engine.RoleFrontend: "dynamo-frontend", engine.RoleBenchmark: "benchmark"}
+		roles := map[srtlaunch.Role]string{srtlaunch.RoleInfra: "infra", srtlaunch.RolePrefill: "sglang-worker", srtlaunch.RoleDecode: "sglang-worker",
+			srtlaunch.RoleNginx: "nginx", srtlaunch.RoleFrontend: "dynamo-frontend", srtlaunch.RoleBenchmark: "benchmark"}
 		for _, p := range procs {
 			s, err := l.newStep(p)
 			require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestStepEnv(t *testing.T) {
 	procs := renderSeed(t, "disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache", 6, 3.77)
 	l := Launch{Runtime: config.RuntimeNone, SrtRoot: "x", Entrypoints: emuEntrypoints(t), SimEnv: map[string]string{"SWEEPFLOW_SIM_TIME_SCALE": "0.1"}}
 	worker := procs[3] // gb200-03 decode leader
-	require.Equal(t, engine.RoleDecode, worker.Role)
+	require.Equal(t, srtlaunch.RoleDecode, worker.Role)
 	s, err := l.newStep(worker)
 	require.NoError(t, err)
 	s.Mounts = append(s.Mounts, kv{"/nvme/%n/models/ckpt", "/model"}) // a node-local model path
@@ -308,8 +308,8 @@ func errorsIsAny(err error) bool {
 func TestLaunchWritesRenderedFiles(t *testing.T) {
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+"disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	rendered, err := engine.Render(rec, engine.PlaceholderAllocation(6), engine.Options{
-		Paths: engine.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
+	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(6), srtlaunch.Options{
+		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	require.Contains(t, rendered.Files, "nginx.conf", "nginx fronts the frontends of a 6-node layout")
 	dir := t.TempDir()

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
-	"github.com/sweepflow/sweepflow/engine"
 )
 
 // stepPrefix names the serving job steps, so a retry or the switch from the
@@ -51,7 +51,7 @@ var oomRe = regexp.MustCompile(`(?i)out of memory|OutOfMemoryError|oom-kill|OUT_
 // retry on fresh nodes can fix that.
 var refusedRe = regexp.MustCompile(`(?m)^(usage: .*|.*: error: .*|ValueError: .*|AssertionError: .*)$`)
 
-// Launch says how BringUp starts the process set engine.Render produces.
+// Launch says how BringUp starts the process set srtlaunch.Render produces.
 type Launch struct {
 	// Runtime is config.RuntimePyxis (srun --container-* flags, as
 	// srt-slurm passes them) or config.RuntimeNone (the command runs on the
@@ -219,7 +219,7 @@ type launchState struct {
 	Benchmark *step  `json:"benchmark,omitempty"`
 }
 
-func stepName(p *engine.Process) string {
+func stepName(p *srtlaunch.Process) string {
 	base := strings.TrimSuffix(filepath.Base(p.Output), filepath.Ext(p.Output))
 	return stepPrefix + base
 }
@@ -234,7 +234,7 @@ func pairs(keys []string, get func(string) string) []kv {
 
 // newStep converts a rendered process, mapping its image through the
 // profile's containers.
-func (l *Launch) newStep(p *engine.Process) (step, error) {
+func (l *Launch) newStep(p *srtlaunch.Process) (step, error) {
 	s := step{Name: stepName(p), Role: string(p.Role), Nodes: p.Nodelist, Output: p.Output, Command: p.Command,
 		Env:    pairs(p.EnvKeys(), func(k string) string { v, _ := p.EnvValue(k); return v }),
 		Mounts: pairs(p.ContainerMounts.Keys(), p.ContainerMounts.Get),
@@ -422,7 +422,7 @@ func nodeAddrs(ctx context.Context, nodes []string) []string {
 }
 
 // render produces the process set of a bring-up in dir.
-func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec, dir string, addrs []string) (*config.Recipe, *engine.Rendered, error) {
+func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec cluster.ServeSpec, dir string, addrs []string) (*config.Recipe, *srtlaunch.Rendered, error) {
 	if spec.RecipePath == "" {
 		return nil, nil, fmt.Errorf("%w: the point has no recipe (CONFIG_FILE) to launch", cluster.ErrBadConfig)
 	}
@@ -443,13 +443,13 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if modelDir == "" && !strings.HasPrefix(rec.Model.Path, "hf:") {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.path %q is not in the cluster profile's models", cluster.ErrBadConfig, rec.Display, rec.Model.Path)
 	}
-	paths := engine.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: rec.Model.Container,
+	paths := srtlaunch.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: rec.Model.Container,
 		SrtRoot: l.SrtRoot, InfmaxWorkspace: l.InfmaxWorkspace}
 	if paths.Image == "" {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.container is missing", cluster.ErrBadConfig, rec.Display)
 	}
-	rendered, err := engine.Render(rec, engine.Allocation{Nodes: alloc.Nodes, Addrs: addrs},
-		engine.Options{SyntheticAL: spec.SyntheticAL, Paths: paths, JobID: alloc.JobID})
+	rendered, err := srtlaunch.Render(rec, srtlaunch.Allocation{Nodes: alloc.Nodes, Addrs: addrs},
+		srtlaunch.Options{SyntheticAL: spec.SyntheticAL, Paths: paths, JobID: alloc.JobID})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
@@ -493,7 +493,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	procs := rendered.Processes
 	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, Frontend: rendered.Frontend}
-	st.Prefill, st.Decode = engine.Expected(procs)
+	st.Prefill, st.Decode = srtlaunch.Expected(procs)
 	var infra, workers, fronts []step
 	for _, p := range procs {
 		s, err := b.cfg.Launch.newStep(p)
@@ -501,18 +501,18 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 			return cluster.Server{}, err
 		}
 		switch p.Role {
-		case engine.RoleInfra:
+		case srtlaunch.RoleInfra:
 			infra = append(infra, s)
-		case engine.RolePrefill, engine.RoleDecode, engine.RoleAgg:
+		case srtlaunch.RolePrefill, srtlaunch.RoleDecode, srtlaunch.RoleAgg:
 			workers = append(workers, s)
-		case engine.RoleNginx, engine.RoleFrontend:
+		case srtlaunch.RoleNginx, srtlaunch.RoleFrontend:
 			fronts = append(fronts, s)
-		case engine.RoleBenchmark:
+		case srtlaunch.RoleBenchmark:
 			bs := s
 			st.Benchmark = &bs
 			continue
 		}
-		if p.Role == engine.RoleNginx || (p.Role == engine.RoleFrontend && st.URL == "") {
+		if p.Role == srtlaunch.RoleNginx || (p.Role == srtlaunch.RoleFrontend && st.URL == "") {
 			st.URL = "http://" + net.JoinHostPort(addrOf[p.Nodelist[0]], "8000")
 		}
 		st.Steps = append(st.Steps, s)
@@ -837,8 +837,8 @@ func (b *Backend) Health(ctx context.Context, alloc cluster.Allocation, srv clus
 	if budget := time.Duration(st.BudgetSec * float64(time.Second)); budget > 0 && time.Since(st.Started) > budget {
 		failing := st.Steps[0]
 		for _, s := range st.Steps {
-			if (s.Role == string(engine.RolePrefill) && gotP < st.Prefill) ||
-				((s.Role == string(engine.RoleDecode) || s.Role == string(engine.RoleAgg)) && gotD < st.Decode) {
+			if (s.Role == string(srtlaunch.RolePrefill) && gotP < st.Prefill) ||
+				((s.Role == string(srtlaunch.RoleDecode) || s.Role == string(srtlaunch.RoleAgg)) && gotD < st.Decode) {
 				failing = s
 				break
 			}
@@ -872,8 +872,8 @@ func logPhase(steps []step) string {
 var _ cluster.Backend = (*Backend)(nil)
 
 func isWorker(role string) bool {
-	switch engine.Role(role) {
-	case engine.RolePrefill, engine.RoleDecode, engine.RoleAgg:
+	switch srtlaunch.Role(role) {
+	case srtlaunch.RolePrefill, srtlaunch.RoleDecode, srtlaunch.RoleAgg:
 		return true
 	}
 	return false
@@ -945,7 +945,7 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 	procs := rendered.Processes
 	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, WorkersOnly: true, ReusedFrom: filepath.Base(prevDir), URL: prev.URL}
-	st.Prefill, st.Decode = engine.Expected(procs)
+	st.Prefill, st.Decode = srtlaunch.Expected(procs)
 	var workers []step
 	for _, p := range procs {
 		s, err := b.cfg.Launch.newStep(p)
@@ -955,7 +955,7 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		switch {
 		case isWorker(string(p.Role)):
 			workers = append(workers, s)
-		case p.Role == engine.RoleBenchmark:
+		case p.Role == srtlaunch.RoleBenchmark:
 			bs := s
 			st.Benchmark = &bs
 		}
@@ -1038,9 +1038,9 @@ func frontendWorkers(ctx context.Context, url, frontend string) (prefill, decode
 		return 0, 0, fmt.Errorf("frontend %s: HTTP %d", path, resp.StatusCode)
 	}
 	if frontend == "sglang" {
-		return engine.RouterWorkers(body)
+		return srtlaunch.RouterWorkers(body)
 	}
-	h, err := engine.ParseFrontendHealth(body)
+	h, err := srtlaunch.ParseFrontendHealth(body)
 	if err != nil {
 		return 0, 0, err
 	}

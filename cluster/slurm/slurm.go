@@ -1,7 +1,7 @@
 // Package slurm is the cluster backend for Slurm partitions such as a GB200
 // NVL72 rack. A point's nodes are held by a holder job (sbatch); checkpoint
 // staging and the serving processes (exactly the process set srt-slurm would
-// launch, from engine.Render) run as job steps inside it (`srun --jobid
+// launch, from srtlaunch.Render) run as job steps inside it (`srun --jobid
 // --overlap`), so the job's exit state, not the presence of result files,
 // says whether the allocation is alive.
 //

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sweepflow/sweepflow/ixresult"
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
 )
 
@@ -115,7 +115,7 @@ func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
 
 // PointFile is where the point's result lands (container path).
 func (p BenchmarkPlan) PointFile(conc int) string {
-	return filepath.Join(p.OutputDir, ixresult.FileName(p.ResultFilename, conc))
+	return filepath.Join(p.OutputDir, resultfile.FileName(p.ResultFilename, conc))
 }
 
 func runBenchmark(ctx context.Context, argv []string, o Options, mounts Mounts) error {
@@ -151,7 +151,7 @@ func benchmarkPoint(ctx context.Context, o Options, mounts Mounts, p BenchmarkPl
 		}
 		return o.Getenv(k)
 	}
-	res, err := ixresult.Identity(env)
+	res, err := resultfile.Identity(env)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func benchmarkPoint(ctx context.Context, o Options, mounts Mounts, p BenchmarkPl
 		return err
 	}
 	out := mounts.Host(p.PointFile(conc))
-	if err := ixresult.Write(out, res); err != nil {
+	if err := resultfile.Write(out, res); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "Saved aggregated agentic result to %s (host %s)\n  Requests: %d successful / %d total (%d warmup, %d error dropped)\n",

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/internal/testnet"
-	"github.com/sweepflow/sweepflow/ixresult"
 )
 
 // TestProxyChainC1 is the seed sweep's c1 point on loopback: the benchmark
@@ -64,7 +64,7 @@ func TestProxyChainC1(t *testing.T) {
 	err := Run(context.Background(), RoleBenchmark, []string{"bash", "/infmax-workspace/benchmarks/multi_node/agentic_srt.sh"},
 		Options{Getenv: func(k string) string { return benchEnv[k] }, Environ: environ(benchEnv), Stdout: bench, Stderr: bench})
 	require.NoError(t, err, bench.String())
-	r, err := ixresult.Read(filepath.Join(ix, "c1_conc1.json"))
+	r, err := resultfile.Read(filepath.Join(ix, "c1_conc1.json"))
 	require.NoError(t, err, bench.String())
 	t.Logf("c1 through nginx -> frontend -> worker: %d/%d requests ok", r.NumRequestsSuccess, r.NumRequestsTotal)
 	assert.Greater(t, r.NumRequestsSuccess, 50, "the replay ran long enough to hit the race")

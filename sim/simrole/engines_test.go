@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/internal/testnet"
 )
 
@@ -44,16 +44,16 @@ func postCompletion(t *testing.T, url, model string) map[string]any {
 
 // waitWorkers waits until the frontend counts prefill and decode workers as
 // srt-slurm does.
-func waitWorkers(t *testing.T, feURL string, prefill, decode int) engine.FrontendHealth {
+func waitWorkers(t *testing.T, feURL string, prefill, decode int) srtlaunch.FrontendHealth {
 	t.Helper()
-	var h engine.FrontendHealth
+	var h srtlaunch.FrontendHealth
 	require.Eventually(t, func() bool {
 		code, body := getJSON(t, feURL+"/health")
 		if code != http.StatusOK {
 			return false
 		}
 		var err error
-		h, err = engine.ParseFrontendHealth(body)
+		h, err = srtlaunch.ParseFrontendHealth(body)
 		require.NoError(t, err)
 		p, d := h.Workers()
 		return p == prefill && d == decode

@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 )
 
 // Instance is one registered worker endpoint. The JSON is private to the
 // roles (infra serves it, workers write it, the frontend reads it); what the
-// outside sees is the frontend's /health (engine.FrontendHealth).
+// outside sees is the frontend's /health (srtlaunch.FrontendHealth).
 type Instance struct {
 	Namespace string `json:"namespace"`
 	Component string `json:"component"` // dynamo's: prefill, decode, backend, tensorrt_llm
@@ -268,10 +268,10 @@ func (c *RegistryClient) LocalAddrTo(ctx context.Context) (string, error) {
 }
 
 // HealthOf turns registrations into a dynamo frontend's /health answer.
-func HealthOf(ins []Instance) engine.FrontendHealth {
-	h := engine.FrontendHealth{Status: "healthy", Instances: []engine.HealthInstance{}}
+func HealthOf(ins []Instance) srtlaunch.FrontendHealth {
+	h := srtlaunch.FrontendHealth{Status: "healthy", Instances: []srtlaunch.HealthInstance{}}
 	for _, in := range ins {
-		h.Instances = append(h.Instances, engine.HealthInstance{
+		h.Instances = append(h.Instances, srtlaunch.HealthInstance{
 			Component: in.Component, Endpoint: in.Endpoint, InstanceID: in.InstanceID,
 			Namespace: in.Namespace, Address: in.Address,
 		})

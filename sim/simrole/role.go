@@ -31,7 +31,7 @@
 //     (--worker-urls, or the --decode workers with --pd-disaggregation) and
 //     answers /workers as srt-slurm's health check reads it.
 //   - dynamo-frontend (python3 -m dynamo.frontend): /health with the
-//     registered instances (engine.FrontendHealth), /v1/models, and
+//     registered instances (srtlaunch.FrontendHealth), /v1/models, and
 //     streaming proxying of completions to decode or aggregated leaders.
 //   - nginx: reads its nginx.conf and proxies its listen ports to the
 //     upstream servers.

@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/engine"
+	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
+	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/internal/testnet"
-	"github.com/sweepflow/sweepflow/ixresult"
 )
 
 type syncBuf struct {
@@ -170,13 +170,13 @@ func TestRolesEndToEnd(t *testing.T) {
 	feURL := "http://" + fe.addrs["http"]
 
 	// Registration, counted as srt-slurm counts it.
-	var h engine.FrontendHealth
+	var h srtlaunch.FrontendHealth
 	require.Eventually(t, func() bool {
 		code, body := getJSON(t, feURL+"/health")
 		if code != http.StatusOK {
 			return false
 		}
-		h, err = engine.ParseFrontendHealth(body)
+		h, err = srtlaunch.ParseFrontendHealth(body)
 		require.NoError(t, err)
 		p, d := h.Workers()
 		return p == 1 && d == 1
@@ -244,7 +244,7 @@ func TestRolesEndToEnd(t *testing.T) {
 	err = Run(context.Background(), RoleBenchmark, []string{"bash", "-lc", "bash /infmax-workspace/benchmarks/multi_node/agentic_srt.sh"},
 		Options{Getenv: func(k string) string { return benchEnv[k] }, Environ: environ(benchEnv), Stdout: bench, Stderr: bench})
 	require.NoError(t, err, bench.String())
-	r, err := ixresult.Read(filepath.Join(ix, "e2e_point_conc2.json"))
+	r, err := resultfile.Read(filepath.Join(ix, "e2e_point_conc2.json"))
 	require.NoError(t, err, bench.String())
 	require.NoError(t, r.Gate())
 	assert.Equal(t, 2, r.Conc)

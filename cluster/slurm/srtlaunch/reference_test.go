@@ -1,0 +1,223 @@
+package srtlaunch
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/internal/reftest"
+)
+
+// referenceAL is the golden AL the perf references were rendered with.
+const referenceAL = 3.77
+
+// TestReferenceRenders renders every recipe that srt-slurm's orchestrator
+// rendered (SWEEPFLOW_SRT_SLURM/rendered, eval; rendered-perf, after the
+// golden-AL rewrite) and compares them field by field. bash_preamble is
+// srt-slurm's own script text, which we do not reproduce: it is swapped into
+// our `bash -c` payload so everything around it is still compared.
+func TestReferenceRenders(t *testing.T) {
+	dir := reftest.SrtSlurm(t, "rendered", "rendered-perf")
+	recipes := recipeIndex(t)
+	n := 0
+	for _, sub := range []string{"rendered", "rendered-perf"} {
+		files, err := filepath.Glob(filepath.Join(dir, sub, "*.json"))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, "no reference renders in %s", sub)
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".json")
+			n++
+			t.Run(sub+"/"+name, func(t *testing.T) {
+				recipe, ok := recipes[name]
+				require.True(t, ok, "no recipe %s.yaml under configs/recipes", name)
+				opt := Options{Paths: PlaceholderPaths(modelName(t, recipe)), JobID: "4242"}
+				if sub == "rendered-perf" {
+					opt.SyntheticAL = referenceAL
+				}
+				fp, err := recipe.Footprint(0)
+				require.NoError(t, err)
+				got, err := Render(recipe, PlaceholderAllocation(fp.Nodes), opt)
+				require.NoError(t, err)
+				compareReference(t, sub+"/"+name+".json", f, got.Processes)
+			})
+		}
+	}
+	t.Logf("compared %d reference renders", n)
+}
+
+// recipeIndex maps recipe base names to the repo's recipes.
+func recipeIndex(t *testing.T) map[string]*config.Recipe {
+	root := filepath.Join("..", "..", "..", "configs", "recipes")
+	out := map[string]*config.Recipe{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".yaml" {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		r, err := config.LoadRecipe(root, filepath.ToSlash(rel))
+		if err != nil {
+			return err
+		}
+		out[strings.TrimSuffix(filepath.Base(p), ".yaml")] = r
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// modelName resolves the recipe's model alias through the GB200 cluster
+// profile, as a real run would, and keeps the directory's base name.
+func modelName(t *testing.T, r *config.Recipe) string {
+	c, err := config.LoadCluster(filepath.Join("..", "..", "..", "configs", "clusters", "gb200-nvl72.yaml"))
+	require.NoError(t, err)
+	m, ok := c.Models[r.Model.Path]
+	require.True(t, ok, "gb200-nvl72 profile has no model %q", r.Model.Path)
+	return filepath.Base(m.Path)
+}
+
+func compareReference(t *testing.T, label, file string, got []*Process) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var want []map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(data, &want))
+	var gotRaw []map[string]json.RawMessage
+	b, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &gotRaw))
+
+	for i := 0; i < min(len(want), len(got)); i++ {
+		w, g := want[i], gotRaw[i]
+		where := fmt.Sprintf("%s process %d (%s)", label, i, canon(t, w["output"]))
+		require.Equal(t, sortedKeys(w), sortedKeys(g), "%s: field names differ", where)
+		for _, k := range sortedKeys(w) {
+			switch k {
+			case "bash_preamble":
+				continue
+			case "argv":
+				var wa []string
+				require.NoError(t, json.Unmarshal(w[k], &wa))
+				ga := got[i].Argv
+				require.NotEmpty(t, wa)
+				if !got[i].wrap {
+					firstDiff(t, where, k, canonJSON(t, wa), canonJSON(t, ga))
+					continue
+				}
+				firstDiff(t, where, "argv (srun options)", canonJSON(t, wa[:len(wa)-1]), canonJSON(t, ga[:len(ga)-1]))
+				var pre *string
+				require.NoError(t, json.Unmarshal(w["bash_preamble"], &pre))
+				firstDiff(t, where, "argv (bash -c payload, their preamble swapped in)", wa[len(wa)-1], got[i].Payload(pre))
+			default:
+				firstDiff(t, where, k, canon(t, w[k]), canon(t, g[k]))
+			}
+		}
+	}
+	if len(want) != len(got) {
+		var names []string
+		for _, p := range got {
+			names = append(names, p.Output)
+		}
+		t.Fatalf("%s: want %d processes, got %d: %v", label, len(want), len(got), names)
+	}
+}
+
+// firstDiff fails with the first differing position and its surroundings.
+func firstDiff(t *testing.T, where, field, want, got string) {
+	t.Helper()
+	if want == got {
+		return
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	lo := max(0, i-60)
+	clip := func(s string) string { return s[min(lo, len(s)):min(i+60, len(s))] }
+	t.Fatalf("%s: field %s differs at byte %d\n want: …%s…\n  got: …%s…", where, field, i, clip(want), clip(got))
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sortStrings(ks)
+	return ks
+}
+
+func canonJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return canon(t, b)
+}
+
+// canon re-encodes JSON keeping object key order, so that Python's and Go's
+// escaping choices do not matter but order does.
+func canon(t *testing.T, raw []byte) string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				b.WriteByte('{')
+				for first := true; dec.More(); first = false {
+					if !first {
+						b.WriteByte(',')
+					}
+					k, err := dec.Token()
+					if err != nil {
+						return err
+					}
+					b.WriteString(strconv.Quote(k.(string)) + ":")
+					if err := walk(); err != nil {
+						return err
+					}
+				}
+				b.WriteByte('}')
+			case '[':
+				b.WriteByte('[')
+				for first := true; dec.More(); first = false {
+					if !first {
+						b.WriteByte(',')
+					}
+					if err := walk(); err != nil {
+						return err
+					}
+				}
+				b.WriteByte(']')
+			}
+			_, err := dec.Token() // closing delimiter
+			return err
+		case string:
+			b.WriteString(strconv.Quote(v))
+		case nil:
+			b.WriteString("null")
+		default:
+			fmt.Fprint(&b, v)
+		}
+		return nil
+	}
+	if err := walk(); err != nil && err != io.EOF {
+		t.Fatalf("bad JSON %s: %v", raw, err)
+	}
+	return b.String()
+}

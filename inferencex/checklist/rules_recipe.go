@@ -1,0 +1,316 @@
+package checklist
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
+)
+
+// --- arch-override (check 8) ---
+
+var (
+	overrideKeyRe = regexp.MustCompile(`^-{0,2}(hf[-_]overrides|json[-_]model[-_]override[-_]args|hf[-_]config[-_]overrides)$`)
+	overrideArgRe = regexp.MustCompile(`--(hf-overrides|json-model-override-args)[= ]+('[^']*'|"[^"]*"|\S+)`)
+	// Keys whose override removes computation: fewer layers, experts or
+	// routed/indexed tokens than the checkpoint's config.
+	trimKeyRe    = regexp.MustCompile(`(?i)^(num[-_]hidden[-_]layers|num[-_]layers|n[-_]layers|n[-_]routed[-_]experts|num[-_]experts|num[-_]local[-_]experts|n[-_]shared[-_]experts|num[-_]experts[-_]per[-_]tok|moe[-_]topk|index[-_]topk|first[-_]k[-_]dense[-_]replace)$`)
+	configEditRe = regexp.MustCompile(`\b(sed|jq|yq)\b[^\n]*config\.json`)
+)
+
+// nativeOverrideKeys change no architecture FLOPs: context extension that
+// the model's config supports natively.
+var nativeOverrideKeys = []string{"max_position_embeddings", "rope_scaling", "rope_theta", "max_model_len"}
+
+// overrideOK reports whether an override value only sets native keys.
+func overrideOK(value string) bool {
+	v := strings.Trim(strings.TrimSpace(value), `'"`)
+	var m map[string]any
+	if json.Unmarshal([]byte(v), &m) != nil || len(m) == 0 {
+		return false
+	}
+	for k := range m {
+		if !slices.Contains(nativeOverrideKeys, k) {
+			return false
+		}
+	}
+	return true
+}
+
+const archWant = "the checkpoint's native architecture (no override that removes layers, experts or other FLOPs)"
+
+func (c *checker) rowOverrides(row *matrix.Row) {
+	for _, s := range settings(row) {
+		for _, m := range overrideArgRe.FindAllStringSubmatch(s.Raw, -1) {
+			if !overrideOK(m[2]) {
+				c.add(Finding{Rule: RuleArchOverride, Pos: s.Pos, Field: s.Field, ConfigKey: row.ConfigKey, Got: m[0], Want: archWant})
+			}
+		}
+		if overrideKeyRe.MatchString(s.Key) && !overrideOK(s.Value) {
+			c.add(Finding{Rule: RuleArchOverride, Pos: s.Pos, Field: s.Field, ConfigKey: row.ConfigKey, Got: s.Raw, Want: archWant})
+		}
+		if configEditRe.MatchString(s.Raw) {
+			c.add(Finding{Rule: RuleArchOverride, Pos: s.Pos, Field: s.Field, ConfigKey: row.ConfigKey, Got: s.Raw, Want: archWant})
+		}
+	}
+}
+
+func (c *checker) recipeOverrides(rv *recipeView) {
+	_, backend := get(rv.Doc, "backend")
+	walkScalars(rv.Doc, "", func(p string, key, val *yaml.Node) {
+		k := ""
+		if key != nil {
+			k = key.Value
+		}
+		got := ""
+		switch {
+		case overrideKeyRe.MatchString(k) && !overrideOK(val.Value):
+			got = k + ": " + val.Value
+		case trimKeyRe.MatchString(k) && backend != nil && strings.HasPrefix(p, "backend."):
+			got = k + ": " + val.Value
+		case configEditRe.MatchString(val.Value):
+			got = val.Value
+		default:
+			for _, m := range overrideArgRe.FindAllStringSubmatch(val.Value, -1) {
+				if !overrideOK(m[2]) {
+					got = m[0]
+				}
+			}
+		}
+		if got != "" {
+			c.add(Finding{Rule: RuleArchOverride, Pos: rv.pos(val), Field: p, Got: got, Want: archWant})
+		}
+	})
+}
+
+// --- engine-patch (check 10) ---
+
+var patchRes = []*regexp.Regexp{
+	regexp.MustCompile(`\bgit\s+(apply|am|cherry-pick)\b`),
+	regexp.MustCompile(`(^|[\s;&|])patch\s+(-p\d|<|--)`),
+	regexp.MustCompile(`\S+\.(patch|diff)\b`),
+	regexp.MustCompile(`\bsed\s+-i\b.*(site-packages|dist-packages|sgl-workspace|sglang|vllm|tensorrt_llm)`),
+	regexp.MustCompile(`(site-packages|dist-packages|/sgl-workspace/sglang)`),
+	regexp.MustCompile(`importlib\.util\.find_spec|sitecustomize`),
+	regexp.MustCompile(`\bpip3?\s+install\b.*\b(sglang|vllm|tensorrt[-_]llm|flashinfer|sgl[-_]kernel|deep[-_]gemm|deep[-_]?ep|torch)\b`),
+	regexp.MustCompile(`\bpip3?\s+install\b.*git\+\S*(sglang|vllm|tensorrt)`),
+}
+
+// patchKeyRe: recipe keys that apply patches (not "dispatch" and friends).
+var patchKeyRe = regexp.MustCompile(`(?i)(^|[-_])(patch|patches|patch[-_]files?|patch[-_]dir)$`)
+
+func patchLike(s string) bool {
+	for _, re := range patchRes {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+const patchWant = "the pinned image as shipped (no patch; a waiver docs/waiver/<PR>.md otherwise)"
+
+func (c *checker) enginePatches(rv *recipeView) {
+	walkScalars(rv.Doc, "", func(p string, key, val *yaml.Node) {
+		k := ""
+		if key != nil {
+			k = key.Value
+		}
+		switch {
+		case k == "setup_script" || k == "setup-script":
+			c.setupScript(rv, val)
+		case patchKeyRe.MatchString(k):
+			c.add(Finding{Rule: RuleEnginePatch, Pos: rv.pos(val), Field: p, Got: k + ": " + val.Value, Want: patchWant})
+		case patchLike(val.Value):
+			c.add(Finding{Rule: RuleEnginePatch, Pos: rv.pos(val), Field: p, Got: oneLineOf(val.Value), Want: patchWant})
+		}
+	})
+}
+
+// setupScript scans the script a recipe runs before the engine starts, found
+// next to the recipe or in the recipes root's configs/ (srt-slurm's layout).
+func (c *checker) setupScript(rv *recipeView, val *yaml.Node) {
+	name := strings.TrimSpace(val.Value)
+	var file string
+	for _, dir := range []string{filepath.Dir(rv.File), c.opts.RecipesRoot, filepath.Join(c.opts.RecipesRoot, "configs"), filepath.Join(c.opts.RecipesRoot, "scripts")} {
+		if p := filepath.Join(dir, name); exists(p) {
+			file = p
+			break
+		}
+	}
+	if file == "" {
+		c.note("%s: setup_script %s not found next to the recipe or in the recipes root; %s did not read it", rv.Display, name, RuleEnginePatch)
+		return
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		c.note("%s: %v", rv.Display, err)
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if patchLike(t) {
+			c.add(Finding{Rule: RuleEnginePatch, Pos: config.Pos{File: config.DisplayPath(file), Line: line}, Field: "setup_script", Got: t, Want: patchWant})
+		}
+	}
+}
+
+func oneLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
+
+// --- recipe-row ---
+
+var concClaimRe = regexp.MustCompile(`(?:^|[-_])c(\d+)(?:[-_.]|$)`)
+
+// claimedConc is the concurrency a recipe's name claims (…-c128-…), 0 if none.
+func claimedConc(names ...string) int {
+	for _, n := range names {
+		if m := concClaimRe.FindStringSubmatch(n); m != nil {
+			v, _ := strconv.Atoi(m[1])
+			return v
+		}
+	}
+	return 0
+}
+
+func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
+	s, e := row.Search, row.Entry
+	if s.Prefill == nil || s.Decode == nil {
+		return
+	}
+	res := rv.Resources
+	fail := func(w *config.Worker, key, got, want string, n *yaml.Node) {
+		pos, field := s.Pos, s.Path
+		if w != nil {
+			pos, field = w.FieldPos(key), w.Path+"."+key
+		}
+		where := rv.Display
+		if n != nil {
+			where = rv.pos(n).String()
+		} else if res.Pos.Line > 0 {
+			where = res.Pos.String()
+		}
+		c.add(Finding{Rule: RuleRecipeRow, Pos: pos, Field: field, ConfigKey: row.ConfigKey, Got: got, Want: want + " (recipe " + where + ")"})
+	}
+	itoa := strconv.Itoa
+	if !res.Disaggregated {
+		if s.Decode.NumWorker != 0 {
+			fail(s.Decode, "num-worker", itoa(s.Decode.NumWorker), "0: the recipe is aggregated", nil)
+		}
+		if w := max(res.AggWorkers, 1); s.Prefill.NumWorker != w {
+			fail(s.Prefill, "num-worker", itoa(s.Prefill.NumWorker), itoa(w)+" aggregated worker(s)", nil)
+		}
+	} else {
+		if s.Decode.NumWorker == 0 {
+			fail(s.Decode, "num-worker", "0 (aggregated)", itoa(res.DecodeWorkers)+" decode worker(s): the recipe is disaggregated", nil)
+		} else if s.Decode.NumWorker != res.DecodeWorkers {
+			fail(s.Decode, "num-worker", itoa(s.Decode.NumWorker), itoa(res.DecodeWorkers)+" decode worker(s)", nil)
+		}
+		if s.Prefill.NumWorker != res.PrefillWorkers {
+			fail(s.Prefill, "num-worker", itoa(s.Prefill.NumWorker), itoa(res.PrefillWorkers)+" prefill worker(s)", nil)
+		}
+	}
+	gpn := 0
+	if c.runners != nil {
+		if hw := c.runners.Hardware[e.Runner]; hw != nil {
+			gpn = hw.GPUsPerNode
+		}
+	}
+	if gpn > 0 && res.GPUsPerNode > 0 && gpn != res.GPUsPerNode {
+		c.add(Finding{Rule: RuleRecipeRow, Pos: e.FieldPos("runner"), Field: e.Key + ".runner", ConfigKey: row.ConfigKey,
+			Got:  fmt.Sprintf("%s: %d GPUs per node (runners hardware)", e.Runner, gpn),
+			Want: fmt.Sprintf("%d GPUs per node (recipe %s resources.gpus_per_node)", res.GPUsPerNode, res.Pos)})
+	}
+	if gpn == 0 {
+		gpn = res.GPUsPerNode
+	}
+	if fp, err := rv.Footprint(gpn); err != nil {
+		c.add(Finding{Rule: RuleRecipeRow, Pos: s.Pos, Field: s.Path, ConfigKey: row.ConfigKey, Got: err.Error(), Want: "a recipe whose resources fit its nodes"})
+	} else {
+		gpus := func(w *config.Worker) int { return w.TP * w.PP * w.PCPSize }
+		if gpus(s.Prefill) != fp.GPUsPerPrefill {
+			fail(s.Prefill, "tp", fmt.Sprintf("%d GPUs per worker", gpus(s.Prefill)), fmt.Sprintf("%d GPUs per worker", fp.GPUsPerPrefill), nil)
+		}
+		if res.Disaggregated && gpus(s.Decode) != fp.GPUsPerDecode {
+			fail(s.Decode, "tp", fmt.Sprintf("%d GPUs per worker", gpus(s.Decode)), fmt.Sprintf("%d GPUs per worker", fp.GPUsPerDecode), nil)
+		}
+	}
+	// Engine parallelism per role, as SGLang spells it. vLLM and TRT-LLM
+	// split TP/DP differently; their recipes are compared on GPUs only.
+	roles := []struct {
+		w    *config.Worker
+		role string
+	}{{s.Prefill, "prefill"}, {s.Decode, "decode"}}
+	if !res.Disaggregated {
+		roles = roles[:1]
+		roles[0].role = "aggregated"
+	}
+	sglang := false
+	for _, r := range roles {
+		_, cfg := get(rv.Doc, "backend", "sglang_config", r.role)
+		if r.role == "aggregated" && cfg == nil {
+			_, cfg = get(rv.Doc, "backend", "sglang_config", "agg")
+		}
+		if cfg == nil {
+			continue
+		}
+		sglang = true
+		if v, n, ok := scalarInt(cfg, "tensor-parallel-size", "tp-size", "tp"); ok && v != r.w.TP {
+			fail(r.w, "tp", itoa(r.w.TP), itoa(v)+" (tensor-parallel-size)", n)
+		}
+		ep, n, ok := scalarInt(cfg, "expert-parallel-size", "ep-size", "ep")
+		if !ok {
+			ep = 1
+		}
+		if ep != r.w.EP {
+			fail(r.w, "ep", itoa(r.w.EP), itoa(ep)+" (expert-parallel-size)", n)
+		}
+		dv, dn, _ := scalar(cfg, "enable-dp-attention")
+		if dpa := truthy(dv); dpa != r.w.DPAttn {
+			fail(r.w, "dp-attn", strconv.FormatBool(r.w.DPAttn), strconv.FormatBool(dpa)+" (enable-dp-attention)", dn)
+		}
+	}
+	if !sglang {
+		c.note("%s: recipe %s has no sglang_config; %s compared workers and GPUs only", row.ConfigKey, rv.Path, RuleRecipeRow)
+	}
+	if claim := claimedConc(rv.Name, strings.TrimSuffix(path.Base(rv.Path), path.Ext(rv.Path))); claim > 0 {
+		// The search entry's top concurrency: agentic rows hold one conc each.
+		concs := s.ConcList
+		if len(concs) == 0 && s.ConcEnd != nil {
+			concs = []int{*s.ConcEnd}
+		}
+		if len(concs) > 0 && slices.Max(concs) != claim {
+			pos, field := s.Pos, s.Path
+			if len(s.ConcListPos) > 0 {
+				pos, field = s.ConcListPos[len(s.ConcListPos)-1], s.Path+".conc-list"
+			}
+			c.add(Finding{Rule: RuleRecipeRow, Pos: pos, Field: field, ConfigKey: row.ConfigKey,
+				Got:  fmt.Sprintf("conc %d", slices.Max(concs)),
+				Want: fmt.Sprintf("conc %d at the top of the row, as recipe %s claims", claim, rv.Path)})
+		}
+	}
+}
