@@ -772,3 +772,34 @@ func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, sel
 	}
 	return data, file, clean, selector, nil
 }
+
+// ModelDir finds the recipe's checkpoint directory: the cluster profile's
+// entry for its model alias, or the recipe's own absolute path ("" when
+// neither names one). c may be nil.
+func (r *Recipe) ModelDir(c *Cluster) string {
+	if c != nil {
+		if m, ok := c.Models[r.Model.Path]; ok {
+			return m.Path
+		}
+	}
+	if filepath.IsAbs(r.Model.Path) {
+		return r.Model.Path
+	}
+	return ""
+}
+
+// ModelName names {MODEL_DIR:...} without a profile: the checkpoint
+// repository's base name from the recipe's identity, else the alias.
+func (r *Recipe) ModelName() string {
+	var id struct {
+		Identity struct {
+			Model struct {
+				Repo string `yaml:"repo"`
+			} `yaml:"model"`
+		} `yaml:"identity"`
+	}
+	if r.Doc != nil && r.Doc.Decode(&id) == nil && id.Identity.Model.Repo != "" {
+		return filepath.Base(id.Identity.Model.Repo)
+	}
+	return filepath.Base(r.Model.Path)
+}

@@ -97,7 +97,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 	}
 	model := f.modelDir
 	if model == "" {
-		model = resolveModelDir(recipe, cluster)
+		model = recipe.ModelDir(cluster)
 	}
 
 	opt := srtlaunch.Options{SyntheticAL: f.al}
@@ -105,7 +105,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 	if f.placeholders {
 		name := filepath.Base(model)
 		if model == "" {
-			name = fallbackModelName(recipe)
+			name = recipe.ModelName()
 		}
 		opt.Paths = srtlaunch.PlaceholderPaths(name)
 		opt.JobID = "4242"
@@ -180,35 +180,6 @@ func loadRecipeFile(ref string) (*config.Recipe, error) {
 	return config.LoadRecipe(filepath.Dir(abs), r)
 }
 
-// resolveModelDir finds the checkpoint directory: the profile's entry for the
-// recipe's alias, or the recipe's own absolute path.
-func resolveModelDir(r *config.Recipe, c *config.Cluster) string {
-	if c != nil {
-		if m, ok := c.Models[r.Model.Path]; ok {
-			return m.Path
-		}
-	}
-	if filepath.IsAbs(r.Model.Path) {
-		return r.Model.Path
-	}
-	return ""
-}
-
-// fallbackModelName names {MODEL_DIR:...} without a profile: the checkpoint
-// repository's base name from the recipe's identity, else the alias.
-func fallbackModelName(r *config.Recipe) string {
-	var id struct {
-		Identity struct {
-			Model struct {
-				Repo string `yaml:"repo"`
-			} `yaml:"model"`
-		} `yaml:"identity"`
-	}
-	if r.Doc != nil && r.Doc.Decode(&id) == nil && id.Identity.Model.Repo != "" {
-		return filepath.Base(id.Identity.Model.Repo)
-	}
-	return filepath.Base(r.Model.Path)
-}
 
 // nodeAddrs takes addresses from --addrs, else resolves each node, else
 // keeps the name (as srt-slurm falls back to the hostname).

@@ -265,13 +265,13 @@ func renderLaunch(root, ref string, c *config.Cluster, al float64) (alias string
 	if err != nil {
 		return "", err
 	}
-	model := resolveModelDir(r, c)
+	model := r.ModelDir(c)
 	name := filepath.Base(model)
 	if model == "" {
 		if !strings.HasPrefix(r.Model.Path, "hf:") {
 			alias = r.Model.Path
 		}
-		name = fallbackModelName(r)
+		name = r.ModelName()
 	}
 	return alias, srtlaunch.Preflight(r, c.GPUsPerNode, name, al)
 }

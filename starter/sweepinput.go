@@ -146,7 +146,7 @@ func preflightRecipes(cl *config.Cluster, root string, pts []activities.PointSpe
 		if err != nil {
 			return err
 		}
-		name := filepath.Base(resolveModelDir(r, cl))
+		name := filepath.Base(r.ModelDir(cl))
 		if err := srtlaunch.Preflight(r, cl.GPUsPerNode, name, p.SyntheticAL); err != nil {
 			return fmt.Errorf("%s: recipe %s does not launch on %s, nothing was started: %v", p.ExpName, p.RecipePath, cl.Name, err)
 		}
