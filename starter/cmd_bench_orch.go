@@ -29,6 +29,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/noop"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -334,7 +335,7 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 
 // benchTemplatePoints plans the sweep file; its points are repeated.
 func benchTemplatePoints(sweepFile string) ([]activities.PointSpec, error) {
-	in, _, err := buildSweep(sweepRequest{SweepFile: sweepFile})
+	in, _, err := control.Build(control.Request{SweepFile: sweepFile})
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +481,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, templa
 	in := workflows.SweepInput{SweepID: id, Name: "bench-orchestration", Cluster: noop.Name, TaskQueue: actQueue,
 		NodeBudget: f.parallel, Points: plan, HistoryLimit: f.historyLimit,
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second}}
-	if err := putPlan(ctx, store, &in, nil); err != nil {
+	if err := control.PutPlan(ctx, store, &in, nil); err != nil {
 		return orchRun{}, err
 	}
 	in.Points, in.PlanRef = nil, id

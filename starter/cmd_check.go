@@ -14,6 +14,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 )
 
@@ -205,7 +206,7 @@ func writeCheck(out io.Writer, rep *checklist.Report) {
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 // With a changelog, the keys its chosen entries select are checked, and
 // the entries themselves.
-func reviewSweep(sweepFile, clusterFile string, allow []string, cl *changelogRef) (*checklist.Report, error) {
+func reviewSweep(sweepFile, clusterFile string, allow []string, cl *control.ChangelogRef) (*checklist.Report, error) {
 	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}
 	if cl != nil {
 		f.changelog, f.entry, f.since = cl.Path, cl.Entry, cl.Since

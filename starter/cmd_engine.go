@@ -180,7 +180,6 @@ func loadRecipeFile(ref string) (*config.Recipe, error) {
 	return config.LoadRecipe(filepath.Dir(abs), r)
 }
 
-
 // nodeAddrs takes addresses from --addrs, else resolves each node, else
 // keeps the name (as srt-slurm falls back to the hostname).
 func nodeAddrs(nodes []string, list string) ([]string, error) {

@@ -16,6 +16,7 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/changelog"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/plan"
@@ -92,7 +93,7 @@ type planFlags struct {
 	configFiles, configKeys, concs, seqLens, scenarioTypes                         listFlag
 	noEvals, evalsOnly, jsonOut, launchable                                        bool
 	indent                                                                         int
-	changelog                                                                      changelogRef
+	changelog                                                                      control.ChangelogRef
 }
 
 func (f *planFlags) bind(fs *flag.FlagSet) {
@@ -308,7 +309,7 @@ func planPoints(out io.Writer, f *planFlags) error {
 	}
 	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: f.recipesRoot}
 	if f.changelog.Path != "" {
-		sel, err := applyChangelog(f.changelog, s, &opts)
+		sel, err := control.ApplyChangelog(f.changelog, s, &opts)
 		if err != nil {
 			return configError(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/replan"
@@ -105,10 +106,10 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 	}
 	// Every night re-reads the files from here (PlanNightly); the plan made
 	// now only proves they are good today and labels the schedule.
-	src := &replan.Source{SweepFile: absPath(f.sweepFile), ClusterFile: absPath(f.clusterFile), Allow: f.allow}
+	src := &replan.Source{SweepFile: control.AbsPath(f.sweepFile), ClusterFile: control.AbsPath(f.clusterFile), Allow: f.allow}
 	if f.gitDir != "" {
 		src = &replan.Source{SweepFile: filepath.ToSlash(f.sweepFile), ClusterFile: filepath.ToSlash(f.clusterFile),
-			GitDir: absPath(f.gitDir), GitRef: f.gitRef, Allow: f.allow}
+			GitDir: control.AbsPath(f.gitDir), GitRef: f.gitRef, Allow: f.allow}
 	}
 	scratch, err := os.MkdirTemp("", "sweepflow-schedule-")
 	if err != nil {
@@ -127,7 +128,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 		NodeBudget: res.Cluster.Nodes, Nightly: true, SweepFile: src.SweepFile, ClusterFile: src.ClusterFile,
 		Points: activities.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
 	if f.fast {
-		in.Tuning = fastTuning()
+		in.Tuning = control.FastTuning()
 	}
 	// Each night's sweep ID derives from its workflow ID (the schedule
 	// appends the night's time).

@@ -1,24 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -45,281 +35,13 @@ func init() {
 	register("hold", decideCmd(workflows.ActionHold, "keep a waiting point's nodes past the node hold while you debug; decide later (or --sweep: all)"))
 }
 
-// pointView is one row of `starter status`.
-type pointView struct {
-	workflows.PointProgress
-	Stage     string                  `json:"stage"`
-	Attempt   int32                   `json:"attempt,omitempty"`
-	Elapsed   float64                 `json:"elapsed_s,omitempty"`
-	Activity  string                  `json:"activity_detail,omitempty"`
-	Perf      *activities.PerfSummary `json:"perf,omitempty"`
-	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
-	LastError string                  `json:"last_error,omitempty"`
-	// Reused lists the stages whose outputs came from an earlier sweep;
-	// ReuseNotes say why a durable stage was not reused.
-	Reused     []reuseView `json:"reused,omitempty"`
-	ReuseNotes []string    `json:"reuse_notes,omitempty"`
-	// AutoRetries lists the stages that retried by themselves after their
-	// worker or the server was out of reach (heartbeat timeouts).
-	AutoRetries []autoRetryView `json:"auto_retries,omitempty"`
-	// Skipped and Missing explain an incomplete point: the stages an
-	// operator skipped and the outputs it lacks.
-	Skipped []string `json:"skipped,omitempty"`
-	Missing []string `json:"missing,omitempty"`
-	// RecordError: the ledger could not record the point's final status,
-	// so it still shows an older one.
-	RecordError string `json:"record_error,omitempty"`
-	// NodesHeld is the point's allocation right now (0 once released).
-	NodesHeld int  `json:"nodes_held"`
-	Released  bool `json:"released,omitempty"`
-	Hold      bool `json:"hold,omitempty"`
-}
-
-// reuseView is one reused stage: "perf reused from <sweep>".
-type reuseView struct {
-	Stage string `json:"stage"`
-	Sweep string `json:"sweep"`
-	Run   string `json:"run,omitempty"`
-}
-
-// autoRetryView is a stage that started fresh retry budgets by itself.
-type autoRetryView struct {
-	Stage   string `json:"stage"`
-	Retries int    `json:"retries"`
-	Error   string `json:"error,omitempty"`
-}
-
-// fromState copies what a finished and a running point's state have in
-// common; the callers add what only one of them shows (a finished point's
-// missing outputs, a running point's allocation).
-func (pv *pointView) fromState(s *workflows.PointState) {
-	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
-	pv.ReuseNotes, pv.Skipped, pv.RecordError = s.ReuseNotes, s.Skipped, s.RecordError
-	pv.Reused, pv.AutoRetries = nil, nil
-	for _, r := range s.Stages {
-		if r.Outcome == "reused" {
-			pv.Reused = append(pv.Reused, reuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
-		}
-		if r.AutoRetries > 0 {
-			pv.AutoRetries = append(pv.AutoRetries, autoRetryView{Stage: r.Stage, Retries: r.AutoRetries, Error: r.Error})
-		}
-	}
-}
-
-type sweepView struct {
-	SweepID    string         `json:"sweep_id"`
-	Name       string         `json:"name"`
-	Cluster    string         `json:"cluster"`
-	Workflow   string         `json:"workflow_status"`
-	NodesInUse int            `json:"nodes_in_use"`
-	NodeBudget int            `json:"node_budget"`
-	Counts     map[string]int `json:"counts"`
-	Points     []pointView    `json:"points"`
-	Elapsed    float64        `json:"elapsed_s"`
-	closed     bool
-}
-
-func querySweep(ctx context.Context, c client.Client, id string) (*workflows.SweepProgress, error) {
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: %w", id, err)
-	}
-	var pr workflows.SweepProgress
-	if err := v.Get(&pr); err != nil {
-		return nil, err
-	}
-	return &pr, nil
-}
-
-func collect(ctx context.Context, c client.Client, id string) (*sweepView, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: %w", id, err)
-	}
-	pr, err := querySweep(ctx, c, id)
-	if err != nil {
-		return nil, err
-	}
-	st := desc.GetWorkflowExecutionInfo().GetStatus()
-	v := &sweepView{SweepID: pr.SweepID, Name: pr.Name, Cluster: pr.Cluster, NodesInUse: pr.NodesInUse,
-		NodeBudget: pr.NodeBudget, Counts: pr.Counts, Workflow: strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")),
-		closed: st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}
-	end := time.Now()
-	if !pr.FinishedAt.IsZero() {
-		end = pr.FinishedAt
-	}
-	v.Elapsed = end.Sub(pr.StartedAt).Seconds()
-	for _, p := range pr.Points {
-		pv := pointView{PointProgress: p, Stage: p.Status}
-		if p.Outcome != nil && p.Outcome.State != nil {
-			s := p.Outcome.State
-			pv.fromState(s)
-			pv.Missing = s.Missing
-			if s.FailedStage != "" {
-				pv.Stage = s.FailedStage
-			}
-		} else if p.Outcome != nil {
-			pv.LastError = p.Outcome.Error
-		}
-		if p.Status == workflows.StatusRunning {
-			livePoint(ctx, c, &pv)
-		}
-		v.Points = append(v.Points, pv)
-	}
-	return v, nil
-}
-
-// livePoint fills a running point's row from its state query and its
-// pending activity (attempt, heartbeat detail such as a Slurm pending reason).
-func livePoint(ctx context.Context, c client.Client, pv *pointView) {
-	if q, err := c.QueryWorkflow(ctx, pv.WorkflowID, "", workflows.QueryState); err == nil {
-		var s workflows.PointState
-		if q.Get(&s) == nil {
-			pv.fromState(&s)
-			pv.Status, pv.NodesHeld, pv.Released, pv.Hold = s.Status, s.NodesHeld, s.Released, s.Hold
-			if n := len(s.Stages); n > 0 {
-				pv.Elapsed = time.Since(s.Stages[n-1].Started).Seconds()
-			}
-		}
-	}
-	desc, err := c.DescribeWorkflowExecution(ctx, pv.WorkflowID, "")
-	if err != nil {
-		return
-	}
-	for _, pa := range desc.GetPendingActivities() {
-		pv.Attempt = pa.GetAttempt()
-		if hb := pa.GetHeartbeatDetails(); hb != nil && len(hb.GetPayloads()) > 0 {
-			var s string
-			if converter.GetDefaultDataConverter().FromPayload(hb.GetPayloads()[0], &s) == nil {
-				pv.Activity = s
-			}
-		}
-		if f := pa.GetLastFailure(); f != nil && pv.LastError == "" {
-			pv.LastError = f.GetMessage()
-		}
-	}
-}
-
-func fmtFloat(v float64, prec int) string {
-	if v == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.*f", prec, v)
-}
-
-func printSweep(w io.Writer, v *sweepView) {
-	done := 0
-	for _, p := range v.Points {
-		switch p.Status {
-		case workflows.StatusPending, workflows.StatusRunning, workflows.StatusAwaitingOperator:
-		default:
-			done++
-		}
-	}
-	fmt.Fprintf(w, "sweep %s (%s) on %s: %s, %d/%d points done, %d/%d nodes in use, %s elapsed\n",
-		v.SweepID, v.Name, v.Cluster, v.Workflow, done, len(v.Points), v.NodesInUse, v.NodeBudget, (time.Duration(v.Elapsed) * time.Second).Round(time.Second))
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tGSM8K STRICT/FLEX\t")
-	simulated := false
-	for _, p := range v.Points {
-		att, el := "-", "-"
-		if p.Attempt > 0 {
-			att = fmt.Sprint(p.Attempt)
-		}
-		if p.Elapsed > 0 {
-			el = (time.Duration(p.Elapsed) * time.Second).Round(time.Second).String()
-		}
-		out, inter, ttft := "-", "-", "-"
-		if p.EvalOnly {
-			out = "(eval-only)"
-		}
-		if p.Perf != nil {
-			out, inter, ttft = fmtFloat(p.Perf.OutputTputPerGPU, 1), fmtFloat(p.Perf.Interactivity, 1), fmtFloat(p.Perf.TTFTp90Ms, 0)
-			if p.Perf.Simulated {
-				out += "*"
-				simulated = true
-			}
-		}
-		ev := "-"
-		if p.EvalRes != nil {
-			ev = fmt.Sprintf("%.3f/%.3f", p.EvalRes.EMStrict, p.EvalRes.EMFlexible)
-			if !p.EvalRes.Passed {
-				ev += " FAIL"
-			}
-			if p.EvalRes.Simulated {
-				ev += "*"
-				simulated = true
-			}
-		} else if !p.Eval {
-			ev = "(no eval)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), att, el, out, inter, ttft, ev)
-	}
-	tw.Flush()
-	if simulated {
-		fmt.Fprintln(w, "* simulated: figures come from the sweepflow simulator, not from GPUs")
-	}
-	for _, p := range v.Points {
-		for _, r := range p.Reused {
-			run := ""
-			if r.Run != "" {
-				run = " (run " + r.Run + ")"
-			}
-			fmt.Fprintf(w, "  %s: %s reused from %s%s\n", p.PointID, r.Stage, r.Sweep, run)
-		}
-		for _, n := range p.ReuseNotes {
-			fmt.Fprintf(w, "  %s: %s\n", p.PointID, n)
-		}
-		for _, a := range p.AutoRetries {
-			fmt.Fprintf(w, "  %s: %s retried by itself %dx after %s (worker or server out of reach)\n", p.PointID, a.Stage, a.Retries, a.Error)
-		}
-		if p.RecordError != "" {
-			fmt.Fprintf(w, "! %s: the ledger still shows an older status: recording it failed: %s\n", p.PointID, p.RecordError)
-		}
-	}
-	for _, p := range v.Points {
-		if p.Status == workflows.StatusAwaitingOperator {
-			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n    starter retry|skip|abort %s\n", p.PointID, p.Stage, p.LastError, p.WorkflowID)
-			switch {
-			case p.Released:
-				fmt.Fprintf(w, "    its nodes were released while it waited: retry allocates again (retry --hold keeps them at the next gate)\n")
-			case p.Hold:
-				fmt.Fprintf(w, "    holding its %d nodes for debugging\n", p.NodesHeld)
-			case p.NodesHeld == 0:
-				fmt.Fprintf(w, "    it holds no nodes\n")
-			default:
-				fmt.Fprintf(w, "    its %d nodes are released after the node hold; starter hold %s keeps them\n", p.NodesHeld, p.WorkflowID)
-			}
-		} else if p.Activity != "" && p.Status == workflows.StatusRunning {
-			fmt.Fprintf(w, "  %s: %s\n", p.PointID, p.Activity)
-		}
-	}
-}
-
-// nodesCell is a live point's allocation against its plan ("0/6" once the
-// nodes went back while it waits), else the planned node count.
-func nodesCell(p pointView) string {
-	if p.Status == workflows.StatusRunning || p.Status == workflows.StatusAwaitingOperator {
-		return fmt.Sprintf("%d/%d", p.NodesHeld, p.Nodes)
-	}
-	return fmt.Sprint(p.Nodes)
-}
-
-// statusCell names what an incomplete point skipped.
-func statusCell(p pointView) string {
-	if p.Status == workflows.StatusIncomplete && len(p.Skipped) > 0 {
-		return p.Status + " (skipped " + strings.Join(p.Skipped, ",") + ")"
-	}
-	return p.Status
-}
-
 func runStatus(id string, jsonOut bool) error {
 	ctx, c, done, err := connect(30 * time.Second)
 	if err != nil {
 		return err
 	}
 	defer done()
-	v, err := collect(ctx, c, id)
+	v, err := control.Collect(ctx, c, id)
 	if err != nil {
 		return err
 	}
@@ -328,7 +50,7 @@ func runStatus(id string, jsonOut bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	printSweep(os.Stdout, v)
+	control.Print(os.Stdout, v)
 	return nil
 }
 
@@ -342,92 +64,9 @@ func isTTY(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func progressBar(v *sweepView, width int) string {
-	done := 0
-	for _, p := range v.Points {
-		switch p.Status {
-		case workflows.StatusPending, workflows.StatusRunning, workflows.StatusAwaitingOperator:
-		default:
-			done++
-		}
-	}
-	n := len(v.Points)
-	fill := 0
-	if n > 0 {
-		fill = done * width / n
-	}
-	return fmt.Sprintf("[%s%s] %d/%d", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, n)
-}
-
-// watch follows a sweep until its workflow closes. On a terminal it redraws
-// the table with a progress bar; elsewhere it prints the table when
-// something changed (or JSON lines with --json).
+// watch follows a sweep on stdout until it ends.
 func watch(c client.Client, id string, o watchOptions) error {
-	tty := isTTY(os.Stdout) && !o.json
-	last := ""
-	failures := 0
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		v, err := collect(ctx, c, id)
-		cancel()
-		if err != nil {
-			// A busy worker answers queries late; keep watching unless the
-			// server keeps failing.
-			failures++
-			if failures >= 5 {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "watch: %v (retrying)\n", err)
-			time.Sleep(o.interval)
-			continue
-		}
-		failures = 0
-		var b strings.Builder
-		if o.json {
-			data, _ := json.Marshal(v)
-			b.Write(data)
-			b.WriteByte('\n')
-		} else {
-			printSweep(&b, v)
-		}
-		out := b.String()
-		switch {
-		case tty:
-			fmt.Print("\033[H\033[2J" + out + progressBar(v, 40) + "\n")
-		default:
-			// Elapsed times change every tick: print when a point's stage or
-			// status changed, and at the end.
-			if sig := signature(v); sig != last || v.closed {
-				fmt.Print(out)
-				if !o.json {
-					fmt.Println(progressBar(v, 40))
-				}
-				last = sig
-			}
-		}
-		if v.closed {
-			if v.Workflow != "completed" {
-				return &exitError{code: 1, msg: fmt.Sprintf("sweep %s ended %s", id, v.Workflow)}
-			}
-			// The workflow completes with a summary even when points did not:
-			// scripts (and nightly jobs) need to know.
-			if bad := len(v.Points) - v.Counts[workflows.StatusCompleted]; bad > 0 {
-				return &exitError{code: 1, msg: fmt.Sprintf("sweep %s: %d of %d points did not complete (%s)", id, bad, len(v.Points), countsLine(v.Counts))}
-			}
-			return nil
-		}
-		time.Sleep(o.interval)
-	}
-}
-
-// signature is what must change for a non-terminal watch to print again.
-func signature(v *sweepView) string {
-	var b strings.Builder
-	b.WriteString(v.Workflow)
-	for _, p := range v.Points {
-		fmt.Fprintf(&b, "|%s:%s:%s", p.PointID, p.Stage, p.Status)
-	}
-	return b.String()
+	return control.Watch{JSON: o.json, TTY: isTTY(os.Stdout), Interval: o.interval}.Watch(c, id, os.Stdout, os.Stderr)
 }
 
 func runWatch(id string, o watchOptions) error {
@@ -437,27 +76,6 @@ func runWatch(id string, o watchOptions) error {
 	}
 	defer c.Close()
 	return watch(c, id, o)
-}
-
-// waitingPoints lists the points of a sweep that wait for an operator.
-func waitingPoints(ctx context.Context, c client.Client, sweepID string) ([]string, error) {
-	q := fmt.Sprintf(`SweepID = %q AND SweepflowKind = %q AND PointStatus = %q AND ExecutionStatus = "Running"`,
-		sweepID, workflows.KindPoint, workflows.StatusAwaitingOperator)
-	var ids []string
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range resp.GetExecutions() {
-			ids = append(ids, e.GetExecution().GetWorkflowId())
-		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			return ids, nil
-		}
-	}
 }
 
 // decideCmd builds `starter retry|skip|abort POINT_WORKFLOW_ID... | --sweep SWEEP_ID`.
@@ -492,45 +110,5 @@ func decide(d workflows.Decision, ids []string, sweep string) error {
 		return err
 	}
 	defer done()
-	if sweep != "" {
-		if ids, err = waitingPoints(ctx, c, sweep); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return &exitError{code: 1, msg: fmt.Sprintf("no point of sweep %s waits for an operator", sweep)}
-		}
-	}
-	var errs []error
-	for _, id := range ids {
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
-			Args: []any{d},
-		})
-		var msg string
-		if err == nil {
-			err = h.Get(ctx, &msg)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", id, err))
-			continue
-		}
-		fmt.Printf("%s: %s\n", id, msg)
-	}
-	if len(errs) > 0 {
-		return &exitError{code: 1, msg: errors.Join(errs...).Error()}
-	}
-	return nil
-}
-
-func countsLine(c map[string]int) string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", c[k], k))
-	}
-	return strings.Join(parts, ", ")
+	return control.Decide(ctx, c, d, ids, sweep, os.Stdout)
 }

@@ -3,22 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/plan"
-	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -67,7 +62,7 @@ type startFlags struct {
 	allow multiFlag
 	memo  map[string]any
 	// changelog: `sweep start --changelog F [--entry N|--since N]`.
-	changelog changelogRef
+	changelog control.ChangelogRef
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -103,14 +98,10 @@ func connect(timeout time.Duration) (context.Context, client.Client, func(), err
 	return ctx, c, func() { cancel(); c.Close() }, nil
 }
 
-func fastTuning() workflows.Tuning {
-	return workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 10 * time.Second, OperatorTimeout: 2 * time.Hour}
-}
-
 func runSweepStart(f startFlags) error {
-	req := sweepRequest{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults}
+	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults}
 	if f.fast {
-		req.Tuning = fastTuning()
+		req.Tuning = control.FastTuning()
 	}
 	if err := checkStages(f.force); err != nil {
 		return err
@@ -141,12 +132,12 @@ func runSweepStart(f startFlags) error {
 		return &exitError{code: exitFailure, msg: fmt.Sprintf("refusing to start: %d check failure(s), first: %s; fix them or pass --allow RULE", n, first)}
 	}
 	f.memo = reviewMemo(rep, f.allow)
-	in, p, err := buildSweep(req)
+	in, p, err := control.Build(req)
 	if err != nil {
 		return &exitError{code: 1, msg: oneLine(err)}
 	}
 	if req.Changelog != nil {
-		f.memo["changelog"] = changelogMemo(*req.Changelog)
+		f.memo["changelog"] = control.ChangelogMemo(*req.Changelog)
 	}
 	if err := recordPlan(f.ledger, in, p); err != nil {
 		return err
@@ -159,14 +150,9 @@ func runSweepStart(f startFlags) error {
 	return startAndReport(c, in, f)
 }
 
-// recordPlan stores the sweep's plan and the bytes of its input files in
-// the ledger, so `starter rerun` needs neither the files nor Temporal
-// history. The same plan stored twice (an attaching start) is fine.
+// recordPlan stores the sweep's plan and input files in the ledger, so
+// `starter rerun` needs neither the files nor Temporal history.
 func recordPlan(l ledgerFlags, in *workflows.SweepInput, p *plan.Plan) error {
-	files, err := planFiles(p)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store, err := l.openOrCreate(ctx)
@@ -174,38 +160,7 @@ func recordPlan(l ledgerFlags, in *workflows.SweepInput, p *plan.Plan) error {
 		return err
 	}
 	defer store.Close()
-	return putPlan(ctx, store, in, files)
-}
-
-// planFiles reads the bytes of every file the plan read.
-func planFiles(p *plan.Plan) ([]results.PlanFile, error) {
-	files := make([]results.PlanFile, 0, len(p.Inputs))
-	for _, i := range p.Inputs {
-		files = append(files, results.PlanFile{Path: i.Path, Role: i.Role})
-	}
-	return results.ReadPlanFiles(files)
-}
-
-// putPlan stores the sweep input as the plan of in.SweepID, with files.
-func putPlan(ctx context.Context, store *results.Store, in *workflows.SweepInput, files []results.PlanFile) error {
-	data, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return store.PutSweepPlan(ctx, results.SweepPlan{SweepID: in.SweepID, PlanJSON: data, Files: files})
-}
-
-// storedPlan reads a sweep's plan from the ledger.
-func storedPlan(ctx context.Context, store *results.Store, id string) (*workflows.SweepInput, []results.PlanFile, bool, error) {
-	sp, ok, err := store.GetSweepPlan(ctx, id)
-	if err != nil || !ok {
-		return nil, nil, ok, err
-	}
-	var in workflows.SweepInput
-	if err := json.Unmarshal(sp.PlanJSON, &in); err != nil {
-		return nil, nil, false, fmt.Errorf("sweep %s: stored plan: %w", id, err)
-	}
-	return &in, sp.Files, true, nil
+	return control.RecordPlan(ctx, store, in, p)
 }
 
 func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) error {
@@ -214,11 +169,11 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run, err := startSweepMemo(ctx, c, in, f.memo)
+	run, err := control.StartMemo(ctx, c, in, f.memo)
 	if err != nil {
 		return err
 	}
-	link := sweepLink(f.uiURL, in.SweepID)
+	link := control.Link(f.uiURL, in.SweepID)
 	if f.jsonOut && !f.wait {
 		return json.NewEncoder(os.Stdout).Encode(map[string]any{"sweep_id": in.SweepID, "run_id": run.GetRunID(), "points": len(in.Points), "ui": link})
 	}
@@ -229,78 +184,6 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 		return watch(c, in.SweepID, watchOptions{json: f.jsonOut, interval: time.Second})
 	}
 	return nil
-}
-
-// startSweep starts the sweep workflow; a second start of the same ID while
-// it runs attaches to it (USE_EXISTING), and a finished one says so.
-func startSweep(ctx context.Context, c client.Client, in *workflows.SweepInput) (client.WorkflowRun, error) {
-	return startSweepMemo(ctx, c, in, nil)
-}
-
-// startSweepMemo starts the sweep with a memo (the review's waivers).
-func startSweepMemo(ctx context.Context, c client.Client, in *workflows.SweepInput, memo map[string]any) (client.WorkflowRun, error) {
-	opts := client.StartWorkflowOptions{
-		Memo:                     memo,
-		ID:                       in.SweepID,
-		TaskQueue:                temporalx.ControlQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		StaticSummary:            fmt.Sprintf("sweep %s: %d points on %s (%d nodes)", in.Name, len(in.Points), in.Cluster, in.NodeBudget),
-		StaticDetails:            sweepDetails(in),
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SAKind.ValueSet(workflows.KindSweep), workflows.SASweepID.ValueSet(in.SweepID),
-			workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
-	}
-	run, err := c.ExecuteWorkflow(ctx, opts, workflows.SweepWorkflow, workflowInput(in))
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &already) {
-		return nil, fmt.Errorf("sweep %s already ran; see `starter status %s`, start a new run with `starter rerun %s`, or pass --id", in.SweepID, in.SweepID, in.SweepID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("starting sweep %s: %w", in.SweepID, err)
-	}
-	return run, nil
-}
-
-// storedPlanPoints is the plan size from which the sweep workflow loads
-// its points from the plan stored in the ledger (both start paths store it
-// first) instead of carrying them in its start input: ~2.2 KB per point,
-// so a 1,000-point input would pass the server's 2 MiB blob limit. The
-// worker must then use the same ledger as starter.
-const storedPlanPoints = 300
-
-// workflowInput is the sweep's start input: the points, or for a large
-// plan a reference to the stored plan.
-func workflowInput(in *workflows.SweepInput) workflows.SweepInput {
-	out := *in
-	if len(out.Points) >= storedPlanPoints && out.PlanRef == "" {
-		out.Points, out.PlanRef = nil, out.SweepID
-	}
-	return out
-}
-
-// detailRows bounds the point table of a sweep's static details.
-const detailRows = 100
-
-func sweepDetails(in *workflows.SweepInput) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "**sweep file** %s\n\n| point | topology | conc | nodes |\n|---|---|---|---|\n", in.SweepFile)
-	for i, p := range in.Points {
-		if i == detailRows {
-			fmt.Fprintf(&b, "| ... %d more | | | |\n", len(in.Points)-detailRows)
-			break
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d |\n", p.PointID, p.Topology, p.Conc, p.Nodes)
-	}
-	if len(in.ReuseFrom) > 0 {
-		fmt.Fprintf(&b, "\n**reuses** %s\n", strings.Join(in.ReuseFrom, ", "))
-	}
-	return b.String()
-}
-
-func sweepLink(ui, sweepID string) string {
-	q := url.QueryEscape(fmt.Sprintf(`SweepID="%s"`, sweepID))
-	return strings.TrimRight(ui, "/") + "/namespaces/default/workflows?query=" + q
 }
 
 func checkStages(force []string) error {
@@ -336,93 +219,26 @@ func runRerun(fs *flag.FlagSet, f startFlags, old string) error {
 		return err
 	}
 	defer store.Close()
-	// The plan comes from the ledger, so a rerun works once Temporal has
-	// dropped the old sweep's history. --sweep or --cluster re-plans from
-	// files instead (onto another cluster, or after editing a recipe).
-	var in *workflows.SweepInput
-	var files []results.PlanFile
-	prev, stored, found, err := storedPlan(ctx, store, old)
+	r := control.Rerun{ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults, Ledger: f.ledger.where()}
+	// --sweep or --cluster re-plans from files instead of the stored plan.
+	if setFlag(fs, "sweep") {
+		r.SweepFile = f.sweepFile
+	}
+	if setFlag(fs, "cluster") {
+		r.ClusterFile = f.clusterFile
+	}
+	if f.fast {
+		r.Tuning = control.FastTuning()
+	}
+	in, files, err := control.RerunInput(ctx, c, store, old, r)
 	if err != nil {
 		return err
 	}
-	replan := setFlag(fs, "sweep") || setFlag(fs, "cluster")
-	if !found && !replan {
-		// A sweep started before plans were kept: ask Temporal.
-		pr, qerr := querySweep(ctx, c, old)
-		if qerr != nil {
-			return &exitError{code: 1, msg: fmt.Sprintf("sweep %s: no plan in the ledger (%s) and Temporal does not know it either: %v; pass --sweep and --cluster to plan again",
-				old, f.ledger.where(), qerr)}
-		}
-		prev = &workflows.SweepInput{SweepFile: pr.SweepFile, ClusterFile: pr.ClusterFile, ReuseFrom: pr.ReuseFrom}
-		replan = true
-	}
-	reuse := append([]string{old}, prev.ReuseFrom...)
-	reuse = append(reuse, f.reuseFrom...)
-	if replan {
-		sweepFile, clusterFile := prev.SweepFile, prev.ClusterFile
-		if setFlag(fs, "sweep") {
-			sweepFile = f.sweepFile
-		}
-		if setFlag(fs, "cluster") {
-			clusterFile = f.clusterFile
-		}
-		req := sweepRequest{SweepFile: sweepFile, ClusterFile: clusterFile, ID: f.id, ReuseFrom: reuse, Force: f.force, Faults: f.faults}
-		if f.fast {
-			req.Tuning = fastTuning()
-		}
-		var p *plan.Plan
-		if in, p, err = buildSweep(req); err != nil {
-			return &exitError{code: 1, msg: oneLine(err)}
-		}
-		if files, err = planFiles(p); err != nil {
-			return err
-		}
-	} else {
-		in, files = prev, stored
-		in.ReuseFrom, in.Force, in.Done, in.Runs, in.StartedAt = reuse, f.force, nil, 0, time.Time{}
-		in.Tuning = workflows.Tuning{}
-		if f.fast {
-			in.Tuning = fastTuning()
-		}
-		for i := range in.Points {
-			in.Points[i].Faults = nil
-		}
-		if err := applyFaults(f.faults, in.Points); err != nil {
-			return &exitError{code: 1, msg: oneLine(err)}
-		}
-		in.SweepID = f.id
-	}
-	if f.id == "" {
-		in.SweepID, err = nextRerunID(ctx, c, old)
-		if err != nil {
-			return err
-		}
-	}
-	if err := putPlan(ctx, store, in, files); err != nil {
+	if err := control.PutPlan(ctx, store, in, files); err != nil {
 		return err
 	}
 	store.Close() // not needed while the sweep is watched (idempotent with the defer)
 	return startAndReport(c, in, f)
-}
-
-// nextRerunID is <base>-rerun<N> with the first N not taken.
-func nextRerunID(ctx context.Context, c client.Client, old string) (string, error) {
-	base := old
-	if i := strings.LastIndex(old, "-rerun"); i > 0 {
-		base = old[:i]
-	}
-	for n := 1; n < 1000; n++ {
-		id := fmt.Sprintf("%s-rerun%d", base, n)
-		_, err := c.DescribeWorkflowExecution(ctx, id, "")
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return id, nil
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-	return "", fmt.Errorf("too many reruns of %s", base)
 }
 
 func setFlag(fs *flag.FlagSet, name string) bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
@@ -165,7 +166,7 @@ func TestPlanSeedTable(t *testing.T) {
 	assert.Equal(t, 6, out.Points[7].BringUpGroup)
 
 	// What plan --json prints is exactly what the sweep runs with.
-	in, _, err := buildSweep(sweepRequest{SweepFile: filepath.Join(repo, "configs/sweeps/dsv4-gb200-agentx.yaml"), ClusterFile: filepath.Join(repo, "configs/clusters/local-sim.yaml")})
+	in, _, err := control.Build(control.Request{SweepFile: filepath.Join(repo, "configs/sweeps/dsv4-gb200-agentx.yaml"), ClusterFile: filepath.Join(repo, "configs/clusters/local-sim.yaml")})
 	require.NoError(t, err)
 	require.Len(t, in.Points, len(out.Points))
 	for i, pt := range in.Points {
@@ -173,25 +174,6 @@ func TestPlanSeedTable(t *testing.T) {
 		assert.Equal(t, out.Points[i].Identity, pt.Identity)
 		assert.Equal(t, out.Points[i].ProfileHash, pt.ProfileHash)
 	}
-}
-
-// TestSimulatedAndRealPlansDiffer: the same sweep planned for the simulated
-// partition and for the real GB200 rack shares no identity, no point ID and
-// no default sweep ID, so a rerun on the rack cannot reuse simulated figures.
-func TestSimulatedAndRealPlansDiffer(t *testing.T) {
-	sweep := "../configs/sweeps/dsv4-gb200-agentx.yaml"
-	sim, _, err := buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/local-sim.yaml"})
-	require.NoError(t, err)
-	real, _, err := buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/gb200-nvl72.yaml"})
-	require.NoError(t, err)
-	require.Len(t, real.Points, len(sim.Points))
-	for i := range sim.Points {
-		assert.Equal(t, sim.Points[i].ExpName, real.Points[i].ExpName)
-		assert.NotEqual(t, sim.Points[i].Identity, real.Points[i].Identity)
-		assert.NotEqual(t, sim.Points[i].PointID, real.Points[i].PointID)
-		assert.NotEqual(t, sim.Points[i].ProfileHash, real.Points[i].ProfileHash)
-	}
-	assert.NotEqual(t, sim.SweepID, real.SweepID)
 }
 
 // TestPlanErrorsAreOneLine edits one thing in a copy of the seed per case
@@ -327,7 +309,7 @@ func TestPlanIXJSONSingleNode(t *testing.T) {
 func TestPlanSingleNodeKeys(t *testing.T) {
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
-	master := filepath.Join(repo, "matrix", "testdata", "single-fixed.yaml")
+	master := filepath.Join(repo, "inferencex", "matrix", "testdata", "single-fixed.yaml")
 
 	res := starterIn(t, repo, "plan", "--config-files", master, "--runner-config", "configs/runners.yaml",
 		"--config-keys", "sn-fixed*", "--evals-only", "--format", "ix-json")

@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -43,7 +44,7 @@ func TestBaselineKeyIgnoresImageOnly(t *testing.T) {
 		return strings.ReplaceAll(s, "lmsysorg/sglang:nightly-dev-20260916-c9a8fba9", "lmsysorg/sglang:nightly-dev-20261129-0000000")
 	}
 	build := func(edit func(string) string) map[string][2]string {
-		in, _, err := buildSweep(sweepRequest{SweepFile: aggSweepCopy(t, edit, "")})
+		in, _, err := control.Build(control.Request{SweepFile: aggSweepCopy(t, edit, "")})
 		require.NoError(t, err)
 		require.Len(t, in.Points, 2)
 		out := map[string][2]string{}

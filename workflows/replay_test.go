@@ -18,7 +18,7 @@ import (
 // revisions 2 and 3, a revision-6 vLLM point with eval on the emulated
 // Slurm partition, a whole sweep, a nightly that found regressions).
 // A change to the workflows that would break running sweeps fails here.
-// Re-record with SWEEPFLOW_RECORD_HISTORIES=1 go test ./starter -run TestIntegrationOperatorGateAndRerun
+// Re-record with SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run TestIntegrationOperatorGateAndRerun
 // only for intended, versioned changes.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))

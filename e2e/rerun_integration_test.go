@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -123,7 +124,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(out, "perf reused from "+first), out)
 	out, code = e.cli("status", rerun, "--json")
 	require.Equal(t, 0, code, out)
-	var v sweepView
+	var v control.SweepView
 	require.NoError(t, json.Unmarshal([]byte(out), &v))
 	for _, p := range v.Points {
 		require.Len(t, p.Reused, 1, p.PointID)

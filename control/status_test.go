@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"bytes"
@@ -13,16 +13,16 @@ import (
 // A stage that retried by itself after heartbeat timeouts shows in the
 // table's notes and in --json, with the error it met.
 func TestStatusShowsAutoRetries(t *testing.T) {
-	var pv pointView
+	var pv PointView
 	pv.PointID, pv.Status = "p-c64", workflows.StatusCompleted
 	pv.fromState(&workflows.PointState{Stage: "upload", Stages: []workflows.StageRun{
 		{Stage: "allocate", Outcome: "ok"},
 		{Stage: "perf", Outcome: "ok", AutoRetries: 2, Error: "timeout: Heartbeat"},
 	}})
-	require.Equal(t, []autoRetryView{{Stage: "perf", Retries: 2, Error: "timeout: Heartbeat"}}, pv.AutoRetries)
+	require.Equal(t, []AutoRetryView{{Stage: "perf", Retries: 2, Error: "timeout: Heartbeat"}}, pv.AutoRetries)
 
 	var buf bytes.Buffer
-	printSweep(&buf, &sweepView{SweepID: "s", Points: []pointView{pv}})
+	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 	require.Contains(t, buf.String(), "p-c64: perf retried by itself 2x after timeout: Heartbeat")
 
 	b, err := json.Marshal(pv)
@@ -38,20 +38,20 @@ func TestStatusShowsAutoRetries(t *testing.T) {
 func TestStatusGateNodesNote(t *testing.T) {
 	tests := []struct {
 		name string
-		pv   pointView
+		pv   PointView
 		want string
 	}{
-		{"holds nodes", pointView{NodesHeld: 16}, "its 16 nodes are released after the node hold; starter hold s/p keeps them"},
-		{"holds none", pointView{}, "it holds no nodes"},
-		{"released", pointView{Released: true}, "its nodes were released while it waited"},
-		{"on hold", pointView{NodesHeld: 2, Hold: true}, "holding its 2 nodes for debugging"},
+		{"holds nodes", PointView{NodesHeld: 16}, "its 16 nodes are released after the node hold; starter hold s/p keeps them"},
+		{"holds none", PointView{}, "it holds no nodes"},
+		{"released", PointView{Released: true}, "its nodes were released while it waited"},
+		{"on hold", PointView{NodesHeld: 2, Hold: true}, "holding its 2 nodes for debugging"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pv := tc.pv
 			pv.PointID, pv.WorkflowID, pv.Status, pv.Stage, pv.LastError = "p", "s/p", workflows.StatusAwaitingOperator, "allocate", "x"
 			var buf bytes.Buffer
-			printSweep(&buf, &sweepView{SweepID: "s", Points: []pointView{pv}})
+			Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 			require.Contains(t, buf.String(), tc.want)
 			if tc.pv.NodesHeld == 0 {
 				require.NotContains(t, buf.String(), "starter hold")
@@ -62,10 +62,10 @@ func TestStatusGateNodesNote(t *testing.T) {
 
 // A point whose final status the ledger could not record says so.
 func TestStatusShowsRecordError(t *testing.T) {
-	var pv pointView
+	var pv PointView
 	pv.PointID, pv.Status = "p-c64", workflows.StatusCompleted
 	pv.fromState(&workflows.PointState{Stage: "done", RecordError: "database is locked"})
 	var buf bytes.Buffer
-	printSweep(&buf, &sweepView{SweepID: "s", Points: []pointView{pv}})
+	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 	require.Contains(t, buf.String(), "! p-c64: the ledger still shows an older status: recording it failed: database is locked")
 }

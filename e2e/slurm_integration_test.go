@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -71,7 +72,7 @@ func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.Swee
 // sweepOf plans a sweep file for the emulated partition, keeping only the
 // named points when keep names any.
 func (s *slurmIT) sweepOf(t *testing.T, file, id string, keep ...string) *workflows.SweepInput {
-	in, _, err := buildSweep(sweepRequest{
+	in, _, err := control.Build(control.Request{
 		SweepFile: file, ClusterFile: slurmEmuProfile, ID: id,
 		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -12,20 +12,22 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // statusJSON runs `starter status ID --json`.
-func (e *itEnv) statusJSON(id string) (*sweepView, bool) {
+func (e *itEnv) statusJSON(id string) (*control.SweepView, bool) {
 	out, code := e.cli("status", id, "--json")
-	var v sweepView
+	var v control.SweepView
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
 		return nil, false
 	}
 	return &v, true
 }
 
-func (v *sweepView) point(id string) *pointView {
+// pointOf is the row of point id in a status.
+func pointOf(v *control.SweepView, id string) *control.PointView {
 	for i := range v.Points {
 		if v.Points[i].PointID == id {
 			return &v.Points[i]
@@ -78,13 +80,13 @@ func TestIntegrationSkipEndsIncomplete(t *testing.T) {
 	v, ok := e.statusJSON(id)
 	require.True(t, ok)
 	for point, stage := range skips {
-		p := v.point(simID(t, point))
+		p := pointOf(v, simID(t, point))
 		require.NotNil(t, p, point)
 		require.Equal(t, workflows.StatusIncomplete, p.Status, point)
 		require.Equal(t, []string{stage}, p.Skipped, point)
 		require.NotEmpty(t, p.Missing, point)
 	}
-	c128 := v.point(simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
+	c128 := pointOf(v, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
 	require.Equal(t, []string{"upload"}, c128.Missing, "perf and eval ran; only the upload is missing")
 	require.NotNil(t, c128.Perf)
 
@@ -121,13 +123,13 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 	e.start(in)
 	point := workflows.PointWorkflowID(id, simID(t, name))
 
-	var p *pointView
+	var p *control.PointView
 	e.eventually("the waiting point to release its nodes", 3*time.Minute, func() bool {
 		v, ok := e.statusJSON(id)
 		if !ok {
 			return false
 		}
-		p = v.point(simID(t, name))
+		p = pointOf(v, simID(t, name))
 		return p != nil && p.Status == workflows.StatusAwaitingOperator && p.Released
 	})
 	require.Equal(t, 0, p.NodesHeld)

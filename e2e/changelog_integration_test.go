@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -13,7 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// The seed sweep file and control's perf-changelog fixture, whose entry 1
+// selects the seed's config keys.
+const (
+	seedSweep = "../configs/sweeps/dsv4-gb200-agentx.yaml"
+	clFixture = "../control/testdata/changelog/perf-changelog.yaml"
 )
 
 // TestIntegrationChangelogStartsSeedSweep starts the seed sweep (on the
@@ -40,7 +48,9 @@ func TestIntegrationChangelogStartsSeedSweep(t *testing.T) {
 	require.NotNil(t, f, "the memo records the changelog entries")
 	var memo map[string]any
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(f, &memo))
-	assert.Contains(t, memo["entries"], "entry 1 (testdata/changelog/perf-changelog.yaml:5) https://github.com/SemiAnalysisAI/InferenceX/pull/XXX: dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-*")
+	// The fixture sits outside this directory, so the entry names it by its
+	// absolute path.
+	assert.Regexp(t, `entry 1 \(/\S*/control/testdata/changelog/perf-changelog\.yaml:5\) https://github\.com/SemiAnalysisAI/InferenceX/pull/XXX: dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-\*`, memo["entries"])
 
 	out, code = e.cli("sweep", "start", "--sweep", seedSweep, "--cluster", cluster, "--json")
 	require.Equal(t, 0, code, out)
@@ -62,9 +72,9 @@ func TestIntegrationEvalOnlyChangelogSweep(t *testing.T) {
 	e := newITEnv(t)
 	e.startWorker()
 	const id = "it-eval-only"
-	in, _, err := buildSweep(sweepRequest{
+	in, _, err := control.Build(control.Request{
 		SweepFile: seedSweep, ClusterFile: "../configs/clusters/local-sim.yaml", ID: id,
-		Changelog: &changelogRef{Path: "testdata/changelog/evals.yaml", Entry: 2},
+		Changelog: &control.ChangelogRef{Path: "../control/testdata/changelog/evals.yaml", Entry: 2},
 		Tuning:    workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -55,7 +56,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		downPoint    = "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"    // 6 nodes
 		scancelPoint = "dsv4_p1x16ep16dpa_d1x32ep32dpa_conc256_kvdram-hicache" // 12 nodes
 	)
-	in, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: profile, ID: "slurm-faults",
+	in, _, err := control.Build(control.Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: profile, ID: "slurm-faults",
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
 	require.NoError(t, err)
 	var pts []activities.PointSpec

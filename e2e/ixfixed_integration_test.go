@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 	"github.com/sweepflow/sweepflow/plan"
@@ -94,7 +95,7 @@ func pickIXFixedKey(t *testing.T) *ixFixedKey {
 			continue
 		}
 		sweepFile := writeIXSweep(t, e.Key, []string{masterPath}, runnersPath, root)
-		in, p, err := buildSweep(sweepRequest{SweepFile: sweepFile})
+		in, p, err := control.Build(control.Request{SweepFile: sweepFile})
 		if err != nil {
 			reject(e.Key, "plan: %v", err)
 			continue
@@ -297,7 +298,7 @@ func TestIXFixedSeqLenKeyPlansDistinctIdentities(t *testing.T) {
 	require.Positive(t, multi, "key %s has no row with several concurrencies", k.Key)
 
 	// The sweep input carries exactly the planned identities.
-	in, _, err := buildSweep(sweepRequest{SweepFile: k.SweepFile})
+	in, _, err := control.Build(control.Request{SweepFile: k.SweepFile})
 	require.NoError(t, err)
 	require.Len(t, in.Points, len(p.Points))
 	wids := map[string]bool{}
@@ -348,7 +349,7 @@ func TestIntegrationIXFixedSeqLenKeyOnLocalSim(t *testing.T) {
 	pr := e.wait(started.SweepID, 5*time.Minute)
 	require.Equal(t, len(concs), pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
 
-	in, _, err := buildSweep(sweepRequest{SweepFile: sweepFile, ID: started.SweepID})
+	in, _, err := control.Build(control.Request{SweepFile: sweepFile, ID: started.SweepID})
 	require.NoError(t, err)
 	wids := map[string]bool{}
 	for _, sp := range in.Points {

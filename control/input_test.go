@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 )
 
 func TestBuildSweepSeed(t *testing.T) {
-	in, p, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"})
+	in, p, err := Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.NoError(t, err)
 	require.Len(t, in.Points, 8)
 	require.Len(t, p.Points, 8)
@@ -35,13 +35,13 @@ func TestBuildSweepSeed(t *testing.T) {
 	require.Equal(t, 4, evals)
 
 	// The sweep ID is deterministic: the same plan gives the same ID.
-	again, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"})
+	again, _, err := Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.NoError(t, err)
 	require.Equal(t, in.SweepID, again.SweepID)
 }
 
 func TestBuildSweepErrors(t *testing.T) {
-	req := sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"}
+	req := Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"}
 	tests := []struct {
 		name   string
 		faults []string
@@ -56,7 +56,7 @@ func TestBuildSweepErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := req
 			r.Faults = tc.faults
-			_, _, err := buildSweep(r)
+			_, _, err := Build(r)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -75,7 +75,7 @@ func TestBuildSweepErrors(t *testing.T) {
 	text = strings.ReplaceAll(text, "${SWEEPFLOW_GOLDEN_AL:-../golden-al/dsv4-pro-0813-dspark.yaml}", filepath.Join(dir, "golden_al_distribution.yaml"))
 	sweepFile := filepath.Join(dir, "sweep.yaml")
 	require.NoError(t, os.WriteFile(sweepFile, []byte(text), 0o644))
-	_, _, err = buildSweep(sweepRequest{SweepFile: sweepFile, ClusterFile: "../configs/clusters/local-sim.yaml"})
+	_, _, err = Build(Request{SweepFile: sweepFile, ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.ErrorContains(t, err, "golden AL for 6 draft tokens is 3.5")
 }
 
@@ -85,7 +85,7 @@ func TestBuildSweepErrors(t *testing.T) {
 func TestWorkflowInputRefsLargePlans(t *testing.T) {
 	for _, n := range []int{1, storedPlanPoints - 1, storedPlanPoints, 10000} {
 		in := &workflows.SweepInput{SweepID: "s", Points: make([]activities.PointSpec, n)}
-		got := workflowInput(in)
+		got := WorkflowInput(in)
 		if n < storedPlanPoints {
 			assert.Len(t, got.Points, n, "n=%d", n)
 			assert.Empty(t, got.PlanRef, "n=%d", n)
@@ -94,7 +94,7 @@ func TestWorkflowInputRefsLargePlans(t *testing.T) {
 			assert.Equal(t, "s", got.PlanRef, "n=%d", n)
 		}
 		assert.Len(t, in.Points, n, "the caller's input is untouched")
-		assert.LessOrEqual(t, strings.Count(sweepDetails(in), "\n"), detailRows+6, "n=%d", n)
+		assert.LessOrEqual(t, strings.Count(Details(in), "\n"), detailRows+6, "n=%d", n)
 	}
 }
 
@@ -106,11 +106,11 @@ func TestBuildSweepUsesProfileTaskQueue(t *testing.T) {
 	dir := t.TempDir()
 	custom := strings.Replace(string(prof), "task-queue: cluster-local-sim", "task-queue: gb200-rack-7", 1)
 	custom = strings.ReplaceAll(custom, "../../.sweepflow", filepath.Join(dir, "data"))
-	custom = strings.Replace(custom, "recipes-root: ..", "recipes-root: "+absPath("../configs"), 1)
+	custom = strings.Replace(custom, "recipes-root: ..", "recipes-root: "+AbsPath("../configs"), 1)
 	require.Contains(t, custom, "task-queue: gb200-rack-7")
 	cf := filepath.Join(dir, "local-sim.yaml")
 	require.NoError(t, os.WriteFile(cf, []byte(custom), 0o644))
-	in, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: cf})
+	in, _, err := Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: cf})
 	require.NoError(t, err)
 	require.Equal(t, "gb200-rack-7", in.TaskQueue)
 }
@@ -148,17 +148,36 @@ func TestBuildSweepRefusesWhatDoesNotLaunch(t *testing.T) {
 	require.NoError(t, os.WriteFile(sweep, []byte("name: trt-mtp\nconfig-files: [master.yaml]\nrunner-config: "+runners+
 		"\ncluster: "+profile+"\nconfig-keys: [dsv4-fp4-gb200-dynamo-trt-agentic-disagg]\nrecipes-root: .\nthinking: true\n"), 0o644))
 
-	_, _, err = buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/slurm-emu.yaml"})
+	_, _, err = Build(Request{SweepFile: sweep, ClusterFile: "../configs/clusters/slurm-emu.yaml"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "recipes/trt-mtp.yaml does not launch on slurm-emu, nothing was started")
 	assert.Contains(t, err.Error(), "InferenceX has no synthetic-acceptance injector for trtllm")
 	assert.NotContains(t, err.Error(), "\n", "one line")
 
-	in, _, err := buildSweep(sweepRequest{SweepFile: sweep, ClusterFile: "../configs/clusters/local-sim.yaml"})
+	in, _, err := Build(Request{SweepFile: sweep, ClusterFile: "../configs/clusters/local-sim.yaml"})
 	require.NoError(t, err, "the simulator launches no recipe")
 	require.Len(t, in.Points, 2)
 
 	// The row as it ships (no speculation, no synthetic acceptance) launches.
-	_, _, err = buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-backends.yaml", ClusterFile: "../configs/clusters/slurm-emu.yaml"})
+	_, _, err = Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-backends.yaml", ClusterFile: "../configs/clusters/slurm-emu.yaml"})
 	require.NoError(t, err)
+}
+
+// TestSimulatedAndRealPlansDiffer: the same sweep planned for the simulated
+// partition and for the real GB200 rack shares no identity, no point ID and
+// no default sweep ID, so a rerun on the rack cannot reuse simulated figures.
+func TestSimulatedAndRealPlansDiffer(t *testing.T) {
+	sweep := "../configs/sweeps/dsv4-gb200-agentx.yaml"
+	sim, _, err := Build(Request{SweepFile: sweep, ClusterFile: "../configs/clusters/local-sim.yaml"})
+	require.NoError(t, err)
+	real, _, err := Build(Request{SweepFile: sweep, ClusterFile: "../configs/clusters/gb200-nvl72.yaml"})
+	require.NoError(t, err)
+	require.Len(t, real.Points, len(sim.Points))
+	for i := range sim.Points {
+		assert.Equal(t, sim.Points[i].ExpName, real.Points[i].ExpName)
+		assert.NotEqual(t, sim.Points[i].Identity, real.Points[i].Identity)
+		assert.NotEqual(t, sim.Points[i].PointID, real.Points[i].PointID)
+		assert.NotEqual(t, sim.Points[i].ProfileHash, real.Points[i].ProfileHash)
+	}
+	assert.NotEqual(t, sim.SweepID, real.SweepID)
 }

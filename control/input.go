@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"crypto/sha256"
@@ -15,9 +15,9 @@ import (
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
-// sweepRequest is what `sweep start`, `rerun` and schedules turn into a
+// Request is what `sweep start`, `rerun` and schedules turn into a
 // SweepInput.
-type sweepRequest struct {
+type Request struct {
 	SweepFile   string
 	ClusterFile string
 	ID          string
@@ -28,12 +28,12 @@ type sweepRequest struct {
 	Nightly     bool
 	// Changelog, when set, picks the config keys and eval selection from
 	// perf-changelog entries instead of the sweep file's config-keys.
-	Changelog *changelogRef
+	Changelog *ChangelogRef
 }
 
-// buildSweep plans the sweep file and converts every point into the
+// Build plans the sweep file and converts every point into the
 // workflow's input. Any invalid input fails here, before a GPU is touched.
-func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
+func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 	sw, err := config.LoadSweep(req.SweepFile)
 	if err != nil {
 		return nil, nil, err
@@ -50,7 +50,7 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 	// simulated and a real sweep of one plan never share identities.
 	opts := plan.Options{Sweep: sw, Cluster: cl}
 	if req.Changelog != nil {
-		if _, err := applyChangelog(*req.Changelog, sw, &opts); err != nil {
+		if _, err := ApplyChangelog(*req.Changelog, sw, &opts); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -64,13 +64,13 @@ func buildSweep(req sweepRequest) (*workflows.SweepInput, *plan.Plan, error) {
 	in := &workflows.SweepInput{
 		Name: sw.Name, Cluster: cl.Name, TaskQueue: cl.TaskQueue, NodeBudget: cl.Nodes,
 		Tuning: req.Tuning, ReuseFrom: req.ReuseFrom, Force: req.Force, Nightly: req.Nightly,
-		SweepFile: absPath(req.SweepFile), ClusterFile: absPath(req.ClusterFile),
+		SweepFile: AbsPath(req.SweepFile), ClusterFile: AbsPath(req.ClusterFile),
 	}
 	in.Points = activities.PointSpecs(p, cl, sw.Evals)
 	if err := preflightRecipes(cl, p.RecipesRoot, in.Points); err != nil {
 		return nil, nil, err
 	}
-	if err := applyFaults(req.Faults, in.Points); err != nil {
+	if err := ApplyFaults(req.Faults, in.Points); err != nil {
 		return nil, nil, err
 	}
 	in.SweepID = req.ID
@@ -99,7 +99,7 @@ func defaultSweepID(name string, in *workflows.SweepInput) string {
 	return name + "-" + hex.EncodeToString(h.Sum(nil))[:8]
 }
 
-func absPath(p string) string {
+func AbsPath(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -110,9 +110,9 @@ func absPath(p string) string {
 	return a
 }
 
-// applyFaults reads --inject-fault POINT:STAGE[:TIMES] (POINT: a point ID,
+// ApplyFaults reads --inject-fault POINT:STAGE[:TIMES] (POINT: a point ID,
 // or a substring of exactly one) into the points' fault lists.
-func applyFaults(specs []string, pts []activities.PointSpec) error {
+func ApplyFaults(specs []string, pts []activities.PointSpec) error {
 	ids := make([]string, len(pts))
 	for i, pt := range pts {
 		ids[i] = pt.PointID

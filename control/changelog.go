@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"github.com/sweepflow/sweepflow/config"
@@ -6,18 +6,18 @@ import (
 	"github.com/sweepflow/sweepflow/plan"
 )
 
-// changelogRef names the perf-changelog entries a sweep runs.
-type changelogRef struct {
+// ChangelogRef names the perf-changelog entries a sweep runs.
+type ChangelogRef struct {
 	Path         string
 	Entry, Since int
 }
 
-// applyChangelog resolves the chosen entries against the sweep's master
+// ApplyChangelog resolves the chosen entries against the sweep's master
 // config and turns the sweep into theirs: their throughput keys become its
 // config keys, their scenario types and eval selection filter the plan.
 // The sweep file still names the config files, runners, cluster, recipes
 // and golden AL.
-func applyChangelog(ref changelogRef, sw *config.Sweep, opts *plan.Options) (*changelog.Selection, error) {
+func ApplyChangelog(ref ChangelogRef, sw *config.Sweep, opts *plan.Options) (*changelog.Selection, error) {
 	cl, err := config.LoadChangelog(ref.Path)
 	if err != nil {
 		return nil, err
@@ -43,9 +43,9 @@ func applyChangelog(ref changelogRef, sw *config.Sweep, opts *plan.Options) (*ch
 	return sel, nil
 }
 
-// changelogMemo records in the sweep's memo which entries it runs.
-func changelogMemo(ref changelogRef) map[string]any {
-	m := map[string]any{"file": absPath(ref.Path)}
+// ChangelogMemo records in the sweep's memo which entries it runs.
+func ChangelogMemo(ref ChangelogRef) map[string]any {
+	m := map[string]any{"file": AbsPath(ref.Path)}
 	cl, err := config.LoadChangelog(ref.Path)
 	if err != nil {
 		return m

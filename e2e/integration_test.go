@@ -1,9 +1,10 @@
-package main
+package e2e
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/results"
@@ -67,7 +69,7 @@ var buildOnce struct {
 	err error
 }
 
-// starterBinary builds this package once per test binary.
+// starterBinary builds the starter command once per test binary.
 func starterBinary(t *testing.T) string {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "sweepflow-starter-")
@@ -75,7 +77,7 @@ func starterBinary(t *testing.T) string {
 			buildOnce.err = err
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "starter"), ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "starter"), "../starter").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -164,7 +166,7 @@ func (e *itEnv) startWorker() func() {
 // sweep plans the seed sweep for the simulated cluster and keeps the points
 // whose exp-name contains one of keep.
 func (e *itEnv) sweep(id string, keep []string, faults []string) *workflows.SweepInput {
-	in, _, err := buildSweep(sweepRequest{
+	in, _, err := control.Build(control.Request{
 		SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml",
 		ID: id, Faults: faults,
 		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
@@ -187,7 +189,7 @@ func (e *itEnv) sweep(id string, keep []string, faults []string) *workflows.Swee
 // (exp-name plus identity, so it depends on the cluster's backend).
 func pointID(t testing.TB, cluster, expName string) string {
 	t.Helper()
-	in, _, err := buildSweep(sweepRequest{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: cluster})
+	in, _, err := control.Build(control.Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: cluster})
 	require.NoError(t, err)
 	for _, p := range in.Points {
 		if p.ExpName == expName {
@@ -209,7 +211,7 @@ func slurmID(t testing.TB, expName string) string {
 func (e *itEnv) start(in *workflows.SweepInput) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := startSweep(ctx, e.c, in)
+	_, err := control.Start(ctx, e.c, in)
 	require.NoError(e.t, err)
 }
 
@@ -222,7 +224,7 @@ func (e *itEnv) wait(id string, within time.Duration) *workflows.SweepProgress {
 	require.NoError(e.t, err, "sweep %s did not complete", id)
 	// The result is slim (IDs, statuses, counts); the progress query of the
 	// closed sweep has every point's row and final state, as status shows.
-	pr, err := querySweep(ctx, e.c, id)
+	pr, err := control.Query(ctx, e.c, id)
 	require.NoError(e.t, err)
 	require.Equal(e.t, res.Counts, pr.Counts, "sweep %s: result and progress query agree", id)
 	require.Len(e.t, pr.Points, len(res.Points), "sweep %s: one result row per point", id)
@@ -270,22 +272,19 @@ func (e *itEnv) activityRuns(wid, typ string) (scheduled, attempts int) {
 	return scheduled, attempts
 }
 
-// cli runs a starter command in-process and captures its stdout.
+// cli runs the starter binary with args (in this test's environment:
+// TEMPORAL_ADDRESS, SWEEPFLOW_HOME) and returns its stdout and exit status;
+// its stderr goes to the test's.
 func (e *itEnv) cli(args ...string) (string, int) {
-	r, w, err := os.Pipe()
-	require.NoError(e.t, err)
-	old := os.Stdout
-	os.Stdout = w
-	done := make(chan string)
-	go func() {
-		var b bytes.Buffer
-		_, _ = io.Copy(&b, r)
-		done <- b.String()
-	}()
-	code := run(args)
-	os.Stdout = old
-	w.Close()
-	return <-done, code
+	cmd := exec.Command(e.starterBin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return out.String(), ee.ExitCode()
+	}
+	require.NoError(e.t, err, "starter %s", strings.Join(args, " "))
+	return out.String(), 0
 }
 
 func (e *itEnv) ledger() *results.Store {
@@ -507,7 +506,7 @@ func TestIntegrationCLI(t *testing.T) {
 
 	e.eventually("the c4 point to wait for an operator", 3*time.Minute, func() bool {
 		out, code := e.cli("status", started.SweepID, "--json")
-		var v sweepView
+		var v control.SweepView
 		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
 			return false
 		}

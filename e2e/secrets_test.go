@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sweepflow/sweepflow/codec"
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/internal/testnet"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -116,7 +117,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		stop := e.startWorkerWith(c, e.workerConfig())
 		defer stop()
 
-		in, _, err := buildSweep(sweepRequest{SweepFile: "testdata/agg-sweep.yaml", ID: id, Tuning: fastTuning()})
+		in, _, err := control.Build(control.Request{SweepFile: "testdata/agg-sweep.yaml", ID: id, Tuning: control.FastTuning()})
 		require.NoError(t, err)
 		require.Len(t, in.Points, 2)
 		for i := range in.Points {
@@ -129,7 +130,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		wr, err := startSweep(ctx, c, in)
+		wr, err := control.Start(ctx, c, in)
 		require.NoError(t, err)
 		var pr workflows.SweepProgress
 		require.NoError(t, wr.Get(ctx, &pr), "the sweep's result decodes with this client")
