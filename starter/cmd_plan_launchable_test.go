@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/reftest"
+	"github.com/sweepflow/sweepflow/plan/launchcheck"
 )
 
 // launchableArgs runs --launchable over testdata/launchable: a good SGLang
@@ -63,7 +64,7 @@ func TestLaunchableJSON(t *testing.T) {
 	dir := filepath.Join("testdata", "launchable")
 	res := starterIn(t, dir, launchableArgs("--config-keys", "lx-*", "--json")...)
 	require.Equal(t, 0, res.code, res.stderr)
-	var rep launchReport
+	var rep launchcheck.Report
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep))
 	abs, err := filepath.Abs(dir)
 	require.NoError(t, err)
@@ -76,14 +77,14 @@ func TestLaunchableJSON(t *testing.T) {
 	refused := rep.Keys[1]
 	assert.NotEmpty(t, refused.Reason)
 	refused.Reason = ""
-	assert.Equal(t, []launchKey{
+	assert.Equal(t, []launchcheck.Key{
 		{Key: "lx-good", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 2, Recipes: 1, Found: 1, Rendered: 1, Renders: true, Launchable: true},
 		{Key: "lx-refused", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 3, Recipes: 3, Found: 3, Rendered: 1},
 		{Key: "lx-missing", Runner: "cluster:gb200-nv", Served: true, Recipes: 1, Missing: []string{"recipes/missing.yaml"},
 			Reason: "recipe recipes/missing.yaml not found"},
 		{Key: "lx-alias", Runner: "cluster:gb200-nv", Served: true, Plans: true, Points: 1, Recipes: 1, Found: 1, Rendered: 1, Renders: true,
 			UnknownModels: []string{"not-in-profile"}, Reason: `model.path "not-in-profile" is not in cluster profile lx-gb200's models`},
-	}, append([]launchKey{rep.Keys[0], refused}, rep.Keys[2:]...))
+	}, append([]launchcheck.Key{rep.Keys[0], refused}, rep.Keys[2:]...))
 }
 
 // TestLaunchableBadInput: inputs that would make every line wrong are one
@@ -197,7 +198,7 @@ func TestLaunchableReference(t *testing.T) {
 		"--config-keys", "*", "--recipes-root", root, "--cluster", filepath.Join(repo, "configs", "clusters", "gb200-nvl72.yaml"), "--launchable"}
 	res := starterIn(t, repo, append(args, "--json")...)
 	require.Equal(t, 0, res.code, res.stderr)
-	var rep launchReport
+	var rep launchcheck.Report
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep))
 	assert.Equal(t, len(wants), rep.Listed)
 	assert.Equal(t, len(master.Entries)-len(wants), len(rep.NotServed))
