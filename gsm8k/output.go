@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"text/tabwriter"
+	"time"
 )
 
 // EvalRecord is one row in the shape of InferenceX's collect_eval_results
@@ -131,4 +134,42 @@ func RescoreJSONL(r io.Reader, name string, mode Mode) (*Rescored, error) {
 	out.Full = Summarize(mode, all)
 	out.Summary = RescoreSummary{EMStrict: out.Full.EMStrict, EMFlexible: out.Full.EMFlexible, NEff: out.Full.NEff}
 	return out, nil
+}
+
+// WriteSamplesFile writes the per-sample log (WriteSamplesJSONL) to path.
+func WriteSamplesFile(path string, samples []Sample) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteSamplesJSONL(f, samples); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// WriteTable prints the run's scores as `starter eval gsm8k` shows them,
+// with the gate's verdict when v is not nil.
+func (res *Result) WriteTable(w io.Writer, v *Verdict) {
+	s := res.Summary
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "task\t%s (%s mode)\n", s.Task, s.Mode)
+	fmt.Fprintf(tw, "em_strict\t%.4f ± %.4f\n", s.EMStrict, s.EMStrictSE)
+	fmt.Fprintf(tw, "em_flexible\t%.4f ± %.4f\n", s.EMFlexible, s.EMFlexibleSE)
+	fmt.Fprintf(tw, "n_eff\t%d\n", s.NEff)
+	fmt.Fprintf(tw, "invalid (strict / flexible)\t%.2f%% / %.2f%%\n", 100*s.InvalidRate, 100*s.InvalidRateFlexible)
+	fmt.Fprintf(tw, "failed requests\t%d\n", s.FailedRequests)
+	fmt.Fprintf(tw, "elapsed\t%s\n", res.Elapsed.Round(time.Millisecond))
+	if res.Simulated {
+		fmt.Fprintf(tw, "simulated\ttrue\n")
+	}
+	if v != nil {
+		verdict := "PASS"
+		if !v.Passed {
+			verdict = "FAIL (eval-failed)"
+		}
+		fmt.Fprintf(tw, "gate\t%s: %s\n", verdict, v.Reason)
+	}
+	tw.Flush()
 }

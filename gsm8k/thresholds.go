@@ -136,3 +136,23 @@ func Gate(s Summary, floor float64) Verdict {
 	}
 	return v
 }
+
+// GateFloor picks the gate floor: flagFloor when > 0, else the thresholds
+// file th
+// (gsm8k_cot falls back to gsm8k's floor, then to InferenceX's --min-score
+// default 0.85). No floor and no file means no gate.
+func GateFloor(flagFloor float64, th *Thresholds, task, prefix string) (float64, bool) {
+	if flagFloor > 0 {
+		return flagFloor, true
+	}
+	if th == nil {
+		return 0, false
+	}
+	if f, ok := th.Floor(task, prefix); ok {
+		return f, true
+	}
+	if f, ok := th.Floor("gsm8k", prefix); ok {
+		return f, true
+	}
+	return DefaultMinScore, true
+}

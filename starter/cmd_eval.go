@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,7 +142,7 @@ func newEvalGSM8KCmd() *cobra.Command {
 		}
 
 		var verdict *gsm8k.Verdict
-		if f, ok := resolveFloor(*floor, th, res.Summary.Task, *prefix); ok {
+		if f, ok := gsm8k.GateFloor(*floor, th, res.Summary.Task, *prefix); ok {
 			v := gsm8k.Gate(res.Summary, f)
 			verdict = &v
 		}
@@ -154,7 +153,7 @@ func newEvalGSM8KCmd() *cobra.Command {
 			}
 		}
 		if *samplesOut != "" {
-			if err := writeSamples(*samplesOut, res.Samples); err != nil {
+			if err := gsm8k.WriteSamplesFile(*samplesOut, res.Samples); err != nil {
 				return err
 			}
 		}
@@ -165,7 +164,7 @@ func newEvalGSM8KCmd() *cobra.Command {
 				return err
 			}
 		} else {
-			printEvalTable(stdout, res, verdict)
+			res.WriteTable(stdout, verdict)
 		}
 		if fre != nil {
 			return fre
@@ -178,66 +177,12 @@ func newEvalGSM8KCmd() *cobra.Command {
 	return c
 }
 
-// resolveFloor picks the gate floor: --floor, else the thresholds file
-// (gsm8k_cot falls back to gsm8k's floor, then to InferenceX's --min-score
-// default 0.85). No floor and no file means no gate.
-func resolveFloor(flagFloor float64, th *gsm8k.Thresholds, task, prefix string) (float64, bool) {
-	if flagFloor > 0 {
-		return flagFloor, true
-	}
-	if th == nil {
-		return 0, false
-	}
-	if f, ok := th.Floor(task, prefix); ok {
-		return f, true
-	}
-	if f, ok := th.Floor("gsm8k", prefix); ok {
-		return f, true
-	}
-	return gsm8k.DefaultMinScore, true
-}
-
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-func writeSamples(path string, samples []gsm8k.Sample) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := gsm8k.WriteSamplesJSONL(f, samples); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func printEvalTable(w io.Writer, res *gsm8k.Result, v *gsm8k.Verdict) {
-	s := res.Summary
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "task\t%s (%s mode)\n", s.Task, s.Mode)
-	fmt.Fprintf(tw, "em_strict\t%.4f ± %.4f\n", s.EMStrict, s.EMStrictSE)
-	fmt.Fprintf(tw, "em_flexible\t%.4f ± %.4f\n", s.EMFlexible, s.EMFlexibleSE)
-	fmt.Fprintf(tw, "n_eff\t%d\n", s.NEff)
-	fmt.Fprintf(tw, "invalid (strict / flexible)\t%.2f%% / %.2f%%\n", 100*s.InvalidRate, 100*s.InvalidRateFlexible)
-	fmt.Fprintf(tw, "failed requests\t%d\n", s.FailedRequests)
-	fmt.Fprintf(tw, "elapsed\t%s\n", res.Elapsed.Round(time.Millisecond))
-	if res.Simulated {
-		fmt.Fprintf(tw, "simulated\ttrue\n")
-	}
-	if v != nil {
-		verdict := "PASS"
-		if !v.Passed {
-			verdict = "FAIL (eval-failed)"
-		}
-		fmt.Fprintf(tw, "gate\t%s: %s\n", verdict, v.Reason)
-	}
-	tw.Flush()
 }
 
 // progressLine redraws one status line on a terminal; on anything else it
