@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -161,4 +162,16 @@ func NextRerunID(ctx context.Context, c client.Client, old string) (string, erro
 		}
 	}
 	return "", fmt.Errorf("too many reruns of %s", base)
+}
+
+// ReviewMemo is what a sweep's memo records of its check: which rules were
+// waived and the findings they waived, so an operator sees it in the Web UI.
+func ReviewMemo(rep *checklist.Report, allow []string) map[string]any {
+	var waived []string
+	for _, f := range rep.Findings {
+		if f.Allowed {
+			waived = append(waived, f.String())
+		}
+	}
+	return map[string]any{"review": map[string]any{"rules": rep.Rules, "allowed": []string(allow), "waived": waived}}
 }

@@ -173,7 +173,7 @@ func runCheck(out io.Writer, f *checkFlags, fs *flag.FlagSet) error {
 			return err
 		}
 	} else {
-		writeCheck(out, rep)
+		rep.Write(out)
 	}
 	if n := rep.Failures(); n > 0 {
 		return &exitError{code: exitFailure, msg: fmt.Sprintf("%d failing finding(s)", n)}
@@ -185,22 +185,6 @@ type checkJSON struct {
 	*checklist.Report
 	Failures int  `json:"failures"`
 	Pass     bool `json:"pass"`
-}
-
-func writeCheck(out io.Writer, rep *checklist.Report) {
-	for _, fd := range rep.Findings {
-		fmt.Fprintln(out, fd.String())
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintln(out, "note: "+n)
-	}
-	allowed := len(rep.Findings) - rep.Failures()
-	verdict := "PASS"
-	if rep.Failures() > 0 {
-		verdict = "FAIL"
-	}
-	fmt.Fprintf(out, "%s: %d rows, %d recipes, %d rules run (%s): %d failing, %d allowed, %d notes\n",
-		verdict, rep.Rows, rep.Recipes, len(rep.Rules), strings.Join(rep.Rules, ", "), rep.Failures(), allowed, len(rep.Notes))
 }
 
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
@@ -226,16 +210,4 @@ func checkReport(f *checkFlags, fs *flag.FlagSet) (*checklist.Report, error) {
 	}
 	rep.Allow(f.allow)
 	return rep, nil
-}
-
-// reviewMemo is what a sweep's memo records of its check: which rules were
-// waived and the findings they waived, so an operator sees it in the Web UI.
-func reviewMemo(rep *checklist.Report, allow []string) map[string]any {
-	var waived []string
-	for _, f := range rep.Findings {
-		if f.Allowed {
-			waived = append(waived, f.String())
-		}
-	}
-	return map[string]any{"review": map[string]any{"rules": rep.Rules, "allowed": []string(allow), "waived": waived}}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 )
 
@@ -87,7 +88,7 @@ func TestSweepStartReviewMemo(t *testing.T) {
 	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", []string{checklist.RuleUpstreamImage}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, rep.Failures())
-	memo := reviewMemo(rep, []string{checklist.RuleUpstreamImage})
+	memo := control.ReviewMemo(rep, []string{checklist.RuleUpstreamImage})
 	rv := memo["review"].(map[string]any)
 	assert.Equal(t, []string{checklist.RuleUpstreamImage}, rv["allowed"])
 	waived := rv["waived"].([]string)

@@ -131,7 +131,7 @@ func runSweepStart(f startFlags) error {
 		}
 		return &exitError{code: exitFailure, msg: fmt.Sprintf("refusing to start: %d check failure(s), first: %s; fix them or pass --allow RULE", n, first)}
 	}
-	f.memo = reviewMemo(rep, f.allow)
+	f.memo = control.ReviewMemo(rep, f.allow)
 	in, p, err := control.Build(req)
 	if err != nil {
 		return &exitError{code: 1, msg: oneLine(err)}

@@ -7,6 +7,7 @@ package checklist
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -418,4 +419,22 @@ func resolveBase(dir, file string) string {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// Write prints the findings one a line, the notes, and a PASS or FAIL
+// summary line, as `starter check` shows them.
+func (rep *Report) Write(out io.Writer) {
+	for _, fd := range rep.Findings {
+		fmt.Fprintln(out, fd.String())
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(out, "note: "+n)
+	}
+	allowed := len(rep.Findings) - rep.Failures()
+	verdict := "PASS"
+	if rep.Failures() > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(out, "%s: %d rows, %d recipes, %d rules run (%s): %d failing, %d allowed, %d notes\n",
+		verdict, rep.Rows, rep.Recipes, len(rep.Rules), strings.Join(rep.Rules, ", "), rep.Failures(), allowed, len(rep.Notes))
 }
