@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -14,15 +12,10 @@ import (
 	flag "github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/nightly"
-	"github.com/sweepflow/sweepflow/nightly/regress"
-	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 func init() {
@@ -84,8 +77,7 @@ func (f *scheduleFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&f.allow, "allow", "waive this check rule on every night (repeatable)")
 }
 
-// nightlySchedule builds the schedule: a nightly workflow per cron tick, one
-// at a time (overlap SKIP: a night still running makes the next one skip).
+// nightlySchedule checks the flags and builds the schedule (control).
 func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *nightly.Input, error) {
 	if _, err := time.LoadLocation(f.tz); err != nil {
 		return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: fmt.Sprintf("--timezone %q: %v", f.tz, err)}
@@ -104,59 +96,9 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *nig
 			return client.ScheduleOptions{}, nil, usageError("--allow %q: unknown rule (see starter check --help)", a)
 		}
 	}
-	// Every night re-reads the files from here (PlanNightly); the plan made
-	// now only proves they are good today and labels the schedule.
-	src := &nightly.Source{SweepFile: control.AbsPath(f.sweepFile), ClusterFile: control.AbsPath(f.clusterFile), Allow: f.allow}
-	if f.gitDir != "" {
-		src = &nightly.Source{SweepFile: filepath.ToSlash(f.sweepFile), ClusterFile: filepath.ToSlash(f.clusterFile),
-			GitDir: control.AbsPath(f.gitDir), GitRef: f.gitRef, Allow: f.allow}
-	}
-	scratch, err := os.MkdirTemp("", "sweepflow-schedule-")
-	if err != nil {
-		return client.ScheduleOptions{}, nil, err
-	}
-	defer os.RemoveAll(scratch)
-	res, err := nightly.PlanSource(context.Background(), *src, scratch)
-	if err != nil {
-		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
-	}
-	if len(res.Failures) > 0 {
-		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: fmt.Sprintf("the sweep fails its check today (%d finding(s)), first: %s", len(res.Failures), res.Failures[0])}
-	}
-	sw := res.Sweep
-	in := &workflows.SweepInput{Name: sw.Name, Cluster: res.Cluster.Name, TaskQueue: temporalx.ClusterQueue(res.Cluster.Name),
-		NodeBudget: res.Cluster.Nodes, Nightly: true, SweepFile: src.SweepFile, ClusterFile: src.ClusterFile,
-		Points: activities.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
-	if f.fast {
-		in.Tuning = control.FastTuning()
-	}
-	// Each night's sweep ID derives from its workflow ID (the schedule
-	// appends the night's time).
-	in.SweepID = ""
-	nin := &nightly.Input{Sweep: *in, Baseline: f.baseline, Webhook: f.webhook, Source: src,
-		Thresholds: regress.Thresholds{OutputTputPerGPUDropPct: sw.Regression.OutputTputPerGPUDropPct,
-			TTFTp90RisePct: sw.Regression.TTFTp90RisePct, InteractivityDropPct: sw.Regression.InteractivityDropPct}}
-	baseline := f.baseline
-	if baseline == "" {
-		baseline = "each point's last completed nightly"
-	}
-	return client.ScheduleOptions{
-		ID:             name,
-		Spec:           client.ScheduleSpec{CronExpressions: []string{f.cron}, TimeZoneName: f.tz, Jitter: f.jitter},
-		Overlap:        enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		CatchupWindow:  f.catchup,
-		PauseOnFailure: f.pause,
-		Note:           fmt.Sprintf("sweepflow nightly: %s (%d points) on %s vs %s", in.Name, len(in.Points), in.Cluster, baseline),
-		Action: &client.ScheduleWorkflowAction{
-			ID:            name + "-" + in.Name,
-			Workflow:      nightly.WorkflowName,
-			Args:          []any{*nin},
-			TaskQueue:     temporalx.ControlQueue,
-			StaticSummary: fmt.Sprintf("nightly %s: sweep %s (%d points on %s) vs %s", name, in.Name, len(in.Points), in.Cluster, baseline),
-			TypedSearchAttributes: temporal.NewSearchAttributes(
-				workflows.SAKind.ValueSet(workflows.KindNightly), workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
-		},
-	}, nin, nil
+	return control.NightlySchedule(name, control.Nightly{Cron: f.cron, TimeZone: f.tz, SweepFile: f.sweepFile, ClusterFile: f.clusterFile,
+		Baseline: f.baseline, Webhook: f.webhook, Catchup: f.catchup, Jitter: f.jitter, PauseOnFailure: f.pause, Fast: f.fast,
+		GitDir: f.gitDir, GitRef: f.gitRef, Allow: f.allow})
 }
 
 func runScheduleCreate(name string, f scheduleFlags) error {
