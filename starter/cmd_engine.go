@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -163,7 +162,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rendered)
 	}
-	printProcesses(stdout, recipe, rendered)
+	rendered.Write(stdout, recipe.Name)
 	return nil
 }
 
@@ -204,29 +203,4 @@ func nodeAddrs(nodes []string, list string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func printProcesses(w io.Writer, r *config.Recipe, rendered *srtlaunch.Rendered) {
-	procs := rendered.Processes
-	fmt.Fprintf(w, "recipe %s: %d processes\n", r.Name, len(procs))
-	for i, p := range procs {
-		fmt.Fprintf(w, "\n[%d] %-9s %s on %s\n", i, p.Role, filepath.Base(p.Output), strings.Join(p.Nodelist, ","))
-		fmt.Fprintf(w, "    image:  %s\n", p.ContainerImage)
-		if keys := p.EnvKeys(); len(keys) > 0 {
-			fmt.Fprintln(w, "    env:")
-			for _, k := range keys {
-				v, _ := p.EnvValue(k)
-				fmt.Fprintf(w, "      %s=%s\n", k, v)
-			}
-		}
-		fmt.Fprintf(w, "    cmd:    %s\n", p.CommandLine())
-	}
-	names := make([]string, 0, len(rendered.Files))
-	for name := range rendered.Files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		fmt.Fprintf(w, "\nfile %s (written to the log directory before launch):\n%s", name, rendered.Files[name])
-	}
 }

@@ -3,6 +3,9 @@ package srtlaunch
 import (
 	_ "embed"
 	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
 	"strings"
 	"text/template"
 
@@ -71,4 +74,31 @@ func Preflight(r *config.Recipe, gpusPerNode int, modelName string, al float64) 
 		}
 	}
 	return nil
+}
+
+// Write prints the processes (role, output, nodes, image, env, command)
+// and the files of recipe as `starter engine render` shows them.
+func (rendered *Rendered) Write(w io.Writer, recipe string) {
+	procs := rendered.Processes
+	fmt.Fprintf(w, "recipe %s: %d processes\n", recipe, len(procs))
+	for i, p := range procs {
+		fmt.Fprintf(w, "\n[%d] %-9s %s on %s\n", i, p.Role, filepath.Base(p.Output), strings.Join(p.Nodelist, ","))
+		fmt.Fprintf(w, "    image:  %s\n", p.ContainerImage)
+		if keys := p.EnvKeys(); len(keys) > 0 {
+			fmt.Fprintln(w, "    env:")
+			for _, k := range keys {
+				v, _ := p.EnvValue(k)
+				fmt.Fprintf(w, "      %s=%s\n", k, v)
+			}
+		}
+		fmt.Fprintf(w, "    cmd:    %s\n", p.CommandLine())
+	}
+	names := make([]string, 0, len(rendered.Files))
+	for name := range rendered.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "\nfile %s (written to the log directory before launch):\n%s", name, rendered.Files[name])
+	}
 }
