@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 )
 
@@ -370,4 +371,32 @@ func removeStaleTemps(dst string) error {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))))
+}
+
+// WriteTable prints the report as `starter stage` does: files and bytes
+// copied and skipped, elapsed time, throughput and the manifest digest.
+func (rep *Report) WriteTable(w io.Writer, elapsed time.Duration) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILES COPIED\tFILES SKIPPED\tCOPIED\tSKIPPED\tELAPSED\tTHROUGHPUT\tMANIFEST SHA256")
+	rate := "-"
+	if s := elapsed.Seconds(); s > 0 && rep.BytesCopied > 0 {
+		rate = HumanBytes(int64(float64(rep.BytesCopied)/s)) + "/s"
+	}
+	fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", rep.FilesCopied, rep.FilesSkipped,
+		HumanBytes(rep.BytesCopied), HumanBytes(rep.BytesSkipped), elapsed.Round(time.Millisecond), rate, rep.ManifestSHA256)
+	return tw.Flush()
+}
+
+// HumanBytes is n in binary units: "512 B", "1.5 MiB".
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

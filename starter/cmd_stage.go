@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,7 +78,7 @@ func stageMain(ctx context.Context, opts staging.Options, asJSON bool, stdout, s
 		opts.OnProgress = func(p staging.Progress) { _ = enc.Encode(stageEvent{Event: "progress", Progress: &p}) }
 	} else {
 		opts.OnProgress = func(p staging.Progress) {
-			fmt.Fprintf(stderr, "staged %d/%d files, %s copied\n", len(p.Done), p.TotalFiles, humanBytes(p.BytesCopied+p.InFlightBytes))
+			fmt.Fprintf(stderr, "staged %d/%d files, %s copied\n", len(p.Done), p.TotalFiles, staging.HumanBytes(p.BytesCopied+p.InFlightBytes))
 		}
 	}
 	rep, err := staging.Stage(ctx, opts)
@@ -98,15 +97,7 @@ func stageMain(ctx context.Context, opts staging.Options, asJSON bool, stdout, s
 	if asJSON {
 		return enc.Encode(stageEvent{Event: "report", Report: rep, Elapsed: elapsed.Seconds()})
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FILES COPIED\tFILES SKIPPED\tCOPIED\tSKIPPED\tELAPSED\tTHROUGHPUT\tMANIFEST SHA256")
-	rate := "-"
-	if s := elapsed.Seconds(); s > 0 && rep.BytesCopied > 0 {
-		rate = humanBytes(int64(float64(rep.BytesCopied)/s)) + "/s"
-	}
-	fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", rep.FilesCopied, rep.FilesSkipped,
-		humanBytes(rep.BytesCopied), humanBytes(rep.BytesSkipped), elapsed.Round(time.Millisecond), rate, rep.ManifestSHA256)
-	return tw.Flush()
+	return rep.WriteTable(stdout, elapsed)
 }
 
 func readResume(path string) (*staging.Progress, error) {
@@ -119,17 +110,4 @@ func readResume(path string) (*staging.Progress, error) {
 		return nil, fmt.Errorf("--resume %s: not a progress object: %v", path, err)
 	}
 	return &p, nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
