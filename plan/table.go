@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // SummaryCluster is the cluster as a plan summary shows it.
@@ -51,7 +51,7 @@ func (p *Plan) WriteTable(out io.Writer) error {
 		}
 	}
 	if dir != "" {
-		fmt.Fprintf(out, "recipes in %s/\n", path.Join(config.DisplayPath(p.RecipesRoot), dir))
+		fmt.Fprintf(out, "recipes in %s/\n", path.Join(strictyaml.DisplayPath(p.RecipesRoot), dir))
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

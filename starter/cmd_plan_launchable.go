@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/plan/launchcheck"
 )
 
@@ -27,12 +29,12 @@ func planLaunchable(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
-	var errs config.Errors
-	master, err := config.LoadMaster(s.ConfigFiles...)
+	var errs strictyaml.Errors
+	master, err := ixconfig.LoadMaster(s.ConfigFiles...)
 	appendErr(&errs, err)
-	var runners *config.Runners
+	var runners *ixconfig.Runners
 	if s.RunnerConfig != "" {
-		runners, err = config.LoadRunners(s.RunnerConfig)
+		runners, err = ixconfig.LoadRunners(s.RunnerConfig)
 		appendErr(&errs, err)
 	}
 	if len(errs) > 0 {

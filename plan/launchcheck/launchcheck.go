@@ -19,6 +19,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/plan"
 )
@@ -72,9 +74,9 @@ func RecipesRoot(root string, s *config.Sweep, c *config.Cluster) (string, error
 	switch {
 	case root != "":
 	case s.RecipesRoot != "":
-		root, from = s.RecipesRoot, config.DisplayPath(s.Path)+": recipes-root"
+		root, from = s.RecipesRoot, strictyaml.DisplayPath(s.Path)+": recipes-root"
 	case c.RecipesRoot != "":
-		root, from = c.RecipesRoot, config.DisplayPath(c.Path)+": recipes-root"
+		root, from = c.RecipesRoot, strictyaml.DisplayPath(c.Path)+": recipes-root"
 	default:
 		return "", ErrNoRecipesRoot
 	}
@@ -91,7 +93,7 @@ func RecipesRoot(root string, s *config.Sweep, c *config.Cluster) (string, error
 // Check checks every key of the sweep's config keys (globs resolved
 // against master) on cluster c: keys on runners c does not serve are
 // listed with that reason when named exactly, else only counted.
-func Check(s *config.Sweep, c *config.Cluster, master *config.Master, runners *config.Runners, root, launcher string) (Report, error) {
+func Check(s *config.Sweep, c *config.Cluster, master *ixconfig.Master, runners *ixconfig.Runners, root, launcher string) (Report, error) {
 	keys, err := matrix.ResolveKeys(master, s.ConfigKeys)
 	if err != nil {
 		return Report{}, err
@@ -127,7 +129,7 @@ func Check(s *config.Sweep, c *config.Cluster, master *config.Master, runners *c
 
 // checkKey plans one served key, looks for its recipes and renders each
 // one on a placeholder allocation of its footprint.
-func checkKey(key string, e *config.Entry, master *config.Master, runners *config.Runners, s *config.Sweep,
+func checkKey(key string, e *ixconfig.Entry, master *ixconfig.Master, runners *ixconfig.Runners, s *config.Sweep,
 	c *config.Cluster, root, launcher string) Key {
 	k := Key{Key: key, Runner: e.Runner, Served: true}
 	var planErr, refErr, renderErr error
@@ -259,7 +261,7 @@ func plural(n int) string {
 
 // Write prints the report as a table with a summary line.
 func Write(out io.Writer, rep Report) error {
-	fmt.Fprintf(out, "launch check on %s, recipes under %s\n\n", rep.Cluster, config.DisplayPath(rep.RecipesRoot))
+	fmt.Fprintf(out, "launch check on %s, recipes under %s\n\n", rep.Cluster, strictyaml.DisplayPath(rep.RecipesRoot))
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONFIG-KEY\tPLANS\tRECIPES\tRENDERS\tREASON")
