@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -97,21 +96,8 @@ func checkOptions(f *checkFlags, fs *flag.FlagSet) (checklist.Options, error) {
 		if err != nil {
 			return o, configError(err)
 		}
-		o.ConfigFiles, o.RunnerConfig, o.ConfigKeys = s.ConfigFiles, s.RunnerConfig, s.ConfigKeys
-		o.Inject = s.GoldenAL
-		if fs == nil || !fs.Changed("thinking") {
-			o.Thinking = s.Thinking
-		}
-		if o.RecipesRoot == "" {
-			o.RecipesRoot = s.RecipesRoot
-		}
-		cl := cmp.Or(f.cluster, s.ClusterPath)
-		if o.RecipesRoot == "" && cl != "" {
-			c, err := config.LoadCluster(cl)
-			if err != nil {
-				return o, configError(err)
-			}
-			o.RecipesRoot = c.RecipesRoot
+		if err := o.FromSweep(s, f.cluster, fs != nil && fs.Changed("thinking")); err != nil {
+			return o, configError(err)
 		}
 	}
 	if len(f.configFiles) > 0 {

@@ -6,6 +6,7 @@
 package checklist
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -154,6 +155,30 @@ type Options struct {
 	// with neither, the entries added relative to Base's copy (or the last).
 	Changelog                      string
 	ChangelogEntry, ChangelogSince int
+}
+
+// FromSweep sets what a sweep file implies: its config files, runners,
+// keys, golden AL and thinking mode (unless keepThinking), and its recipes
+// root unless one is set, else that of its cluster profile (clusterFile
+// overriding the sweep's cluster).
+func (o *Options) FromSweep(s *config.Sweep, clusterFile string, keepThinking bool) error {
+	o.ConfigFiles, o.RunnerConfig, o.ConfigKeys = s.ConfigFiles, s.RunnerConfig, s.ConfigKeys
+	o.Inject = s.GoldenAL
+	if !keepThinking {
+		o.Thinking = s.Thinking
+	}
+	if o.RecipesRoot == "" {
+		o.RecipesRoot = s.RecipesRoot
+	}
+	cl := cmp.Or(clusterFile, s.ClusterPath)
+	if o.RecipesRoot == "" && cl != "" {
+		c, err := config.LoadCluster(cl)
+		if err != nil {
+			return err
+		}
+		o.RecipesRoot = c.RecipesRoot
+	}
+	return nil
 }
 
 // Check loads everything opts names and runs every rule. Errors are inputs
