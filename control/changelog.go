@@ -19,11 +19,7 @@ type ChangelogRef struct {
 // The sweep file still names the config files, runners, cluster, recipes
 // and golden AL.
 func ApplyChangelog(ref ChangelogRef, sw *config.Sweep, opts *plan.Options) (*changelog.Selection, error) {
-	cl, err := ixconfig.LoadChangelog(ref.Path)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := changelog.Select(cl, ref.Entry, ref.Since)
+	entries, err := changelog.LoadSelected(ref.Path, ref.Entry, ref.Since)
 	if err != nil {
 		return nil, err
 	}
@@ -47,11 +43,7 @@ func ApplyChangelog(ref ChangelogRef, sw *config.Sweep, opts *plan.Options) (*ch
 // ChangelogMemo records in the sweep's memo which entries it runs.
 func ChangelogMemo(ref ChangelogRef) map[string]any {
 	m := map[string]any{"file": AbsPath(ref.Path)}
-	cl, err := ixconfig.LoadChangelog(ref.Path)
-	if err != nil {
-		return m
-	}
-	if entries, err := changelog.Select(cl, ref.Entry, ref.Since); err == nil {
+	if entries, err := changelog.LoadSelected(ref.Path, ref.Entry, ref.Since); err == nil {
 		sel := &changelog.Selection{Entries: entries}
 		m["entries"] = sel.Describe()
 	}

@@ -248,11 +248,7 @@ func planChangelogIXJSON(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	cl, err := ixconfig.LoadChangelog(f.changelog.Path)
-	if err != nil {
-		return configError(err)
-	}
-	entries, err := changelog.Select(cl, f.changelog.Entry, f.changelog.Since)
+	entries, err := changelog.LoadSelected(f.changelog.Path, f.changelog.Entry, f.changelog.Since)
 	if err != nil {
 		return configError(err)
 	}

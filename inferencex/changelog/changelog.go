@@ -20,6 +20,16 @@ import (
 // Scenarios is every scenario type, in InferenceX's canonical order.
 var Scenarios = []string{ixconfig.ScenarioFixedSeqLen, ixconfig.ScenarioAgenticCoding}
 
+// LoadSelected reads the perf-changelog at path and selects entries as
+// Select does.
+func LoadSelected(path string, entry, since int) ([]*ixconfig.ChangelogEntry, error) {
+	cl, err := ixconfig.LoadChangelog(path)
+	if err != nil {
+		return nil, err
+	}
+	return Select(cl, entry, since)
+}
+
 // Select picks entries by their 1-based position: entry N alone, or every
 // entry from N to the end (since). A negative N counts from the end (-1 is
 // the last entry). With neither, the last entry is chosen.
