@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -276,9 +277,7 @@ func (a *Activities) baselineImage(ctx context.Context, cache map[string]map[str
 		}
 		m = map[string]string{}
 		for _, p := range pts {
-			var spec struct {
-				Image string `json:"image"`
-			}
+			var spec point.Spec
 			if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &spec) == nil {
 				m[p.PointID] = spec.Image
 			}

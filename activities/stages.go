@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -26,14 +27,14 @@ func toCluster(a Allocation) cluster.Allocation {
 
 // Allocate holds the point's nodes. Waiting for nodes is reported in the
 // heartbeat so `starter status` can show the pending reason.
-func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, err error) {
+func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, err error) {
 	if err := a.injectFault(p, StageAllocate); err != nil {
 		return Allocation{}, err
 	}
 	if err := a.verifyRecipe(p); err != nil {
 		return Allocation{}, err
 	}
-	if err := p.checkGPUs(false); err != nil {
+	if err := checkGPUs(p, false); err != nil {
 		return Allocation{}, err // before any GPU time
 	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
@@ -53,7 +54,7 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, e
 // prefill and decode GPUs that do not add up to the total, and with
 // needTotal (figures about to be stored) no GPUs at all, which would store
 // per-GPU figures of 0.
-func (p PointSpec) checkGPUs(needTotal bool) error {
+func checkGPUs(p point.Spec, needTotal bool) error {
 	switch {
 	case p.PrefillGPUs < 0 || p.DecodeGPUs < 0 || p.GPUs < 0:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: gpus %d, prefill_gpus %d, decode_gpus %d: GPU counts must be >= 0",
@@ -149,7 +150,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	hb := startHeartbeat(ctx, 0, "starting")
 	defer hb.Finish(&err)
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
-		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
+		Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
 		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
@@ -202,7 +203,7 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 	defer hb.Finish(&err)
 	p := in.Point
 	if in.Perf != nil {
-		if err := p.checkGPUs(true); err != nil {
+		if err := checkGPUs(p, true); err != nil {
 			return err
 		}
 		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)
@@ -237,7 +238,7 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 // putStageStored writes a stage output first and returns the row the ledger
 // holds: for a reused output it records where the figures came from, and it
 // carries the profile the typed result row repeats. Errors are classified.
-func (a *Activities) putStageStored(ctx context.Context, p PointSpec, stage string, out any, uris []string, simulated bool, from *ReuseSource) (*results.StageOutput, error) {
+func (a *Activities) putStageStored(ctx context.Context, p point.Spec, stage string, out any, uris []string, simulated bool, from *ReuseSource) (*results.StageOutput, error) {
 	if err := a.putStage(ctx, p, stage, out, uris, simulated, from); err != nil {
 		return nil, classify(err)
 	}
@@ -290,7 +291,7 @@ func (a *Activities) putArtifact(ctx context.Context, path string) (string, erro
 	return a.Artifacts.Put(ctx, filepath.Base(path), f)
 }
 
-func (a *Activities) scratch(p PointSpec, stage string) (string, error) {
+func (a *Activities) scratch(p point.Spec, stage string) (string, error) {
 	dir := filepath.Join(a.StateDir, "scratch", sanitize(p.SweepID), sanitize(p.PointID), stage)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("scratch dir: %w", err)

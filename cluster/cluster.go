@@ -54,7 +54,7 @@ type StageReport struct {
 // ServeSpec describes the server to start on an allocation.
 type ServeSpec struct {
 	Model        string
-	Deployment   string // simulator deployment shorthand, e.g. "2P1D DEP16/DEP32"
+	Layout       string // the topology in the simulator's shorthand, e.g. "2P1D DEP16/DEP32"
 	RowJSON      []byte // the InferenceX matrix row
 	RecipePath   string
 	RecipeDigest string // see AllocRequest.RecipeDigest

@@ -143,11 +143,11 @@ type Point struct {
 
 	// ID is the point's ID in a sweep (exp-name plus identity); Identity
 	// (deployment hash plus concurrency) keys the ledger, reuse and workflow
-	// IDs; Deployment is the shared deployment hash of the row's points.
-	ID          string `json:"id"`
-	Identity    string `json:"identity"`
-	Deployment  string `json:"deployment"`
-	BaselineKey string `json:"baseline-key"`
+	// IDs; DeploymentHash is the shared deployment hash of the row's points.
+	ID             string `json:"id"`
+	Identity       string `json:"identity"`
+	DeploymentHash string `json:"deployment"`
+	BaselineKey    string `json:"baseline-key"`
 	// BringUpGroup numbers the point's deployment (1, 2, ... in plan
 	// order): points with the same number share one allocation and one
 	// server bring-up.
@@ -179,10 +179,10 @@ func (p *Plan) NodeAllocations() int {
 // allocation and one server bring-up, run their perf one after another and
 // restart the server once in eval mode when any of them has an eval.
 type BringUpGroup struct {
-	Group      int    `json:"group"` // Point.BringUpGroup
-	Deployment string `json:"deployment"`
-	Topology   string `json:"topology"`
-	Nodes      int    `json:"nodes"`
+	Group          int    `json:"group"` // Point.BringUpGroup
+	DeploymentHash string `json:"deployment"`
+	Topology       string `json:"topology"`
+	Nodes          int    `json:"nodes"`
 	// Points are indexes into Plan.Points, in plan order.
 	Points []int `json:"points"`
 	Concs  []int `json:"concs"`
@@ -194,7 +194,7 @@ func (p *Plan) BringUpGroups() []BringUpGroup {
 	var out []BringUpGroup
 	at := map[string]int{}
 	for i, pt := range p.Points {
-		key := pt.Deployment
+		key := pt.DeploymentHash
 		if key == "" {
 			key = pt.ID // no deployment hash: a deployment of its own
 		}
@@ -202,7 +202,7 @@ func (p *Plan) BringUpGroups() []BringUpGroup {
 		if !ok {
 			j = len(out)
 			at[key] = j
-			out = append(out, BringUpGroup{Group: j + 1, Deployment: pt.Deployment, Topology: pt.Topology})
+			out = append(out, BringUpGroup{Group: j + 1, DeploymentHash: pt.DeploymentHash, Topology: pt.Topology})
 		}
 		g := &out[j]
 		g.Nodes = max(g.Nodes, pt.Nodes)
@@ -669,7 +669,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 		DurationSec:  row.Int("duration"),
 	}
 	dep := DeploymentOf(row, recipe, launcher, c.Backend)
-	base.Deployment = dep.Hash()
+	base.DeploymentHash = dep.Hash()
 	base.Profile = point.Profile{Scenario: row.Scenario, ISL: base.ISL, OSL: base.OSL, DurationSec: base.DurationSec,
 		Backend: c.Backend, Launcher: c.Launcher}
 	if row.Scenario == matrix.AgenticCoding {
@@ -697,7 +697,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 		pt := base
 		pt.Conc = conc
 		pt.Eval = hasEval && conc == evalConc
-		id := point.Identity{Deployment: base.Deployment, Conc: conc}
+		id := point.Identity{DeploymentHash: base.DeploymentHash, Conc: conc}
 		pt.Identity, pt.ID = id.String(), point.ID(pt.ExpName, id)
 		pt.BaselineKey = point.BaselineKey(dep, conc)
 		pt.Profile.Eval = pt.Eval

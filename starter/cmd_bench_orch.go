@@ -333,7 +333,7 @@ func runBenchOrch(ctx context.Context, f benchOrchFlags, stdout, stderr io.Write
 }
 
 // benchTemplatePoints plans the sweep file; its points are repeated.
-func benchTemplatePoints(sweepFile string) ([]activities.PointSpec, error) {
+func benchTemplatePoints(sweepFile string) ([]point.Spec, error) {
 	in, _, err := buildSweep(sweepRequest{SweepFile: sweepFile})
 	if err != nil {
 		return nil, err
@@ -347,18 +347,22 @@ func benchTemplatePoints(sweepFile string) ([]activities.PointSpec, error) {
 // benchPoints repeats the template to n points with unique IDs and
 // identities, one node each; every perDeployment consecutive points share
 // a deployment (the identity's deployment part).
-func benchPoints(template []activities.PointSpec, n, perDeployment int) []activities.PointSpec {
-	out := make([]activities.PointSpec, n)
+func benchPoints(template []point.Spec, n, perDeployment int) []point.Spec {
+	out := make([]point.Spec, n)
 	for i := range out {
 		p := template[(i/perDeployment)%len(template)]
 		p.PointID += fmt.Sprintf("-b%05d", i)
 		dep := fmt.Sprintf("b%05d", i/perDeployment)
 		if id, err := point.Parse(p.Identity); err == nil {
-			id.Deployment = dep + id.Deployment // in front: deployment workflow IDs keep 16 characters
-			id.Conc = i                         // unique within a deployment
+			id.DeploymentHash = dep + id.DeploymentHash // in front: deployment workflow IDs keep 16 characters
+			id.Conc = i                                 // unique within a deployment
 			p.Identity = id.String()
 		} else {
 			p.Identity = dep + "-c" + fmt.Sprint(i)
+		}
+		p.DeploymentHash = ""
+		if id, err := point.Parse(p.Identity); err == nil {
+			p.DeploymentHash = id.DeploymentHash
 		}
 		p.Nodes = 1
 		p.Faults = nil
@@ -431,7 +435,7 @@ func benchRandomHex(n int) string {
 }
 
 // benchOrchRun runs one sweep with its own worker and measures it.
-func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, template []activities.PointSpec, log *zap.Logger) (orchRun, error) {
+func benchOrchRun(ctx context.Context, c client.Client, f benchOrchFlags, template []point.Spec, log *zap.Logger) (orchRun, error) {
 	id := "bench-orch-" + benchRandomHex(4)
 	wfQueue, actQueue := id, id
 	if !f.eager {
@@ -810,7 +814,7 @@ func orchPayloadsBytes(p *commonpb.Payloads) int {
 }
 
 // rowBytes finds the matrix row JSON in an activity input: the "row" of a
-// PointSpec argument or of its "point" field.
+// point.Spec argument or of its "point" field.
 func orchRowBytes(p *commonpb.Payloads) int {
 	n := 0
 	for _, x := range p.GetPayloads() {
@@ -831,7 +835,7 @@ func orchRowBytes(p *commonpb.Payloads) int {
 }
 
 // inputFields splits a JSON activity input into the bytes of its fields;
-// the fields of a PointSpec (the input itself, or its "point") are named
+// the fields of a point.Spec (the input itself, or its "point") are named
 // "point.<field>".
 func inputFields(p *commonpb.Payloads) map[string]int {
 	out := map[string]int{}
@@ -840,7 +844,7 @@ func inputFields(p *commonpb.Payloads) map[string]int {
 		if json.Unmarshal(x.GetData(), &top) != nil {
 			continue
 		}
-		if _, ok := top["point_id"]; ok { // the PointSpec itself
+		if _, ok := top["point_id"]; ok { // the point.Spec itself
 			top = map[string]json.RawMessage{"point": x.GetData()}
 		}
 		for k, v := range top {

@@ -20,8 +20,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/internal/prereq"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -52,8 +52,8 @@ func TestBenchOrchUsage(t *testing.T) {
 }
 
 func TestBenchPoints(t *testing.T) {
-	tmpl := []activities.PointSpec{
-		{PointID: "a", Identity: "aaa-c8", Nodes: 4, Row: json.RawMessage(`{"x":1}`), Faults: []activities.Fault{{Stage: "perf", Times: 1}}},
+	tmpl := []point.Spec{
+		{PointID: "a", Identity: "aaa-c8", Nodes: 4, Row: json.RawMessage(`{"x":1}`), Faults: []point.Fault{{Stage: "perf", Times: 1}}},
 		{PointID: "b", Identity: "not an identity", Nodes: 16},
 	}
 	pts := benchPoints(tmpl, 5, 1)

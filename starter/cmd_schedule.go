@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
+	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/replan"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -125,7 +125,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 	sw := res.Sweep
 	in := &workflows.SweepInput{Name: sw.Name, Cluster: res.Cluster.Name, TaskQueue: temporalx.ClusterQueue(res.Cluster.Name),
 		NodeBudget: res.Cluster.Nodes, Nightly: true, SweepFile: src.SweepFile, ClusterFile: src.ClusterFile,
-		Points: activities.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
+		Points: plan.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
 	if f.fast {
 		in.Tuning = fastTuning()
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -82,7 +82,7 @@ func TestSlurmBackendsSweep(t *testing.T) {
 		},
 		benchEnv: benchEnv("dynamo-sglang"),
 	}
-	deployments, perf, eval := checkSweepBringUps(t, in, func(p activities.PointSpec) deploymentCheck {
+	deployments, perf, eval := checkSweepBringUps(t, in, func(p point.Spec) deploymentCheck {
 		switch {
 		case strings.Contains(p.RecipePath, "/trtllm/"):
 			return trt

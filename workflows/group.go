@@ -69,20 +69,25 @@ type EvalTurn struct {
 
 // DeploymentInput starts the points of one deployment.
 type DeploymentInput struct {
-	SweepID    string                 `json:"sweep_id"`
-	Deployment string                 `json:"deployment"`
-	Points     []activities.PointSpec `json:"points"`
-	TaskQueue  string                 `json:"task_queue"`
-	Tuning     Tuning                 `json:"tuning"`
-	ReuseFrom  []string               `json:"reuse_from,omitempty"`
-	Force      []string               `json:"force,omitempty"`
+	SweepID string `json:"sweep_id"`
+	// Key is the points' DeploymentKey.
+	Key       string       `json:"deployment"`
+	Points    []point.Spec `json:"points"`
+	TaskQueue string       `json:"task_queue"`
+	Tuning    Tuning       `json:"tuning"`
+	ReuseFrom []string     `json:"reuse_from,omitempty"`
+	Force     []string     `json:"force,omitempty"`
 }
 
-// DeploymentKey is the deployment a point belongs to: the deployment hash of
-// its identity, or its own ID when it has no identity (then it is alone).
-func DeploymentKey(p activities.PointSpec) string {
-	if id, err := point.Parse(p.Identity); err == nil && id.Deployment != "" {
-		return id.Deployment
+// DeploymentKey is the deployment a point belongs to: its deployment hash,
+// or its own ID when it has none (then it is alone). Specs recorded before
+// they carried the hash have it only inside their identity.
+func DeploymentKey(p point.Spec) string {
+	if p.DeploymentHash != "" {
+		return p.DeploymentHash
+	}
+	if id, err := point.Parse(p.Identity); err == nil && id.DeploymentHash != "" {
+		return id.DeploymentHash
 	}
 	return "point:" + p.PointID
 }
@@ -96,9 +101,9 @@ func DeploymentWorkflowID(sweepID, deployment string) string {
 // PerfOrder is the order a deployment's points use the server: points
 // without an eval first, then those with one, each in plan order. So every
 // perf run comes before the one eval-mode restart.
-func PerfOrder(pts []activities.PointSpec) []activities.PointSpec {
+func PerfOrder(pts []point.Spec) []point.Spec {
 	out := slices.Clone(pts)
-	slices.SortStableFunc(out, func(a, b activities.PointSpec) int {
+	slices.SortStableFunc(out, func(a, b point.Spec) int {
 		switch {
 		case a.Eval == b.Eval:
 			return 0
@@ -132,7 +137,7 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		deferred []deferredEval
 	)
 	perfDone := workflow.GetSignalChannel(ctx, SignalPerfDone)
-	settle := func(p activities.PointSpec, fut workflow.ChildWorkflowFuture) {
+	settle := func(p point.Spec, fut workflow.ChildWorkflowFuture) {
 		out, st := childOutcome(ctx, p, PointWorkflowID(in.SweepID, p.PointID), fut)
 		outcomes[p.PointID] = out
 		lease = nil
@@ -150,7 +155,7 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		later := i < len(order)-1 || len(deferred) > 0 || deferEval
 		role := &GroupRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
 		lease = nil
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Deployment, i+1, len(order), p.Topology, p.Conc))
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Key, i+1, len(order), p.Topology, p.Conc))
 		fut := startPoint(ctx, in.SweepID, p, PointInput{Point: p, TaskQueue: in.TaskQueue, Tuning: in.Tuning,
 			ReuseFrom: in.ReuseFrom, Force: in.Force, Group: role})
 		if !deferEval {
@@ -239,12 +244,12 @@ func dropStalePerfDone(ctx workflow.Context, in DeploymentInput, h PerfDone) boo
 }
 
 type deferredEval struct {
-	p   activities.PointSpec
+	p   point.Spec
 	fut workflow.ChildWorkflowFuture
 }
 
 // teardownLease releases an allocation no point holds any more.
-func teardownLease(ctx workflow.Context, queue string, t Tuning, p activities.PointSpec, l *Lease) {
+func teardownLease(ctx workflow.Context, queue string, t Tuning, p point.Spec, l *Lease) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(activities.StageTeardown, queue, t))
@@ -259,7 +264,7 @@ func teardownLease(ctx workflow.Context, queue string, t Tuning, p activities.Po
 // has run stageAttrDelay.
 const stageStarting = "starting"
 
-func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in PointInput) workflow.ChildWorkflowFuture {
+func startPoint(ctx workflow.Context, sweepID string, p point.Spec, in PointInput) workflow.ChildWorkflowFuture {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            PointWorkflowID(sweepID, p.PointID),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
@@ -285,7 +290,7 @@ func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in
 
 // childOutcome waits for a point's child workflow and turns its result into
 // the outcome the sweep reports; st is the point's final state when known.
-func childOutcome(ctx workflow.Context, p activities.PointSpec, wid string, f workflow.Future) (PointOutcome, *PointState) {
+func childOutcome(ctx workflow.Context, p point.Spec, wid string, f workflow.Future) (PointOutcome, *PointState) {
 	var st PointState
 	err := f.Get(ctx, &st)
 	out := PointOutcome{PointID: p.PointID, WorkflowID: wid, Status: st.Status}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/replan"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -159,7 +160,7 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 	sum.Counts = pr.Counts
 
 	req := activities.RegressionRequest{NightlyID: nid, SweepID: sw.SweepID, Night: night, Baseline: in.Baseline, Thresholds: in.Thresholds}
-	spec := map[string]activities.PointSpec{}
+	spec := map[string]point.Spec{}
 	for _, p := range sw.Points {
 		spec[p.PointID] = p
 	}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // Names of the point workflow's message handlers.
@@ -62,9 +63,9 @@ const ErrPointUnrecorded = "PointUnrecorded"
 
 // PointInput starts one point workflow.
 type PointInput struct {
-	Point     activities.PointSpec `json:"point"`
-	TaskQueue string               `json:"task_queue"` // the cluster's activity queue
-	Tuning    Tuning               `json:"tuning"`
+	Point     point.Spec `json:"point"`
+	TaskQueue string     `json:"task_queue"` // the cluster's activity queue
+	Tuning    Tuning     `json:"tuning"`
 	// ReuseFrom lists sweeps whose durable stage outputs may stand in for this
 	// point's when identity and measurement profile match (rerun, --reuse-from).
 	ReuseFrom []string `json:"reuse_from,omitempty"`
@@ -92,7 +93,7 @@ type PointInput struct {
 // retries ended in a heartbeat timeout (its worker, or the server, was out
 // of reach) retries by itself after a pause before it asks an operator
 // (infraRetry). From 6 the perf and upload inputs say when an operator
-// skipped the warmup (PointSpec.WarmupSkipped), so the stored figures'
+// skipped the warmup (point.Spec.WarmupSkipped), so the stored figures'
 // profile records it, and a ledger record out of retries is retried after
 // pauses and then fails the point (ErrPointUnrecorded).
 const pointRev = 6

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // fakeStages is a stateful stand-in for the cluster activities: each stage
@@ -89,7 +90,7 @@ func (f *fakeStages) count(stage string) int {
 func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageAllocate)).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageAllocate)).Return(func(ctx context.Context, p point.Spec) (activities.Allocation, error) {
 		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, f.hit(ctx, activities.StageAllocate)
 	})
 	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageCheckpoint)).Return(func(ctx context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
@@ -137,8 +138,8 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 // stageRecord keys planted RecordPoint failures in fakeStages.failures.
 const stageRecord = "record"
 
-func testPoint(eval bool) activities.PointSpec {
-	return activities.PointSpec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
+func testPoint(eval bool) point.Spec {
+	return point.Spec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
 		Conc: 768, Nodes: 16, GPUs: 64, Identity: "dep-c768", Eval: eval, SyntheticAL: 3.77}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestStageAttributeAfterDelay: the Stage search attribute is written for
@@ -57,12 +58,12 @@ func TestSweepProgressAttributeThrottled(t *testing.T) {
 			}
 		}).Return(nil)
 	}
-	var pts []activities.PointSpec
+	var pts []point.Spec
 	for i := range 40 {
-		pts = append(pts, activities.PointSpec{PointID: fmt.Sprintf("p%02d", i), ConfigKey: "k", Nodes: 2, Conc: i + 1, Topology: "t"})
+		pts = append(pts, point.Spec{PointID: fmt.Sprintf("p%02d", i), ConfigKey: "k", Nodes: 2, Conc: i + 1, Topology: "t"})
 	}
 	runSweep(t, SweepInput{SweepID: "s", Points: pts, NodeBudget: 18, TaskQueue: "q"},
-		func(activities.PointSpec) time.Duration { return time.Second }, listen)
+		func(point.Spec) time.Duration { return time.Second }, listen)
 	// 40 one-second points, 9 at a time: about 5 s of sweep.
 	require.NotEmpty(t, progress)
 	assert.Equal(t, "0/40 done", progress[0])

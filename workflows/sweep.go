@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // QueryProgress is the sweep workflow's progress query.
@@ -18,16 +19,16 @@ const QueryProgress = "progress"
 
 // SweepInput starts (or continues) a sweep.
 type SweepInput struct {
-	SweepID    string                 `json:"sweep_id"` // defaults to the workflow ID (schedules append a timestamp)
-	Name       string                 `json:"name"`
-	Cluster    string                 `json:"cluster"`
-	TaskQueue  string                 `json:"task_queue"` // the cluster's activity queue
-	NodeBudget int                    `json:"node_budget"`
-	Points     []activities.PointSpec `json:"points"`
-	Tuning     Tuning                 `json:"tuning"`
-	ReuseFrom  []string               `json:"reuse_from,omitempty"`
-	Force      []string               `json:"force,omitempty"`
-	Nightly    bool                   `json:"nightly,omitempty"`
+	SweepID    string       `json:"sweep_id"` // defaults to the workflow ID (schedules append a timestamp)
+	Name       string       `json:"name"`
+	Cluster    string       `json:"cluster"`
+	TaskQueue  string       `json:"task_queue"` // the cluster's activity queue
+	NodeBudget int          `json:"node_budget"`
+	Points     []point.Spec `json:"points"`
+	Tuning     Tuning       `json:"tuning"`
+	ReuseFrom  []string     `json:"reuse_from,omitempty"`
+	Force      []string     `json:"force,omitempty"`
+	Nightly    bool         `json:"nightly,omitempty"`
 	// SweepFile and ClusterFile let `starter rerun --sweep/--cluster`
 	// re-plan from files: identities and profiles then decide what is
 	// reusable. A plain rerun uses the plan stored in the ledger.
@@ -46,7 +47,7 @@ type SweepInput struct {
 	// stores (`starter sweep start` stores it first): the sweep loads its
 	// points page by page through an activity as the queue runs low, so
 	// neither the start input nor continue-as-new grows with the full
-	// PointSpec of every point (from changeSlimSweep on).
+	// point.Spec of every point (from changeSlimSweep on).
 	PlanRef string `json:"plan_ref,omitempty"`
 
 	// Carried across continue-as-new.
@@ -125,7 +126,7 @@ type sweepRun struct {
 	done     []PointOutcome
 	// points are the points this run knows, in plan order: in.Points, or
 	// the pages of the stored plan loaded so far (in.PlanRef).
-	points []activities.PointSpec
+	points []point.Spec
 	// planned holds the IDs of points (built by total).
 	planned map[string]bool
 	// slim: outcomes carried across continue-as-new and the result keep no
@@ -154,17 +155,17 @@ type sweepRun struct {
 // nodes once and share one bring-up.
 type unit struct {
 	key    string
-	points []activities.PointSpec
+	points []point.Spec
 	nodes  int
 }
 
 func (u unit) has(id string) bool {
-	return slices.ContainsFunc(u.points, func(p activities.PointSpec) bool { return p.PointID == id })
+	return slices.ContainsFunc(u.points, func(p point.Spec) bool { return p.PointID == id })
 }
 
 // units groups points into scheduling units in plan order: by deployment
 // when shared is set, else one unit per point.
-func units(pts []activities.PointSpec, shared bool) []unit {
+func units(pts []point.Spec, shared bool) []unit {
 	var out []unit
 	at := map[string]int{}
 	for _, p := range pts {
@@ -178,13 +179,13 @@ func units(pts []activities.PointSpec, shared bool) []unit {
 			continue
 		}
 		at[key] = len(out)
-		out = append(out, unit{key: key, points: []activities.PointSpec{p}, nodes: p.Nodes})
+		out = append(out, unit{key: key, points: []point.Spec{p}, nodes: p.Nodes})
 	}
 	return out
 }
 
-func flatten(us []unit) []activities.PointSpec {
-	var out []activities.PointSpec
+func flatten(us []unit) []point.Spec {
+	var out []point.Spec
 	for _, u := range us {
 		out = append(out, u.points...)
 	}
@@ -409,7 +410,7 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 			SATopology.ValueSet(p0.Topology)),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, DeploymentWorkflow, DeploymentInput{
-		SweepID: s.in.SweepID, Deployment: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
+		SweepID: s.in.SweepID, Key: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
 		ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
 	})
 	sel.AddFuture(fut, func(f workflow.Future) {
@@ -453,7 +454,7 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	pr := SweepProgress{SweepID: s.in.SweepID, Name: s.in.Name, Cluster: s.in.Cluster, NodeBudget: s.in.NodeBudget,
 		NodesInUse: s.inUse, MaxInUse: s.maxInUse, StartedAt: s.in.StartedAt, FinishedAt: end,
 		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile}
-	row := func(p activities.PointSpec, status string) PointProgress {
+	row := func(p point.Spec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
 			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status}
 	}

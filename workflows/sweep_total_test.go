@@ -5,14 +5,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // total must count what progress lists, without building it.
 func TestSweepTotalMatchesProgress(t *testing.T) {
-	pts := []activities.PointSpec{{PointID: "a"}, {PointID: "b"}, {PointID: "c"}}
-	one := func(ps ...activities.PointSpec) []unit { return units(ps, false) }
+	pts := []point.Spec{{PointID: "a"}, {PointID: "b"}, {PointID: "c"}}
+	one := func(ps ...point.Spec) []unit { return units(ps, false) }
 	tests := []struct {
 		name string
 		run  sweepRun

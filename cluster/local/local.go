@@ -207,7 +207,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		return cluster.Server{}, err
 	}
 	repl := strings.NewReplacer(
-		"{listen}", listen, "{deployment}", spec.Deployment, "{model}", spec.Model,
+		"{listen}", listen, "{deployment}", spec.Layout, "{model}", spec.Model,
 		"{row_json_file}", rowFile, "{gpus_per_node}", strconv.Itoa(spec.GPUsPerNode), "{work_dir}", alloc.WorkDir)
 	argv := make([]string, len(b.cfg.ServeCommand))
 	for i, a := range b.cfg.ServeCommand {

@@ -15,28 +15,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
-
-// pointSpec is the part of the point spec the workflow records with the
-// point (activities.PointSpec's JSON; decoded here so this package stays
-// free of Temporal).
-type pointSpec struct {
-	PointID     string          `json:"point_id"`
-	ConfigKey   string          `json:"config_key"`
-	Topology    string          `json:"topology"`
-	Conc        int             `json:"conc"`
-	GPUs        int             `json:"gpus"`
-	PrefillGPUs int             `json:"prefill_gpus"`
-	DecodeGPUs  int             `json:"decode_gpus"`
-	Identity    string          `json:"identity"`
-	Model       string          `json:"model"`
-	ModelPrefix string          `json:"model_prefix"`
-	Image       string          `json:"image"`
-	Row         json.RawMessage `json:"row"`
-	ISL         int             `json:"isl"`
-	OSL         int             `json:"osl"`
-}
 
 // ixRow is an InferenceX matrix row (the fields the exports need).
 type ixRow struct {
@@ -97,7 +78,7 @@ func identityOf(p results.Point) identity {
 	f["topology"] = p.Topology
 	f["sweepflow_identity"] = p.Identity
 
-	var sp pointSpec
+	var sp point.Spec // the spec the workflow recorded with the point
 	var row ixRow
 	if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &sp) == nil && len(sp.Row) > 0 && json.Unmarshal(sp.Row, &row) == nil {
 		id.rowKnown = true
