@@ -256,7 +256,7 @@ func TestBenchOrchEmbedded(t *testing.T) {
 		assert.Greater(t, r.InputBytesMax, r.RowBytesP50)
 		assert.Contains(t, r.InputBytesByType, "Perf")
 		assert.Equal(t, 0, r.NoopAllocationsHeld, "every allocation torn down")
-		// Started as running, no GetVersion upsert (PointInput.Rev), noop
+		// Started as running, no GetVersion upsert (one revision), noop
 		// stages under 2 s: the final status is the one upsert.
 		assert.Equal(t, 1, r.PointUpsertsMax, "search-attribute upserts in a noop point's history")
 	}

@@ -37,10 +37,10 @@ func TestSlurmBackendsSweep(t *testing.T) {
 	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-backends.yaml", "slurm-backends")
 	require.Len(t, in.Points, 5)
 	s.runToCompletion(t, in, 10*time.Minute)
-	// A point of revision 6 that ran every stage, for the replay set.
+	// A vLLM point that ran every stage with its eval, for the replay set.
 	for _, p := range in.Points {
 		if p.Eval && strings.Contains(p.RecipePath, "/vllm/") {
-			s.recordHistories(map[string]string{"point-rev6-vllm-eval.json": workflows.PointWorkflowID(in.SweepID, p.PointID)})
+			s.recordHistories(map[string]string{"point-vllm-eval.json": workflows.PointWorkflowID(in.SweepID, p.PointID)})
 		}
 	}
 

@@ -13,12 +13,6 @@ import (
 	"github.com/sweepflow/sweepflow/point"
 )
 
-// changeSharedBringUp versions the sweep's scheduling by deployment (issue
-// 12 item 5): points that share a deployment run under one
-// DeploymentWorkflow on one allocation and one server. Sweeps recorded
-// before it start one PointWorkflow per point.
-const changeSharedBringUp = "shared-bringup-per-deployment"
-
 // Signals between a DeploymentWorkflow and its points.
 const (
 	// SignalPerfDone: a point whose eval waits for the group's eval phase
@@ -170,10 +164,8 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 			var h PerfDone
 			c.Receive(ctx, &h)
 			if h.PointID != p.PointID {
-				if dropStalePerfDone(ctx, in, h) {
-					return // p still runs on the server: keep waiting for its own
-				}
-				workflow.GetLogger(ctx).Warn("perf-done from an unexpected point", "want", p.PointID, "got", h.PointID)
+				dropStalePerfDone(ctx, in, h)
+				return // p still runs on the server: keep waiting for its own
 			}
 			lease, handed = h.Lease, true
 		})
@@ -220,27 +212,16 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 	return out, nil
 }
 
-// changeStalePerfDone versions how a group treats a perf-done signal of
-// another point than the one it waits for: groups recorded before it took
-// it as the awaited point's, so the next point could start on a server
-// still in use.
-const changeStalePerfDone = "group-stale-perf-done"
-
 // dropStalePerfDone handles a perf-done the group was not waiting for: it
 // comes from a point that finished before the group took its signal (its
 // completion was ready at the same time), so nobody holds what it handed
 // over, which is torn down (teardown is idempotent: a point that went on
-// alone after a failed signal tore it down itself). Groups recorded before
-// changeStalePerfDone report false: they took the signal as it came.
-func dropStalePerfDone(ctx workflow.Context, in DeploymentInput, h PerfDone) bool {
-	if workflow.GetVersion(ctx, changeStalePerfDone, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return false
-	}
+// alone after a failed signal tore it down itself).
+func dropStalePerfDone(ctx workflow.Context, in DeploymentInput, h PerfDone) {
 	workflow.GetLogger(ctx).Warn("dropping a perf-done of a point that already finished", "point", h.PointID)
 	if h.Lease != nil {
 		teardownLease(ctx, in.TaskQueue, in.Tuning, in.Points[0], h.Lease)
 	}
-	return true
 }
 
 type deferredEval struct {
@@ -279,12 +260,9 @@ func startPoint(ctx workflow.Context, sweepID string, p point.Spec, in PointInpu
 			// Running from its start: the point then writes no attribute
 			// until its status changes or a stage runs 2 s (a visibility
 			// write saved per point; PointWorkflow reads what it started
-			// with). Older parents started points as pending.
+			// with).
 			SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(StatusRunning)),
 	})
-	// A child's input is not compared on replay (its own history holds
-	// it), so the revision needs no GetVersion here either.
-	in.Rev = pointRev
 	return workflow.ExecuteChildWorkflow(cctx, PointWorkflow, in)
 }
 

@@ -272,24 +272,6 @@ func TestDeploymentRecoversFromADeadServerOrLostNodes(t *testing.T) {
 	}
 }
 
-func TestSweepBeforeSharedBringUpStartsOnePointWorkflowEach(t *testing.T) {
-	// A sweep history from before changeSharedBringUp replays with one
-	// allocation per point: the version gate keeps the old command sequence.
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(SweepWorkflow)
-	env.RegisterWorkflow(PointWorkflow)
-	env.RegisterWorkflow(DeploymentWorkflow)
-	f := newGroupFake()
-	f.register(env)
-	env.OnGetVersion(changeSharedBringUp, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: seedGroupPoints()[5:], Tuning: fastTuning})
-	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, 3, f.calls["allocate"])
-	require.Equal(t, 3, f.calls["bringup:perf"])
-	require.Equal(t, 0, f.calls["probe"])
-}
-
 func indexOf(xs []string, x string) int {
 	for i, v := range xs {
 		if v == x {

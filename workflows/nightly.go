@@ -49,10 +49,6 @@ type NightlyResult struct {
 	WebhookError string         `json:"webhook_error,omitempty"`
 }
 
-// changeNightlyCheckReport: a night whose check fails records its report
-// in the ledger (RecordCheckFailure) before the webhook.
-const changeNightlyCheckReport = "nightly-check-report"
-
 func firstNonEmpty(s ...string) string {
 	for _, x := range s {
 		if x != "" {
@@ -109,7 +105,7 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 		return nil, err
 	}
 
-	if in.Source != nil && workflow.GetVersion(ctx, "nightly-replan", workflow.DefaultVersion, 1) == 1 {
+	if in.Source != nil {
 		// Tonight's plan comes from the files as they are tonight.
 		_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet("plan"))
 		pctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, sw.TaskQueue, sw.Tuning))
@@ -122,18 +118,15 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 			// Reported, not run: no GPU time on configs the checklist rejects.
 			sum.CheckFailures = np.CheckFailures
 			sum.Points = 0
-			if workflow.GetVersion(ctx, changeNightlyCheckReport, workflow.DefaultVersion, 1) == 1 {
-				// The failed night goes into the ledger like any other
-				// night's report, with its findings.
-				pctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, sw.TaskQueue, sw.Tuning))
-				var rep activities.RegressionReport
-				req := activities.CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: firstNonEmpty(np.Name, sw.Name), Night: night,
-					Baseline: in.Baseline, Commit: np.Commit, Failures: np.CheckFailures}
-				if err := workflow.ExecuteActivity(pctx, nightlyActs.RecordCheckFailure, req).Get(ctx, &rep); err != nil {
-					return fail("check", err)
-				}
-				sum.ReportURI = rep.ReportURI
+			// The failed night goes into the ledger like any other
+			// night's report, with its findings.
+			var rep activities.RegressionReport
+			req := activities.CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: firstNonEmpty(np.Name, sw.Name), Night: night,
+				Baseline: in.Baseline, Commit: np.Commit, Failures: np.CheckFailures}
+			if err := workflow.ExecuteActivity(pctx, nightlyActs.RecordCheckFailure, req).Get(ctx, &rep); err != nil {
+				return fail("check", err)
 			}
+			sum.ReportURI = rep.ReportURI
 			_ = workflow.UpsertTypedSearchAttributes(ctx, SAPointStatus.ValueSet(StatusCheckFailed), SAStage.ValueSet("check"))
 			workflow.SetCurrentDetails(ctx, nightlyDetails(sum))
 			res := &NightlyResult{Summary: sum}

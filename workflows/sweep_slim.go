@@ -11,13 +11,6 @@ import (
 	"github.com/sweepflow/sweepflow/point"
 )
 
-// changeSlimSweep versions sweeps of 1,000 and 10,000 points (issue 14
-// item 4): the outcomes carried across continue-as-new and the sweep's
-// result keep no point state, and a sweep started with a PlanRef loads its
-// points from the ledger page by page (the LoadPlanPage activity). Sweeps
-// recorded before it carry full outcomes.
-const changeSlimSweep = "slim-sweep-state"
-
 // planPageSize is how many points one LoadPlanPage returns (~2.2 KB each:
 // ~450 KB per page) and how many the sweep keeps queued ahead.
 const planPageSize = 200
@@ -65,7 +58,7 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 // (a deployment split across pages must not start a second group workflow
 // under the same ID), else as a new unit. Largest first, as at the start.
 func (s *sweepRun) enqueue(pts []point.Spec) {
-	for _, u := range units(pts, s.shared) {
+	for _, u := range units(pts) {
 		if i := slices.IndexFunc(s.queue, func(q unit) bool { return q.key == u.key }); i >= 0 {
 			s.queue[i].points = append(s.queue[i].points, u.points...)
 			s.queue[i].nodes = max(s.queue[i].nodes, u.nodes)

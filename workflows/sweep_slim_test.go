@@ -131,8 +131,8 @@ func TestSweepStoredPlanSlimContinueAsNew(t *testing.T) {
 	assert.Equal(t, 4, runs[0], "first run: the 3 pages of its 600 starts and one page queued ahead")
 }
 
-// An input continued as new by a sweep recorded before changeSlimSweep
-// (full outcomes with state, point specs) still decodes and finishes.
+// A continue-as-new input with full outcomes (state) and point specs
+// still decodes and finishes.
 func TestSweepOldContinueAsNewInputStillRuns(t *testing.T) {
 	old := `{"sweep_id":"old","name":"n","cluster":"c","task_queue":"q","node_budget":18,
 	  "points":[{"point_id":"agg_c4","config_key":"k","topology":"t","conc":2,"nodes":2}],
