@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/curvegaps"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
 

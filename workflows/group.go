@@ -276,7 +276,7 @@ func childOutcome(ctx workflow.Context, p point.Spec, wid string, f workflow.Fut
 		out.State = &st
 		return out, &st
 	}
-	out.Error = rootMessage(err)
+	out.Error = RootMessage(err)
 	var app *temporal.ApplicationError
 	var failed PointState
 	switch {

@@ -16,11 +16,11 @@ import (
 // TestReplayRecordedHistories replays histories recorded on the real dev
 // server by the starter integration tests (happy point, operator retry,
 // abort, ledger reuse, a vLLM point with eval on the emulated Slurm
-// partition, a whole sweep with the operator gate, a nightly that found
-// regressions). A change to the workflows that would break running sweeps
-// fails here. Re-record (SWEEPFLOW_RECORD_HISTORIES=1 go test ./starter -run
-// 'TestIntegrationOperatorGateAndRerun|TestIntegrationNightlyRegression|TestSlurmBackendsSweep')
-// only for changes made under the revision rule in the package comment.
+// partition, a whole sweep with the operator gate; package nightly replays
+// its own). A change to the workflows that would break running sweeps fails
+// here. Re-record (SWEEPFLOW_RECORD_HISTORIES=1 go test ./starter -run
+// 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep') only for
+// changes made under the revision rule in the package comment.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)
@@ -30,12 +30,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(SweepWorkflow)
 			r.RegisterWorkflow(PointWorkflow)
-			r.RegisterWorkflow(NightlyWorkflow)
 			data, err := os.ReadFile(f)
 			require.NoError(t, err)
 			hist, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
 			require.NoError(t, err)
-			// The recorded workflow ID (a nightly names its child sweep after it).
+			// The recorded workflow ID (children and activities derive theirs from it).
 			var opts worker.ReplayWorkflowHistoryOptions
 			if wid, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".wid"); err == nil {
 				opts.OriginalExecution = workflow.Execution{ID: string(wid)}
