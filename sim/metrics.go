@@ -25,6 +25,8 @@ type metrics struct {
 	// model's schedule, the worst lag, and when we last warned about it
 	chunks, lateChunks    atomic.Int64
 	maxLagNs, lastLagWarn atomic.Int64
+	// warmup requests, served on the compressed warmup clock
+	warmups atomic.Int64
 
 	histMu sync.Mutex
 	ttft   histogram
@@ -110,6 +112,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(&b, "# HELP sweepflow_sim_chunks_total Token chunks the simulator streamed.\n# TYPE sweepflow_sim_chunks_total counter\nsweepflow_sim_chunks_total %d\n", m.chunks.Load())
 	fmt.Fprintf(&b, "# HELP sweepflow_sim_late_chunks_total Chunks sent more than %s behind the latency model's schedule (host overloaded).\n# TYPE sweepflow_sim_late_chunks_total counter\nsweepflow_sim_late_chunks_total %d\n", lateAfter, m.lateChunks.Load())
 	fmt.Fprintf(&b, "# HELP sweepflow_sim_max_schedule_lag_seconds Worst lag of a chunk behind the model's schedule.\n# TYPE sweepflow_sim_max_schedule_lag_seconds gauge\nsweepflow_sim_max_schedule_lag_seconds %s\n", promFloat(float64(m.maxLagNs.Load())/1e9))
+	fmt.Fprintf(&b, "# HELP sweepflow_sim_warmup_requests_total Warmup requests (%s), served on the warmup clock (time scale x %g) and left out of the latency histograms and schedule lag.\n# TYPE sweepflow_sim_warmup_requests_total counter\nsweepflow_sim_warmup_requests_total %d\n", WarmupHeader, s.cfg.WarmupTimeScale, m.warmups.Load())
 	m.histMu.Lock()
 	writeHist(&b, "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbl, &m.ttft)
 	writeHist(&b, "sglang:e2e_request_latency_seconds", "Histogram of end-to-end request latency in seconds.", lbl, &m.e2e)

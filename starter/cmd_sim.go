@@ -123,8 +123,8 @@ func serveSim(ctx context.Context, cfg sim.Config, opts simServeOptions, stdout,
 			mode = fmt.Sprintf("fast mode ttft=%s itl=%s", eff.FixedTTFT, eff.FixedITL)
 		}
 		fmt.Fprintf(stdout, "simulated engine listening on http://%s\n", addr)
-		fmt.Fprintf(stdout, "  SIMULATED: %s, model %s, %d GPUs, AL %g, time scale %g, slowdown %g\n",
-			mode, eff.Model, eff.Deployment.TotalGPUs(), eff.AcceptanceLength, eff.TimeScale, eff.Slowdown)
+		fmt.Fprintf(stdout, "  SIMULATED: %s, model %s, %d GPUs, AL %g, time scale %g (warmup requests x %g), slowdown %g\n",
+			mode, eff.Model, eff.Deployment.TotalGPUs(), eff.AcceptanceLength, eff.TimeScale, eff.WarmupTimeScale, eff.Slowdown)
 	})
 	if errors.Is(err, sim.ErrDied) {
 		return &exitError{code: 1, msg: fmt.Sprintf("engine died on purpose after %d requests (--die-after)", eff.Faults.DieAfter)}
@@ -175,6 +175,7 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 		pWorkers, pTP, pEP, dWorkers, dTP, dEP       int
 		pDPA, dDPA                                   bool
 		al, timeScale, ttftMS, itlMS, accuracy, slow float64
+		warmupScale                                  float64
 		fast, reasoning                              bool
 		gsm8k, model                                 string
 		seed                                         int64
@@ -199,6 +200,7 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 	fs.IntVar(&gpusPerNode, "gpus-per-node", sim.DefaultGPUsPerNode, "GPUs per node (node counts only)")
 	fs.Float64Var(&al, "acceptance-length", 0, "speculative acceptance length `AL` (tokens per decode step); default: SYNTHETIC_ACCEPTANCE_LENGTH when SYNTHETIC_ACCEPTANCE=true, else the row's, else 1")
 	fs.Float64Var(&timeScale, "time-scale", 1, "multiply every simulated delay (0.01: a 60 s run takes 0.6 s)")
+	fs.Float64Var(&warmupScale, "warmup-time-scale", sim.DefaultWarmupTimeScale, "further multiply the delays of warmup requests (header "+sim.WarmupHeader+"; nothing measures them), in (0, 1]; 1: warmups run on the engine's clock")
 	fs.Float64Var(&ttftMS, "ttft-ms", 0, "fast mode: fixed time to first token in ms (no latency model)")
 	fs.Float64Var(&itlMS, "itl-ms", 0, "fast mode: fixed inter-chunk latency in ms (one token per chunk unless AL is set)")
 	fs.BoolVar(&fast, "fast", false, "fast mode even with --ttft-ms/--itl-ms at 0 (as fast as possible)")
@@ -244,7 +246,7 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 			return sim.Config{}, opts, usage("pick the deployment one way: --deployment, --row-json or the --prefill-*/--decode-* numbers")
 		}
 		cfg := sim.Config{
-			Model: model, TimeScale: timeScale, Accuracy: accuracy, Reasoning: reasoning, GSM8KPath: gsm8k,
+			Model: model, TimeScale: timeScale, WarmupTimeScale: warmupScale, Accuracy: accuracy, Reasoning: reasoning, GSM8KPath: gsm8k,
 			Seed: seed, Slowdown: slow, TimelineCapacity: timelineCap, DefaultMaxTokens: defaultMax,
 			ContextLength: contextLen, IdleTimeout: idle,
 			FixedTTFT: time.Duration(ttftMS * float64(time.Millisecond)),
@@ -258,6 +260,9 @@ func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg
 		}
 		if timeScale <= 0 {
 			return cfg, opts, usage("--time-scale must be > 0, got %g", timeScale)
+		}
+		if warmupScale <= 0 || warmupScale > 1 {
+			return cfg, opts, usage("--warmup-time-scale must be in (0, 1], got %g", warmupScale)
 		}
 		if slow <= 0 {
 			return cfg, opts, usage("--slowdown must be > 0, got %g", slow)
