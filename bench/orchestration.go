@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +30,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/noop"
+	"github.com/sweepflow/sweepflow/internal/freeport"
+	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -355,7 +357,7 @@ func startBenchDevServer(ctx context.Context, bin string, stock bool, dynamicCon
 	if err != nil {
 		return temporalx.DevServer{}, nil, err
 	}
-	port, err := orchFreePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		os.RemoveAll(dir)
 		return temporalx.DevServer{}, nil, err
@@ -370,15 +372,6 @@ func startBenchDevServer(ctx context.Context, bin string, stock bool, dynamicCon
 		return temporalx.DevServer{}, nil, err
 	}
 	return d, stop, nil
-}
-
-func orchFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // benchActivities runs the real allocate, checkpoint, bring-up and teardown
@@ -565,13 +558,13 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 	}
 	r.LargestInput = inputFields(largestIn)
 	r.Transitions = len(trans)
-	r.TransitionP50ms, r.TransitionP99ms = orchPercentile(trans, 50), orchPercentile(trans, 99)
+	r.TransitionP50ms, r.TransitionP99ms = percentile(trans, 50), percentile(trans, 99)
 	r.EvalTurnWaits = len(waits)
 	if len(waits) > 0 {
-		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = orchPercentile(waits, 50), orchPercentile(waits, 100)
+		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = percentile(waits, 50), percentile(waits, 100)
 	}
-	r.PointEventsMax, r.PointEventsP50 = orchMaxInt(events), orchPercentileInt(events, 50)
-	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = orchMaxInt(inputs), orchPercentileInt(inputs, 50), orchPercentileInt(rows, 50)
+	r.PointEventsMax, r.PointEventsP50 = maxInt(events), percentileInt(events, 50)
+	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = maxInt(inputs), percentileInt(inputs, 50), percentileInt(rows, 50)
 	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax, r.DeploymentEventsMax)
 	min := wall.Minutes()
 	r.PointsPerMin = float64(f.Points) / min
@@ -842,31 +835,27 @@ func inputFields(p *commonpb.Payloads) map[string]int {
 	return out
 }
 
-// orchPercentile is the nearest-rank percentile of xs (0 when empty).
-func orchPercentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := int(float64(len(s))*p/100+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
+// percentile is loadgen's percentile (numpy's linear interpolation, as
+// InferenceX publishes) of unsorted xs; 0 when empty.
+func percentile(xs []float64, p float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return loadgen.Percentile(s, p)
 }
 
-func orchPercentileInt(xs []int, p float64) int {
+func percentileInt(xs []int, p float64) int {
 	f := make([]float64, len(xs))
 	for i, x := range xs {
 		f[i] = float64(x)
 	}
-	return int(orchPercentile(f, p))
+	return int(percentile(f, p))
 }
 
-func orchMaxInt(xs []int) int {
-	m := 0
-	for _, x := range xs {
-		m = max(m, x)
+func maxInt(xs []int) int {
+	if len(xs) == 0 {
+		return 0
 	}
-	return m
+	return slices.Max(xs)
 }
 
 // medianRun is the per-figure median of the runs (the first run's IDs and
@@ -879,7 +868,7 @@ func medianRun(rs []OrchestrationRun) OrchestrationRun {
 		for i, r := range rs {
 			xs[i] = get(r)
 		}
-		return orchPercentile(xs, 50)
+		return percentile(xs, 50)
 	}
 	mi := func(get func(OrchestrationRun) int) int {
 		return int(mf(func(r OrchestrationRun) float64 { return float64(get(r)) }))

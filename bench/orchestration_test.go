@@ -51,7 +51,7 @@ func TestBenchPoints(t *testing.T) {
 		workflows.DeploymentWorkflowID("s", workflows.DeploymentKey(shared[3])), "deployment workflow IDs differ")
 }
 
-func TestOrchPercentile(t *testing.T) {
+func TestPercentile(t *testing.T) {
 	tests := []struct {
 		xs   []float64
 		p    float64
@@ -60,12 +60,12 @@ func TestOrchPercentile(t *testing.T) {
 		{nil, 50, 0},
 		{[]float64{7}, 99, 7},
 		{[]float64{3, 1, 2}, 50, 2},
-		{[]float64{1, 2, 3, 4}, 50, 2},
-		{[]float64{1, 2, 3, 4}, 99, 4},
-		{[]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 90, 9},
+		{[]float64{1, 2, 3, 4}, 50, 2.5},
+		{[]float64{1, 2, 3, 4}, 100, 4},
+		{[]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 90, 9.1},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, orchPercentile(tt.xs, tt.p), "%v p%v", tt.xs, tt.p)
+		assert.InDelta(t, tt.want, percentile(tt.xs, tt.p), 1e-9, "%v p%v", tt.xs, tt.p)
 	}
 }
 

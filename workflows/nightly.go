@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -51,15 +52,6 @@ type NightlyResult struct {
 // changeNightlyCheckReport: a night whose check fails records its report
 // in the ledger (RecordCheckFailure) before the webhook.
 const changeNightlyCheckReport = "nightly-check-report"
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
 
 // NightlySweepID is the ID of a nightly's sweep (a child workflow) and the
 // prefix of its points' workflow IDs.
@@ -126,7 +118,7 @@ func NightlyWorkflow(ctx workflow.Context, in NightlyInput) (*NightlyResult, err
 				// night's report, with its findings.
 				pctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, sw.TaskQueue, sw.Tuning))
 				var rep activities.RegressionReport
-				req := activities.CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: firstNonEmpty(np.Name, sw.Name), Night: night,
+				req := activities.CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: cmp.Or(np.Name, sw.Name), Night: night,
 					Baseline: in.Baseline, Commit: np.Commit, Failures: np.CheckFailures}
 				if err := workflow.ExecuteActivity(pctx, nightlyActs.RecordCheckFailure, req).Get(ctx, &rep); err != nil {
 					return fail("check", err)
