@@ -137,17 +137,11 @@ func (o *Capacity) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	if o.ClientProcs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.ClientProcs))
 	}
-	if o.CPUProfile != "" {
-		pf, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			pf.Close()
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	stop, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	var out []capacityPoint
 	for _, sp := range specs {
 		p, err := runCapacityPoint(ctx, sp, o.TTFT, o.ISL, o.OSL, o.Waves, o.RangeRatio, o.BaseURL, o.SimProcess, o.Pin)
@@ -438,4 +432,21 @@ func printCapacity(w io.Writer, pts []capacityPoint) {
 	}
 	fmt.Fprintf(w, "targets: capacity >= %d chunks/s; accuracy |mean err| <= %.0f%% and p99 |err| < %.1f ms for TTFT and ITL\n",
 		capacityTargetChunksPerSec, accuracyTargetMeanPct, accuracyTargetP99Ms)
+}
+
+// startCPUProfile profiles this process into path ("": no profile) until
+// stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -212,17 +211,11 @@ type orchGoals struct {
 // stderr). Validate first; Template must hold points.
 func (o *Orchestration) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	f, template := o, o.Template
-	if f.CPUProfile != "" {
-		pf, err := os.Create(f.CPUProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			pf.Close()
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	stop, err := startCPUProfile(f.CPUProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(stderr), zap.ErrorLevel))
 
 	opts, err := temporalx.ClientOptions(nil)
