@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -13,7 +14,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/sweepflow/sweepflow/artifacts"
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/results"
 )
 
 // newActivityEnv returns a Temporal test activity environment with the
@@ -132,3 +135,14 @@ func (f *fakeBackend) Health(context.Context, cluster.Allocation, cluster.Server
 func (f *fakeBackend) Check(context.Context, cluster.Allocation) error { return f.checkErr }
 
 func (f *fakeBackend) Teardown(context.Context, cluster.Allocation) error { return f.teardownErr }
+
+// newLedgerActs: activities on a fresh ledger and artifact store.
+func newLedgerActs(t *testing.T) *Activities {
+	dir := t.TempDir()
+	store, err := results.Open(context.Background(), filepath.Join(dir, "results.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	arts, err := artifacts.Open(filepath.Join(dir, "artifacts"))
+	require.NoError(t, err)
+	return &Activities{Store: store, Artifacts: arts, StateDir: filepath.Join(dir, "state")}
+}

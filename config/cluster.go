@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Cluster is a cluster profile: the partition sweeps run on, how jobs are
@@ -28,7 +31,7 @@ type Cluster struct {
 	TaskQueue        string // Temporal task queue of this cluster's workers
 	DefaultTimeLimit time.Duration
 	Runners          []string         // runner labels this cluster serves (empty: any)
-	Models           map[string]Model // recipe model.path alias -> locations
+	Models           map[string]Model // recipe model.Path alias -> locations
 
 	// Engine launch (slurm backend): how the process set srtlaunch.Render
 	// produces is started on the nodes.
@@ -103,14 +106,14 @@ var (
 // ${VAR} and ${VAR:-default}; relative paths resolve against the profile's
 // directory.
 func LoadCluster(path string) (*Cluster, error) {
-	display := DisplayPath(path)
+	display := strictyaml.DisplayPath(path)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: display}, Msg: "cannot read cluster profile: " + cleanIOError(err)}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display}, Msg: "cannot read cluster profile: " + strictyaml.CleanIOError(err)}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: display}, Msg: err.Error()}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display}, Msg: err.Error()}
 	}
 	return ParseCluster(display, abs, data)
 }
@@ -118,48 +121,48 @@ func LoadCluster(path string) (*Cluster, error) {
 // ParseCluster validates a cluster profile held in memory; abs is the
 // profile's absolute path (relative paths resolve against its directory).
 func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
-	var errs errorList
-	root, err := parseYAML(display, data)
+	var errs strictyaml.Errors
+	root, err := strictyaml.Parse(display, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: display, errs: &errs}
-	m := d.mapping(root, "", clusterFields)
+	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
+	m := d.Mapping(root, "", clusterFields)
 	if m == nil {
-		return nil, errs.errs.Err()
+		return nil, errs.Err()
 	}
 	dir := filepath.Dir(abs)
 	c := &Cluster{Path: abs, Models: map[string]Model{}}
-	c.Name = m.reqStr("name")
+	c.Name = m.ReqStr("name")
 	if c.Name != "" && !nameRe.MatchString(c.Name) {
-		d.errorf(m.value["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", c.Name)
+		d.Errorf(m.Values["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", c.Name)
 	}
-	c.Backend = m.reqStr("backend")
-	if m.has("backend") && c.Backend != BackendSlurm && c.Backend != BackendLocal {
-		d.errorf(m.value["backend"], "backend", "expected slurm or local, got %q", c.Backend)
+	c.Backend = m.ReqStr("backend")
+	if m.Has("backend") && c.Backend != BackendSlurm && c.Backend != BackendLocal {
+		d.Errorf(m.Values["backend"], "backend", "expected slurm or local, got %q", c.Backend)
 	}
-	if v, ok := m.reqInt("nodes"); ok {
+	if v, ok := m.ReqInt("nodes"); ok {
 		if v <= 0 || v > 1<<16 {
-			d.errorf(m.value["nodes"], "nodes", "must be > 0, got %d", v)
+			d.Errorf(m.Values["nodes"], "nodes", "must be > 0, got %d", v)
 		}
 		c.Nodes = int(v)
 	}
-	if v, ok := m.reqInt("gpus-per-node"); ok {
+	if v, ok := m.ReqInt("gpus-per-node"); ok {
 		if v <= 0 || v > 1<<10 {
-			d.errorf(m.value["gpus-per-node"], "gpus-per-node", "must be > 0, got %d", v)
+			d.Errorf(m.Values["gpus-per-node"], "gpus-per-node", "must be > 0, got %d", v)
 		}
 		c.GPUsPerNode = int(v)
 	}
-	c.GPUType, _ = m.optStr("gpu-type")
-	c.Partition, _ = m.optStr("partition")
+	c.GPUType, _ = m.OptStr("gpu-type")
+	c.Partition, _ = m.OptStr("partition")
 	if c.Backend == BackendSlurm && c.Partition == "" {
-		d.errorf(m.node, "partition", "required for the slurm backend")
+		d.Errorf(m.Node, "partition", "required for the slurm backend")
 	}
-	c.Account, _ = m.optStr("account")
+	c.Account, _ = m.OptStr("account")
 	c.SharedRoot = d.pathField(m, "shared-root", dir, true)
 	c.NodeLocalRoot = d.pathField(m, "node-local-root", dir, true)
 	c.RecipesRoot = d.pathField(m, "recipes-root", dir, false)
-	c.Launcher, _ = m.optStr("launcher")
+	c.Launcher, _ = m.OptStr("launcher")
 	switch c.Backend {
 	case BackendSlurm:
 		if c.Launcher == "" {
@@ -168,46 +171,46 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 		switch c.Launcher {
 		case "sbatch":
 		case "srtctl":
-			d.errorf(m.value["launcher"], "launcher", "srtctl was removed: it could not run sweepflow's stages (health, perf, eval restart); use sbatch, which launches the same srt-slurm process set itself")
+			d.Errorf(m.Values["launcher"], "launcher", "srtctl was removed: it could not run sweepflow's stages (health, perf, eval restart); use sbatch, which launches the same srt-slurm process set itself")
 		default:
-			d.errorf(m.value["launcher"], "launcher", "expected sbatch for the slurm backend, got %q", c.Launcher)
+			d.Errorf(m.Values["launcher"], "launcher", "expected sbatch for the slurm backend, got %q", c.Launcher)
 		}
 	case BackendLocal:
 		if c.Launcher == "" {
 			c.Launcher = "local"
 		}
 		if c.Launcher != "local" {
-			d.errorf(m.value["launcher"], "launcher", "expected local for the local backend, got %q", c.Launcher)
+			d.Errorf(m.Values["launcher"], "launcher", "expected local for the local backend, got %q", c.Launcher)
 		}
 	}
-	c.TaskQueue, _ = m.optStr("task-queue")
+	c.TaskQueue, _ = m.OptStr("task-queue")
 	if c.TaskQueue == "" && c.Name != "" {
 		c.TaskQueue = "cluster-" + c.Name
 	}
 	c.BringUpTime = d.durationField(m, "bring-up-time")
 	c.DefaultTimeLimit = 6 * time.Hour
-	if n := m.get("default-time-limit"); n != nil {
-		if v, ok := d.scalar(n, "default-time-limit"); ok {
+	if n := m.Get("default-time-limit"); n != nil {
+		if v, ok := d.Scalar(n, "default-time-limit"); ok {
 			if dur, err := ParseSlurmTime(fmt.Sprint(v)); err != nil {
-				d.errorf(n, "default-time-limit", "%v", err)
+				d.Errorf(n, "default-time-limit", "%v", err)
 			} else {
 				c.DefaultTimeLimit = dur
 			}
 		}
 	}
-	if n := m.get("runners"); n != nil {
-		if items, ok := d.seq(n, "runners"); ok {
+	if n := m.Get("runners"); n != nil {
+		if items, ok := d.Seq(n, "runners"); ok {
 			for i, it := range items {
-				if s, ok := d.str(it, idx("runners", i)); ok {
+				if s, ok := d.Str(it, strictyaml.Index("runners", i)); ok {
 					c.Runners = append(c.Runners, s)
 				}
 			}
 		}
 	}
-	if n := m.get("models"); n != nil {
-		if mm := d.mapping(n, "models", nil); mm != nil {
-			for _, alias := range mm.keys {
-				if am := d.mapping(mm.value[alias], mm.field(alias), modelFields); am != nil {
+	if n := m.Get("models"); n != nil {
+		if mm := d.Mapping(n, "models", nil); mm != nil {
+			for _, alias := range mm.Keys {
+				if am := d.Mapping(mm.Values[alias], mm.Field(alias), modelFields); am != nil {
 					c.Models[alias] = Model{
 						Path:   d.pathField(am, "path", dir, true),
 						Source: d.pathField(am, "source", dir, false),
@@ -217,28 +220,28 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 		}
 	}
 	d.launchFields(m, c, dir)
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // launchFields reads the engine-launch fields of a profile.
-func (d *decoder) launchFields(m *mapping, c *Cluster, dir string) {
-	c.Runtime, _ = m.optStr("runtime")
+func (d *decoder) launchFields(m *strictyaml.Mapping, c *Cluster, dir string) {
+	c.Runtime, _ = m.OptStr("runtime")
 	if c.Runtime == "" {
 		c.Runtime = RuntimeNone
 	}
 	if c.Runtime != RuntimePyxis && c.Runtime != RuntimeNone {
-		d.errorf(m.value["runtime"], "runtime", "expected pyxis or none, got %q", c.Runtime)
+		d.Errorf(m.Values["runtime"], "runtime", "expected pyxis or none, got %q", c.Runtime)
 	}
 	c.Containers = map[string]string{}
-	if n := m.get("containers"); n != nil {
-		if cm := d.mapping(n, "containers", nil); cm != nil {
-			for _, k := range cm.keys {
-				if v, ok := d.str(cm.value[k], cm.field(k)); ok {
+	if n := m.Get("containers"); n != nil {
+		if cm := d.Mapping(n, "containers", nil); cm != nil {
+			for _, k := range cm.Keys {
+				if v, ok := d.Str(cm.Values[k], cm.Field(k)); ok {
 					if v == "" {
-						d.errorf(cm.value[k], cm.field(k), "must not be empty")
+						d.Errorf(cm.Values[k], cm.Field(k), "must not be empty")
 						continue
 					}
 					c.Containers[k] = v
@@ -248,27 +251,27 @@ func (d *decoder) launchFields(m *mapping, c *Cluster, dir string) {
 	}
 	c.SrtRoot = d.pathField(m, "srt-root", dir, false)
 	c.InfmaxWorkspace = d.pathField(m, "infmax-workspace", dir, false)
-	if n := m.get("emulation"); n != nil {
-		if em := d.mapping(n, "emulation", emulationFields); em != nil {
+	if n := m.Get("emulation"); n != nil {
+		if em := d.Mapping(n, "emulation", emulationFields); em != nil {
 			c.Emulation = &Emulation{}
-			if items, ok := d.seq(em.get("entrypoints"), em.field("entrypoints")); ok {
+			if items, ok := d.Seq(em.Get("entrypoints"), em.Field("entrypoints")); ok {
 				for i, it := range items {
-					f := idx(em.field("entrypoints"), i)
-					if im := d.mapping(it, f, entrypointFields); im != nil {
-						e := Entrypoint{Match: im.reqStr("match"), Role: im.reqStr("role")}
-						if im.has("match") && len(strings.Fields(e.Match)) == 0 {
-							d.errorf(im.value["match"], im.field("match"), "must name a command")
+					f := strictyaml.Index(em.Field("entrypoints"), i)
+					if im := d.Mapping(it, f, entrypointFields); im != nil {
+						e := Entrypoint{Match: im.ReqStr("match"), Role: im.ReqStr("role")}
+						if im.Has("match") && len(strings.Fields(e.Match)) == 0 {
+							d.Errorf(im.Values["match"], im.Field("match"), "must name a command")
 						}
 						c.Emulation.Entrypoints = append(c.Emulation.Entrypoints, e)
 					}
 				}
 			}
 			if len(c.Emulation.Entrypoints) == 0 {
-				d.errorf(n, "emulation.entrypoints", "an emulated partition needs at least one entry point")
+				d.Errorf(n, "emulation.entrypoints", "an emulated partition needs at least one entry point")
 			}
 		}
 	}
-	c.PerfClient, _ = m.optStr("perf-client")
+	c.PerfClient, _ = m.OptStr("perf-client")
 	if c.PerfClient == "" {
 		c.PerfClient = PerfClientLoadgen
 		if c.Backend == BackendSlurm && c.Emulation == nil {
@@ -276,13 +279,13 @@ func (d *decoder) launchFields(m *mapping, c *Cluster, dir string) {
 		}
 	}
 	if c.PerfClient != PerfClientBench && c.PerfClient != PerfClientLoadgen {
-		d.errorf(m.value["perf-client"], "perf-client", "expected benchmark or loadgen, got %q", c.PerfClient)
+		d.Errorf(m.Values["perf-client"], "perf-client", "expected benchmark or loadgen, got %q", c.PerfClient)
 	}
 	if c.Backend == BackendLocal && c.PerfClient == PerfClientBench {
-		d.errorf(m.value["perf-client"], "perf-client", "the local backend has no benchmark process; use loadgen")
+		d.Errorf(m.Values["perf-client"], "perf-client", "the local backend has no benchmark process; use loadgen")
 	}
 	if c.Backend == BackendLocal && c.Emulation != nil {
-		d.errorf(m.value["emulation"], "emulation", "only for the slurm backend")
+		d.Errorf(m.Values["emulation"], "emulation", "only for the slurm backend")
 	}
 }
 
@@ -291,34 +294,34 @@ func (c *Cluster) ServesRunner(runner string) bool {
 	if len(c.Runners) == 0 {
 		return true
 	}
-	return contains(c.Runners, runner)
+	return slices.Contains(c.Runners, runner)
 }
 
 // pathField reads a path, expands ${VAR} references and makes it absolute.
-func (d *decoder) pathField(m *mapping, key, dir string, required bool) string {
+func (d *decoder) pathField(m *strictyaml.Mapping, key, dir string, required bool) string {
 	var (
 		s  string
 		ok bool
 	)
 	if required {
-		if !m.has(key) {
-			m.missing(key)
+		if !m.Has(key) {
+			m.Missing(key)
 			return ""
 		}
-		s, ok = d.str(m.value[key], m.field(key))
+		s, ok = d.Str(m.Values[key], m.Field(key))
 	} else {
-		s, ok = m.optStr(key)
+		s, ok = m.OptStr(key)
 	}
 	if !ok {
 		return ""
 	}
 	expanded, err := expandEnv(s)
 	if err != nil {
-		d.errorf(m.value[key], m.field(key), "%v", err)
+		d.Errorf(m.Values[key], m.Field(key), "%v", err)
 		return ""
 	}
 	if expanded == "" {
-		d.errorf(m.value[key], m.field(key), "must not be empty")
+		d.Errorf(m.Values[key], m.Field(key), "must not be empty")
 		return ""
 	}
 	return resolvePath(dir, expanded)
@@ -357,18 +360,18 @@ func expandEnv(s string) (string, error) {
 }
 
 // durationField reads an optional positive Go duration ("20m", "1h30m").
-func (d *decoder) durationField(m *mapping, key string) time.Duration {
-	n := m.get(key)
+func (d *decoder) durationField(m *strictyaml.Mapping, key string) time.Duration {
+	n := m.Get(key)
 	if n == nil {
 		return 0
 	}
-	v, ok := d.scalar(n, key)
+	v, ok := d.Scalar(n, key)
 	if !ok {
 		return 0
 	}
 	dur, err := time.ParseDuration(fmt.Sprint(v))
 	if err != nil || dur <= 0 {
-		d.errorf(n, key, "expected a positive duration such as 20m or 1h30m, got %q", fmt.Sprint(v))
+		d.Errorf(n, key, "expected a positive duration such as 20m or 1h30m, got %q", fmt.Sprint(v))
 		return 0
 	}
 	return dur

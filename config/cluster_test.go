@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 // repoFile returns a path under the repository's configs/ directory.
@@ -33,10 +35,10 @@ func TestSeedFilesLoad(t *testing.T) {
 	assert.Equal(t, configs, s.RecipesRoot)
 	assert.Len(t, s.ConfigKeys, 2)
 
-	m, err := LoadMaster(s.ConfigFiles...)
+	m, err := ixconfig.LoadMaster(s.ConfigFiles...)
 	require.NoError(t, err)
 	require.Equal(t, s.ConfigKeys, m.Keys())
-	r, err := LoadRunners(s.RunnerConfig)
+	r, err := ixconfig.LoadRunners(s.RunnerConfig)
 	require.NoError(t, err)
 	assert.Equal(t, 4, r.Hardware["cluster:gb200-nv"].GPUsPerNode)
 	assert.Equal(t, int64(860160), r.Hardware["cluster:gb200-nv"].AvailableCPUDRAMMiB)

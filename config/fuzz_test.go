@@ -1,11 +1,9 @@
 package config
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // The loaders face hand-edited files; whatever the bytes, they must return
@@ -23,26 +21,6 @@ func addSeeds(f *testing.F, globs []string, extra ...any) {
 	}
 }
 
-func FuzzLoadMaster(f *testing.F) {
-	f.Add([]byte(baseMaster))
-	f.Add([]byte("a: &x {b: *x}\n"))
-	f.Add([]byte("k:\n  <<: {image: x}\n"))
-	f.Add([]byte("k: [1, {a: b}]\n---\nz: 1\n"))
-	addSeeds(f, []string{"../configs/*.yaml"})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		// A hang is a failure too: report the input instead of stalling the fuzzer.
-		tm := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("slow input %q", data)) })
-		defer tm.Stop()
-		m, err := ParseMaster("fuzz.yaml", data)
-		if err == nil && m == nil {
-			t.Fatal("nil master without error")
-		}
-		if err != nil && err.Error() == "" {
-			t.Fatal("empty error")
-		}
-	})
-}
-
 func FuzzParseRecipe(f *testing.F) {
 	f.Add([]byte(disaggRecipe), "")
 	f.Add([]byte(overrideRecipe), "zip_override_lat[1]")
@@ -57,12 +35,10 @@ func FuzzParseRecipe(f *testing.F) {
 	})
 }
 
-func FuzzParseRunnersAndCluster(f *testing.F) {
-	f.Add([]byte("labels: {x: [a]}\nhardware: {x: {available-cpu-dram-mib: 1, gpus-per-node: 4}}\n"))
+func FuzzParseClusterAndSweep(f *testing.F) {
 	f.Add([]byte(baseCluster))
-	addSeeds(f, []string{"../configs/runners.yaml", "../configs/clusters/*.yaml", "../configs/sweeps/*.yaml"})
+	addSeeds(f, []string{"../configs/clusters/*.yaml", "../configs/sweeps/*.yaml"})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = ParseRunners("fuzz.yaml", data)
 		_, _ = ParseCluster("fuzz.yaml", "/x/fuzz.yaml", data)
 		_, _ = ParseSweep("fuzz.yaml", "/x/fuzz.yaml", data)
 	})

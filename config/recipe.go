@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Recipe is an srt-slurm recipe named by CONFIG_FILE=. The sections sweepflow
@@ -51,7 +53,7 @@ type RecipeModel struct {
 
 // Resources is srt-slurm's resources section. Zero means "not given".
 type Resources struct {
-	Pos                          Pos
+	Pos                          strictyaml.Pos
 	GPUType                      string
 	GPUsPerNode                  int
 	PrefillNodes, PrefillWorkers int
@@ -147,11 +149,11 @@ func recipeFile(root, ref string) (file, clean, selector string, err error) {
 	rel, selector := SplitRecipeRef(ref)
 	clean = path.Clean(filepath.ToSlash(rel))
 	if rel == "" || !filepath.IsLocal(filepath.FromSlash(clean)) {
-		return "", "", "", &Error{Msg: fmt.Sprintf("recipe path %q must be relative to the recipes root and stay inside it", rel)}
+		return "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe path %q must be relative to the recipes root and stay inside it", rel)}
 	}
 	file, err = filepath.Abs(filepath.Join(root, filepath.FromSlash(clean)))
 	if err != nil {
-		return "", "", "", &Error{Msg: err.Error()}
+		return "", "", "", &strictyaml.Error{Msg: err.Error()}
 	}
 	return file, clean, selector, nil
 }
@@ -162,7 +164,7 @@ var ErrRecipeMissing = errors.New("recipe file missing")
 
 // missingRecipe is a not-found recipe: a config Error that also matches
 // ErrRecipeMissing.
-type missingRecipe struct{ err *Error }
+type missingRecipe struct{ err *strictyaml.Error }
 
 func (m missingRecipe) Error() string { return m.err.Error() }
 func (m missingRecipe) Unwrap() error { return ErrRecipeMissing }
@@ -171,15 +173,15 @@ func readRecipe(root, clean, file string) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &Error{Msg: fmt.Sprintf("recipe %s not found under recipes root %s", clean, DisplayPath(root))}
+			return nil, &strictyaml.Error{Msg: fmt.Sprintf("recipe %s not found under recipes root %s", clean, strictyaml.DisplayPath(root))}
 		}
-		return nil, &Error{Msg: "cannot read recipe: " + cleanIOError(err)}
+		return nil, &strictyaml.Error{Msg: "cannot read recipe: " + strictyaml.CleanIOError(err)}
 	}
 	return data, nil
 }
 
 func parseRecipeAt(ref, clean, file, selector string, data []byte) (*Recipe, error) {
-	r, err := ParseRecipe(DisplayPath(file), data, selector)
+	r, err := ParseRecipe(strictyaml.DisplayPath(file), data, selector)
 	if err != nil {
 		return nil, err
 	}
@@ -189,19 +191,19 @@ func parseRecipeAt(ref, clean, file, selector string, data []byte) (*Recipe, err
 
 // ParseRecipe validates recipe bytes; selector picks an override variant.
 func ParseRecipe(display string, data []byte, selector string) (*Recipe, error) {
-	var errs errorList
-	root, err := parseYAML(display, data)
+	var errs strictyaml.Errors
+	root, err := strictyaml.Parse(display, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: display, errs: &errs}
+	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
 	r := &Recipe{Display: display, Raw: data, Selector: selector}
 	doc, err := d.applySelector(root, selector)
 	if err != nil {
 		return nil, err
 	}
 	if doc == nil {
-		return nil, errs.errs.Err()
+		return nil, errs.Err()
 	}
 	r.Doc = doc
 	if selector == "" {
@@ -210,117 +212,117 @@ func ParseRecipe(display string, data []byte, selector string) (*Recipe, error) 
 		r.Resolved = out
 	}
 	d.recipe(r, doc)
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 func (d *decoder) recipe(r *Recipe, doc *yaml.Node) {
-	m := d.mapping(doc, "", nil)
+	m := d.Mapping(doc, "", nil)
 	if m == nil {
 		return
 	}
-	r.Name = m.reqStr("name")
-	if !m.has("model") {
-		m.missing("model")
-	} else if mm := d.mapping(m.value["model"], "model", nil); mm != nil {
-		r.Model.Path = mm.reqStr("path")
-		r.Model.Container = mm.reqStr("container")
-		r.Model.Precision, _ = mm.optStr("precision")
-		r.Model.StageDir, _ = mm.optStr("stage_dir")
+	r.Name = m.ReqStr("name")
+	if !m.Has("model") {
+		m.Missing("model")
+	} else if mm := d.Mapping(m.Values["model"], "model", nil); mm != nil {
+		r.Model.Path = mm.ReqStr("path")
+		r.Model.Container = mm.ReqStr("container")
+		r.Model.Precision, _ = mm.OptStr("precision")
+		r.Model.StageDir, _ = mm.OptStr("stage_dir")
 	}
-	if !m.has("resources") {
-		m.missing("resources")
+	if !m.Has("resources") {
+		m.Missing("resources")
 	} else {
-		d.resources(&r.Resources, m.value["resources"])
+		d.resources(&r.Resources, m.Values["resources"])
 	}
-	if n := m.get("infra"); n != nil {
-		if im := d.mapping(n, "infra", infraFields); im != nil {
-			r.Infra.EtcdNATSDedicatedNode, _ = im.optBool("etcd_nats_dedicated_node")
-			v, _ := im.optInt("nats_max_payload_mb")
+	if n := m.Get("infra"); n != nil {
+		if im := d.Mapping(n, "infra", infraFields); im != nil {
+			r.Infra.EtcdNATSDedicatedNode, _ = im.OptBool("etcd_nats_dedicated_node")
+			v, _ := im.OptInt("nats_max_payload_mb")
 			r.Infra.NATSMaxPayloadMB = int(v)
 		}
 	}
-	if n := m.get("frontend"); n != nil {
-		if fm := d.mapping(n, "frontend", nil); fm != nil {
-			r.Frontend.Type, _ = fm.optStr("type")
-			r.Frontend.DedicatedNode, _ = fm.optBool("dedicated_node")
-			r.Frontend.EnableMultipleFrontends, _ = fm.optBool("enable_multiple_frontends")
-			v, _ := fm.optInt("num_additional_frontends")
+	if n := m.Get("frontend"); n != nil {
+		if fm := d.Mapping(n, "frontend", nil); fm != nil {
+			r.Frontend.Type, _ = fm.OptStr("type")
+			r.Frontend.DedicatedNode, _ = fm.OptBool("dedicated_node")
+			r.Frontend.EnableMultipleFrontends, _ = fm.OptBool("enable_multiple_frontends")
+			v, _ := fm.OptInt("num_additional_frontends")
 			r.Frontend.NumAdditionalFrontends = int(v)
-			r.Frontend.NginxSessionAffinity, _ = fm.optBool("nginx_session_affinity")
-			r.Frontend.NginxSessionAffinityHeader, _ = fm.optStr("nginx_session_affinity_header")
+			r.Frontend.NginxSessionAffinity, _ = fm.OptBool("nginx_session_affinity")
+			r.Frontend.NginxSessionAffinityHeader, _ = fm.OptStr("nginx_session_affinity_header")
 		}
 	}
-	if n := m.get("benchmark"); n != nil {
-		if bm := d.mapping(n, "benchmark", nil); bm != nil {
-			r.Benchmark.Type, _ = bm.optStr("type")
-			r.Benchmark.Command, _ = bm.optStr("command")
-			r.Benchmark.ClientDedicatedNode, _ = bm.optBool("client_dedicated_node")
-			r.Benchmark.UseChatTemplate, _ = bm.optBool("use_chat_template")
-			isl, _ := bm.optInt("isl")
-			osl, _ := bm.optInt("osl")
+	if n := m.Get("benchmark"); n != nil {
+		if bm := d.Mapping(n, "benchmark", nil); bm != nil {
+			r.Benchmark.Type, _ = bm.OptStr("type")
+			r.Benchmark.Command, _ = bm.OptStr("command")
+			r.Benchmark.ClientDedicatedNode, _ = bm.OptBool("client_dedicated_node")
+			r.Benchmark.UseChatTemplate, _ = bm.OptBool("use_chat_template")
+			isl, _ := bm.OptInt("isl")
+			osl, _ := bm.OptInt("osl")
 			r.Benchmark.ISL, r.Benchmark.OSL = int(isl), int(osl)
-			if en := bm.get("env"); en != nil {
+			if en := bm.Get("env"); en != nil {
 				r.Benchmark.Env = d.stringMap(en, "benchmark.env")
 			}
 		}
 	}
 	r.HealthCheck = HealthCheck{MaxAttempts: 180, IntervalSeconds: 10}
-	if n := m.get("health_check"); n != nil {
-		if hm := d.mapping(n, "health_check", healthCheckFields); hm != nil {
-			if v, ok := hm.optInt("max_attempts"); ok {
+	if n := m.Get("health_check"); n != nil {
+		if hm := d.Mapping(n, "health_check", healthCheckFields); hm != nil {
+			if v, ok := hm.OptInt("max_attempts"); ok {
 				if v <= 0 {
-					d.errorf(hm.value["max_attempts"], hm.field("max_attempts"), "must be > 0, got %d", v)
+					d.Errorf(hm.Values["max_attempts"], hm.Field("max_attempts"), "must be > 0, got %d", v)
 				}
 				r.HealthCheck.MaxAttempts = int(v)
 			}
-			if v, ok := hm.optInt("interval_seconds"); ok {
+			if v, ok := hm.OptInt("interval_seconds"); ok {
 				if v <= 0 {
-					d.errorf(hm.value["interval_seconds"], hm.field("interval_seconds"), "must be > 0, got %d", v)
+					d.Errorf(hm.Values["interval_seconds"], hm.Field("interval_seconds"), "must be > 0, got %d", v)
 				}
 				r.HealthCheck.IntervalSeconds = int(v)
 			}
 		}
 	}
-	if n := m.get("slurm"); n != nil {
-		if sm := d.mapping(n, "slurm", nil); sm != nil {
-			if tl := sm.get("time_limit"); tl != nil {
-				if v, ok := d.scalar(tl, sm.field("time_limit")); ok {
+	if n := m.Get("slurm"); n != nil {
+		if sm := d.Mapping(n, "slurm", nil); sm != nil {
+			if tl := sm.Get("time_limit"); tl != nil {
+				if v, ok := d.Scalar(tl, sm.Field("time_limit")); ok {
 					r.Slurm.TimeLimit = fmt.Sprint(v)
 					if _, err := ParseSlurmTime(r.Slurm.TimeLimit); err != nil {
-						d.errorf(tl, sm.field("time_limit"), "%v", err)
+						d.Errorf(tl, sm.Field("time_limit"), "%v", err)
 					}
 				}
 			}
-			r.Slurm.Account, _ = sm.optStr("account")
-			r.Slurm.Partition, _ = sm.optStr("partition")
+			r.Slurm.Account, _ = sm.OptStr("account")
+			r.Slurm.Partition, _ = sm.OptStr("partition")
 		}
 	}
-	if n := m.get("backend"); n != nil {
-		if bm := d.mapping(n, "backend", nil); bm != nil {
-			r.Backend.Type, _ = bm.optStr("type")
+	if n := m.Get("backend"); n != nil {
+		if bm := d.Mapping(n, "backend", nil); bm != nil {
+			r.Backend.Type, _ = bm.OptStr("type")
 			d.speculative(&r.Backend, bm)
 		}
 	}
 }
 
 func (d *decoder) resources(res *Resources, n *yaml.Node) {
-	m := d.mapping(n, "resources", resourcesFields)
+	m := d.Mapping(n, "resources", resourcesFields)
 	if m == nil {
 		return
 	}
-	res.Pos = d.pos(m.node)
-	res.GPUType, _ = m.optStr("gpu_type")
+	res.Pos = d.Pos(m.Node)
+	res.GPUType, _ = m.OptStr("gpu_type")
 	geti := func(k string) int {
-		v, ok := m.optInt(k)
+		v, ok := m.OptInt(k)
 		if ok && v < 0 {
-			d.errorf(m.value[k], m.field(k), "must be >= 0, got %d", v)
+			d.Errorf(m.Values[k], m.Field(k), "must be >= 0, got %d", v)
 			return 0
 		}
 		if v > 1<<20 {
-			d.errorf(m.value[k], m.field(k), "unreasonably large: %d", v)
+			d.Errorf(m.Values[k], m.Field(k), "unreasonably large: %d", v)
 			return 0
 		}
 		return int(v)
@@ -330,66 +332,66 @@ func (d *decoder) resources(res *Resources, n *yaml.Node) {
 	res.DecodeNodes, res.DecodeWorkers = geti("decode_nodes"), geti("decode_workers")
 	res.AggNodes, res.AggWorkers = geti("agg_nodes"), geti("agg_workers")
 	res.GPUsPerPrefill, res.GPUsPerDecode, res.GPUsPerAgg = geti("gpus_per_prefill"), geti("gpus_per_decode"), geti("gpus_per_agg")
-	disagg := m.has("prefill_nodes") || m.has("decode_nodes") || m.has("prefill_workers") || m.has("decode_workers")
-	agg := m.has("agg_nodes") || m.has("agg_workers")
+	disagg := m.Has("prefill_nodes") || m.Has("decode_nodes") || m.Has("prefill_workers") || m.Has("decode_workers")
+	agg := m.Has("agg_nodes") || m.Has("agg_workers")
 	switch {
 	case disagg && agg:
-		d.errorf(m.node, "resources", "give either prefill_*/decode_* (disaggregated) or agg_* (aggregated), not both")
+		d.Errorf(m.Node, "resources", "give either prefill_*/decode_* (disaggregated) or agg_* (aggregated), not both")
 	case !disagg && !agg:
-		d.errorf(m.node, "resources", "give prefill_nodes/decode_nodes (disaggregated) or agg_nodes (aggregated)")
+		d.Errorf(m.Node, "resources", "give prefill_nodes/decode_nodes (disaggregated) or agg_nodes (aggregated)")
 	case disagg:
 		res.Disaggregated = true
 		for _, k := range []string{"prefill_nodes", "prefill_workers", "decode_workers"} {
-			if !m.has(k) {
-				m.missing(k)
+			if !m.Has(k) {
+				m.Missing(k)
 			}
 		}
 	default:
-		if !m.has("agg_nodes") {
-			m.missing("agg_nodes")
+		if !m.Has("agg_nodes") {
+			m.Missing("agg_nodes")
 		}
 	}
 }
 
 // speculative finds the draft token count in the SGLang config of the
 // decode (disaggregated) or aggregated role.
-func (d *decoder) speculative(b *RecipeBackend, bm *mapping) {
-	sc := bm.get("sglang_config")
+func (d *decoder) speculative(b *RecipeBackend, bm *strictyaml.Mapping) {
+	sc := bm.Get("sglang_config")
 	if sc == nil {
 		return
 	}
-	scm := d.mapping(sc, "backend.sglang_config", nil)
+	scm := d.Mapping(sc, "backend.sglang_config", nil)
 	if scm == nil {
 		return
 	}
 	for _, role := range []string{"decode", "aggregated", "prefill"} {
-		rn := scm.get(role)
+		rn := scm.Get(role)
 		if rn == nil {
 			continue
 		}
-		rm := d.mapping(rn, scm.field(role), nil)
+		rm := d.Mapping(rn, scm.Field(role), nil)
 		if rm == nil {
 			continue
 		}
-		if alg, ok := rm.optStr("speculative-algorithm"); ok && b.SpeculativeAlgorithm == "" {
+		if alg, ok := rm.OptStr("speculative-algorithm"); ok && b.SpeculativeAlgorithm == "" {
 			b.SpeculativeAlgorithm = alg
 		}
-		if v, ok := rm.optInt("speculative-num-draft-tokens"); ok && b.DraftTokens == 0 {
+		if v, ok := rm.OptInt("speculative-num-draft-tokens"); ok && b.DraftTokens == 0 {
 			b.DraftTokens = int(v)
 		}
 	}
 }
 
 func (d *decoder) stringMap(n *yaml.Node, path string) map[string]string {
-	m := d.mapping(n, path, nil)
+	m := d.Mapping(n, path, nil)
 	if m == nil {
 		return nil
 	}
 	out := map[string]string{}
-	for _, k := range m.keys {
-		v := m.value[k]
+	for _, k := range m.Keys {
+		v := m.Values[k]
 		if v.Kind != yaml.ScalarNode {
-			d.errorf(v, m.field(k), "expected a scalar, got %s", kindName(v))
+			d.Errorf(v, m.Field(k), "expected a scalar, got %s", strictyaml.KindName(v))
 			continue
 		}
 		out[k] = v.Value
@@ -420,10 +422,10 @@ func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
 	field := func(k string) string { return "resources." + k }
 	pos := res.Pos
 	if pos.File == "" {
-		pos = Pos{File: r.Display}
+		pos = strictyaml.Pos{File: r.Display}
 	}
 	fail := func(k, format string, args ...any) (Footprint, error) {
-		return Footprint{}, &Error{Pos: pos, Field: field(k), Msg: fmt.Sprintf(format, args...)}
+		return Footprint{}, &strictyaml.Error{Pos: pos, Field: field(k), Msg: fmt.Sprintf(format, args...)}
 	}
 	if gpn <= 0 {
 		return fail("gpus_per_node", "unknown: set it in the recipe or in the runner's hardware entry")
@@ -492,22 +494,22 @@ func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
 // plus `override_<n>` (deep-merged) and `zip_override_<n>` (list leaves
 // zipped) sections, picked by "override_<n>", "zip_override_<n>[i]" or "base".
 func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, error) {
-	m := d.mapping(root, "", nil)
+	m := d.Mapping(root, "", nil)
 	if m == nil {
 		return nil, nil
 	}
-	if !m.has("base") {
+	if !m.Has("base") {
 		if selector != "" {
-			return nil, &Error{Pos: d.pos(root), Field: "base", Msg: fmt.Sprintf("selector %q given but the recipe has no base/override sections", selector)}
+			return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: fmt.Sprintf("selector %q given but the recipe has no base/override sections", selector)}
 		}
-		return m.node, nil
+		return m.Node, nil
 	}
 	if selector == "" {
-		return nil, &Error{Pos: d.pos(root), Field: "base", Msg: "override-format recipe: CONFIG_FILE must pick a variant with :override_<name>, :zip_override_<name>[i] or :base"}
+		return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: "override-format recipe: CONFIG_FILE must pick a variant with :override_<name>, :zip_override_<name>[i] or :base"}
 	}
-	base := deref(m.value["base"])
+	base := strictyaml.Deref(m.Values["base"])
 	if base.Kind != yaml.MappingNode {
-		return nil, &Error{Pos: d.pos(base), Field: "base", Msg: "expected a mapping, got " + kindName(base)}
+		return nil, &strictyaml.Error{Pos: d.Pos(base), Field: "base", Msg: "expected a mapping, got " + strictyaml.KindName(base)}
 	}
 	baseName := ""
 	if n := mapGet(base, "name"); n != nil {
@@ -520,34 +522,34 @@ func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, e
 		key, idxStr, _ := strings.Cut(selector, "[")
 		var i int
 		fmt.Sscanf(strings.TrimSuffix(idxStr, "]"), "%d", &i)
-		z := m.get(key)
+		z := m.Get(key)
 		if z == nil {
-			return nil, &Error{Pos: d.pos(root), Field: key, Msg: fmt.Sprintf("zip group not found in recipe (selector %q)", selector)}
+			return nil, &strictyaml.Error{Pos: d.Pos(root), Field: key, Msg: fmt.Sprintf("zip group not found in recipe (selector %q)", selector)}
 		}
-		z = deref(z)
+		z = strictyaml.Deref(z)
 		if z.Kind != yaml.MappingNode {
-			return nil, &Error{Pos: d.pos(z), Field: key, Msg: "expected a mapping, got " + kindName(z)}
+			return nil, &strictyaml.Error{Pos: d.Pos(z), Field: key, Msg: "expected a mapping, got " + strictyaml.KindName(z)}
 		}
 		n, err := zipLength(z)
 		if err != nil {
-			return nil, &Error{Pos: d.pos(z), Field: key, Msg: err.Error()}
+			return nil, &strictyaml.Error{Pos: d.Pos(z), Field: key, Msg: err.Error()}
 		}
 		if i >= n {
-			return nil, &Error{Pos: d.pos(z), Field: key, Msg: fmt.Sprintf("index [%d] out of range (has %d variants)", i, n)}
+			return nil, &strictyaml.Error{Pos: d.Pos(z), Field: key, Msg: fmt.Sprintf("index [%d] out of range (has %d variants)", i, n)}
 		}
 		merged := mergeNodes(base, zipSlice(z, i))
-		if names := mapGet(z, "name"); names == nil || deref(names).Kind != yaml.SequenceNode {
+		if names := mapGet(z, "name"); names == nil || strictyaml.Deref(names).Kind != yaml.SequenceNode {
 			setName(merged, fmt.Sprintf("%s_%s_%d", baseName, strings.TrimPrefix(key, "zip_override_"), i))
 		}
 		return merged, nil
 	case strings.HasPrefix(selector, "override_"):
-		o := m.get(selector)
+		o := m.Get(selector)
 		if o == nil {
-			return nil, &Error{Pos: d.pos(root), Field: selector, Msg: "override not found in recipe"}
+			return nil, &strictyaml.Error{Pos: d.Pos(root), Field: selector, Msg: "override not found in recipe"}
 		}
-		o = deref(o)
+		o = strictyaml.Deref(o)
 		if o.Kind != yaml.MappingNode {
-			return nil, &Error{Pos: d.pos(o), Field: selector, Msg: "expected a mapping, got " + kindName(o)}
+			return nil, &strictyaml.Error{Pos: d.Pos(o), Field: selector, Msg: "expected a mapping, got " + strictyaml.KindName(o)}
 		}
 		merged := mergeNodes(base, o)
 		if mapGet(o, "name") == nil {
@@ -555,17 +557,17 @@ func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, e
 		}
 		return merged, nil
 	}
-	return nil, &Error{Pos: d.pos(root), Field: "base", Msg: fmt.Sprintf("unsupported selector %q (expected base, override_<name> or zip_override_<name>[i])", selector)}
+	return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: fmt.Sprintf("unsupported selector %q (expected base, override_<name> or zip_override_<name>[i])", selector)}
 }
 
 func mapGet(m *yaml.Node, key string) *yaml.Node {
-	m = deref(m)
+	m = strictyaml.Deref(m)
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if deref(m.Content[i]).Value == key {
-			return deref(m.Content[i+1])
+		if strictyaml.Deref(m.Content[i]).Value == key {
+			return strictyaml.Deref(m.Content[i+1])
 		}
 	}
 	return nil
@@ -584,23 +586,23 @@ func setName(m *yaml.Node, name string) {
 // mergeNodes deep-merges override into a copy of base: mappings merge, a null
 // deletes the key, anything else replaces (lists are not appended).
 func mergeNodes(base, override *yaml.Node) *yaml.Node {
-	base, override = deref(base), deref(override)
+	base, override = strictyaml.Deref(base), strictyaml.Deref(override)
 	if base == nil || override == nil || base.Kind != yaml.MappingNode || override.Kind != yaml.MappingNode {
 		return override
 	}
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: base.Tag, Line: base.Line, Column: base.Column}
 	out.Content = append(out.Content, base.Content...)
 	for i := 0; i+1 < len(override.Content); i += 2 {
-		k, v := deref(override.Content[i]), deref(override.Content[i+1])
+		k, v := strictyaml.Deref(override.Content[i]), strictyaml.Deref(override.Content[i+1])
 		pos := -1
 		for j := 0; j+1 < len(out.Content); j += 2 {
-			if deref(out.Content[j]).Value == k.Value {
+			if strictyaml.Deref(out.Content[j]).Value == k.Value {
 				pos = j
 				break
 			}
 		}
 		switch {
-		case isNull(v):
+		case strictyaml.IsNull(v):
 			if pos >= 0 {
 				out.Content = append(out.Content[:pos:pos], out.Content[pos+2:]...)
 			}
@@ -621,7 +623,7 @@ func zipLength(z *yaml.Node) (int, error) {
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			v := deref(n.Content[i+1])
+			v := strictyaml.Deref(n.Content[i+1])
 			switch v.Kind {
 			case yaml.SequenceNode:
 				lengths = append(lengths, len(v.Content))
@@ -654,7 +656,7 @@ func zipLength(z *yaml.Node) (int, error) {
 func zipSlice(z *yaml.Node, i int) *yaml.Node {
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: z.Tag, Line: z.Line, Column: z.Column}
 	for j := 0; j+1 < len(z.Content); j += 2 {
-		k, v := z.Content[j], deref(z.Content[j+1])
+		k, v := z.Content[j], strictyaml.Deref(z.Content[j+1])
 		switch v.Kind {
 		case yaml.SequenceNode:
 			if len(v.Content) == 1 {
@@ -741,34 +743,34 @@ func VerifyPlannedRecipe(root, ref, digest string) error {
 
 func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, selector string, err error) {
 	if root == "" {
-		return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s: the cluster profile has no recipes-root to launch it from", ref)}
+		return nil, "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe %s: the cluster profile has no recipes-root to launch it from", ref)}
 	}
 	if digest == "" {
-		return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s: the point carries no recipe digest (planned by an older starter); plan the sweep again", ref)}
+		return nil, "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe %s: the point carries no recipe digest (planned by an older starter); plan the sweep again", ref)}
 	}
 	if file, clean, selector, err = recipeFile(root, ref); err != nil {
 		return nil, "", "", "", err
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return nil, "", "", "", &Error{Msg: "recipes root: " + cleanIOError(err)}
+		return nil, "", "", "", &strictyaml.Error{Msg: "recipes root: " + strictyaml.CleanIOError(err)}
 	}
 	if realFile, err := filepath.EvalSymlinks(file); err == nil {
 		if rel, err := filepath.Rel(realRoot, realFile); err != nil || !filepath.IsLocal(rel) {
-			return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s resolves to %s, outside the recipes root %s", clean, realFile, DisplayPath(realRoot))}
+			return nil, "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe %s resolves to %s, outside the recipes root %s", clean, realFile, strictyaml.DisplayPath(realRoot))}
 		}
 	}
 	if data, err = readRecipe(root, clean, file); err != nil {
 		if _, serr := os.Stat(file); errors.Is(serr, fs.ErrNotExist) {
-			return nil, "", "", "", missingRecipe{err.(*Error)}
+			return nil, "", "", "", missingRecipe{err.(*strictyaml.Error)}
 		}
 		return nil, "", "", "", err
 	}
 	// Bytes first: a tampered file is reported as such, not as whatever
 	// parse error the edit caused.
 	if got := RecipeDigest(data); got != digest {
-		return nil, "", "", "", &Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
-			clean, DisplayPath(root), got, digest)}
+		return nil, "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
+			clean, strictyaml.DisplayPath(root), got, digest)}
 	}
 	return data, file, clean, selector, nil
 }

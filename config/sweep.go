@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Sweep bundles what one sweep runs: master config files, the runners file,
@@ -45,82 +47,82 @@ var regressionFields = []string{"output-tput-per-gpu-drop-pct", "ttft-p90-rise-p
 
 // LoadSweep reads and validates a sweep file.
 func LoadSweep(path string) (*Sweep, error) {
-	display := DisplayPath(path)
+	display := strictyaml.DisplayPath(path)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: display}, Msg: "cannot read sweep file: " + cleanIOError(err)}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display}, Msg: "cannot read sweep file: " + strictyaml.CleanIOError(err)}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: display}, Msg: err.Error()}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display}, Msg: err.Error()}
 	}
 	return ParseSweep(display, abs, data)
 }
 
 // ParseSweep validates a sweep file held in memory; abs is its absolute path.
 func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
-	var errs errorList
-	root, err := parseYAML(display, data)
+	var errs strictyaml.Errors
+	root, err := strictyaml.Parse(display, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: display, errs: &errs}
-	m := d.mapping(root, "", sweepFields)
+	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
+	m := d.Mapping(root, "", sweepFields)
 	if m == nil {
-		return nil, errs.errs.Err()
+		return nil, errs.Err()
 	}
 	dir := filepath.Dir(abs)
 	s := &Sweep{Path: abs, Evals: true, Thinking: true,
 		Regression: Regression{OutputTputPerGPUDropPct: 5, TTFTp90RisePct: 10, InteractivityDropPct: 5}}
-	s.Name = m.reqStr("name")
+	s.Name = m.ReqStr("name")
 	if s.Name != "" && !nameRe.MatchString(s.Name) {
-		d.errorf(m.value["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", s.Name)
+		d.Errorf(m.Values["name"], "name", "must be letters, digits, '.', '_' or '-', got %q", s.Name)
 	}
-	s.Description, _ = m.optStr("description")
+	s.Description, _ = m.OptStr("description")
 	for _, p := range d.stringList(m, "config-files", true) {
 		s.ConfigFiles = append(s.ConfigFiles, resolvePath(dir, p))
 	}
-	if p := m.reqStr("runner-config"); p != "" {
+	if p := m.ReqStr("runner-config"); p != "" {
 		s.RunnerConfig = resolvePath(dir, p)
 	}
 	s.ConfigKeys = d.stringList(m, "config-keys", true)
-	if p := m.reqStr("cluster"); p != "" {
+	if p := m.ReqStr("cluster"); p != "" {
 		s.ClusterPath = resolvePath(dir, p)
 	}
-	if p, ok := m.optStr("recipes-root"); ok && p != "" {
+	if p, ok := m.OptStr("recipes-root"); ok && p != "" {
 		s.RecipesRoot = resolvePath(dir, p)
 	}
-	if v, ok := m.optBool("evals"); ok {
+	if v, ok := m.OptBool("evals"); ok {
 		s.Evals = v
 	}
-	if p, ok := m.optStr("golden-al"); ok && p != "" {
+	if p, ok := m.OptStr("golden-al"); ok && p != "" {
 		exp, err := expandEnv(p)
 		if err != nil {
-			d.errorf(m.value["golden-al"], "golden-al", "%v", err)
+			d.Errorf(m.Values["golden-al"], "golden-al", "%v", err)
 		} else {
 			s.GoldenAL = resolvePath(dir, exp)
 			if _, err := os.Stat(s.GoldenAL); err != nil {
-				d.errorf(m.value["golden-al"], "golden-al", "cannot read golden AL file %s: %s", DisplayPath(s.GoldenAL), cleanIOError(err))
+				d.Errorf(m.Values["golden-al"], "golden-al", "cannot read golden AL file %s: %s", strictyaml.DisplayPath(s.GoldenAL), strictyaml.CleanIOError(err))
 			}
 		}
 	}
-	if v, ok := m.optBool("thinking"); ok {
+	if v, ok := m.OptBool("thinking"); ok {
 		s.Thinking = v
 	}
-	if n := m.get("regression"); n != nil {
-		if rm := d.mapping(n, "regression", regressionFields); rm != nil {
+	if n := m.Get("regression"); n != nil {
+		if rm := d.Mapping(n, "regression", regressionFields); rm != nil {
 			dst := map[string]*float64{"output-tput-per-gpu-drop-pct": &s.Regression.OutputTputPerGPUDropPct,
 				"ttft-p90-rise-pct": &s.Regression.TTFTp90RisePct, "interactivity-drop-pct": &s.Regression.InteractivityDropPct}
 			for _, key := range regressionFields { // file order of errors: fixed
-				if v := rm.get(key); v != nil {
-					if f, _, ok := d.number(v, rm.field(key)); ok {
+				if v := rm.Get(key); v != nil {
+					if f, _, ok := d.Number(v, rm.Field(key)); ok {
 						*dst[key] = f
 					}
 				}
 			}
 		}
 	}
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -128,30 +130,30 @@ func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
 
 // stringList reads a non-empty list of strings (a single string is accepted
 // as a one-element list).
-func (d *decoder) stringList(m *mapping, key string, required bool) []string {
-	n := m.get(key)
+func (d *decoder) stringList(m *strictyaml.Mapping, key string, required bool) []string {
+	n := m.Get(key)
 	if n == nil {
 		if required {
-			m.missing(key)
+			m.Missing(key)
 		}
 		return nil
 	}
 	if n.Kind == yaml.ScalarNode {
-		if s, ok := d.str(n, m.field(key)); ok && s != "" {
+		if s, ok := d.Str(n, m.Field(key)); ok && s != "" {
 			return []string{s}
 		}
 		return nil
 	}
-	items, ok := d.seq(n, m.field(key))
+	items, ok := d.Seq(n, m.Field(key))
 	if !ok {
 		return nil
 	}
 	if len(items) == 0 && required {
-		d.errorf(n, m.field(key), "must not be empty")
+		d.Errorf(n, m.Field(key), "must not be empty")
 	}
 	var out []string
 	for i, it := range items {
-		if s, ok := d.str(it, idx(m.field(key), i)); ok {
+		if s, ok := d.Str(it, strictyaml.Index(m.Field(key), i)); ok {
 			out = append(out, s)
 		}
 	}

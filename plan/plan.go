@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/goldenal"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -139,7 +141,7 @@ type Point struct {
 	// worker launches the recipe only when its file still has these bytes.
 	RecipeDigest string         `json:"recipe-sha256,omitempty"`
 	Recipe       *config.Recipe `json:"-"`
-	Source       config.Pos     `json:"source"` // the search-space entry in the master config
+	Source       strictyaml.Pos `json:"source"` // the search-space entry in the master config
 
 	// ID is the point's ID in a sweep (exp-name plus identity); Identity
 	// (deployment hash plus concurrency) keys the ledger, reuse and workflow
@@ -242,23 +244,23 @@ func (p *Plan) Evals() int {
 // Build validates everything the sweep names and returns its points.
 func Build(opts Options) (*Plan, error) {
 	if opts.Sweep == nil {
-		return nil, &config.Error{Field: "sweep", Msg: "no sweep given"}
+		return nil, &strictyaml.Error{Field: "sweep", Msg: "no sweep given"}
 	}
 	if opts.Cluster == nil {
-		return nil, &config.Error{Field: "cluster", Msg: "no cluster profile given"}
+		return nil, &strictyaml.Error{Field: "cluster", Msg: "no cluster profile given"}
 	}
-	var errs config.Errors
+	var errs strictyaml.Errors
 	seen := map[string]bool{}
 	add := func(err error) {
-		var list config.Errors
+		var list strictyaml.Errors
 		switch e := err.(type) {
 		case nil:
-		case config.Errors:
+		case strictyaml.Errors:
 			list = e
-		case *config.Error:
-			list = config.Errors{e}
+		case *strictyaml.Error:
+			list = strictyaml.Errors{e}
 		default:
-			list = config.Errors{{Msg: err.Error()}}
+			list = strictyaml.Errors{{Msg: err.Error()}}
 		}
 		// Rows of one entry share recipe and shape: say each problem once.
 		for _, e := range list {
@@ -269,11 +271,11 @@ func Build(opts Options) (*Plan, error) {
 		}
 	}
 	s, c := opts.Sweep, opts.Cluster
-	master, err := config.LoadMaster(s.ConfigFiles...)
+	master, err := ixconfig.LoadMaster(s.ConfigFiles...)
 	add(err)
-	var runners *config.Runners
+	var runners *ixconfig.Runners
 	if s.RunnerConfig != "" {
-		runners, err = config.LoadRunners(s.RunnerConfig)
+		runners, err = ixconfig.LoadRunners(s.RunnerConfig)
 		add(err)
 	}
 	if len(errs) > 0 {
@@ -297,7 +299,7 @@ func Build(opts Options) (*Plan, error) {
 	if opts.KeepRow != nil {
 		rows = slices.DeleteFunc(rows, func(r *matrix.Row) bool { return !opts.KeepRow(r) })
 		if len(rows) == 0 && len(eoCands)+len(eoAllCands) == 0 {
-			return nil, &config.Error{Field: "config-keys", Msg: "the selected scenarios of " + strings.Join(s.ConfigKeys, ", ") + " generate no rows"}
+			return nil, &strictyaml.Error{Field: "config-keys", Msg: "the selected scenarios of " + strings.Join(s.ConfigKeys, ", ") + " generate no rows"}
 		}
 	}
 	eoRows := evalOnlyRows(eoCands, eoAllCands)
@@ -306,7 +308,7 @@ func Build(opts Options) (*Plan, error) {
 	for _, row := range slices.Concat(rows, eoRows) {
 		if e := row.Entry; !e.Multinode && !seen["single:"+e.Key] {
 			seen["single:"+e.Key] = true
-			errs = append(errs, &config.Error{Pos: e.FieldPos("multinode"), Field: e.Key + ".multinode",
+			errs = append(errs, &strictyaml.Error{Pos: e.FieldPos("multinode"), Field: e.Key + ".multinode",
 				Msg: "single-node config key: sweep plans cover multinode (srt-slurm recipe) keys only; print its InferenceX matrix rows with --format ix-json instead"})
 		}
 	}
@@ -421,11 +423,11 @@ func measure(pt *Point, s *config.Sweep, golden goldenal.Table) error {
 	if golden != nil && pt.SpecDecoding != "" && pt.SpecDecoding != "none" && pt.DraftTokens > 0 {
 		al, err := golden.Lookup(pt.Model, s.Thinking, pt.DraftTokens)
 		if err != nil {
-			return &config.Error{Pos: pt.Source, Field: "golden-al", Msg: fmt.Sprintf("%s: point %s: %v", config.DisplayPath(s.GoldenAL), pt.ExpName, err)}
+			return &strictyaml.Error{Pos: pt.Source, Field: "golden-al", Msg: fmt.Sprintf("%s: point %s: %v", strictyaml.DisplayPath(s.GoldenAL), pt.ExpName, err)}
 		}
 		// A row that pins a different AL than the golden table is stale.
 		if rowHasAL && math.Abs(rowAL-al) > 1e-9 {
-			return &config.Error{Pos: pt.Source, Field: "golden-al", Msg: fmt.Sprintf("point %s: SYNTHETIC_ACCEPTANCE_LENGTH=%g in the config but the golden AL for %d draft tokens is %g",
+			return &strictyaml.Error{Pos: pt.Source, Field: "golden-al", Msg: fmt.Sprintf("point %s: SYNTHETIC_ACCEPTANCE_LENGTH=%g in the config but the golden AL for %d draft tokens is %g",
 				pt.ExpName, rowAL, pt.DraftTokens, al)}
 		}
 		pt.SyntheticAL = al
@@ -461,19 +463,19 @@ func inputs(s *config.Sweep, c *config.Cluster, pts []Point) []Input {
 // checkUnique refuses a plan in which two points share an identity: their
 // results would be indistinguishable in the ledger.
 func checkUnique(pts []Point) error {
-	var errs config.Errors
+	var errs strictyaml.Errors
 	first := map[string]int{}
 	ids := map[string]int{}
 	for i, pt := range pts {
 		if j, dup := first[pt.Identity]; dup {
-			errs = append(errs, &config.Error{Pos: pt.Source, Field: pt.ConfigKey,
+			errs = append(errs, &strictyaml.Error{Pos: pt.Source, Field: pt.ConfigKey,
 				Msg: fmt.Sprintf("duplicate point: %s (conc %d) has the same identity %s as %s (conc %d, %s); the config lists one deployment twice at this concurrency",
 					pt.ExpName, pt.Conc, pt.Identity[:12]+"...", pts[j].ExpName, pts[j].Conc, pts[j].Source)})
 			continue
 		}
 		first[pt.Identity] = i
 		if j, dup := ids[pt.ID]; dup {
-			errs = append(errs, &config.Error{Pos: pt.Source, Field: pt.ConfigKey,
+			errs = append(errs, &strictyaml.Error{Pos: pt.Source, Field: pt.ConfigKey,
 				Msg: fmt.Sprintf("duplicate point ID %s (also point %d)", pt.ID, j+1)})
 			continue
 		}
@@ -518,14 +520,14 @@ func RecipeRef(row *matrix.Row) (string, error) {
 }
 
 // recipeRef finds CONFIG_FILE= in the prefill, then the decode settings.
-func recipeRef(row *matrix.Row) (string, config.Pos, string, error) {
+func recipeRef(row *matrix.Row) (string, strictyaml.Pos, string, error) {
 	s := row.Search
 	var found []struct {
 		ref   string
-		pos   config.Pos
+		pos   strictyaml.Pos
 		field string
 	}
-	for _, w := range []*config.Worker{s.Prefill, s.Decode} {
+	for _, w := range []*ixconfig.Worker{s.Prefill, s.Decode} {
 		if w == nil {
 			continue
 		}
@@ -533,19 +535,19 @@ func recipeRef(row *matrix.Row) (string, config.Pos, string, error) {
 			if k, v, ok := cutEq(set); ok && k == "CONFIG_FILE" {
 				found = append(found, struct {
 					ref   string
-					pos   config.Pos
+					pos   strictyaml.Pos
 					field string
 				}{v, w.SettingPos[j], fmt.Sprintf("%s.additional-settings[%d]", w.Path, j)})
 			}
 		}
 	}
 	if len(found) == 0 {
-		return "", s.Pos, "", &config.Error{Pos: s.Pos, Field: s.Path + ".prefill.additional-settings",
+		return "", s.Pos, "", &strictyaml.Error{Pos: s.Pos, Field: s.Path + ".prefill.additional-settings",
 			Msg: "no CONFIG_FILE=<recipe> entry; sweepflow needs the srt-slurm recipe to size and launch this row"}
 	}
 	for _, f := range found[1:] {
 		if f.ref != found[0].ref {
-			return "", f.pos, f.field, &config.Error{Pos: f.pos, Field: f.field,
+			return "", f.pos, f.field, &strictyaml.Error{Pos: f.pos, Field: f.field,
 				Msg: fmt.Sprintf("CONFIG_FILE=%s disagrees with CONFIG_FILE=%s given earlier", f.ref, found[0].ref)}
 		}
 	}
@@ -557,13 +559,13 @@ func cutEq(s string) (string, string, bool) {
 	return strings.TrimSpace(k), strings.TrimSpace(v), ok
 }
 
-func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.Runners, c *config.Cluster,
+func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig.Runners, c *config.Cluster,
 	root, launcher string, recipes map[string]*config.Recipe) ([]Point, error) {
 	e, s := row.Entry, row.Search
 	runner, _ := row.Fields.Get("runner")
 	runnerName, _ := runner.(string)
 	if !c.ServesRunner(runnerName) {
-		return nil, &config.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
+		return nil, &strictyaml.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
 			Msg: fmt.Sprintf("runner %q is not served by cluster %s (it serves %v)", runnerName, c.Name, c.Runners)}
 	}
 	ref, refPos, refField, err := recipeRef(row)
@@ -571,7 +573,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 		return nil, err
 	}
 	if root == "" {
-		return nil, &config.Error{Pos: refPos, Field: refField,
+		return nil, &strictyaml.Error{Pos: refPos, Field: refField,
 			Msg: "no recipes root: set recipes-root in the sweep file or the cluster profile, or pass --recipes-root"}
 	}
 	recipe := recipes[ref]
@@ -580,8 +582,8 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 		if err != nil {
 			// Problems inside the recipe carry the recipe's own file:line;
 			// a missing or unreadable recipe is reported where it is named.
-			if ce, ok := err.(*config.Error); ok && ce.Pos.File == "" {
-				return nil, &config.Error{Pos: refPos, Field: refField, Msg: ce.Msg}
+			if ce, ok := err.(*strictyaml.Error); ok && ce.Pos.File == "" {
+				return nil, &strictyaml.Error{Pos: refPos, Field: refField, Msg: ce.Msg}
 			}
 			return nil, err
 		}
@@ -592,7 +594,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 	if runners != nil {
 		if hw := runners.Hardware[e.Runner]; hw != nil {
 			if hw.GPUsPerNode != c.GPUsPerNode {
-				return nil, &config.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
+				return nil, &strictyaml.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
 					Msg: fmt.Sprintf("runner %s has %d GPUs per node but cluster %s has %d", e.Runner, hw.GPUsPerNode, c.Name, c.GPUsPerNode)}
 			}
 			gpn = hw.GPUsPerNode
@@ -607,7 +609,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 	}
 	topo := Topology(s.Prefill, s.Decode)
 	if fp.Nodes > c.Nodes {
-		return nil, &config.Error{Pos: s.Pos, Field: s.Path,
+		return nil, &strictyaml.Error{Pos: s.Pos, Field: s.Path,
 			Msg: fmt.Sprintf("%s needs %d nodes (recipe %s), cluster %s has only %d; it can never run there", topo, fp.Nodes, recipe.Path, c.Name, c.Nodes)}
 	}
 
@@ -701,15 +703,15 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *config.R
 // same shape (aggregated or not), worker counts and GPUs per worker.
 func crossCheck(row *matrix.Row, r *config.Recipe, fp config.Footprint) error {
 	s := row.Search
-	gpusPer := func(w *config.Worker) int { return w.TP * w.PP * w.PCPSize }
+	gpusPer := func(w *ixconfig.Worker) int { return w.TP * w.PP * w.PCPSize }
 	// field is ".prefill.<key>" or ".decode.<key>": point at that line.
 	fail := func(field, format string, args ...any) error {
 		pos := s.Pos
 		role, key, _ := strings.Cut(strings.TrimPrefix(field, "."), ".")
-		if w := map[string]*config.Worker{"prefill": s.Prefill, "decode": s.Decode}[role]; w != nil {
+		if w := map[string]*ixconfig.Worker{"prefill": s.Prefill, "decode": s.Decode}[role]; w != nil {
 			pos = w.FieldPos(key)
 		}
-		return &config.Error{Pos: pos, Field: s.Path + field, Msg: fmt.Sprintf(format, args...)}
+		return &strictyaml.Error{Pos: pos, Field: s.Path + field, Msg: fmt.Sprintf(format, args...)}
 	}
 	res := r.Resources
 	if !res.Disaggregated {
@@ -744,7 +746,7 @@ func crossCheck(row *matrix.Row, r *config.Recipe, fp config.Footprint) error {
 }
 
 // Topology renders a deployment for humans: "TP8 agg", "1P1D DEP8/DEP16".
-func Topology(prefill, decode *config.Worker) string {
+func Topology(prefill, decode *ixconfig.Worker) string {
 	if decode == nil || decode.NumWorker == 0 {
 		prefix := ""
 		if prefill.NumWorker > 1 {
@@ -755,7 +757,7 @@ func Topology(prefill, decode *config.Worker) string {
 	return fmt.Sprintf("%dP%dD %s/%s", prefill.NumWorker, decode.NumWorker, workerLabel(prefill), workerLabel(decode))
 }
 
-func workerLabel(w *config.Worker) string {
+func workerLabel(w *ixconfig.Worker) string {
 	var s string
 	switch {
 	case w.DPAttn && w.EP == w.TP:

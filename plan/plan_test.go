@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 const (
@@ -255,11 +256,11 @@ func TestPlanErrors(t *testing.T) {
 }
 
 func TestTopology(t *testing.T) {
-	w := func(n, tp, ep int, dpa bool) *config.Worker {
-		return &config.Worker{NumWorker: n, TP: tp, EP: ep, DPAttn: dpa, PP: 1, PCPSize: 1}
+	w := func(n, tp, ep int, dpa bool) *ixconfig.Worker {
+		return &ixconfig.Worker{NumWorker: n, TP: tp, EP: ep, DPAttn: dpa, PP: 1, PCPSize: 1}
 	}
 	cases := []struct {
-		p, d *config.Worker
+		p, d *ixconfig.Worker
 		want string
 	}{
 		{w(1, 8, 1, false), w(0, 8, 1, false), "TP8 agg"},

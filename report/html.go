@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/curvegaps"
-	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
 

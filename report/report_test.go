@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
 

@@ -15,6 +15,8 @@ import (
 // new image must still find last night's figures. So each nightly point is
 // also recorded under its baseline key (the fingerprint without the image,
 // plus the concurrency), and the regression report of each nightly is kept.
+// The nightly package chooses the baseline with these queries; report reads
+// the stored reports.
 
 // NightlyPoint is one point of a nightly sweep under its baseline key.
 type NightlyPoint struct {

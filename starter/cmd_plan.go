@@ -16,7 +16,9 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/changelog"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/plan"
 )
@@ -195,10 +197,10 @@ func planIXJSON(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	var errs config.Errors
-	master, err := config.LoadMaster(s.ConfigFiles...)
+	var errs strictyaml.Errors
+	master, err := ixconfig.LoadMaster(s.ConfigFiles...)
 	appendErr(&errs, err)
-	runners, err := config.LoadRunners(s.RunnerConfig)
+	runners, err := ixconfig.LoadRunners(s.RunnerConfig)
 	appendErr(&errs, err)
 	if len(errs) > 0 {
 		return configError(errs)
@@ -247,7 +249,7 @@ func planChangelogIXJSON(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	cl, err := config.LoadChangelog(f.changelog.Path)
+	cl, err := ixconfig.LoadChangelog(f.changelog.Path)
 	if err != nil {
 		return configError(err)
 	}
@@ -255,10 +257,10 @@ func planChangelogIXJSON(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
-	var errs config.Errors
-	master, err := config.LoadMaster(s.ConfigFiles...)
+	var errs strictyaml.Errors
+	master, err := ixconfig.LoadMaster(s.ConfigFiles...)
 	appendErr(&errs, err)
-	runners, err := config.LoadRunners(s.RunnerConfig)
+	runners, err := ixconfig.LoadRunners(s.RunnerConfig)
 	appendErr(&errs, err)
 	if len(errs) > 0 {
 		return configError(errs)
@@ -279,15 +281,15 @@ func planChangelogIXJSON(out io.Writer, f *planFlags) error {
 	return err
 }
 
-func appendErr(errs *config.Errors, err error) {
+func appendErr(errs *strictyaml.Errors, err error) {
 	switch e := err.(type) {
 	case nil:
-	case config.Errors:
+	case strictyaml.Errors:
 		*errs = append(*errs, e...)
-	case *config.Error:
+	case *strictyaml.Error:
 		*errs = append(*errs, e)
 	default:
-		*errs = append(*errs, &config.Error{Msg: err.Error()})
+		*errs = append(*errs, &strictyaml.Error{Msg: err.Error()})
 	}
 }
 
@@ -372,7 +374,7 @@ func writePlanTable(out io.Writer, p *plan.Plan) error {
 		}
 	}
 	if dir != "" {
-		fmt.Fprintf(out, "recipes in %s/\n", path.Join(config.DisplayPath(p.RecipesRoot), dir))
+		fmt.Fprintf(out, "recipes in %s/\n", path.Join(strictyaml.DisplayPath(p.RecipesRoot), dir))
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/plan"
 )
@@ -74,12 +76,12 @@ func planLaunchable(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
-	var errs config.Errors
-	master, err := config.LoadMaster(s.ConfigFiles...)
+	var errs strictyaml.Errors
+	master, err := ixconfig.LoadMaster(s.ConfigFiles...)
 	appendErr(&errs, err)
-	var runners *config.Runners
+	var runners *ixconfig.Runners
 	if s.RunnerConfig != "" {
-		runners, err = config.LoadRunners(s.RunnerConfig)
+		runners, err = ixconfig.LoadRunners(s.RunnerConfig)
 		appendErr(&errs, err)
 	}
 	if len(errs) > 0 {
@@ -135,9 +137,9 @@ func launchRecipesRoot(flagRoot string, s *config.Sweep, c *config.Cluster) (str
 	switch {
 	case root != "":
 	case s.RecipesRoot != "":
-		root, from = s.RecipesRoot, config.DisplayPath(s.Path)+": recipes-root"
+		root, from = s.RecipesRoot, strictyaml.DisplayPath(s.Path)+": recipes-root"
 	case c.RecipesRoot != "":
-		root, from = c.RecipesRoot, config.DisplayPath(c.Path)+": recipes-root"
+		root, from = c.RecipesRoot, strictyaml.DisplayPath(c.Path)+": recipes-root"
 	default:
 		return "", usageError("no recipes root: give --recipes-root DIR (an srt-slurm checkout) or set recipes-root in the cluster profile")
 	}
@@ -153,7 +155,7 @@ func launchRecipesRoot(flagRoot string, s *config.Sweep, c *config.Cluster) (str
 
 // checkLaunch plans one served key, looks for its recipes and renders each
 // one on a placeholder allocation of its footprint.
-func checkLaunch(key string, e *config.Entry, master *config.Master, runners *config.Runners, s *config.Sweep,
+func checkLaunch(key string, e *ixconfig.Entry, master *ixconfig.Master, runners *ixconfig.Runners, s *config.Sweep,
 	c *config.Cluster, root, launcher string) launchKey {
 	k := launchKey{Key: key, Runner: e.Runner, Served: true}
 	var planErr, refErr, renderErr error
@@ -284,7 +286,7 @@ func plural(n int) string {
 }
 
 func writeLaunchable(out io.Writer, rep launchReport) error {
-	fmt.Fprintf(out, "launch check on %s, recipes under %s\n\n", rep.Cluster, config.DisplayPath(rep.RecipesRoot))
+	fmt.Fprintf(out, "launch check on %s, recipes under %s\n\n", rep.Cluster, strictyaml.DisplayPath(rep.RecipesRoot))
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONFIG-KEY\tPLANS\tRECIPES\tRENDERS\tREASON")

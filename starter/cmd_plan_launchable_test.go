@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
@@ -134,17 +135,17 @@ func TestLaunchableReference(t *testing.T) {
 	require.NoError(t, err)
 	profile, err := config.LoadCluster(filepath.Join(repo, "configs", "clusters", "gb200-nvl72.yaml"))
 	require.NoError(t, err)
-	master, err := config.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
+	master, err := ixconfig.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
 	require.NoError(t, err)
 
 	// rendered-fleet names a recipe by its srt-slurm path below recipes/,
 	// "/" -> "_": recipes/trtllm/gb200-fp4/x.yaml is trtllm_gb200-fp4_x.recipe.yaml.
 	root := t.TempDir()
 	refRe := regexp.MustCompile(`^CONFIG_FILE=(.+)$`)
-	refsOf := func(e *config.Entry) []string {
+	refsOf := func(e *ixconfig.Entry) []string {
 		var refs []string
 		seen := map[string]bool{}
-		var search []*config.SearchEntry
+		var search []*ixconfig.SearchEntry
 		for _, f := range e.Fixed {
 			search = append(search, f.SearchSpace...)
 		}
@@ -152,7 +153,7 @@ func TestLaunchableReference(t *testing.T) {
 			search = append(search, a.SearchSpace...)
 		}
 		for _, s := range search {
-			for _, w := range []*config.Worker{s.Prefill, s.Decode} {
+			for _, w := range []*ixconfig.Worker{s.Prefill, s.Decode} {
 				if w == nil {
 					continue
 				}

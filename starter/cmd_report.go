@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sweepflow/sweepflow/curvegaps"
-	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/report"
 )
 

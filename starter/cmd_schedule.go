@@ -18,8 +18,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
-	"github.com/sweepflow/sweepflow/regress"
-	"github.com/sweepflow/sweepflow/replan"
+	"github.com/sweepflow/sweepflow/nightly"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -83,9 +83,9 @@ func (f *scheduleFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&f.allow, "allow", "waive this check rule on every night (repeatable)")
 }
 
-// nightlySchedule builds the schedule: a NightlyWorkflow per cron tick, one
+// nightlySchedule builds the schedule: a nightly workflow per cron tick, one
 // at a time (overlap SKIP: a night still running makes the next one skip).
-func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *workflows.NightlyInput, error) {
+func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *nightly.Input, error) {
 	if _, err := time.LoadLocation(f.tz); err != nil {
 		return client.ScheduleOptions{}, nil, &exitError{code: 2, msg: fmt.Sprintf("--timezone %q: %v", f.tz, err)}
 	}
@@ -105,9 +105,9 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 	}
 	// Every night re-reads the files from here (PlanNightly); the plan made
 	// now only proves they are good today and labels the schedule.
-	src := &replan.Source{SweepFile: absPath(f.sweepFile), ClusterFile: absPath(f.clusterFile), Allow: f.allow}
+	src := &nightly.Source{SweepFile: absPath(f.sweepFile), ClusterFile: absPath(f.clusterFile), Allow: f.allow}
 	if f.gitDir != "" {
-		src = &replan.Source{SweepFile: filepath.ToSlash(f.sweepFile), ClusterFile: filepath.ToSlash(f.clusterFile),
+		src = &nightly.Source{SweepFile: filepath.ToSlash(f.sweepFile), ClusterFile: filepath.ToSlash(f.clusterFile),
 			GitDir: absPath(f.gitDir), GitRef: f.gitRef, Allow: f.allow}
 	}
 	scratch, err := os.MkdirTemp("", "sweepflow-schedule-")
@@ -115,7 +115,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 		return client.ScheduleOptions{}, nil, err
 	}
 	defer os.RemoveAll(scratch)
-	res, err := replan.Run(context.Background(), *src, scratch)
+	res, err := nightly.PlanSource(context.Background(), *src, scratch)
 	if err != nil {
 		return client.ScheduleOptions{}, nil, &exitError{code: 1, msg: oneLine(err)}
 	}
@@ -132,7 +132,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 	// Each night's sweep ID derives from its workflow ID (the schedule
 	// appends the night's time).
 	in.SweepID = ""
-	nin := &workflows.NightlyInput{Sweep: *in, Baseline: f.baseline, Webhook: f.webhook, Source: src,
+	nin := &nightly.Input{Sweep: *in, Baseline: f.baseline, Webhook: f.webhook, Source: src,
 		Thresholds: regress.Thresholds{OutputTputPerGPUDropPct: sw.Regression.OutputTputPerGPUDropPct,
 			TTFTp90RisePct: sw.Regression.TTFTp90RisePct, InteractivityDropPct: sw.Regression.InteractivityDropPct}}
 	baseline := f.baseline
@@ -148,7 +148,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *wor
 		Note:           fmt.Sprintf("sweepflow nightly: %s (%d points) on %s vs %s", in.Name, len(in.Points), in.Cluster, baseline),
 		Action: &client.ScheduleWorkflowAction{
 			ID:            name + "-" + in.Name,
-			Workflow:      workflows.NightlyWorkflow,
+			Workflow:      nightly.WorkflowName,
 			Args:          []any{*nin},
 			TaskQueue:     temporalx.ControlQueue,
 			StaticSummary: fmt.Sprintf("nightly %s: sweep %s (%d points on %s) vs %s", name, in.Name, len(in.Points), in.Cluster, baseline),

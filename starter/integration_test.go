@@ -386,15 +386,20 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 }
 
 // recordHistories exports closed workflows' histories with the Temporal CLI
-// into workflows/testdata/histories when SWEEPFLOW_RECORD_HISTORIES=1; the
-// workflows package replays them to catch non-deterministic changes.
+// into testdata/histories of the package that replays them (nightly-*.json:
+// nightly, the rest: workflows) when SWEEPFLOW_RECORD_HISTORIES=1, to catch
+// non-deterministic changes.
 func (e *itEnv) recordHistories(files map[string]string) {
 	if os.Getenv("SWEEPFLOW_RECORD_HISTORIES") == "" {
 		return
 	}
-	dir := filepath.Join("..", "workflows", "testdata", "histories")
-	require.NoError(e.t, os.MkdirAll(dir, 0o755))
 	for name, wid := range files {
+		pkg := "workflows"
+		if strings.HasPrefix(name, "nightly-") {
+			pkg = "nightly"
+		}
+		dir := filepath.Join("..", pkg, "testdata", "histories")
+		require.NoError(e.t, os.MkdirAll(dir, 0o755))
 		out, err := exec.Command(e.temporal, "workflow", "show", "--address", e.addr, "-w", wid, "--output", "json").Output()
 		require.NoError(e.t, err, wid)
 		require.NoError(e.t, os.WriteFile(filepath.Join(dir, name), out, 0o644))

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 	"github.com/sweepflow/sweepflow/plan"
@@ -60,9 +61,9 @@ func pickIXFixedKey(t *testing.T) *ixFixedKey {
 	t.Helper()
 	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml")
 	masterPath, runnersPath := filepath.Join(ix, "nvidia-master.yaml"), filepath.Join(ix, "runners.yaml")
-	master, err := config.LoadMaster(masterPath)
+	master, err := ixconfig.LoadMaster(masterPath)
 	require.NoError(t, err)
-	runners, err := config.LoadRunners(runnersPath)
+	runners, err := ixconfig.LoadRunners(runnersPath)
 	require.NoError(t, err)
 	cl, err := config.LoadCluster(localSimCluster)
 	require.NoError(t, err)
@@ -171,7 +172,7 @@ func writeRecipes(root string, rows []*matrix.Row, cl *config.Cluster) error {
 
 // rowRecipeRef is the row's CONFIG_FILE value.
 func rowRecipeRef(r *matrix.Row) (string, error) {
-	for _, w := range []*config.Worker{r.Search.Prefill, r.Search.Decode} {
+	for _, w := range []*ixconfig.Worker{r.Search.Prefill, r.Search.Decode} {
 		if w == nil {
 			continue
 		}
@@ -191,8 +192,8 @@ func rowRecipeRef(r *matrix.Row) (string, error) {
 func recipeFor(r *matrix.Row, rel string, cl *config.Cluster) []byte {
 	e, s := r.Entry, r.Search
 	gpn := cl.GPUsPerNode
-	gpus := func(w *config.Worker) int { return w.TP * max(w.PP, 1) * max(w.PCPSize, 1) }
-	nodes := func(w *config.Worker) int { return (w.NumWorker*gpus(w) + gpn - 1) / gpn }
+	gpus := func(w *ixconfig.Worker) int { return w.TP * max(w.PP, 1) * max(w.PCPSize, 1) }
+	nodes := func(w *ixconfig.Worker) int { return (w.NumWorker*gpus(w) + gpn - 1) / gpn }
 	backend := e.Framework[strings.LastIndex(e.Framework, "-")+1:]
 	if backend == "trt" {
 		backend = "trtllm"

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -55,7 +55,7 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, e.c.ScheduleClient().GetHandle(ctx, "follow-it").Pause(ctx, client.SchedulePauseOptions{Note: "test: backfills only"}))
 
-	night := func(day int) workflows.NightlyResult {
+	night := func(day int) nightly.Result {
 		stop := e.startWorkerWith(e.c, e.nightlyWorkerConfig())
 		defer stop()
 		at := time.Date(2025, 7, day, 2, 0, 0, 0, time.UTC)
@@ -76,7 +76,7 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 
 	edit(oldImage, newImage) // the agg key comes first in the file
 	res2 := night(2)
-	night1 := workflows.NightlySweepID("follow-it-dsv4-follow-test-2025-07-01T02:00:00Z")
+	night1 := nightly.SweepID("follow-it-dsv4-follow-test-2025-07-01T02:00:00Z")
 	assert.Equal(t, 2, res2.Summary.Counts[workflows.StatusCompleted], "%+v", res2.Summary)
 	assert.Equal(t, 2, res2.Summary.Compared, "same identity apart from the image: night 1 is the baseline")
 	require.Len(t, res2.Summary.ImageChanges, 2)
@@ -89,7 +89,7 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 	rep, ok, err := e.ledger().GetRegressionReport(ctx, res2.Summary.SweepID)
 	require.NoError(t, err)
 	require.True(t, ok)
-	var stored activities.RegressionReport
+	var stored nightly.RegressionReport
 	require.NoError(t, json.Unmarshal(rep.JSON, &stored))
 	require.Len(t, stored.ImageChanges, 2, "the stored report names the image change")
 	assert.Contains(t, stored.ImageChanges[0].String(), oldImage+" -> "+newImage)
@@ -109,12 +109,12 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 	sw3, found, err := e.ledger().GetSweep(ctx, res3.Summary.SweepID)
 	require.NoError(t, err)
 	require.True(t, found, "the check-failed night has a sweep row")
-	assert.Equal(t, activities.StatusCheckFailed, sw3.Status)
+	assert.Equal(t, workflows.StatusCheckFailed, sw3.Status)
 	assert.True(t, sw3.Nightly)
 	rep3, ok, err := e.ledger().GetRegressionReport(ctx, res3.Summary.SweepID)
 	require.NoError(t, err)
 	require.True(t, ok, "the check-failed night has a report")
-	var stored3 activities.RegressionReport
+	var stored3 nightly.RegressionReport
 	require.NoError(t, json.Unmarshal(rep3.JSON, &stored3))
 	assert.Equal(t, res3.Summary.CheckFailures, stored3.CheckFailures)
 	html := filepath.Join(dir, "night3.html")

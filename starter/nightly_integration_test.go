@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/activities"
-	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/nightly"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -39,14 +39,14 @@ func (e *itEnv) startWorkerWith(c client.Client, cfg *workers.Config) func() {
 }
 
 // waitNightly waits for a nightly workflow to close and returns its result.
-func (e *itEnv) waitNightly(id string, within time.Duration) workflows.NightlyResult {
+func (e *itEnv) waitNightly(id string, within time.Duration) nightly.Result {
 	e.eventually("nightly "+id+" to start", time.Minute, func() bool {
 		_, err := e.c.DescribeWorkflowExecution(context.Background(), id, "")
 		return err == nil
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	var res workflows.NightlyResult
+	var res nightly.Result
 	require.NoError(e.t, e.c.GetWorkflow(ctx, id, "").Get(ctx, &res), "nightly %s", id)
 	return res
 }
@@ -62,10 +62,10 @@ func (e *itEnv) waitNightly(id string, within time.Duration) workflows.NightlyRe
 func TestIntegrationNightlyRegression(t *testing.T) {
 	e := newITEnv(t)
 	var mu sync.Mutex
-	var hooks []workflows.NightlySummary
+	var hooks []nightly.Summary
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var s workflows.NightlySummary
+		var s nightly.Summary
 		if r.Method != http.MethodPost || json.Unmarshal(body, &s) != nil {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
@@ -86,7 +86,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	require.NoError(t, sched.Pause(ctx, client.SchedulePauseOptions{Note: "test: backfills only"}))
 
 	// Each night runs on a fresh worker whose engine has the given slowdown.
-	night := func(day int, slowdown float64) workflows.NightlyResult {
+	night := func(day int, slowdown float64) nightly.Result {
 		cfg := e.nightlyWorkerConfig()
 		cfg.SimSlowdown = slowdown
 		stop := e.startWorkerWith(e.c, cfg)
@@ -123,7 +123,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 			kinds[f.PointID] = map[string]float64{}
 		}
 		kinds[f.PointID][f.Kind] = f.ChangePct
-		assert.Equal(t, workflows.NightlySweepID(night1), f.BaselineSweep)
+		assert.Equal(t, nightly.SweepID(night1), f.BaselineSweep)
 		t.Logf("finding: %s", f.Message)
 	}
 	for _, p := range points {
@@ -146,7 +146,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	require.Equal(t, []string{night1, night2, night3}, e.list(`SweepflowKind = "nightly"`))
 	require.Equal(t, []string{night1, night3}, e.list(`SweepflowKind = "nightly" AND RegressionCount = 0`))
 	// The nightly, its sweep and its points share the SweepID attribute.
-	sweep2 := workflows.NightlySweepID(night2)
+	sweep2 := nightly.SweepID(night2)
 	assert.Len(t, e.list(`SweepID = "`+sweep2+`"`), 4)
 
 	// The report is in the ledger and names the slowed points.
@@ -155,7 +155,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, len(res2.Summary.Findings), rep.Findings)
-	var stored activities.RegressionReport
+	var stored nightly.RegressionReport
 	require.NoError(t, json.Unmarshal(rep.JSON, &stored))
 	assert.Equal(t, points, stored.RegressedPoints)
 	for _, p := range points {

@@ -327,7 +327,7 @@ func TestPlanIXJSONSingleNode(t *testing.T) {
 func TestPlanSingleNodeKeys(t *testing.T) {
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
-	master := filepath.Join(repo, "matrix", "testdata", "single-fixed.yaml")
+	master := filepath.Join(repo, "inferencex", "matrix", "testdata", "single-fixed.yaml")
 
 	res := starterIn(t, repo, "plan", "--config-files", master, "--runner-config", "configs/runners.yaml",
 		"--config-keys", "sn-fixed*", "--evals-only", "--format", "ix-json")

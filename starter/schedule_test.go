@@ -12,8 +12,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sweepflow/sweepflow/regress"
-	"github.com/sweepflow/sweepflow/workflows"
+	"github.com/sweepflow/sweepflow/nightly"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 )
 
 // aggSweepCopy writes the agg test sweep into a temp dir with its master
@@ -83,8 +83,9 @@ func TestNightlySchedule(t *testing.T) {
 	assert.Equal(t, "Europe/Berlin", opts.Spec.TimeZoneName)
 	act := opts.Action.(*client.ScheduleWorkflowAction)
 	assert.Equal(t, "nightly-dsv4-agg-test", act.ID)
+	assert.Equal(t, "NightlyWorkflow", act.Workflow, "schedules and recorded histories name the workflow type")
 	require.Len(t, act.Args, 1)
-	got := act.Args[0].(workflows.NightlyInput)
+	got := act.Args[0].(nightly.Input)
 	assert.Equal(t, *nin, got)
 	assert.Equal(t, regress.Thresholds{OutputTputPerGPUDropPct: 5, TTFTp90RisePct: 25, InteractivityDropPct: -1}, got.Thresholds)
 	assert.Equal(t, "pinned-sweep", got.Baseline)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/changelog"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/plan"
 )
 
@@ -18,7 +19,7 @@ type changelogRef struct {
 // The sweep file still names the config files, runners, cluster, recipes
 // and golden AL.
 func applyChangelog(ref changelogRef, sw *config.Sweep, opts *plan.Options) (*changelog.Selection, error) {
-	cl, err := config.LoadChangelog(ref.Path)
+	cl, err := ixconfig.LoadChangelog(ref.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +27,7 @@ func applyChangelog(ref changelogRef, sw *config.Sweep, opts *plan.Options) (*ch
 	if err != nil {
 		return nil, err
 	}
-	master, err := config.LoadMaster(sw.ConfigFiles...)
+	master, err := ixconfig.LoadMaster(sw.ConfigFiles...)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func applyChangelog(ref changelogRef, sw *config.Sweep, opts *plan.Options) (*ch
 // changelogMemo records in the sweep's memo which entries it runs.
 func changelogMemo(ref changelogRef) map[string]any {
 	m := map[string]any{"file": absPath(ref.Path)}
-	cl, err := config.LoadChangelog(ref.Path)
+	cl, err := ixconfig.LoadChangelog(ref.Path)
 	if err != nil {
 		return m
 	}

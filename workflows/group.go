@@ -293,7 +293,7 @@ func childOutcome(ctx workflow.Context, p activities.PointSpec, wid string, f wo
 		out.State = &st
 		return out, &st
 	}
-	out.Error = rootMessage(err)
+	out.Error = RootMessage(err)
 	var app *temporal.ApplicationError
 	var failed PointState
 	switch {

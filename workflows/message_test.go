@@ -44,7 +44,7 @@ func TestRootMessage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, rootMessage(tc.err))
+			require.Equal(t, tc.want, RootMessage(tc.err))
 		})
 	}
 }

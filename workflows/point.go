@@ -339,7 +339,7 @@ func (r *pointRun) run(ctx workflow.Context) error {
 				// what is left and start again on a fresh allocation; the
 				// stages already done (perf) are not repeated.
 				r.reallocations++
-				workflow.GetLogger(ctx).Warn("allocation lost, re-allocating", "point", p.PointID, "error", rootMessage(err))
+				workflow.GetLogger(ctx).Warn("allocation lost, re-allocating", "point", p.PointID, "error", RootMessage(err))
 				r.teardown(ctx)
 				continue
 			}
@@ -562,10 +562,10 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			return false, err
 		}
 		if name != activities.StageAllocate && isAllocationLost(err) && r.reallocations < maxReallocations {
-			run.Outcome, run.Ended, run.Error = "allocation lost", workflow.Now(ctx), rootMessage(err)
+			run.Outcome, run.Ended, run.Error = "allocation lost", workflow.Now(ctx), RootMessage(err)
 			return false, err
 		}
-		run.Error = rootMessage(err)
+		run.Error = RootMessage(err)
 		if pause, ok := r.infraRetry(run, err); ok {
 			workflow.GetLogger(ctx).Warn("stage lost its worker or the server, retrying after a pause",
 				"point", r.in.Point.PointID, "stage", name, "error", run.Error, "pause", pause, "auto_retry", run.AutoRetries)
@@ -711,7 +711,7 @@ func (r *pointRun) teardown(ctx workflow.Context) {
 	err := workflow.ExecuteActivity(tctx, r.acts.Teardown, activities.StageInput{Point: r.in.Point, Alloc: r.alloc}).Get(tctx, nil)
 	run := StageRun{Stage: activities.StageTeardown, Outcome: "ok", Started: start, Ended: workflow.Now(dctx), Rounds: 1}
 	if err != nil {
-		run.Outcome, run.Error = "failed", rootMessage(err)
+		run.Outcome, run.Error = "failed", RootMessage(err)
 		workflow.GetLogger(ctx).Error("teardown failed", "point", r.in.Point.PointID, "error", err)
 	}
 	r.state.Stages = append(r.state.Stages, run)
@@ -767,7 +767,7 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 	if lerr != nil {
 		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
 		if r.in.Rev >= 6 {
-			r.state.RecordError = rootMessage(lerr)
+			r.state.RecordError = RootMessage(lerr)
 			r.publish(dctx)
 		}
 	}
@@ -919,7 +919,9 @@ func appMessage(app *temporal.ApplicationError) string {
 	return msg + ": " + cause.Error()
 }
 
-func rootMessage(err error) string {
+// RootMessage is the message an outcome shows for err: its application
+// error with type and cause, or the timeout's kind.
+func RootMessage(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
 		return appMessage(app)

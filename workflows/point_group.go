@@ -52,7 +52,7 @@ func (r *pointRun) probe(ctx workflow.Context, in *activities.StageInput) bool {
 	var chk activities.ServerCheck
 	if err := workflow.ExecuteActivity(pctx, r.acts.CheckServer, *in).Get(pctx, &chk); err != nil {
 		workflow.GetLogger(ctx).Warn("cannot probe the handed-over allocation; allocating again",
-			"point", r.in.Point.PointID, "error", rootMessage(err))
+			"point", r.in.Point.PointID, "error", RootMessage(err))
 		r.teardown(ctx)
 		return false
 	}

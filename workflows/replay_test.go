@@ -16,7 +16,7 @@ import (
 // TestReplayRecordedHistories replays histories recorded on the real dev
 // server (happy point, operator retry, abort, ledger reuse, noop points of
 // revisions 2 and 3, a revision-6 vLLM point with eval on the emulated
-// Slurm partition, a whole sweep, a nightly that found regressions).
+// Slurm partition, a whole sweep; package nightly replays its own).
 // A change to the workflows that would break running sweeps fails here.
 // Re-record with SWEEPFLOW_RECORD_HISTORIES=1 go test ./starter -run TestIntegrationOperatorGateAndRerun
 // only for intended, versioned changes.
@@ -29,12 +29,11 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(SweepWorkflow)
 			r.RegisterWorkflow(PointWorkflow)
-			r.RegisterWorkflow(NightlyWorkflow)
 			data, err := os.ReadFile(f)
 			require.NoError(t, err)
 			hist, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
 			require.NoError(t, err)
-			// The recorded workflow ID (a nightly names its child sweep after it).
+			// The recorded workflow ID (children and activities derive theirs from it).
 			var opts worker.ReplayWorkflowHistoryOptions
 			if wid, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".wid"); err == nil {
 				opts.OriginalExecution = workflow.Execution{ID: string(wid)}

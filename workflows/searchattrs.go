@@ -64,4 +64,7 @@ const (
 const (
 	KindSweep = "sweep"
 	KindPoint = "point"
+	// KindNightly is a nightly regression run (package nightly), so
+	// `SweepflowKind="nightly" AND RegressionCount > 0` lists the bad nights.
+	KindNightly = "nightly"
 )

@@ -434,7 +434,7 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 			}
 			out := PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), Status: StatusFailed}
 			if err != nil {
-				out.Error = rootMessage(err)
+				out.Error = RootMessage(err)
 			}
 			if temporal.IsCanceledError(err) || ctx.Err() != nil {
 				out.Status = StatusCancelled

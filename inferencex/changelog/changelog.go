@@ -12,17 +12,18 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
 // Scenarios is every scenario type, in InferenceX's canonical order.
-var Scenarios = []string{config.ScenarioFixedSeqLen, config.ScenarioAgenticCoding}
+var Scenarios = []string{ixconfig.ScenarioFixedSeqLen, ixconfig.ScenarioAgenticCoding}
 
 // Select picks entries by their 1-based position: entry N alone, or every
 // entry from N to the end (since). A negative N counts from the end (-1 is
 // the last entry). With neither, the last entry is chosen.
-func Select(cl *config.Changelog, entry, since int) ([]*config.ChangelogEntry, error) {
+func Select(cl *ixconfig.Changelog, entry, since int) ([]*ixconfig.ChangelogEntry, error) {
 	n := len(cl.Entries)
 	norm := func(flag string, v int) (int, error) {
 		i := v
@@ -57,7 +58,7 @@ func Select(cl *config.Changelog, entry, since int) ([]*config.ChangelogEntry, e
 // copy and returns the entries head adds. As InferenceX's setup does, only
 // lines that are blank may disappear; any other base line must still be
 // there, in order, at the start of head.
-func Added(base, head *config.Changelog) ([]*config.ChangelogEntry, error) {
+func Added(base, head *ixconfig.Changelog) ([]*ixconfig.ChangelogEntry, error) {
 	bl, hl := nonBlankLines(base.Raw), nonBlankLines(head.Raw)
 	for i, b := range bl {
 		if i >= len(hl) || hl[i].text != b.text {
@@ -66,16 +67,16 @@ func Added(base, head *config.Changelog) ([]*config.ChangelogEntry, error) {
 			if i < len(hl) {
 				where = fmt.Sprintf("%s:%d", head.Path, hl[i].line)
 			}
-			return nil, &config.Error{Pos: config.Pos{File: head.Path, Line: lineOr(hl, i)}, Field: "append-only",
+			return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: head.Path, Line: lineOr(hl, i)}, Field: "append-only",
 				Msg: fmt.Sprintf("base line %d %q was deleted or changed (at %s); a changelog only grows at its end", line, b.text, where)}
 		}
 	}
 	if len(head.Entries) < len(base.Entries) {
-		return nil, &config.Error{Pos: config.Pos{File: head.Path}, Field: "append-only", Msg: "head has fewer entries than its base"}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: head.Path}, Field: "append-only", Msg: "head has fewer entries than its base"}
 	}
 	added := head.Entries[len(base.Entries):]
 	if len(added) == 0 {
-		return nil, &config.Error{Pos: config.Pos{File: head.Path}, Msg: fmt.Sprintf("no entries added relative to %s", base.Path)}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: head.Path}, Msg: fmt.Sprintf("no entries added relative to %s", base.Path)}
 	}
 	return added, nil
 }
@@ -118,12 +119,12 @@ type EvalSelection struct {
 	All bool
 	// MinPrefillEP drops multinode eval rows with a lower prefill EP.
 	MinPrefillEP int
-	Entry        *config.ChangelogEntry
+	Entry        *ixconfig.ChangelogEntry
 }
 
 // Selection is what the chosen entries run.
 type Selection struct {
-	Entries []*config.ChangelogEntry
+	Entries []*ixconfig.ChangelogEntry
 	// Throughput keys (--no-evals rows) and eval keys (--evals-only rows),
 	// each key with the scenarios claimed for it, in entry order.
 	Throughput []KeyScenarios
@@ -132,7 +133,7 @@ type Selection struct {
 	// EvalOnly lists the entries that suppress throughput (evals-only or
 	// all-evals); their keys run eval-only points unless another entry
 	// claims them for throughput.
-	EvalOnly []*config.ChangelogEntry
+	EvalOnly []*ixconfig.ChangelogEntry
 }
 
 // Resolve applies InferenceX's selection to entries: every entry's keys
@@ -143,14 +144,14 @@ type Selection struct {
 // evals-only and all-evals entries add no throughput; no-evals and
 // append-only entries add no evals. Append-only entries cannot share a
 // selection with regular ones.
-func Resolve(entries []*config.ChangelogEntry, master *config.Master) (*Selection, error) {
+func Resolve(entries []*ixconfig.ChangelogEntry, master *ixconfig.Master) (*Selection, error) {
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("no changelog entries selected")
 	}
 	sel := &Selection{Entries: entries}
-	var errs config.Errors
+	var errs strictyaml.Errors
 	type resolved struct {
-		e    *config.ChangelogEntry
+		e    *ixconfig.ChangelogEntry
 		keys []string
 	}
 	var rs []resolved
@@ -159,7 +160,7 @@ func Resolve(entries []*config.ChangelogEntry, master *config.Master) (*Selectio
 		errs = append(errs, e.Problems...)
 		keys, err := ResolveKeys(e, master)
 		if err != nil {
-			errs = append(errs, err.(config.Errors)...)
+			errs = append(errs, err.(strictyaml.Errors)...)
 		}
 		rs = append(rs, resolved{e, keys})
 		if e.AppendOnly {
@@ -169,7 +170,7 @@ func Resolve(entries []*config.ChangelogEntry, master *config.Master) (*Selectio
 	if appendOnly > 0 && appendOnly < len(entries) {
 		for _, e := range entries {
 			if e.AppendOnly {
-				errs = append(errs, &config.Error{Pos: e.FieldPos("append-only"), Field: fmt.Sprintf("entry %d.append-only", e.Index),
+				errs = append(errs, &strictyaml.Error{Pos: e.FieldPos("append-only"), Field: fmt.Sprintf("entry %d.append-only", e.Index),
 					Msg: "append-only entries cannot share a sweep with regular entries; select them alone"})
 				break
 			}
@@ -233,8 +234,8 @@ func (c claims) claim(keys, scenarios []string) []KeyScenarios {
 // InferenceX's way: only * is a wildcard (matching any text, the whole key
 // must match), matches come in master-config order, repeats are dropped.
 // Errors name the key's file:line.
-func ResolveKeys(e *config.ChangelogEntry, master *config.Master) ([]string, error) {
-	var errs config.Errors
+func ResolveKeys(e *ixconfig.ChangelogEntry, master *ixconfig.Master) ([]string, error) {
+	var errs strictyaml.Errors
 	var out []string
 	add := func(k string) {
 		if !slices.Contains(out, k) {
@@ -257,13 +258,13 @@ func ResolveKeys(e *config.ChangelogEntry, master *config.Master) ([]string, err
 				}
 			}
 			if n == 0 {
-				errs = append(errs, &config.Error{Pos: pos, Field: field,
+				errs = append(errs, &strictyaml.Error{Pos: pos, Field: field,
 					Msg: fmt.Sprintf("no config key matches the pattern %q in %s", k, strings.Join(master.Files, ", "))})
 			}
 			continue
 		}
 		if master.Entry(k) == nil {
-			errs = append(errs, &config.Error{Pos: pos, Field: field,
+			errs = append(errs, &strictyaml.Error{Pos: pos, Field: field,
 				Msg: fmt.Sprintf("config key %q not found in %s", k, strings.Join(master.Files, ", "))})
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
@@ -19,9 +19,9 @@ const (
 	disagg = "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg"
 )
 
-func parse(t *testing.T, text string) *config.Changelog {
+func parse(t *testing.T, text string) *ixconfig.Changelog {
 	t.Helper()
-	cl, err := config.ParseChangelog("cl.yaml", []byte(text))
+	cl, err := ixconfig.ParseChangelog("cl.yaml", []byte(text))
 	require.NoError(t, err)
 	return cl
 }
@@ -31,9 +31,9 @@ func entry(keys, extra string) string {
 }
 
 func TestResolve(t *testing.T) {
-	m, err := config.LoadMaster(master)
+	m, err := ixconfig.LoadMaster(master)
 	require.NoError(t, err)
-	both := []string{config.ScenarioFixedSeqLen, config.ScenarioAgenticCoding}
+	both := []string{ixconfig.ScenarioFixedSeqLen, ixconfig.ScenarioAgenticCoding}
 	tests := []struct {
 		name     string
 		text     string
@@ -55,7 +55,7 @@ func TestResolve(t *testing.T) {
 			text: entry(agg, "  all-evals: true\n"), evals: []string{agg}, allEvals: true, evalOnly: 1},
 		{name: "scenario-type narrows",
 			text: entry(agg, "  scenario-type: [agentic-coding]\n"),
-			tput: []KeyScenarios{{agg, []string{config.ScenarioAgenticCoding}}}, evals: []string{agg}},
+			tput: []KeyScenarios{{agg, []string{ixconfig.ScenarioAgenticCoding}}}, evals: []string{agg}},
 		{name: "a key claimed twice runs once",
 			text: entry(agg, "") + entry(agg+", "+disagg, ""),
 			tput: []KeyScenarios{{agg, both}, {disagg, both}}, evals: []string{agg, disagg}},
@@ -87,7 +87,7 @@ func TestResolve(t *testing.T) {
 			// Eval-only entries now run as eval-only points.
 			assert.NoError(t, sel.RunnableAsSweep())
 			for _, k := range evals {
-				row := &matrix.Row{ConfigKey: k, Scenario: config.ScenarioAgenticCoding}
+				row := &matrix.Row{ConfigKey: k, Scenario: ixconfig.ScenarioAgenticCoding}
 				ok, all := sel.EvalOnlyRow(row)
 				assert.Equal(t, !sel.KeepRow(row), ok, "key %s evals without throughput", k)
 				assert.Equal(t, ok && tt.allEvals, all, k)
@@ -98,7 +98,7 @@ func TestResolve(t *testing.T) {
 
 func TestSelect(t *testing.T) {
 	cl := parse(t, entry(agg, "")+entry(disagg, "")+entry(agg+", "+disagg, ""))
-	idx := func(es []*config.ChangelogEntry) (out []int) {
+	idx := func(es []*ixconfig.ChangelogEntry) (out []int) {
 		for _, e := range es {
 			out = append(out, e.Index)
 		}
@@ -143,7 +143,7 @@ func TestAdded(t *testing.T) {
 // entry that loads well formed stays so.
 func TestRealChangelog(t *testing.T) {
 	dir := reftest.InferenceX(t, "perf-changelog.yaml", "nvidia-master.yaml")
-	cl, err := config.LoadChangelog(filepath.Join(dir, "perf-changelog.yaml"))
+	cl, err := ixconfig.LoadChangelog(filepath.Join(dir, "perf-changelog.yaml"))
 	require.NoError(t, err)
 	assert.Greater(t, len(cl.Entries), 500)
 	bad := 0
@@ -154,7 +154,7 @@ func TestRealChangelog(t *testing.T) {
 		}
 	}
 	assert.LessOrEqual(t, bad, 3, "historic entries with problems")
-	m, err := config.LoadMaster(filepath.Join(dir, "nvidia-master.yaml"))
+	m, err := ixconfig.LoadMaster(filepath.Join(dir, "nvidia-master.yaml"))
 	require.NoError(t, err)
 	resolved := 0
 	for _, e := range cl.Entries[len(cl.Entries)-40:] {

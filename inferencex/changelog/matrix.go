@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
@@ -17,7 +17,7 @@ import (
 // rows are generated per entry for the (key, scenario) pairs it claims, as
 // InferenceX does; base_ref and head_ref are empty (sweepflow reads the
 // file, not a git diff).
-func (s *Selection) Matrix(m *config.Master, r *config.Runners) (matrix.Object, error) {
+func (s *Selection) Matrix(m *ixconfig.Master, r *ixconfig.Runners) (matrix.Object, error) {
 	single, multi := matrix.Object{}, matrix.Object{}
 	file := func(b *matrix.Object, name string, row *matrix.Row) {
 		v, _ := b.Get(name)
@@ -103,7 +103,7 @@ type evalGroup struct {
 func (s *Selection) evalGroups() []evalGroup {
 	var out []evalGroup
 	type gk struct {
-		e    *config.ChangelogEntry
+		e    *ixconfig.ChangelogEntry
 		scen string
 	}
 	at := map[gk]int{}
@@ -122,7 +122,7 @@ func (s *Selection) evalGroups() []evalGroup {
 
 // entryObject is a changelog entry as the planner's metadata lists it:
 // its fields under their YAML names, flags only when set.
-func entryObject(e *config.ChangelogEntry) matrix.Object {
+func entryObject(e *ixconfig.ChangelogEntry) matrix.Object {
 	o := matrix.Object{
 		{Key: "config-keys", Value: anyStrings(e.ConfigKeys)},
 		{Key: "description", Value: anyStrings(e.Description)},

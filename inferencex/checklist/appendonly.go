@@ -6,7 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
@@ -32,7 +33,7 @@ func (c *checker) appendOnly() error {
 	for _, f := range c.opts.ConfigFiles {
 		b := resolveBase(c.opts.Base, f)
 		if !exists(b) {
-			c.note("append-only: no base copy of %s in %s (a new file adds points only)", config.DisplayPath(f), config.DisplayPath(c.opts.Base))
+			c.note("append-only: no base copy of %s in %s (a new file adds points only)", strictyaml.DisplayPath(f), strictyaml.DisplayPath(c.opts.Base))
 			continue
 		}
 		files = append(files, b)
@@ -40,7 +41,7 @@ func (c *checker) appendOnly() error {
 	if len(files) == 0 {
 		return nil
 	}
-	base, err := config.LoadMaster(files...)
+	base, err := ixconfig.LoadMaster(files...)
 	if err != nil {
 		return fmt.Errorf("append-only base: %w", err)
 	}
@@ -114,7 +115,7 @@ func (c *checker) appendOnlyRecipes(baseRows []*matrix.Row) {
 			continue
 		}
 		if !bytes.Equal(old, rv.Raw) {
-			c.add(Finding{Rule: RuleAppendOnly, Pos: config.Pos{File: rv.Display, Line: 1}, Field: field, ConfigKey: br.ConfigKey,
+			c.add(Finding{Rule: RuleAppendOnly, Pos: strictyaml.Pos{File: rv.Display, Line: 1}, Field: field, ConfigKey: br.ConfigKey,
 				Got:  fmt.Sprintf("recipe %s changed (used by base point %s, %s)", rv.Path, br.ExpName(), pos),
 				Want: "the base recipe unchanged; put new behaviour in a new recipe used only by new points"})
 		}

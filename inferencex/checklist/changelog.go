@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/changelog"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 // RuleChangelog: the chosen perf-changelog entries are well formed, their
@@ -16,16 +17,16 @@ const RuleChangelog = "changelog"
 // else the entries added relative to the base copy, else the last one) and
 // returns their findings, notes and resolved config keys (throughput and
 // eval keys both).
-func changelogStep(opts Options, master *config.Master) (findings []Finding, notes []string, keys []string, err error) {
-	cl, err := config.LoadChangelog(opts.Changelog)
+func changelogStep(opts Options, master *ixconfig.Master) (findings []Finding, notes []string, keys []string, err error) {
+	cl, err := ixconfig.LoadChangelog(opts.Changelog)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var entries []*config.ChangelogEntry
+	var entries []*ixconfig.ChangelogEntry
 	if opts.Base != "" && opts.ChangelogEntry == 0 && opts.ChangelogSince == 0 {
 		b := resolveBase(opts.Base, opts.Changelog)
 		if exists(b) {
-			base, err := config.LoadChangelog(b)
+			base, err := ixconfig.LoadChangelog(b)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("changelog base: %w", err)
 			}
@@ -33,7 +34,7 @@ func changelogStep(opts Options, master *config.Master) (findings []Finding, not
 				return append(findings, errFindings(err)...), notes, nil, nil
 			}
 		} else {
-			notes = append(notes, fmt.Sprintf("changelog: no base copy of %s in %s; checked its last entry", cl.Path, config.DisplayPath(opts.Base)))
+			notes = append(notes, fmt.Sprintf("changelog: no base copy of %s in %s; checked its last entry", cl.Path, strictyaml.DisplayPath(opts.Base)))
 		}
 	}
 	if entries == nil {
@@ -74,14 +75,14 @@ func errFindings(err error) []Finding {
 	if err == nil {
 		return nil
 	}
-	var list config.Errors
-	var one *config.Error
+	var list strictyaml.Errors
+	var one *strictyaml.Error
 	switch {
 	case errors.As(err, &list):
 	case errors.As(err, &one):
-		list = config.Errors{one}
+		list = strictyaml.Errors{one}
 	default:
-		list = config.Errors{{Msg: err.Error()}}
+		list = strictyaml.Errors{{Msg: err.Error()}}
 	}
 	out := make([]Finding, 0, len(list))
 	for _, e := range list {

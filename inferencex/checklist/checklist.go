@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
@@ -59,13 +61,13 @@ func KnownRule(id string) bool {
 
 // Finding is one failed rule at one place.
 type Finding struct {
-	Rule      string     `json:"rule"`
-	Pos       config.Pos `json:"pos"`
-	Field     string     `json:"field,omitempty"`
-	ConfigKey string     `json:"config_key,omitempty"`
-	Got       string     `json:"got"`
-	Want      string     `json:"want,omitempty"`
-	Allowed   bool       `json:"allowed,omitempty"` // waived with --allow
+	Rule      string         `json:"rule"`
+	Pos       strictyaml.Pos `json:"pos"`
+	Field     string         `json:"field,omitempty"`
+	ConfigKey string         `json:"config_key,omitempty"`
+	Got       string         `json:"got"`
+	Want      string         `json:"want,omitempty"`
+	Allowed   bool           `json:"allowed,omitempty"` // waived with --allow
 }
 
 func (f Finding) String() string {
@@ -159,13 +161,13 @@ func Check(opts Options) (*Report, error) {
 	if opts.Today.IsZero() {
 		opts.Today = time.Now().UTC()
 	}
-	master, err := config.LoadMaster(opts.ConfigFiles...)
+	master, err := ixconfig.LoadMaster(opts.ConfigFiles...)
 	if err != nil {
 		return nil, err
 	}
-	var runners *config.Runners
+	var runners *ixconfig.Runners
 	if opts.RunnerConfig != "" {
-		if runners, err = config.LoadRunners(opts.RunnerConfig); err != nil {
+		if runners, err = ixconfig.LoadRunners(opts.RunnerConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -241,8 +243,8 @@ func Check(opts Options) (*Report, error) {
 
 type checker struct {
 	opts    Options
-	master  *config.Master
-	runners *config.Runners
+	master  *ixconfig.Master
+	runners *ixconfig.Runners
 	rows    []*matrix.Row
 	golden  *goldenSet
 	inject  *goldenSet // the sweep's table the launcher injects from
@@ -338,11 +340,11 @@ func (c *checker) recipe(row *matrix.Row) *recipeView {
 	if err != nil {
 		c.recipes[ref] = nil
 		msg := err.Error()
-		if ce, ok := err.(*config.Error); ok && ce.Pos.File == "" {
+		if ce, ok := err.(*strictyaml.Error); ok && ce.Pos.File == "" {
 			msg = ce.Msg
 		}
 		c.add(Finding{Rule: RuleRecipeRow, Pos: pos, Field: field, ConfigKey: row.ConfigKey,
-			Got: "CONFIG_FILE=" + ref + " (" + msg + ")", Want: "a readable srt-slurm recipe under " + config.DisplayPath(c.opts.RecipesRoot)})
+			Got: "CONFIG_FILE=" + ref + " (" + msg + ")", Want: "a readable srt-slurm recipe under " + strictyaml.DisplayPath(c.opts.RecipesRoot)})
 		return nil
 	}
 	rv := &recipeView{Recipe: r}
@@ -351,8 +353,8 @@ func (c *checker) recipe(row *matrix.Row) *recipeView {
 }
 
 // recipeRef finds CONFIG_FILE= in the row's prefill, then decode settings.
-func recipeRef(row *matrix.Row) (string, config.Pos, string) {
-	for _, w := range []*config.Worker{row.Search.Prefill, row.Search.Decode} {
+func recipeRef(row *matrix.Row) (string, strictyaml.Pos, string) {
+	for _, w := range []*ixconfig.Worker{row.Search.Prefill, row.Search.Decode} {
 		if w == nil {
 			continue
 		}
@@ -362,13 +364,13 @@ func recipeRef(row *matrix.Row) (string, config.Pos, string) {
 			}
 		}
 	}
-	return "", config.Pos{}, ""
+	return "", strictyaml.Pos{}, ""
 }
 
 // settings yields every additional-settings item of the row's workers.
 func settings(row *matrix.Row) []setting {
 	var out []setting
-	for _, w := range []*config.Worker{row.Search.Prefill, row.Search.Decode} {
+	for _, w := range []*ixconfig.Worker{row.Search.Prefill, row.Search.Decode} {
 		if w == nil {
 			continue
 		}
@@ -383,7 +385,7 @@ func settings(row *matrix.Row) []setting {
 
 type setting struct {
 	Key, Value, Raw string
-	Pos             config.Pos
+	Pos             strictyaml.Pos
 	Field           string
 }
 
@@ -407,7 +409,7 @@ func engineOf(framework string) string {
 // resolveBase finds the base copy of a config file under dir: by its path
 // relative to the working directory, then by its base name.
 func resolveBase(dir, file string) string {
-	if rel := config.DisplayPath(file); !filepath.IsAbs(rel) {
+	if rel := strictyaml.DisplayPath(file); !filepath.IsAbs(rel) {
 		if p := filepath.Join(dir, rel); exists(p) {
 			return p
 		}

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/goldenal"
 )
 
@@ -35,7 +35,7 @@ func loadGolden(p string) (*goldenSet, error) {
 		paths, _ = filepath.Glob(filepath.Join(p, "*.yaml"))
 		sort.Strings(paths)
 		if len(paths) == 0 {
-			return nil, fmt.Errorf("golden AL: no *.yaml files in %s", config.DisplayPath(p))
+			return nil, fmt.Errorf("golden AL: no *.yaml files in %s", strictyaml.DisplayPath(p))
 		}
 	}
 	g := &goldenSet{}
@@ -101,5 +101,5 @@ func (g *goldenSet) lookup(model, prefix, algorithm string, thinking bool, token
 	if err != nil {
 		return 0, "", err
 	}
-	return al, config.DisplayPath(f.path), nil
+	return al, strictyaml.DisplayPath(f.path), nil
 }

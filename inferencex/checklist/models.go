@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
@@ -64,7 +64,7 @@ func LoadModels(file string) (*Models, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MODELS.md: %w", err)
 	}
-	return ParseModels(config.DisplayPath(file), string(data))
+	return ParseModels(strictyaml.DisplayPath(file), string(data))
 }
 
 // ParseModels parses MODELS.md text; display names the file in findings.

@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/internal/anynum"
 )
 
@@ -18,11 +19,11 @@ type recipeView struct {
 	*config.Recipe
 }
 
-func (rv *recipeView) pos(n *yaml.Node) config.Pos {
+func (rv *recipeView) pos(n *yaml.Node) strictyaml.Pos {
 	if n == nil {
-		return config.Pos{File: rv.Display}
+		return strictyaml.Pos{File: rv.Display}
 	}
-	return config.Pos{File: rv.Display, Line: n.Line}
+	return strictyaml.Pos{File: rv.Display, Line: n.Line}
 }
 
 func deref(n *yaml.Node) *yaml.Node {
@@ -173,7 +174,7 @@ func specConfig(n *yaml.Node) map[string]any {
 type draft struct {
 	Algorithm string
 	Tokens    int // num_speculative_tokens / MTP level: the golden table's key
-	Pos       config.Pos
+	Pos       strictyaml.Pos
 	Field     string
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestCheckReferenceInferenceX(t *testing.T) {
 	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "golden_al_distribution", "recipes")
 	masterFile := filepath.Join(ix, "nvidia-master.yaml")
-	master, err := config.LoadMaster(masterFile)
+	master, err := ixconfig.LoadMaster(masterFile)
 	require.NoError(t, err)
 
 	keys := []string{"dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg", "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg"}

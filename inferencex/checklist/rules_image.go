@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 // establishedSKUs are the hardware the checklist calls established: there a
@@ -49,7 +49,7 @@ func imageRepo(image string) string {
 	return s
 }
 
-func (c *checker) image(e *config.Entry) {
+func (c *checker) image(e *ixconfig.Entry) {
 	eng := engineOf(e.Framework)
 	org, ok := upstreamOrgs[eng]
 	if !ok {
@@ -72,7 +72,7 @@ func (c *checker) image(e *config.Entry) {
 
 // engineFirst: a non-vLLM/SGLang entry needs a vLLM or SGLang entry for the
 // same model prefix on the same SKU somewhere in the loaded master configs.
-func (c *checker) engineFirst(e *config.Entry) {
+func (c *checker) engineFirst(e *ixconfig.Entry) {
 	eng := engineOf(e.Framework)
 	if _, upstream := upstreamOrgs[eng]; upstream {
 		return

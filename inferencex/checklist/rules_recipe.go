@@ -14,7 +14,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
@@ -166,7 +167,7 @@ func (c *checker) setupScript(rv *recipeView, val *yaml.Node) {
 			continue
 		}
 		if patchLike(t) {
-			c.add(Finding{Rule: RuleEnginePatch, Pos: config.Pos{File: config.DisplayPath(file), Line: line}, Field: "setup_script", Got: t, Want: patchWant})
+			c.add(Finding{Rule: RuleEnginePatch, Pos: strictyaml.Pos{File: strictyaml.DisplayPath(file), Line: line}, Field: "setup_script", Got: t, Want: patchWant})
 		}
 	}
 }
@@ -203,7 +204,7 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 		return
 	}
 	res := rv.Resources
-	fail := func(w *config.Worker, key, got, want string, n *yaml.Node) {
+	fail := func(w *ixconfig.Worker, key, got, want string, n *yaml.Node) {
 		pos, field := s.Pos, s.Path
 		if w != nil {
 			pos, field = w.FieldPos(key), w.Path+"."+key
@@ -251,7 +252,7 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 	if fp, err := rv.Footprint(gpn); err != nil {
 		c.add(Finding{Rule: RuleRecipeRow, Pos: s.Pos, Field: s.Path, ConfigKey: row.ConfigKey, Got: err.Error(), Want: "a recipe whose resources fit its nodes"})
 	} else {
-		gpus := func(w *config.Worker) int { return w.TP * w.PP * w.PCPSize }
+		gpus := func(w *ixconfig.Worker) int { return w.TP * w.PP * w.PCPSize }
 		if gpus(s.Prefill) != fp.GPUsPerPrefill {
 			fail(s.Prefill, "tp", fmt.Sprintf("%d GPUs per worker", gpus(s.Prefill)), fmt.Sprintf("%d GPUs per worker", fp.GPUsPerPrefill), nil)
 		}
@@ -262,7 +263,7 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 	// Engine parallelism per role, as SGLang spells it. vLLM and TRT-LLM
 	// split TP/DP differently; their recipes are compared on GPUs only.
 	roles := []struct {
-		w    *config.Worker
+		w    *ixconfig.Worker
 		role string
 	}{{s.Prefill, "prefill"}, {s.Decode, "decode"}}
 	if !res.Disaggregated {

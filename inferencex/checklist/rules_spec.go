@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/anynum"
 )
@@ -21,7 +21,7 @@ type pin struct {
 	AL    float64
 	Raw   string
 	Knob  string // SGLANG_SIMULATE_ACC_LEN, SYNTHETIC_ACCEPTANCE_LENGTH, ...
-	Pos   config.Pos
+	Pos   strictyaml.Pos
 	Field string
 	Bad   string // enabled without a usable value: why
 }
@@ -80,7 +80,7 @@ func rowPins(row *matrix.Row) []pin {
 	return out
 }
 
-func parsedPin(raw, knob, value string, offset float64, pos config.Pos, field string) pin {
+func parsedPin(raw, knob, value string, offset float64, pos strictyaml.Pos, field string) pin {
 	p := pin{Raw: raw, Knob: knob, Pos: pos, Field: field}
 	if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
 		p.AL = v + offset

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 // TestAllEvalRows: under all-evals the seed's multinode agentic rows get
@@ -14,9 +14,9 @@ import (
 // three 2P1D rows (one recipe) merge into one row at c1280, the others
 // keep their own.
 func TestAllEvalRows(t *testing.T) {
-	m, err := config.LoadMaster("../../configs/dsv4-gb200-agentx.yaml")
+	m, err := ixconfig.LoadMaster("../../configs/dsv4-gb200-agentx.yaml")
 	require.NoError(t, err)
-	r, err := config.LoadRunners("../../configs/runners.yaml")
+	r, err := ixconfig.LoadRunners("../../configs/runners.yaml")
 	require.NoError(t, err)
 	rows, err := Generate(m, r, Options{Keys: m.Keys()})
 	require.NoError(t, err)

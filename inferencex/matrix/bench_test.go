@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
@@ -13,7 +13,7 @@ import (
 func BenchmarkLoadMaster(b *testing.B) {
 	path := filepath.Join(reftest.InferenceX(b, "nvidia-master.yaml"), "nvidia-master.yaml")
 	for b.Loop() {
-		if _, err := config.LoadMaster(path); err != nil {
+		if _, err := ixconfig.LoadMaster(path); err != nil {
 			b.Fatal(err)
 		}
 	}

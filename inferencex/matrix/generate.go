@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 // Scenario types as they appear in rows and on the command line.
@@ -47,8 +48,8 @@ type Options struct {
 type Row struct {
 	ConfigKey string
 	Scenario  string // FixedSeqLen or AgenticCoding
-	Entry     *config.Entry
-	Search    *config.SearchEntry
+	Entry     *ixconfig.Entry
+	Search    *ixconfig.SearchEntry
 	Fields    Object
 }
 
@@ -107,7 +108,7 @@ func intList(v any) []int {
 // Generate resolves opts.Keys against m and expands them. Without
 // EvalsOnly it returns the throughput rows (`--no-evals`); with it, the
 // annotated eval rows (`--evals-only`).
-func Generate(m *config.Master, r *config.Runners, opts Options) ([]*Row, error) {
+func Generate(m *ixconfig.Master, r *ixconfig.Runners, opts Options) ([]*Row, error) {
 	keys, err := ResolveKeys(m, opts.Keys)
 	if err != nil {
 		return nil, err
@@ -125,8 +126,8 @@ func Generate(m *config.Master, r *config.Runners, opts Options) ([]*Row, error)
 // ResolveKeys turns config keys and globs into concrete keys: globs (any
 // argument holding * or ?) match in file order and must match something,
 // plain keys must exist, and repeats are dropped keeping the first.
-func ResolveKeys(m *config.Master, patterns []string) ([]string, error) {
-	var errs config.Errors
+func ResolveKeys(m *ixconfig.Master, patterns []string) ([]string, error) {
+	var errs strictyaml.Errors
 	seen := map[string]bool{}
 	var out []string
 	add := func(k string) {
@@ -136,13 +137,13 @@ func ResolveKeys(m *config.Master, patterns []string) ([]string, error) {
 		}
 	}
 	if len(patterns) == 0 {
-		errs = append(errs, &config.Error{Field: "config-keys", Msg: "no config keys given"})
+		errs = append(errs, &strictyaml.Error{Field: "config-keys", Msg: "no config keys given"})
 	}
 	for _, p := range patterns {
 		if strings.ContainsAny(p, "*?") {
 			re, err := globRegexp(p)
 			if err != nil {
-				errs = append(errs, &config.Error{Field: "config-keys", Msg: fmt.Sprintf("bad glob %q: %v", p, err)})
+				errs = append(errs, &strictyaml.Error{Field: "config-keys", Msg: fmt.Sprintf("bad glob %q: %v", p, err)})
 				continue
 			}
 			n := 0
@@ -153,12 +154,12 @@ func ResolveKeys(m *config.Master, patterns []string) ([]string, error) {
 				}
 			}
 			if n == 0 {
-				errs = append(errs, &config.Error{Field: "config-keys", Msg: fmt.Sprintf("no config key matches %q in %s", p, strings.Join(m.Files, ", "))})
+				errs = append(errs, &strictyaml.Error{Field: "config-keys", Msg: fmt.Sprintf("no config key matches %q in %s", p, strings.Join(m.Files, ", "))})
 			}
 			continue
 		}
 		if m.Entry(p) == nil {
-			errs = append(errs, &config.Error{Field: "config-keys", Msg: fmt.Sprintf("config key %q not found in %s", p, strings.Join(m.Files, ", "))})
+			errs = append(errs, &strictyaml.Error{Field: "config-keys", Msg: fmt.Sprintf("config key %q not found in %s", p, strings.Join(m.Files, ", "))})
 			continue
 		}
 		add(p)
@@ -216,8 +217,8 @@ func globRegexp(p string) (*regexp.Regexp, error) {
 // row per runner holding the whole conc list, multinode agentic entries one
 // row per runner and conc; single-node entries of both scenario types give
 // one row per conc and runner, with a scalar conc.
-func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([]*Row, error) {
-	var errs config.Errors
+func Expand(m *ixconfig.Master, r *ixconfig.Runners, keys []string, opts Options) ([]*Row, error) {
+	var errs strictyaml.Errors
 	var rows []*Row
 	seq := map[string]bool{}
 	for _, s := range opts.SeqLens {
@@ -254,7 +255,7 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 	for _, key := range keys {
 		e := m.Entry(key)
 		if e == nil {
-			errs = append(errs, &config.Error{Field: "config-keys", Msg: fmt.Sprintf("config key %q not found", key)})
+			errs = append(errs, &strictyaml.Error{Field: "config-keys", Msg: fmt.Sprintf("config key %q not found", key)})
 			continue
 		}
 		runners := runnerValues(e.Runner, r, opts.RunnerNodeFilter)
@@ -270,7 +271,7 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 					var concs []int
 					switch {
 					case s.ConcListPresent && s.ConcListNull:
-						errs = append(errs, &config.Error{Pos: s.FieldPos("conc-list"), Field: s.Path + ".conc-list", Msg: "null conc-list is not allowed in fixed-seq-len entries; remove it or give a list"})
+						errs = append(errs, &strictyaml.Error{Pos: s.FieldPos("conc-list"), Field: s.Path + ".conc-list", Msg: "null conc-list is not allowed in fixed-seq-len entries; remove it or give a list"})
 						continue
 					case s.ConcListPresent:
 						concs = s.ConcList
@@ -358,7 +359,7 @@ func Expand(m *config.Master, r *config.Runners, keys []string, opts Options) ([
 	return rows, nil
 }
 
-func runnerValues(runner string, r *config.Runners, filter string) []string {
+func runnerValues(runner string, r *ixconfig.Runners, filter string) []string {
 	if filter == "" {
 		return []string{runner}
 	}
@@ -409,7 +410,7 @@ func concRange(start, end int) []int {
 
 // workerValue emits the raw worker mapping, then pp, dcp-size, pcp-size
 // (in that order) for whichever were not written.
-func workerValue(w *config.Worker) (Object, error) {
+func workerValue(w *ixconfig.Worker) (Object, error) {
 	v, err := fromNode(w.Node)
 	if err != nil {
 		return nil, err
@@ -423,7 +424,7 @@ func workerValue(w *config.Worker) (Object, error) {
 	return obj, nil
 }
 
-func componentValue(c *config.Component) (any, error) {
+func componentValue(c *ixconfig.Component) (any, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -431,7 +432,7 @@ func componentValue(c *config.Component) (any, error) {
 }
 
 // header builds the row fields shared by both scenario types.
-func header(e *config.Entry, runner string) Object {
+func header(e *ixconfig.Entry, runner string) Object {
 	return Object{
 		{"image", e.Image},
 		{"model", e.Model},
@@ -442,7 +443,7 @@ func header(e *config.Entry, runner string) Object {
 	}
 }
 
-func disaggValue(e *config.Entry) any {
+func disaggValue(e *ixconfig.Entry) any {
 	if e.DisaggNode == nil {
 		return false
 	}
@@ -455,7 +456,7 @@ func disaggValue(e *config.Entry) any {
 
 // metadata appends router and kv-p2p-transfer (§3.4): a key written in the
 // search-space entry wins even when null; otherwise the top-level value.
-func metadata(row *Object, e *config.Entry, s *config.SearchEntry) error {
+func metadata(row *Object, e *ixconfig.Entry, s *ixconfig.SearchEntry) error {
 	router := e.Router
 	if s.RouterPresent {
 		router = s.Router
@@ -477,7 +478,7 @@ func metadata(row *Object, e *config.Entry, s *config.SearchEntry) error {
 	return nil
 }
 
-func workers(s *config.SearchEntry) (Object, Object, error) {
+func workers(s *ixconfig.SearchEntry) (Object, Object, error) {
 	if s.Prefill == nil || s.Decode == nil {
 		return nil, nil, fmt.Errorf("multinode entries need prefill and decode blocks")
 	}
@@ -492,22 +493,22 @@ func workers(s *config.SearchEntry) (Object, Object, error) {
 	return p, d, nil
 }
 
-func rowError(s *config.SearchEntry, err error) config.Errors {
-	return config.Errors{&config.Error{Pos: s.Pos, Field: s.Path, Msg: err.Error()}}
+func rowError(s *ixconfig.SearchEntry, err error) strictyaml.Errors {
+	return strictyaml.Errors{&strictyaml.Error{Pos: s.Pos, Field: s.Path, Msg: err.Error()}}
 }
 
 // checkRow is the part of InferenceX's output-row validation that the input
 // rules do not already guarantee: a disaggregated row needs its transfer.
-func checkRow(e *config.Entry, s *config.SearchEntry, row Object) config.Errors {
+func checkRow(e *ixconfig.Entry, s *ixconfig.SearchEntry, row Object) strictyaml.Errors {
 	if e.Disagg {
 		if _, ok := row.Get("kv-p2p-transfer"); !ok {
-			return config.Errors{&config.Error{Pos: s.FieldPos("kv-p2p-transfer"), Field: s.Path + ".kv-p2p-transfer", Msg: "null here removes the transfer engine a disaggregated row needs"}}
+			return strictyaml.Errors{&strictyaml.Error{Pos: s.FieldPos("kv-p2p-transfer"), Field: s.Path + ".kv-p2p-transfer", Msg: "null here removes the transfer engine a disaggregated row needs"}}
 		}
 	}
 	return nil
 }
 
-func fixedRow(e *config.Entry, sl *config.FixedSeqLen, s *config.SearchEntry, runner string, concs []int) (*Row, config.Errors) {
+func fixedRow(e *ixconfig.Entry, sl *ixconfig.FixedSeqLen, s *ixconfig.SearchEntry, runner string, concs []int) (*Row, strictyaml.Errors) {
 	p, d, err := workers(s)
 	if err != nil {
 		return nil, rowError(s, err)
@@ -534,7 +535,7 @@ func fixedRow(e *config.Entry, sl *config.FixedSeqLen, s *config.SearchEntry, ru
 	return &Row{ConfigKey: e.Key, Scenario: FixedSeqLen, Entry: e, Search: s, Fields: row}, nil
 }
 
-func agenticRow(e *config.Entry, s *config.SearchEntry, runner string, conc, dram int) (*Row, config.Errors) {
+func agenticRow(e *ixconfig.Entry, s *ixconfig.SearchEntry, runner string, conc, dram int) (*Row, strictyaml.Errors) {
 	p, d, err := workers(s)
 	if err != nil {
 		return nil, rowError(s, err)
@@ -574,8 +575,8 @@ func toAny(c []int) []any {
 }
 
 // agenticExpName is §4.2: prefix_p{nw}x{tp}[ep{ep}][dpa]_d..._conc{c}[_kv{mode}-{backend}].
-func agenticExpName(e *config.Entry, s *config.SearchEntry, conc int, kvo string) string {
-	w := func(x *config.Worker) string {
+func agenticExpName(e *ixconfig.Entry, s *ixconfig.SearchEntry, conc int, kvo string) string {
+	w := func(x *ixconfig.Worker) string {
 		out := strconv.Itoa(x.NumWorker) + "x" + strconv.Itoa(x.TP)
 		if x.EP != 1 {
 			out += "ep" + strconv.Itoa(x.EP)
@@ -599,11 +600,11 @@ func agenticExpName(e *config.Entry, s *config.SearchEntry, conc int, kvo string
 // dramGB is §4.3: the CPU DRAM budget for KV offload of one prefill replica
 // (multinode) or of the single-node server, in decimal GB, computed exactly
 // and truncated.
-func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r *config.Runners) (int, *config.Error) {
+func dramGB(e *ixconfig.Entry, ac *ixconfig.AgenticCoding, s *ixconfig.SearchEntry, r *ixconfig.Runners) (int, *strictyaml.Error) {
 	if s.KVOffloading != "dram" {
 		return 0, nil
 	}
-	var hw *config.Hardware
+	var hw *ixconfig.Hardware
 	if r != nil {
 		hw = r.Hardware[e.Runner]
 	}
@@ -615,10 +616,10 @@ func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r 
 			}
 		}
 		sort.Strings(keys)
-		return 0, &config.Error{Pos: s.Pos, Field: s.Path + ".kv-offloading", Msg: fmt.Sprintf("runner %q requires 'available-cpu-dram-mib' in runner hardware metadata (available hardware keys: %s)", e.Runner, strings.Join(keys, ", "))}
+		return 0, &strictyaml.Error{Pos: s.Pos, Field: s.Path + ".kv-offloading", Msg: fmt.Sprintf("runner %q requires 'available-cpu-dram-mib' in runner hardware metadata (available hardware keys: %s)", e.Runner, strings.Join(keys, ", "))}
 	}
 	if ac.DramUtilization == nil {
-		return 0, &config.Error{Pos: ac.Pos, Field: ac.Path + ".dram-utilization", Msg: "required with kv-offloading: dram"}
+		return 0, &strictyaml.Error{Pos: ac.Pos, Field: ac.Path + ".dram-utilization", Msg: "required with kv-offloading: dram"}
 	}
 	a := hw.AvailableCPUDRAMMiB
 	if a > dramCapMiB {
@@ -635,7 +636,7 @@ func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r 
 		}
 		used = int64(tp) * int64(s.PP) * int64(s.PCPSize)
 		if used > g {
-			return 0, &config.Error{Pos: s.FieldPos("tp"), Field: s.Path + ".tp", Msg: fmt.Sprintf("tp=%d with pp=%d and pcp-size=%d requires %d GPUs and exceeds gpus-per-node=%d for runner %q", tp, s.PP, s.PCPSize, used, g, e.Runner)}
+			return 0, &strictyaml.Error{Pos: s.FieldPos("tp"), Field: s.Path + ".tp", Msg: fmt.Sprintf("tp=%d with pp=%d and pcp-size=%d requires %d GPUs and exceeds gpus-per-node=%d for runner %q", tp, s.PP, s.PCPSize, used, g, e.Runner)}
 		}
 	} else {
 		rr := int64(s.Prefill.TP) * int64(s.Prefill.PP) * int64(s.Prefill.PCPSize)
@@ -643,16 +644,16 @@ func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r 
 		case rr > g && rr%g == 0:
 			used = g
 		case rr > g:
-			return 0, &config.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs spans multiple nodes but is not a multiple of gpus-per-node=%d", rr, g)}
+			return 0, &strictyaml.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs spans multiple nodes but is not a multiple of gpus-per-node=%d", rr, g)}
 		case rr > 0 && g%rr == 0:
 			used = rr
 		default:
-			return 0, &config.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs does not divide gpus-per-node=%d evenly", rr, g)}
+			return 0, &strictyaml.Error{Pos: s.Prefill.Pos, Field: s.Prefill.Path, Msg: fmt.Sprintf("prefill replica of %d GPUs does not divide gpus-per-node=%d evenly", rr, g)}
 		}
 	}
 	u, ok := new(big.Rat).SetString(ac.DramUtilizationText)
 	if !ok {
-		return 0, &config.Error{Pos: ac.Pos, Field: ac.Path + ".dram-utilization", Msg: "not a decimal number"}
+		return 0, &strictyaml.Error{Pos: ac.Pos, Field: ac.Path + ".dram-utilization", Msg: "not a decimal number"}
 	}
 	total := new(big.Rat).SetInt64(a * 1_048_576)
 	total.Mul(total, u)
@@ -664,7 +665,7 @@ func dramGB(e *config.Entry, ac *config.AgenticCoding, s *config.SearchEntry, r 
 
 // agenticTail appends what every agentic row ends with, single-node or
 // multinode: the KV offload backend when set, then the metadata fields.
-func agenticTail(row *Object, e *config.Entry, s *config.SearchEntry) config.Errors {
+func agenticTail(row *Object, e *ixconfig.Entry, s *ixconfig.SearchEntry) strictyaml.Errors {
 	if s.KVOffloadBackend != nil {
 		v, err := componentValue(s.KVOffloadBackend)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 func TestConcRange(t *testing.T) {
@@ -49,15 +49,15 @@ func TestGlob(t *testing.T) {
 	}
 }
 
-func hw(t *testing.T, mib int64, gpn int) *config.Runners {
-	r, err := config.ParseRunners("r.yaml", []byte(fmt.Sprintf(
+func hw(t *testing.T, mib int64, gpn int) *ixconfig.Runners {
+	r, err := ixconfig.ParseRunners("r.yaml", []byte(fmt.Sprintf(
 		"labels: {cluster:x: [x_0, x_1, y_0]}\nhardware: {cluster:x: {available-cpu-dram-mib: %d, gpus-per-node: %d}}\n", mib, gpn)))
 	require.NoError(t, err)
 	return r
 }
 
 // agenticMaster builds a one-key multinode agentic config.
-func agenticMaster(t *testing.T, util string, prefillTP int, extraEntry string) *config.Master {
+func agenticMaster(t *testing.T, util string, prefillTP int, extraEntry string) *ixconfig.Master {
 	src := fmt.Sprintf(`k:
   image: i
   model: m
@@ -76,7 +76,7 @@ func agenticMaster(t *testing.T, util string, prefillTP int, extraEntry string) 
         prefill: {num-worker: 2, tp: %d, ep: 2, dp-attn: true}
         decode: {num-worker: 1, tp: 4, ep: 0, dp-attn: false}
 %s`, util, prefillTP, extraEntry)
-	m, err := config.ParseMaster("m.yaml", []byte(src))
+	m, err := ixconfig.ParseMaster("m.yaml", []byte(src))
 	require.NoError(t, err)
 	return m
 }
@@ -178,7 +178,7 @@ const fixedMaster = `k:
 `
 
 func TestFixedRows(t *testing.T) {
-	m, err := config.ParseMaster("m.yaml", []byte(fixedMaster))
+	m, err := ixconfig.ParseMaster("m.yaml", []byte(fixedMaster))
 	require.NoError(t, err)
 	rows, err := Generate(m, nil, Options{Keys: []string{"k"}})
 	require.NoError(t, err)
@@ -239,7 +239,7 @@ func encodeCompact(t *testing.T, v any) string {
 }
 
 func TestGenerationErrors(t *testing.T) {
-	m, err := config.ParseMaster("m.yaml", []byte(fixedMaster))
+	m, err := ixconfig.ParseMaster("m.yaml", []byte(fixedMaster))
 	require.NoError(t, err)
 	cases := []struct {
 		keys []string
@@ -256,12 +256,12 @@ func TestGenerationErrors(t *testing.T) {
 
 	// A null kv-p2p-transfer in an entry of a disaggregated key removes the
 	// transfer the row needs; InferenceX's row check rejects it too.
-	m, err = config.ParseMaster("m.yaml", []byte(strings.Replace(fixedMaster, "        router: null\n", "        router: null\n        kv-p2p-transfer: null\n", 1)))
+	m, err = ixconfig.ParseMaster("m.yaml", []byte(strings.Replace(fixedMaster, "        router: null\n", "        router: null\n        kv-p2p-transfer: null\n", 1)))
 	require.NoError(t, err)
 	_, err = Generate(m, nil, Options{Keys: []string{"k"}})
 	require.ErrorContains(t, err, "m.yaml:23: k.scenarios.fixed-seq-len[0].search-space[1].kv-p2p-transfer")
 
-	m, err = config.ParseMaster("m.yaml", []byte(strings.Replace(fixedMaster, "      - conc-start: 3\n", "      - conc-start: 3\n        conc-list: null\n", 1)))
+	m, err = ixconfig.ParseMaster("m.yaml", []byte(strings.Replace(fixedMaster, "      - conc-start: 3\n", "      - conc-start: 3\n        conc-list: null\n", 1)))
 	require.NoError(t, err)
 	_, err = Generate(m, nil, Options{Keys: []string{"k"}})
 	require.ErrorContains(t, err, "null conc-list is not allowed")

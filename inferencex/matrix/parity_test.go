@@ -13,19 +13,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 // loadReference reads InferenceX's master config, runners and expected
 // generator output from SWEEPFLOW_INFERENCEX, or skips: these are reference
 // tests, and users have no InferenceX checkout beside the repository.
-func loadReference(t testing.TB) (*config.Master, *config.Runners, string) {
+func loadReference(t testing.TB) (*ixconfig.Master, *ixconfig.Runners, string) {
 	t.Helper()
 	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "expected-matrix")
-	m, err := config.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
+	m, err := ixconfig.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
 	require.NoError(t, err)
-	r, err := config.LoadRunners(filepath.Join(ix, "runners.yaml"))
+	r, err := ixconfig.LoadRunners(filepath.Join(ix, "runners.yaml"))
 	require.NoError(t, err)
 	return m, r, filepath.Join(ix, "expected-matrix")
 }
@@ -121,7 +121,7 @@ var parityModes = []struct {
 // checkParity generates key in one mode and compares it with the reference
 // file: first field by field (naming the first difference), then byte for
 // byte in the layout the reference file uses (which also pins key order).
-func checkParity(t *testing.T, m *config.Master, r *config.Runners, dir, key, suffix string, evalsOnly bool) {
+func checkParity(t *testing.T, m *ixconfig.Master, r *ixconfig.Runners, dir, key, suffix string, evalsOnly bool) {
 	t.Helper()
 	name := key + suffix
 	want, err := os.ReadFile(filepath.Join(dir, name))

@@ -5,7 +5,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
 // Single-node rows (master entries with multinode: false).
@@ -34,7 +35,7 @@ import (
 
 // searchValue returns the raw value of key in a search-space entry, or def
 // when the key is absent or null.
-func searchValue(s *config.SearchEntry, key string, def any) (any, error) {
+func searchValue(s *ixconfig.SearchEntry, key string, def any) (any, error) {
 	n := mappingValue(s.Node, key)
 	if n == nil {
 		return def, nil
@@ -68,7 +69,7 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 
 // singleParallelism returns tp, pp, dcp-size, pcp-size, ep and dp-attn as
 // the row carries them.
-func singleParallelism(s *config.SearchEntry) (tp, pp, dcp, pcp, ep, dpa any, err error) {
+func singleParallelism(s *ixconfig.SearchEntry) (tp, pp, dcp, pcp, ep, dpa any, err error) {
 	vals := make([]any, 6)
 	for i, kd := range []struct {
 		key string
@@ -85,7 +86,7 @@ func singleParallelism(s *config.SearchEntry) (tp, pp, dcp, pcp, ep, dpa any, er
 	return vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], nil
 }
 
-func singleFixedRow(e *config.Entry, sl *config.FixedSeqLen, s *config.SearchEntry, runner string, conc int) (*Row, config.Errors) {
+func singleFixedRow(e *ixconfig.Entry, sl *ixconfig.FixedSeqLen, s *ixconfig.SearchEntry, runner string, conc int) (*Row, strictyaml.Errors) {
 	tp, pp, dcp, pcp, ep, dpa, err := singleParallelism(s)
 	if err != nil {
 		return nil, rowError(s, err)
@@ -113,7 +114,7 @@ func singleFixedRow(e *config.Entry, sl *config.FixedSeqLen, s *config.SearchEnt
 	return &Row{ConfigKey: e.Key, Scenario: FixedSeqLen, Entry: e, Search: s, Fields: row}, nil
 }
 
-func singleAgenticRow(e *config.Entry, s *config.SearchEntry, runner string, conc, dram int) (*Row, config.Errors) {
+func singleAgenticRow(e *ixconfig.Entry, s *ixconfig.SearchEntry, runner string, conc, dram int) (*Row, strictyaml.Errors) {
 	tp, pp, dcp, pcp, ep, dpa, err := singleParallelism(s)
 	if err != nil {
 		return nil, rowError(s, err)
@@ -146,7 +147,7 @@ func singleAgenticRow(e *config.Entry, s *config.SearchEntry, runner string, con
 
 // singleAgenticExpName is {prefix}_tp{tp}_conc{c}_{kv}[_spec-{spec}], where
 // kv is "kvnone" without offload and "kv{mode}-{backend}" with it.
-func singleAgenticExpName(e *config.Entry, s *config.SearchEntry, tp any, conc int, kvo string) string {
+func singleAgenticExpName(e *ixconfig.Entry, s *ixconfig.SearchEntry, tp any, conc int, kvo string) string {
 	kv := "kvnone"
 	if kvo != "none" {
 		backend := ""

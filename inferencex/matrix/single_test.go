@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 )
 
-func loadFixture(t *testing.T, name string) *config.Master {
+func loadFixture(t *testing.T, name string) *ixconfig.Master {
 	t.Helper()
-	m, err := config.LoadMaster(filepath.Join("testdata", name))
+	m, err := ixconfig.LoadMaster(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	return m
 }

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Object is a JSON object that keeps its key order: InferenceX emits rows
@@ -77,9 +77,9 @@ func (o Object) MarshalJSON() ([]byte, error) {
 // fromNode converts a YAML node (already validated by config) into a JSON
 // value, keeping mapping order. A depth cap guards against pathological input.
 func fromNode(n *yaml.Node) (any, error) {
-	return config.Value(n, 100,
+	return strictyaml.Value(n, 100,
 		func(k *yaml.Node) (string, error) {
-			v, err := config.ScalarValue(k)
+			v, err := strictyaml.ScalarValue(k)
 			if err != nil {
 				return "", err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/local"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/gsm8k"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/metrics"
@@ -223,7 +224,7 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		}
 	default:
 		store.Close()
-		return nil, nil, fmt.Errorf("%s: backend %q is not served by this worker yet", config.DisplayPath(c.ClusterFile), cl.Backend)
+		return nil, nil, fmt.Errorf("%s: backend %q is not served by this worker yet", strictyaml.DisplayPath(c.ClusterFile), cl.Backend)
 	}
 	return acts, func() { store.Close() }, nil
 }
@@ -255,7 +256,7 @@ func (c *Config) refuseSimOnly(cl *config.Cluster) error {
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s: cluster %s runs real engines: %s only apply to simulated clusters (perf runs the matrix row's duration, bring-up the recipe's health_check budget)",
-			config.DisplayPath(c.ClusterFile), cl.Name, strings.Join(bad, ", "))
+			strictyaml.DisplayPath(c.ClusterFile), cl.Name, strings.Join(bad, ", "))
 	}
 	return nil
 }

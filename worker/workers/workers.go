@@ -11,10 +11,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/metrics"
+	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -78,7 +80,8 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		cw.RegisterWorkflow(workflows.SweepWorkflow)
 		cw.RegisterWorkflow(workflows.PointWorkflow)
 		cw.RegisterWorkflow(workflows.DeploymentWorkflow)
-		cw.RegisterWorkflow(workflows.NightlyWorkflow)
+		// Under its historical name: schedules and histories name it.
+		cw.RegisterWorkflowWithOptions(nightly.Workflow, workflow.RegisterOptions{Name: nightly.WorkflowName})
 		w.ws = append(w.ws, cw)
 	}
 	if o.Activities != nil {
@@ -103,6 +106,10 @@ func Start(c client.Client, o Options) (*Workers, error) {
 			Interceptors:                 icpt,
 		})
 		aw.RegisterActivity(o.Activities)
+		// The nightly's activities run on the cluster queue of its sweep,
+		// against the same ledger and artifact store.
+		aw.RegisterActivity(&nightly.Activities{Store: o.Activities.Store, Artifacts: o.Activities.Artifacts,
+			StateDir: o.Activities.StateDir, Logger: o.Activities.Logger})
 		w.ws = append(w.ws, aw)
 	}
 	if len(w.ws) == 0 {

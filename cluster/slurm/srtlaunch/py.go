@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // srt-slurm loads recipes with PyYAML and turns values into flags with
@@ -19,7 +19,7 @@ import (
 // pyValue converts a YAML node into nil, bool, int64, float64, string,
 // []any or *ordered (for mappings).
 func pyValue(n *yaml.Node) (any, error) {
-	return config.Value(deref(n), -1,
+	return strictyaml.Value(deref(n), -1,
 		func(k *yaml.Node) (string, error) { return deref(k).Value, nil },
 		func(keys []string, vals []any) any {
 			m := &ordered{}

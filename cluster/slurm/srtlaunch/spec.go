@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // spec is the part of an srt-slurm recipe that decides the process set,
@@ -101,7 +102,7 @@ func scalar(n *yaml.Node, field string) (any, error) {
 	if n.Kind != yaml.ScalarNode {
 		return nil, fmt.Errorf("recipe field %s: expected a scalar", field)
 	}
-	v, err := config.ScalarValue(n)
+	v, err := strictyaml.ScalarValue(n)
 	if err != nil {
 		return nil, fmt.Errorf("recipe field %s: %v", field, err)
 	}
@@ -197,7 +198,7 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 			continue
 		}
 		if n.Kind == yaml.ScalarNode {
-			if v, _ := config.ScalarValue(n); v == false || v == nil {
+			if v, _ := strictyaml.ScalarValue(n); v == false || v == nil {
 				continue
 			}
 		}

@@ -1,8 +1,9 @@
-// Package config loads the files that describe a sweep: InferenceX master
-// configs, the runners file, srt-slurm recipes, cluster profiles and sweep
-// files. Loading is strict: every problem is reported as
-// "FILE:LINE: FIELD: what was expected" and nothing is returned half-valid.
-package config
+// Package strictyaml is the strict YAML decoding shared by the loaders in
+// config and inferencex/ixconfig. A file is parsed into yaml.v3 nodes and its
+// scalars are typed the way PyYAML's safe_load types them, so a file means
+// the same to sweepflow as to InferenceX; every problem is collected with its
+// place and rendered as "FILE:LINE: FIELD: what was expected".
+package strictyaml
 
 import (
 	"fmt"
@@ -76,26 +77,30 @@ func plural(n int) string {
 	return "s"
 }
 
-// errorList collects the problems a loader finds.
-type errorList struct {
-	errs Errors
+// Add records one problem.
+func (es *Errors) Add(pos Pos, field, format string, args ...any) {
+	*es = append(*es, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (l *errorList) add(pos Pos, field, format string, args ...any) {
-	l.errs = append(l.errs, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
-}
-
-// addErr appends err, flattening Errors and keeping *Error as is.
-func (l *errorList) addErr(err error) {
+// AddErr records err, flattening Errors and keeping *Error as is.
+func (es *Errors) AddErr(err error) {
 	switch e := err.(type) {
 	case nil:
 	case Errors:
-		l.errs = append(l.errs, e...)
+		*es = append(*es, e...)
 	case *Error:
-		l.errs = append(l.errs, e)
+		*es = append(*es, e)
 	default:
-		l.errs = append(l.errs, &Error{Msg: err.Error()})
+		*es = append(*es, &Error{Msg: err.Error()})
 	}
+}
+
+// CleanIOError renders a file error with the path as DisplayPath shows it.
+func CleanIOError(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Sprintf("%s %s: %v", pe.Op, DisplayPath(pe.Path), pe.Err)
+	}
+	return err.Error()
 }
 
 // DisplayPath shortens an absolute path to one relative to the working

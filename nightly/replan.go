@@ -1,9 +1,10 @@
-// Package replan re-reads a sweep's files from where a nightly schedule
-// names them (a path, or a git checkout at a ref), runs the reviewer
-// checklist over them and plans the sweep again, so every night runs what
-// the configs say that night rather than what they said when the schedule
-// was created.
-package replan
+package nightly
+
+// Re-planning: every night re-reads the sweep's files from where the
+// schedule names them (a path, or a git checkout at a ref), runs the
+// reviewer checklist over them and plans the sweep again, so the night runs
+// what the configs say that night rather than what they said when the
+// schedule was created.
 
 import (
 	"archive/tar"
@@ -33,8 +34,8 @@ type Source struct {
 	Allow       []string `json:"allow,omitempty"` // check rules waived
 }
 
-// Result is one night's plan, or why there is none.
-type Result struct {
+// SourcePlan is one night's plan, or why there is none.
+type SourcePlan struct {
 	Sweep   *config.Sweep
 	Cluster *config.Cluster
 	Plan    *plan.Plan
@@ -46,12 +47,12 @@ type Result struct {
 	Failures []string
 }
 
-// Run reads, checks and plans the source. scratch is a directory it may
+// PlanSource reads, checks and plans the source. scratch is a directory it may
 // use for a git export. Errors are infrastructure problems worth a retry
-// (git failing); a bad config or a failing check is a Result with
+// (git failing); a bad config or a failing check is a SourcePlan with
 // Failures.
-func Run(ctx context.Context, src Source, scratch string) (*Result, error) {
-	res := &Result{}
+func PlanSource(ctx context.Context, src Source, scratch string) (*SourcePlan, error) {
+	res := &SourcePlan{}
 	sweepFile, clusterFile := src.SweepFile, src.ClusterFile
 	if src.GitDir != "" {
 		ref := src.GitRef
@@ -72,7 +73,7 @@ func Run(ctx context.Context, src Source, scratch string) (*Result, error) {
 			clusterFile = filepath.Join(dir, filepath.FromSlash(clusterFile))
 		}
 	}
-	fail := func(err error) (*Result, error) {
+	fail := func(err error) (*SourcePlan, error) {
 		res.Failures = append(res.Failures, oneLine(err))
 		return res, nil
 	}

@@ -1,4 +1,4 @@
-package workflows
+package nightly
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
-	"github.com/sweepflow/sweepflow/regress"
-	"github.com/sweepflow/sweepflow/replan"
+	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/workflows"
 )
 
-func nightlyInput(webhook string) NightlyInput {
-	return NightlyInput{
-		Sweep: SweepInput{Name: "dsv4-agg", Cluster: "local-sim", TaskQueue: "cluster-local-sim", NodeBudget: 4,
+func nightlyInput(webhook string) Input {
+	return Input{
+		Sweep: workflows.SweepInput{Name: "dsv4-agg", Cluster: "local-sim", TaskQueue: "cluster-local-sim", NodeBudget: 4,
 			ReuseFrom: []string{"must-not-reuse"}, Force: []string{"perf"},
 			Points: []activities.PointSpec{
 				{PointID: "c1", ConfigKey: "k", Conc: 1, Nodes: 2, BaselineKey: "bk-c1"},
@@ -33,45 +33,45 @@ func nightlyInput(webhook string) NightlyInput {
 
 type nightlyRun struct {
 	env      *testsuite.TestWorkflowEnvironment
-	sweepIn  SweepInput
-	req      activities.RegressionRequest
-	webhook  *activities.WebhookRequest
+	sweepIn  workflows.SweepInput
+	req      RegressionRequest
+	webhook  *WebhookRequest
 	attrs    []temporal.SearchAttributes
 	hookErr  error
 	sweepErr error
 }
 
-func runNightly(t *testing.T, in NightlyInput, findings []regress.Finding, r *nightlyRun) {
+func runNightly(t *testing.T, in Input, findings []regress.Finding, r *nightlyRun) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	r.env = env
-	env.RegisterWorkflow(NightlyWorkflow)
-	env.RegisterWorkflow(SweepWorkflow)
-	var a *activities.Activities
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflow(workflows.SweepWorkflow)
+	var a *Activities
 	env.RegisterActivity(a)
 	night := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(saScheduledStart.ValueSet(night))))
-	env.OnWorkflow(SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
+	env.OnWorkflow(workflows.SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in workflows.SweepInput) (*workflows.SweepProgress, error) {
 		r.sweepIn = in
 		if r.sweepErr != nil {
 			return nil, r.sweepErr
 		}
-		return &SweepProgress{SweepID: in.SweepID, Counts: map[string]int{StatusCompleted: 1, StatusFailed: 1},
-			Points: []PointProgress{{PointID: "c1", Status: StatusCompleted}, {PointID: "c4", Status: StatusFailed}}}, nil
+		return &workflows.SweepProgress{SweepID: in.SweepID, Counts: map[string]int{workflows.StatusCompleted: 1, workflows.StatusFailed: 1},
+			Points: []workflows.PointProgress{{PointID: "c1", Status: workflows.StatusCompleted}, {PointID: "c4", Status: workflows.StatusFailed}}}, nil
 	})
-	env.OnActivity(a.CompareWithBaseline, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.RegressionRequest) (activities.RegressionReport, error) {
+	env.OnActivity(a.CompareWithBaseline, mock.Anything, mock.Anything).Return(func(_ context.Context, req RegressionRequest) (RegressionReport, error) {
 		r.req = req
-		return activities.RegressionReport{SweepID: req.SweepID, Compared: 2, Findings: findings, RegressedPoints: regress.Points(findings),
+		return RegressionReport{SweepID: req.SweepID, Compared: 2, Findings: findings, RegressedPoints: regress.Points(findings),
 			ReportURI: "file:///report.json"}, nil
 	})
-	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.WebhookRequest) error {
+	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req WebhookRequest) error {
 		r.webhook = &req
 		return r.hookErr
 	})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		r.attrs = append(r.attrs, args.Get(0).(temporal.SearchAttributes))
 	}).Return(nil)
-	env.ExecuteWorkflow(NightlyWorkflow, in)
+	env.ExecuteWorkflow(WorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 }
 
@@ -100,36 +100,36 @@ func TestNightlyWorkflow(t *testing.T) {
 		{"regressions and webhook", "http://127.0.0.1:1/hook", nil, findings, 2, ""},
 		{"clean night, no webhook", "", nil, nil, 0, ""},
 		{"dead webhook does not fail the night", "http://127.0.0.1:1/hook",
-			temporal.NewNonRetryableApplicationError("webhook http://127.0.0.1:1/...: HTTP 404", activities.ErrWebhookRejected, nil), findings, 2, "HTTP 404"},
+			temporal.NewNonRetryableApplicationError("webhook http://127.0.0.1:1/...: HTTP 404", ErrWebhookRejected, nil), findings, 2, "HTTP 404"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &nightlyRun{hookErr: tc.hookErr}
 			runNightly(t, nightlyInput(tc.webhook), tc.findings, r)
 			require.NoError(t, r.env.GetWorkflowError())
-			var res NightlyResult
+			var res Result
 			require.NoError(t, r.env.GetWorkflowResult(&res))
 
 			// The sweep runs as a child, measured tonight: no reuse.
 			nid := "default-test-workflow-id"
-			assert.Equal(t, NightlySweepID(nid), r.sweepIn.SweepID)
+			assert.Equal(t, SweepID(nid), r.sweepIn.SweepID)
 			assert.True(t, r.sweepIn.Nightly)
 			assert.Empty(t, r.sweepIn.ReuseFrom)
 			assert.Empty(t, r.sweepIn.Force)
 
 			// The comparison gets the night, the keys and tonight's statuses.
 			assert.Equal(t, time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), r.req.Night.UTC())
-			assert.Equal(t, []activities.RegressionPoint{
-				{PointID: "c1", ConfigKey: "k", Conc: 1, BaselineKey: "bk-c1", Status: StatusCompleted},
-				{PointID: "c4", ConfigKey: "k", Conc: 4, BaselineKey: "bk-c4", Status: StatusFailed},
+			assert.Equal(t, []RegressionPoint{
+				{PointID: "c1", ConfigKey: "k", Conc: 1, BaselineKey: "bk-c1", Status: workflows.StatusCompleted},
+				{PointID: "c4", ConfigKey: "k", Conc: 4, BaselineKey: "bk-c4", Status: workflows.StatusFailed},
 			}, r.req.Points)
 			assert.Equal(t, regress.DefaultThresholds(), r.req.Thresholds)
 
-			n, ok := lastInt(r.attrs, SARegressionCount)
+			n, ok := lastInt(r.attrs, workflows.SARegressionCount)
 			require.True(t, ok, "RegressionCount is set")
 			assert.Equal(t, tc.wantCount, n)
 			assert.Equal(t, int(tc.wantCount), res.Summary.Regressions)
-			assert.Equal(t, map[string]int{StatusCompleted: 1, StatusFailed: 1}, res.Summary.Counts)
+			assert.Equal(t, map[string]int{workflows.StatusCompleted: 1, workflows.StatusFailed: 1}, res.Summary.Counts)
 
 			if tc.webhook == "" {
 				assert.Nil(t, r.webhook)
@@ -140,7 +140,7 @@ func TestNightlyWorkflow(t *testing.T) {
 			body := r.webhook.Summary
 			assert.Equal(t, int(tc.wantCount), body.Regressions)
 			assert.Equal(t, []string{"c1", "c4"}, body.RegressedPoints)
-			assert.Equal(t, activities.BaselineLatestNightly, body.Baseline)
+			assert.Equal(t, BaselineLatest, body.Baseline)
 			if tc.wantHookErr != "" {
 				assert.Contains(t, res.WebhookError, tc.wantHookErr)
 			} else {
@@ -157,7 +157,7 @@ func TestNightlyWorkflowSweepFailure(t *testing.T) {
 	require.Error(t, err, "a sweep that cannot run fails the night (and may pause the schedule)")
 	assert.Contains(t, err.Error(), "sweep blew up")
 	assert.Empty(t, r.req.SweepID, "no comparison without a sweep")
-	_, ok := lastInt(r.attrs, SARegressionCount)
+	_, ok := lastInt(r.attrs, workflows.SARegressionCount)
 	assert.False(t, ok)
 }
 
@@ -167,41 +167,41 @@ func TestNightlyWorkflowSweepFailure(t *testing.T) {
 func TestNightlyCheckFailureRecorded(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(NightlyWorkflow)
-	env.RegisterWorkflow(SweepWorkflow)
-	var a *activities.Activities
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflow(workflows.SweepWorkflow)
+	var a *Activities
 	env.RegisterActivity(a)
 	night := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(saScheduledStart.ValueSet(night))))
 	failures := []string{"upstream-image m.yaml:3: registry.example.com/sglang:patched (expected an upstream image)"}
-	env.OnActivity(a.PlanNightly, mock.Anything, mock.Anything).Return(activities.NightlyPlan{Name: "dsv4", Commit: "abc", CheckFailures: failures}, nil)
-	var rec *activities.CheckFailedNight
-	env.OnActivity(a.RecordCheckFailure, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.CheckFailedNight) (activities.RegressionReport, error) {
+	env.OnActivity(a.PlanNightly, mock.Anything, mock.Anything).Return(Plan{Name: "dsv4", Commit: "abc", CheckFailures: failures}, nil)
+	var rec *CheckFailedNight
+	env.OnActivity(a.RecordCheckFailure, mock.Anything, mock.Anything).Return(func(_ context.Context, req CheckFailedNight) (RegressionReport, error) {
 		rec = &req
-		return activities.RegressionReport{SweepID: req.SweepID, CheckFailures: req.Failures, ReportURI: "file:///check.json"}, nil
+		return RegressionReport{SweepID: req.SweepID, CheckFailures: req.Failures, ReportURI: "file:///check.json"}, nil
 	})
-	var hook *activities.WebhookRequest
-	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req activities.WebhookRequest) error {
+	var hook *WebhookRequest
+	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req WebhookRequest) error {
 		hook = &req
 		return nil
 	})
 	sweepRan := false
-	env.OnWorkflow(SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in SweepInput) (*SweepProgress, error) {
+	env.OnWorkflow(workflows.SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in workflows.SweepInput) (*workflows.SweepProgress, error) {
 		sweepRan = true
-		return &SweepProgress{}, nil
+		return &workflows.SweepProgress{}, nil
 	})
 	in := nightlyInput("http://127.0.0.1:1/hook")
-	in.Source = &replan.Source{SweepFile: "sweep.yaml"}
-	env.ExecuteWorkflow(NightlyWorkflow, in)
+	in.Source = &Source{SweepFile: "sweep.yaml"}
+	env.ExecuteWorkflow(WorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res NightlyResult
+	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	assert.False(t, sweepRan, "a night whose check fails runs no point")
 	require.NotNil(t, rec, "the failed night is recorded in the ledger")
 	assert.Equal(t, failures, rec.Failures)
-	assert.Equal(t, NightlySweepID("default-test-workflow-id"), rec.SweepID)
+	assert.Equal(t, SweepID("default-test-workflow-id"), rec.SweepID)
 	assert.Equal(t, "dsv4", rec.Name)
 	assert.Equal(t, "abc", rec.Commit)
 	assert.Equal(t, night, rec.Night.UTC())
@@ -214,12 +214,12 @@ func TestNightlyCheckFailureRecorded(t *testing.T) {
 // A night that compared nothing gives no verdict: "0 regressions" would read
 // as a pass.
 func TestNightlyDetailsWithoutComparableBaseline(t *testing.T) {
-	s := NightlySummary{Night: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), SweepID: "n", Baseline: "latest-nightly", Points: 2,
+	s := Summary{Night: time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), SweepID: "n", Baseline: "latest-nightly", Points: 2,
 		NoComparable: []string{"c1: no comparable baseline: real figures, the baseline's in emu are simulated"}}
-	got := nightlyDetails(s)
+	got := details(s)
 	assert.Contains(t, got, "**no comparable baseline** for any of 2 points (baseline latest-nightly): no verdict")
 	assert.Contains(t, got, "- c1: no comparable baseline: real figures")
 	assert.NotContains(t, got, "regressions")
 	s.Compared = 1
-	assert.Contains(t, nightlyDetails(s), "**0 regressions** in 2 points (1 compared with latest-nightly)")
+	assert.Contains(t, details(s), "**0 regressions** in 2 points (1 compared with latest-nightly)")
 }

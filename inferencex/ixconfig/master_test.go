@@ -1,4 +1,4 @@
-package config
+package ixconfig
 
 import (
 	"os"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // baseMaster is a small valid master config with one key of each shape.
@@ -95,8 +97,8 @@ func TestParseMasterValid(t *testing.T) {
 	v, pos, ok := s.Prefill.Setting("CONFIG_FILE")
 	require.True(t, ok)
 	assert.Equal(t, "recipes/x.yaml", v)
-	assert.Equal(t, Pos{File: "m.yaml", Line: 26}, pos)
-	assert.Equal(t, Pos{File: "m.yaml", Line: 16}, s.Pos)
+	assert.Equal(t, strictyaml.Pos{File: "m.yaml", Line: 26}, pos)
+	assert.Equal(t, strictyaml.Pos{File: "m.yaml", Line: 16}, s.Pos)
 	assert.Equal(t, "mn-agentic.scenarios.agentic-coding[0].search-space[0]", s.Path)
 
 	f := m.Entry("mn-fixed").Fixed[0].SearchSpace[0]
@@ -178,11 +180,11 @@ func TestParseMasterErrors(t *testing.T) {
 			src := strings.Replace(baseMaster, tc.old, tc.new, 1)
 			_, err := ParseMaster("cfg/m.yaml", []byte(src))
 			require.Error(t, err)
-			var first *Error
+			var first *strictyaml.Error
 			switch e := err.(type) {
-			case Errors:
+			case strictyaml.Errors:
 				first = e[0]
-			case *Error:
+			case *strictyaml.Error:
 				first = e
 			default:
 				t.Fatalf("unexpected error type %T: %v", err, err)
@@ -200,7 +202,7 @@ func TestErrorsCollectsEverything(t *testing.T) {
 	src := strings.Replace(baseMaster, "conc-list: [64, 128]", "conc-list: [0, -1]", 1)
 	src = strings.Replace(src, "  precision: fp8\n", "  precision: fp8\n  bogus: 1\n", 1)
 	_, err := ParseMaster("m.yaml", []byte(src))
-	var errs Errors
+	var errs strictyaml.Errors
 	require.ErrorAs(t, err, &errs)
 	require.Len(t, errs, 3)
 	require.Contains(t, err.Error(), "(and 2 more problems)")
@@ -230,38 +232,6 @@ func TestLoadMasterMergesFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, nil, 0o644))
 	_, err = LoadMaster(empty)
 	require.ErrorContains(t, err, "file is empty")
-}
-
-func TestScalarValueFollowsPyYAML(t *testing.T) {
-	cases := []struct {
-		src  string
-		want any
-	}{
-		{"2_063_837", int64(2063837)},
-		{"0x1F", int64(31)},
-		{"017", int64(15)},
-		{"1:30", int64(90)},
-		{"yes", true},
-		{"Off", false},
-		{"y", "y"},
-		{"0.80", 0.8},
-		{"1e3", "1e3"}, // PyYAML needs a dot and a signed exponent
-		{"1.0e+3", 1000.0},
-		{"~", nil},
-		{"'8'", "8"},
-		{"!!str 8", "8"},
-		{"null", nil},
-		{"8", int64(8)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.src, func(t *testing.T) {
-			root, err := parseYAML("x", []byte("v: "+tc.src))
-			require.NoError(t, err)
-			v, err := ScalarValue(root.Content[1])
-			require.NoError(t, err)
-			require.Equal(t, tc.want, v)
-		})
-	}
 }
 
 func TestParseRunners(t *testing.T) {

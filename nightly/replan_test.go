@@ -1,4 +1,4 @@
-package replan
+package nightly
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestGitSourceFollowsRef(t *testing.T) {
 
 	src := Source{SweepFile: "sweeps/s.yaml", GitDir: dir, GitRef: "HEAD"}
 	scratch := t.TempDir()
-	r1, err := Run(context.Background(), src, scratch)
+	r1, err := PlanSource(context.Background(), src, scratch)
 	require.NoError(t, err)
 	require.Empty(t, r1.Failures)
 	require.Len(t, r1.Plan.Points, 2)
@@ -54,25 +54,25 @@ func TestGitSourceFollowsRef(t *testing.T) {
 	bumped := strings.Replace(string(orig), "nightly-dev-20260916-c9a8fba9", "nightly-dev-20261001-0a1b2c3d", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "master.yaml"), []byte(bumped), 0o644))
 	run("commit", "-qam", "bump")
-	r2, err := Run(context.Background(), src, scratch)
+	r2, err := PlanSource(context.Background(), src, scratch)
 	require.NoError(t, err)
 	assert.NotEqual(t, r1.Commit, r2.Commit)
 	assert.Equal(t, "lmsysorg/sglang:nightly-dev-20261001-0a1b2c3d", r2.Plan.Points[0].Image)
 	assert.Equal(t, r1.Plan.Points[0].BaselineKey, r2.Plan.Points[0].BaselineKey, "same identity apart from the image")
 
 	// The pinned first commit still plans the old image.
-	old, err := Run(context.Background(), Source{SweepFile: "sweeps/s.yaml", GitDir: dir, GitRef: r1.Commit}, scratch)
+	old, err := PlanSource(context.Background(), Source{SweepFile: "sweeps/s.yaml", GitDir: dir, GitRef: r1.Commit}, scratch)
 	require.NoError(t, err)
 	assert.Equal(t, r1.Plan.Points[0].Image, old.Plan.Points[0].Image)
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "master.yaml"), []byte(strings.Replace(bumped, "lmsysorg/sglang:nightly-dev-20261001-0a1b2c3d", "registry.example.com/sglang:patched", 1)), 0o644))
 	run("commit", "-qam", "patched image")
-	r3, err := Run(context.Background(), src, scratch)
+	r3, err := PlanSource(context.Background(), src, scratch)
 	require.NoError(t, err)
 	require.NotEmpty(t, r3.Failures)
 	assert.True(t, strings.HasPrefix(r3.Failures[0], "upstream-image "), r3.Failures[0])
 	assert.Nil(t, r3.Plan)
 
-	_, err = Run(context.Background(), Source{SweepFile: "sweeps/s.yaml", GitDir: dir, GitRef: "no-such-ref"}, scratch)
+	_, err = PlanSource(context.Background(), Source{SweepFile: "sweeps/s.yaml", GitDir: dir, GitRef: "no-such-ref"}, scratch)
 	assert.ErrorContains(t, err, "no-such-ref")
 }

@@ -1,9 +1,11 @@
-package config
+package ixconfig
 
 import (
 	"os"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Runners is an InferenceX runners file: labels naming concrete runners, and
@@ -17,7 +19,7 @@ type Runners struct {
 
 // Hardware is one hardware.<label> entry.
 type Hardware struct {
-	Pos                 Pos
+	Pos                 strictyaml.Pos
 	AvailableCPUDRAMMiB int64
 	GPUsPerNode         int
 }
@@ -29,43 +31,43 @@ var (
 
 // LoadRunners reads and validates a runners file (spec §2.8).
 func LoadRunners(path string) (*Runners, error) {
-	display := DisplayPath(path)
+	display := strictyaml.DisplayPath(path)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: display}, Msg: "cannot read runner config: " + cleanIOError(err)}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display}, Msg: "cannot read runner config: " + strictyaml.CleanIOError(err)}
 	}
 	return ParseRunners(display, data)
 }
 
 // ParseRunners validates a runners document held in memory.
 func ParseRunners(display string, data []byte) (*Runners, error) {
-	var errs errorList
+	var errs strictyaml.Errors
 	r := &Runners{Path: display, Labels: map[string][]string{}, Hardware: map[string]*Hardware{}}
-	root, err := parseYAML(display, data)
+	root, err := strictyaml.Parse(display, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: display, errs: &errs}
-	top := d.mapping(root, "", runnersFields)
+	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
+	top := d.Mapping(root, "", runnersFields)
 	if top == nil {
-		return nil, errs.errs.Err()
+		return nil, errs.Err()
 	}
-	if lv := top.get("labels"); lv == nil {
-		d.errorf(top.node, "labels", "runner config must define a labels mapping")
-	} else if lm := d.mapping(lv, "labels", nil); lm != nil {
-		for _, label := range lm.keys {
+	if lv := top.Get("labels"); lv == nil {
+		d.Errorf(top.Node, "labels", "runner config must define a labels mapping")
+	} else if lm := d.Mapping(lv, "labels", nil); lm != nil {
+		for _, label := range lm.Keys {
 			field := "labels." + label
-			items, ok := d.seq(lm.value[label], field)
+			items, ok := d.Seq(lm.Values[label], field)
 			if !ok {
 				continue
 			}
 			if len(items) == 0 {
-				d.errorf(lm.value[label], field, "cannot be an empty list")
+				d.Errorf(lm.Values[label], field, "cannot be an empty list")
 				continue
 			}
 			var names []string
 			for i, it := range items {
-				if s, ok := d.str(it, idx(field, i)); ok {
+				if s, ok := d.Str(it, strictyaml.Index(field, i)); ok {
 					names = append(names, s)
 				}
 			}
@@ -73,36 +75,36 @@ func ParseRunners(display string, data []byte) (*Runners, error) {
 			r.Labels[label] = names
 		}
 	}
-	if top.has("hardware") {
-		if hm := d.mapping(top.value["hardware"], "hardware", nil); hm != nil {
-			for _, label := range hm.keys {
-				if h := d.hardware(hm.value[label], "hardware."+label); h != nil {
+	if top.Has("hardware") {
+		if hm := d.Mapping(top.Values["hardware"], "hardware", nil); hm != nil {
+			for _, label := range hm.Keys {
+				if h := d.hardware(hm.Values[label], "hardware."+label); h != nil {
 					r.Hardware[label] = h
 				}
 			}
 		}
 	}
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 func (d *decoder) hardware(n *yaml.Node, path string) *Hardware {
-	m := d.mapping(n, path, hardwareFields)
+	m := d.Mapping(n, path, hardwareFields)
 	if m == nil {
 		return nil
 	}
-	h := &Hardware{Pos: d.pos(m.node)}
-	if v, ok := m.reqInt("available-cpu-dram-mib"); ok {
+	h := &Hardware{Pos: d.Pos(m.Node)}
+	if v, ok := m.ReqInt("available-cpu-dram-mib"); ok {
 		if v <= 0 {
-			d.errorf(m.value["available-cpu-dram-mib"], m.field("available-cpu-dram-mib"), "must be > 0, got %d", v)
+			d.Errorf(m.Values["available-cpu-dram-mib"], m.Field("available-cpu-dram-mib"), "must be > 0, got %d", v)
 		}
 		h.AvailableCPUDRAMMiB = v
 	}
-	if v, ok := m.reqInt("gpus-per-node"); ok {
+	if v, ok := m.ReqInt("gpus-per-node"); ok {
 		if v <= 0 || v > 1<<16 {
-			d.errorf(m.value["gpus-per-node"], m.field("gpus-per-node"), "must be > 0, got %d", v)
+			d.Errorf(m.Values["gpus-per-node"], m.Field("gpus-per-node"), "must be > 0, got %d", v)
 		}
 		h.GPUsPerNode = int(v)
 	}

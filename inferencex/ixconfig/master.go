@@ -1,11 +1,13 @@
-package config
+package ixconfig
 
 import (
-	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Master is the merged content of one or more InferenceX master config files
@@ -33,8 +35,8 @@ func (m *Master) Keys() []string {
 // Entry is one config key of a master config.
 type Entry struct {
 	Key  string
-	Pos  Pos        // where the key is written
-	Node *yaml.Node // the entry's mapping, verbatim
+	Pos  strictyaml.Pos // where the key is written
+	Node *yaml.Node     // the entry's mapping, verbatim
 
 	Image, Model, ModelPrefix, Precision, Framework, Runner string
 
@@ -53,7 +55,7 @@ type Entry struct {
 // Component is InferenceX ComponentMetadata ({name, version}) and also the
 // kv-offload-backend object; Node keeps the original key order for rows.
 type Component struct {
-	Pos     Pos
+	Pos     strictyaml.Pos
 	Name    string
 	Version *string
 	Node    *yaml.Node
@@ -61,7 +63,7 @@ type Component struct {
 
 // FixedSeqLen is one scenarios.fixed-seq-len item.
 type FixedSeqLen struct {
-	Pos         Pos
+	Pos         strictyaml.Pos
 	Path        string
 	ISL, OSL    int
 	SearchSpace []*SearchEntry
@@ -69,7 +71,7 @@ type FixedSeqLen struct {
 
 // AgenticCoding is one scenarios.agentic-coding item.
 type AgenticCoding struct {
-	Pos  Pos
+	Pos  strictyaml.Pos
 	Path string
 	// DramUtilization is nil when absent or null. DramUtilizationText is its
 	// shortest round-trip decimal, the exact value InferenceX computes with.
@@ -80,7 +82,7 @@ type AgenticCoding struct {
 
 // SearchEntry is one search-space item of either scenario type.
 type SearchEntry struct {
-	Pos  Pos
+	Pos  strictyaml.Pos
 	Path string // dotted field path, e.g. key.scenarios.agentic-coding[0].search-space[2]
 	Node *yaml.Node
 
@@ -107,12 +109,12 @@ type SearchEntry struct {
 	ConcListPresent    bool
 	ConcListNull       bool
 	ConcList           []int
-	ConcListPos        []Pos
+	ConcListPos        []strictyaml.Pos
 }
 
 // Worker is a prefill or decode block.
 type Worker struct {
-	Pos  Pos
+	Pos  strictyaml.Pos
 	Path string
 	Node *yaml.Node // verbatim mapping; rows emit its keys in this order
 
@@ -122,20 +124,20 @@ type Worker struct {
 
 	Hardware           *string
 	AdditionalSettings []string
-	SettingPos         []Pos
+	SettingPos         []strictyaml.Pos
 }
 
 // Setting returns the value of KEY=VALUE in additional-settings.
-func (w *Worker) Setting(key string) (string, Pos, bool) {
+func (w *Worker) Setting(key string) (string, strictyaml.Pos, bool) {
 	if w == nil {
-		return "", Pos{}, false
+		return "", strictyaml.Pos{}, false
 	}
 	for i, s := range w.AdditionalSettings {
 		if k, v, ok := strings.Cut(s, "="); ok && strings.TrimSpace(k) == key {
 			return strings.TrimSpace(v), w.SettingPos[i], true
 		}
 	}
-	return "", Pos{}, false
+	return "", strictyaml.Pos{}, false
 }
 
 var (
@@ -157,31 +159,31 @@ var (
 // LoadMaster reads and merges master config files in order and validates
 // every entry (not only the ones a sweep selects), as InferenceX does.
 func LoadMaster(paths ...string) (*Master, error) {
-	var errs errorList
+	var errs strictyaml.Errors
 	m := &Master{index: map[string]*Entry{}}
 	if len(paths) == 0 {
-		errs.add(Pos{File: "(command line)"}, "config-files", "no master config files given")
-		return nil, errs.errs.Err()
+		errs.Add(strictyaml.Pos{File: "(command line)"}, "config-files", "no master config files given")
+		return nil, errs.Err()
 	}
 	for _, p := range paths {
-		display := DisplayPath(p)
+		display := strictyaml.DisplayPath(p)
 		data, err := os.ReadFile(p)
 		if err != nil {
-			errs.add(Pos{File: display}, "", "cannot read master config: %v", cleanIOError(err))
+			errs.Add(strictyaml.Pos{File: display}, "", "cannot read master config: %v", strictyaml.CleanIOError(err))
 			continue
 		}
 		entries := parseMaster(display, data, &errs)
 		m.Files = append(m.Files, display)
 		for _, e := range entries {
 			if prev := m.index[e.Key]; prev != nil {
-				errs.add(e.Pos, e.Key, "duplicate config key (already defined at %s)", prev.Pos)
+				errs.Add(e.Pos, e.Key, "duplicate config key (already defined at %s)", prev.Pos)
 				continue
 			}
 			m.index[e.Key] = e
 			m.Entries = append(m.Entries, e)
 		}
 	}
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -189,9 +191,9 @@ func LoadMaster(paths ...string) (*Master, error) {
 
 // ParseMaster validates one master config document held in memory.
 func ParseMaster(display string, data []byte) (*Master, error) {
-	var errs errorList
+	var errs strictyaml.Errors
 	entries := parseMaster(display, data, &errs)
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	m := &Master{Files: []string{display}, Entries: entries, index: map[string]*Entry{}}
@@ -201,24 +203,24 @@ func ParseMaster(display string, data []byte) (*Master, error) {
 	return m, nil
 }
 
-func parseMaster(display string, data []byte, errs *errorList) []*Entry {
-	root, err := parseYAML(display, data)
+func parseMaster(display string, data []byte, errs *strictyaml.Errors) []*Entry {
+	root, err := strictyaml.Parse(display, data)
 	if err != nil {
-		errs.addErr(err)
+		errs.AddErr(err)
 		return nil
 	}
-	d := &decoder{file: display, errs: errs}
-	top := d.mapping(root, "", nil)
+	d := &decoder{&strictyaml.Decoder{File: display, Errs: errs}}
+	top := d.Mapping(root, "", nil)
 	if top == nil {
 		return nil
 	}
 	var out []*Entry
-	for _, key := range top.keys {
+	for _, key := range top.Keys {
 		if strings.Contains(key, "*") {
-			d.errorf(top.key[key], key, "config keys may not contain '*' (reserved for key globs)")
+			d.Errorf(top.KeyNodes[key], key, "config keys may not contain '*' (reserved for key globs)")
 			continue
 		}
-		if e := d.entry(key, top.key[key], top.value[key]); e != nil {
+		if e := d.entry(key, top.KeyNodes[key], top.Values[key]); e != nil {
 			out = append(out, e)
 		}
 	}
@@ -226,13 +228,13 @@ func parseMaster(display string, data []byte, errs *errorList) []*Entry {
 }
 
 func (d *decoder) entry(key string, kn, vn *yaml.Node) *Entry {
-	e := &Entry{Key: key, Pos: d.pos(kn), Node: vn}
+	e := &Entry{Key: key, Pos: d.Pos(kn), Node: vn}
 	// Dispatch on multinode first: it decides which schema applies.
 	multinode := false
-	if vm := deref(vn); vm != nil && vm.Kind == yaml.MappingNode {
+	if vm := strictyaml.Deref(vn); vm != nil && vm.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(vm.Content); i += 2 {
-			if deref(vm.Content[i]).Value == "multinode" {
-				if v, err := ScalarValue(vm.Content[i+1]); err == nil && (v == true || v == int64(1)) {
+			if strictyaml.Deref(vm.Content[i]).Value == "multinode" {
+				if v, err := strictyaml.ScalarValue(vm.Content[i+1]); err == nil && (v == true || v == int64(1)) {
 					multinode = true
 				}
 			}
@@ -242,71 +244,71 @@ func (d *decoder) entry(key string, kn, vn *yaml.Node) *Entry {
 	if multinode {
 		fields = masterFieldsMN
 	}
-	m := d.mapping(vn, key, fields)
+	m := d.Mapping(vn, key, fields)
 	if m == nil {
 		return nil
 	}
-	nErr := len(d.errs.errs)
-	e.Image = m.reqStr("image")
-	e.Model = m.reqStr("model")
-	e.ModelPrefix = m.reqStr("model-prefix")
-	e.Precision = m.reqStr("precision")
-	e.Framework = m.reqStr("framework")
-	e.Runner = m.reqStr("runner")
-	if mn, ok := m.reqBool("multinode"); ok {
+	nErr := len(*d.Errs)
+	e.Image = m.ReqStr("image")
+	e.Model = m.ReqStr("model")
+	e.ModelPrefix = m.ReqStr("model-prefix")
+	e.Precision = m.ReqStr("precision")
+	e.Framework = m.ReqStr("framework")
+	e.Runner = m.ReqStr("runner")
+	if mn, ok := m.ReqBool("multinode"); ok {
 		e.Multinode = mn
 	}
-	if m.has("disagg") {
-		e.DisaggNode = m.value["disagg"]
-		e.Disagg, _ = m.d.boolean(m.value["disagg"], m.field("disagg"))
+	if m.Has("disagg") {
+		e.DisaggNode = m.Values["disagg"]
+		e.Disagg, _ = d.Boolean(m.Values["disagg"], m.Field("disagg"))
 		if !e.Multinode && e.Disagg {
-			d.errorf(m.value["disagg"], m.field("disagg"), "single-node entries cannot be disaggregated; expected false")
+			d.Errorf(m.Values["disagg"], m.Field("disagg"), "single-node entries cannot be disaggregated; expected false")
 		}
 	}
 	e.Router = d.component(m, "router")
-	if m.has("kv-p2p-transfer") {
+	if m.Has("kv-p2p-transfer") {
 		e.KVP2PTransfer = d.p2p(m)
 	}
-	if !m.has("scenarios") {
-		m.missing("scenarios")
+	if !m.Has("scenarios") {
+		m.Missing("scenarios")
 		return nil
 	}
-	sm := d.mapping(m.value["scenarios"], m.field("scenarios"), scenarioFields)
+	sm := d.Mapping(m.Values["scenarios"], m.Field("scenarios"), scenarioFields)
 	if sm == nil {
 		return nil
 	}
 	nonEmpty := false
-	if n := sm.get("fixed-seq-len"); n != nil {
-		items, ok := d.seq(n, sm.field("fixed-seq-len"))
+	if n := sm.Get("fixed-seq-len"); n != nil {
+		items, ok := d.Seq(n, sm.Field("fixed-seq-len"))
 		nonEmpty = nonEmpty || len(items) > 0
 		for i, it := range items {
 			if ok {
-				if f := d.fixed(e, it, idx(sm.field("fixed-seq-len"), i)); f != nil {
+				if f := d.fixed(e, it, strictyaml.Index(sm.Field("fixed-seq-len"), i)); f != nil {
 					e.Fixed = append(e.Fixed, f)
 				}
 			}
 		}
 	}
-	if n := sm.get("agentic-coding"); n != nil {
-		items, ok := d.seq(n, sm.field("agentic-coding"))
+	if n := sm.Get("agentic-coding"); n != nil {
+		items, ok := d.Seq(n, sm.Field("agentic-coding"))
 		nonEmpty = nonEmpty || len(items) > 0
 		for i, it := range items {
 			if ok {
-				if a := d.agentic(e, it, idx(sm.field("agentic-coding"), i)); a != nil {
+				if a := d.agentic(e, it, strictyaml.Index(sm.Field("agentic-coding"), i)); a != nil {
 					e.Agentic = append(e.Agentic, a)
 				}
 			}
 		}
 		// R8: agentic configs run on whole clusters, named by an exact label.
 		if len(items) > 0 && !strings.HasPrefix(e.Runner, "cluster:") {
-			d.errorf(m.value["runner"], m.field("runner"), "agentic-coding configs need a 'cluster:<name>' runner label, got %q", e.Runner)
+			d.Errorf(m.Values["runner"], m.Field("runner"), "agentic-coding configs need a 'cluster:<name>' runner label, got %q", e.Runner)
 		}
 	}
 	if !nonEmpty {
-		d.errorf(sm.node, sm.path, "at least one scenario type (fixed-seq-len or agentic-coding) must be a non-empty list")
+		d.Errorf(sm.Node, sm.Path, "at least one scenario type (fixed-seq-len or agentic-coding) must be a non-empty list")
 	}
 	d.crossChecks(e)
-	if len(d.errs.errs) > nErr {
+	if len(*d.Errs) > nErr {
 		return nil
 	}
 	return e
@@ -323,53 +325,53 @@ func (d *decoder) crossChecks(e *Entry) {
 	}
 	for _, s := range all {
 		if e.Router != nil && s.Router != nil {
-			d.errs.add(s.Router.Pos, s.Path+".router", "router must be declared either at the top level (line %d) or in search-space entries, not both", e.Router.Pos.Line)
+			d.Errs.Add(s.Router.Pos, s.Path+".router", "router must be declared either at the top level (line %d) or in search-space entries, not both", e.Router.Pos.Line)
 		}
 		if e.KVP2PTransfer != nil && s.KVP2PTransfer != nil {
-			d.errs.add(s.FieldPos("kv-p2p-transfer"), s.Path+".kv-p2p-transfer", "kv-p2p-transfer must be declared either at the top level or in search-space entries, not both")
+			d.Errs.Add(s.FieldPos("kv-p2p-transfer"), s.Path+".kv-p2p-transfer", "kv-p2p-transfer must be declared either at the top level or in search-space entries, not both")
 		}
 	}
 	if e.Multinode && e.Disagg && e.KVP2PTransfer == nil {
 		if len(all) == 0 {
-			d.errs.add(e.Pos, e.Key+".kv-p2p-transfer", "disaggregated configs must name a kv-p2p-transfer (top level or in every search-space entry)")
+			d.Errs.Add(e.Pos, e.Key+".kv-p2p-transfer", "disaggregated configs must name a kv-p2p-transfer (top level or in every search-space entry)")
 		}
 		for _, s := range all {
 			if s.KVP2PTransfer == nil {
-				d.errs.add(s.Pos, s.Path+".kv-p2p-transfer", "disaggregated configs must name a kv-p2p-transfer here or at the top level")
+				d.Errs.Add(s.Pos, s.Path+".kv-p2p-transfer", "disaggregated configs must name a kv-p2p-transfer here or at the top level")
 			}
 		}
 	}
 }
 
-func (d *decoder) component(m *mapping, key string) *Component {
-	n := m.get(key)
+func (d *decoder) component(m *strictyaml.Mapping, key string) *Component {
+	n := m.Get(key)
 	if n == nil {
 		return nil
 	}
-	cm := d.mapping(n, m.field(key), componentKeys)
+	cm := d.Mapping(n, m.Field(key), componentKeys)
 	if cm == nil {
 		return nil
 	}
-	c := &Component{Pos: d.pos(cm.node), Node: cm.node}
-	if !cm.has("name") {
-		cm.missing("name")
-	} else if s, ok := d.str(cm.value["name"], cm.field("name")); ok {
+	c := &Component{Pos: d.Pos(cm.Node), Node: cm.Node}
+	if !cm.Has("name") {
+		cm.Missing("name")
+	} else if s, ok := d.Str(cm.Values["name"], cm.Field("name")); ok {
 		if s == "" {
-			d.errorf(cm.value["name"], cm.field("name"), "must not be empty")
+			d.Errorf(cm.Values["name"], cm.Field("name"), "must not be empty")
 		}
 		c.Name = s
 	}
-	if key == "router" && !cm.has("version") {
-		cm.missing("version")
+	if key == "router" && !cm.Has("version") {
+		cm.Missing("version")
 	}
-	if cm.has("version") {
-		if key == "router" || !isNull(cm.value["version"]) {
-			if s, ok := d.str(cm.value["version"], cm.field("version")); ok {
+	if cm.Has("version") {
+		if key == "router" || !strictyaml.IsNull(cm.Values["version"]) {
+			if s, ok := d.Str(cm.Values["version"], cm.Field("version")); ok {
 				switch {
 				case s == "":
-					d.errorf(cm.value["version"], cm.field("version"), "must not be empty")
+					d.Errorf(cm.Values["version"], cm.Field("version"), "must not be empty")
 				case strings.HasPrefix(s, "image:"):
-					d.errorf(cm.value["version"], cm.field("version"), "must be a release, package or commit, not an image: reference")
+					d.Errorf(cm.Values["version"], cm.Field("version"), "must be a release, package or commit, not an image: reference")
 				}
 				c.Version = &s
 			}
@@ -378,43 +380,43 @@ func (d *decoder) component(m *mapping, key string) *Component {
 	return c
 }
 
-func (d *decoder) p2p(m *mapping) *string {
-	n := m.get("kv-p2p-transfer")
+func (d *decoder) p2p(m *strictyaml.Mapping) *string {
+	n := m.Get("kv-p2p-transfer")
 	if n == nil {
 		return nil
 	}
-	s, ok := d.str(n, m.field("kv-p2p-transfer"))
+	s, ok := d.Str(n, m.Field("kv-p2p-transfer"))
 	if !ok {
 		return nil
 	}
 	if s == "" {
-		d.errorf(n, m.field("kv-p2p-transfer"), "must not be empty")
+		d.Errorf(n, m.Field("kv-p2p-transfer"), "must not be empty")
 	}
 	return &s
 }
 
 func (d *decoder) fixed(e *Entry, n *yaml.Node, path string) *FixedSeqLen {
-	m := d.mapping(n, path, fixedFields)
+	m := d.Mapping(n, path, fixedFields)
 	if m == nil {
 		return nil
 	}
-	f := &FixedSeqLen{Pos: d.pos(m.node), Path: path}
-	if v, ok := m.reqInt("isl"); ok {
+	f := &FixedSeqLen{Pos: d.Pos(m.Node), Path: path}
+	if v, ok := m.ReqInt("isl"); ok {
 		f.ISL = int(v)
 	}
-	if v, ok := m.reqInt("osl"); ok {
+	if v, ok := m.ReqInt("osl"); ok {
 		f.OSL = int(v)
 	}
-	if !m.has("search-space") {
-		m.missing("search-space")
+	if !m.Has("search-space") {
+		m.Missing("search-space")
 		return f
 	}
-	items, ok := d.seq(m.value["search-space"], m.field("search-space"))
+	items, ok := d.Seq(m.Values["search-space"], m.Field("search-space"))
 	if !ok {
 		return f
 	}
 	for i, it := range items {
-		p := idx(m.field("search-space"), i)
+		p := strictyaml.Index(m.Field("search-space"), i)
 		var s *SearchEntry
 		if e.Multinode {
 			s = d.searchEntry(e, it, p, mnFixedFields, false)
@@ -429,33 +431,33 @@ func (d *decoder) fixed(e *Entry, n *yaml.Node, path string) *FixedSeqLen {
 }
 
 func (d *decoder) agentic(e *Entry, n *yaml.Node, path string) *AgenticCoding {
-	m := d.mapping(n, path, agenticFields)
+	m := d.Mapping(n, path, agenticFields)
 	if m == nil {
 		return nil
 	}
-	a := &AgenticCoding{Pos: d.pos(m.node), Path: path}
-	if v := m.get("dram-utilization"); v != nil {
-		if u, text, ok := d.number(v, m.field("dram-utilization")); ok {
+	a := &AgenticCoding{Pos: d.Pos(m.Node), Path: path}
+	if v := m.Get("dram-utilization"); v != nil {
+		if u, text, ok := d.Number(v, m.Field("dram-utilization")); ok {
 			if u <= 0 || u > 1 {
-				d.errorf(v, m.field("dram-utilization"), "must be > 0 and <= 1, got %s", text)
+				d.Errorf(v, m.Field("dram-utilization"), "must be > 0 and <= 1, got %s", text)
 			}
 			a.DramUtilization, a.DramUtilizationText = &u, text
 		}
 	}
-	if !m.has("search-space") {
-		m.missing("search-space")
+	if !m.Has("search-space") {
+		m.Missing("search-space")
 		return a
 	}
-	items, ok := d.seq(m.value["search-space"], m.field("search-space"))
+	items, ok := d.Seq(m.Values["search-space"], m.Field("search-space"))
 	if !ok {
 		return a
 	}
 	for i, it := range items {
-		if s := d.searchEntry(e, it, idx(m.field("search-space"), i), agenticEntry, true); s != nil {
+		if s := d.searchEntry(e, it, strictyaml.Index(m.Field("search-space"), i), agenticEntry, true); s != nil {
 			a.SearchSpace = append(a.SearchSpace, s)
 			// R7: DRAM offload is sized from the utilisation; it must be given.
 			if s.KVOffloading == "dram" && a.DramUtilization == nil {
-				d.errorf(m.node, m.field("dram-utilization"), "required when a search-space entry uses kv-offloading: dram")
+				d.Errorf(m.Node, m.Field("dram-utilization"), "required when a search-space entry uses kv-offloading: dram")
 			}
 		}
 	}
@@ -463,51 +465,51 @@ func (d *decoder) agentic(e *Entry, n *yaml.Node, path string) *AgenticCoding {
 }
 
 func (d *decoder) searchEntry(e *Entry, n *yaml.Node, path string, fields []string, agentic bool) *SearchEntry {
-	m := d.mapping(n, path, fields)
+	m := d.Mapping(n, path, fields)
 	if m == nil {
 		return nil
 	}
-	s := &SearchEntry{Pos: d.pos(m.node), Path: path, Node: m.node, SpecDecoding: "none", PP: 1, DCPSize: 1, PCPSize: 1}
-	if m.has("spec-decoding") {
+	s := &SearchEntry{Pos: d.Pos(m.Node), Path: path, Node: m.Node, SpecDecoding: "none", PP: 1, DCPSize: 1, PCPSize: 1}
+	if m.Has("spec-decoding") {
 		s.SpecDecoding = d.literal(m, "spec-decoding", specDecodingValues)
 	}
 	s.PP = d.positive(m, "pp")
 	s.DCPSize = d.positive(m, "dcp-size")
 	s.PCPSize = d.positive(m, "pcp-size")
-	if v, ok := m.optInt("tp"); ok {
+	if v, ok := m.OptInt("tp"); ok {
 		t := int(v)
 		s.TP = &t
 	}
-	if v, ok := m.optInt("ep"); ok {
+	if v, ok := m.OptInt("ep"); ok {
 		t := int(v)
 		s.EP = &t
 	}
-	if v, ok := m.optBool("dp-attn"); ok {
+	if v, ok := m.OptBool("dp-attn"); ok {
 		s.DPAttn = &v
 	}
 	needPD := e.Multinode && !agentic // the multinode fixed-seq-len schema requires both blocks
-	if m.has("prefill") && !isNull(m.value["prefill"]) {
-		s.Prefill = d.worker(m.value["prefill"], m.field("prefill"))
+	if m.Has("prefill") && !strictyaml.IsNull(m.Values["prefill"]) {
+		s.Prefill = d.worker(m.Values["prefill"], m.Field("prefill"))
 	} else if needPD {
-		m.missing("prefill")
+		m.Missing("prefill")
 	}
-	if m.has("decode") && !isNull(m.value["decode"]) {
-		s.Decode = d.worker(m.value["decode"], m.field("decode"))
+	if m.Has("decode") && !strictyaml.IsNull(m.Values["decode"]) {
+		s.Decode = d.worker(m.Values["decode"], m.Field("decode"))
 	} else if needPD {
-		m.missing("decode")
+		m.Missing("decode")
 	}
-	if m.has("router") {
+	if m.Has("router") {
 		s.RouterPresent = true
 		s.Router = d.component(m, "router")
 	}
-	if m.has("kv-p2p-transfer") {
+	if m.Has("kv-p2p-transfer") {
 		if !e.Multinode {
-			d.errorf(m.key["kv-p2p-transfer"], m.field("kv-p2p-transfer"), "only valid when multinode is true")
+			d.Errorf(m.KeyNodes["kv-p2p-transfer"], m.Field("kv-p2p-transfer"), "only valid when multinode is true")
 		}
 		s.KVP2PPresent = true
 		s.KVP2PTransfer = d.p2p(m)
 	}
-	if m.has("kv-offloading") && !isNull(m.value["kv-offloading"]) {
+	if m.Has("kv-offloading") && !strictyaml.IsNull(m.Values["kv-offloading"]) {
 		s.KVOffloading = d.literal(m, "kv-offloading", kvOffloadingValues)
 	}
 	s.KVOffloadBackend = d.component(m, "kv-offload-backend")
@@ -515,14 +517,14 @@ func (d *decoder) searchEntry(e *Entry, n *yaml.Node, path string, fields []stri
 
 	// tp and prefill/decode block rules (single-node fixed needs tp; the
 	// multinode fixed schema has no tp field at all).
-	if !e.Multinode && !agentic && !m.has("tp") {
-		m.missing("tp")
+	if !e.Multinode && !agentic && !m.Has("tp") {
+		m.Missing("tp")
 	}
 	if s.TP != nil && *s.TP%s.DCPSize != 0 {
-		d.errorf(m.value["tp"], m.field("tp"), "'tp' (%d) must be divisible by 'dcp-size' (%d)", *s.TP, s.DCPSize)
+		d.Errorf(m.Values["tp"], m.Field("tp"), "'tp' (%d) must be divisible by 'dcp-size' (%d)", *s.TP, s.DCPSize)
 	}
 	if s.Prefill != nil && s.Decode != nil && (s.Prefill.Hardware != nil) != (s.Decode.Hardware != nil) {
-		d.errorf(m.node, path, "hardware must be given on both prefill and decode or on neither")
+		d.Errorf(m.Node, path, "hardware must be given on both prefill and decode or on neither")
 	}
 	if !agentic {
 		return s
@@ -530,84 +532,84 @@ func (d *decoder) searchEntry(e *Entry, n *yaml.Node, path string, fields []stri
 	hasPD := s.Prefill != nil && s.Decode != nil
 	switch {
 	case s.TP != nil && (s.Prefill != nil || s.Decode != nil), s.TP == nil && !hasPD:
-		d.errorf(m.node, path, "agentic search-space entries must specify either tp or both prefill and decode")
+		d.Errorf(m.Node, path, "agentic search-space entries must specify either tp or both prefill and decode")
 	case e.Multinode && s.TP != nil:
-		d.errorf(m.value["tp"], m.field("tp"), "multinode agentic entries must give prefill and decode blocks, not tp")
+		d.Errorf(m.Values["tp"], m.Field("tp"), "multinode agentic entries must give prefill and decode blocks, not tp")
 	case !e.Multinode && hasPD:
-		d.errorf(m.node, path, "prefill and decode blocks are only valid when multinode is true; give tp")
+		d.Errorf(m.Node, path, "prefill and decode blocks are only valid when multinode is true; give tp")
 	}
 	if s.TP != nil && s.KVOffloading == "" {
-		d.errorf(m.node, m.field("kv-offloading"), "required (none or dram) when tp is given")
+		d.Errorf(m.Node, m.Field("kv-offloading"), "required (none or dram) when tp is given")
 	}
 	if hasPD {
 		for _, k := range []string{"pp", "dcp-size", "pcp-size"} {
-			if m.has(k) {
-				d.errorf(m.key[k], m.field(k), "cannot specify 'pp', 'dcp-size', 'pcp-size' next to prefill and decode; set them inside the worker blocks")
+			if m.Has(k) {
+				d.Errorf(m.KeyNodes[k], m.Field(k), "cannot specify 'pp', 'dcp-size', 'pcp-size' next to prefill and decode; set them inside the worker blocks")
 			}
 		}
 	}
 	switch {
 	case s.KVOffloading == "" && s.KVOffloadBackend != nil:
-		d.errorf(m.value["kv-offload-backend"], m.field("kv-offload-backend"), "given without kv-offloading")
+		d.Errorf(m.Values["kv-offload-backend"], m.Field("kv-offload-backend"), "given without kv-offloading")
 	case s.KVOffloading == "none" && s.KVOffloadBackend != nil:
-		d.errorf(m.value["kv-offload-backend"], m.field("kv-offload-backend"), "must not be given with kv-offloading: none")
+		d.Errorf(m.Values["kv-offload-backend"], m.Field("kv-offload-backend"), "must not be given with kv-offloading: none")
 	case s.KVOffloading == "dram" && s.KVOffloadBackend == nil:
-		d.errorf(m.node, m.field("kv-offload-backend"), "required with kv-offloading: dram")
+		d.Errorf(m.Node, m.Field("kv-offload-backend"), "required with kv-offloading: dram")
 	}
 	return s
 }
 
 // literal reads a string restricted to values; null is an error.
-func (d *decoder) literal(m *mapping, key string, values []string) string {
-	s, ok := d.str(m.value[key], m.field(key))
+func (d *decoder) literal(m *strictyaml.Mapping, key string, values []string) string {
+	s, ok := d.Str(m.Values[key], m.Field(key))
 	if !ok {
 		return ""
 	}
-	if !contains(values, s) {
-		d.errorf(m.value[key], m.field(key), "expected one of %s, got %q", strings.Join(values, ", "), s)
+	if !slices.Contains(values, s) {
+		d.Errorf(m.Values[key], m.Field(key), "expected one of %s, got %q", strings.Join(values, ", "), s)
 	}
 	return s
 }
 
 // positive reads pp/dcp-size/pcp-size: a genuine integer > 0, default 1.
-func (d *decoder) positive(m *mapping, key string) int {
-	if !m.has(key) {
+func (d *decoder) positive(m *strictyaml.Mapping, key string) int {
+	if !m.Has(key) {
 		return 1
 	}
-	v, ok := d.int(m.value[key], m.field(key))
+	v, ok := d.Int(m.Values[key], m.Field(key))
 	if !ok {
 		return 1
 	}
 	if v <= 0 {
-		d.errorf(m.value[key], m.field(key), "must be > 0, got %d", v)
+		d.Errorf(m.Values[key], m.Field(key), "must be > 0, got %d", v)
 		return 1
 	}
 	return int(v)
 }
 
 // conc applies rule R1 to conc-start / conc-end / conc-list.
-func (d *decoder) conc(m *mapping, s *SearchEntry) {
-	if v, ok := m.optInt("conc-start"); ok {
+func (d *decoder) conc(m *strictyaml.Mapping, s *SearchEntry) {
+	if v, ok := m.OptInt("conc-start"); ok {
 		c := int(v)
 		s.ConcStart = &c
 	}
-	if v, ok := m.optInt("conc-end"); ok {
+	if v, ok := m.OptInt("conc-end"); ok {
 		c := int(v)
 		s.ConcEnd = &c
 	}
-	if m.has("conc-list") {
+	if m.Has("conc-list") {
 		s.ConcListPresent = true
-		if isNull(m.value["conc-list"]) {
+		if strictyaml.IsNull(m.Values["conc-list"]) {
 			s.ConcListNull = true
-		} else if items, ok := d.seq(m.value["conc-list"], m.field("conc-list")); ok {
+		} else if items, ok := d.Seq(m.Values["conc-list"], m.Field("conc-list")); ok {
 			s.ConcList = []int{}
 			for i, it := range items {
-				if v, ok := d.int(it, idx(m.field("conc-list"), i)); ok {
+				if v, ok := d.Int(it, strictyaml.Index(m.Field("conc-list"), i)); ok {
 					if v <= 0 {
-						d.errorf(it, idx(m.field("conc-list"), i), "concurrency must be > 0, got %d", v)
+						d.Errorf(it, strictyaml.Index(m.Field("conc-list"), i), "concurrency must be > 0, got %d", v)
 					}
 					s.ConcList = append(s.ConcList, int(v))
-					s.ConcListPos = append(s.ConcListPos, d.pos(it))
+					s.ConcListPos = append(s.ConcListPos, d.Pos(it))
 				}
 			}
 		}
@@ -616,56 +618,56 @@ func (d *decoder) conc(m *mapping, s *SearchEntry) {
 	hasList := len(s.ConcList) > 0
 	switch {
 	case hasRange && hasList:
-		d.errorf(m.value["conc-list"], m.field("conc-list"), "cannot be combined with conc-start/conc-end; use either a list or a range")
+		d.Errorf(m.Values["conc-list"], m.Field("conc-list"), "cannot be combined with conc-start/conc-end; use either a list or a range")
 	case !hasRange && !hasList:
-		d.errorf(m.node, m.field("conc-list"), "give either a non-empty conc-list or both conc-start and conc-end")
+		d.Errorf(m.Node, m.Field("conc-list"), "give either a non-empty conc-list or both conc-start and conc-end")
 	case hasRange:
 		if *s.ConcStart <= 0 {
-			d.errorf(m.value["conc-start"], m.field("conc-start"), "concurrency must be > 0, got %d", *s.ConcStart)
+			d.Errorf(m.Values["conc-start"], m.Field("conc-start"), "concurrency must be > 0, got %d", *s.ConcStart)
 		}
 		if *s.ConcEnd <= 0 {
-			d.errorf(m.value["conc-end"], m.field("conc-end"), "concurrency must be > 0, got %d", *s.ConcEnd)
+			d.Errorf(m.Values["conc-end"], m.Field("conc-end"), "concurrency must be > 0, got %d", *s.ConcEnd)
 		}
 		if *s.ConcStart > *s.ConcEnd {
-			d.errorf(m.value["conc-start"], m.field("conc-start"), "(%d) must be <= conc-end (%d)", *s.ConcStart, *s.ConcEnd)
+			d.Errorf(m.Values["conc-start"], m.Field("conc-start"), "(%d) must be <= conc-end (%d)", *s.ConcStart, *s.ConcEnd)
 		}
 	}
 }
 
 func (d *decoder) worker(n *yaml.Node, path string) *Worker {
-	m := d.mapping(n, path, workerFields)
+	m := d.Mapping(n, path, workerFields)
 	if m == nil {
 		return nil
 	}
-	w := &Worker{Pos: d.pos(m.node), Path: path, Node: m.node}
-	if v, ok := m.reqInt("num-worker"); ok {
+	w := &Worker{Pos: d.Pos(m.Node), Path: path, Node: m.Node}
+	if v, ok := m.ReqInt("num-worker"); ok {
 		w.NumWorker = int(v)
 	}
-	if v, ok := m.reqInt("tp"); ok {
+	if v, ok := m.ReqInt("tp"); ok {
 		w.TP = int(v)
 	}
-	if v, ok := m.reqInt("ep"); ok {
+	if v, ok := m.ReqInt("ep"); ok {
 		w.EP = int(v)
 	}
-	w.DPAttn, _ = m.reqBool("dp-attn")
+	w.DPAttn, _ = m.ReqBool("dp-attn")
 	w.PP = d.positive(m, "pp")
 	w.DCPSize = d.positive(m, "dcp-size")
 	w.PCPSize = d.positive(m, "pcp-size")
 	if w.TP%w.DCPSize != 0 {
-		d.errorf(m.value["tp"], m.field("tp"), "'tp' (%d) must be divisible by 'dcp-size' (%d)", w.TP, w.DCPSize)
+		d.Errorf(m.Values["tp"], m.Field("tp"), "'tp' (%d) must be divisible by 'dcp-size' (%d)", w.TP, w.DCPSize)
 	}
-	if s, ok := m.optStr("hardware"); ok {
+	if s, ok := m.OptStr("hardware"); ok {
 		if s == "" {
-			d.errorf(m.value["hardware"], m.field("hardware"), "must not be empty")
+			d.Errorf(m.Values["hardware"], m.Field("hardware"), "must not be empty")
 		}
 		w.Hardware = &s
 	}
-	if v := m.get("additional-settings"); v != nil {
-		if items, ok := d.seq(v, m.field("additional-settings")); ok {
+	if v := m.Get("additional-settings"); v != nil {
+		if items, ok := d.Seq(v, m.Field("additional-settings")); ok {
 			for i, it := range items {
-				if s, ok := d.str(it, idx(m.field("additional-settings"), i)); ok {
+				if s, ok := d.Str(it, strictyaml.Index(m.Field("additional-settings"), i)); ok {
 					w.AdditionalSettings = append(w.AdditionalSettings, s)
-					w.SettingPos = append(w.SettingPos, d.pos(it))
+					w.SettingPos = append(w.SettingPos, d.Pos(it))
 				}
 			}
 		}
@@ -673,27 +675,20 @@ func (d *decoder) worker(n *yaml.Node, path string) *Worker {
 	return w
 }
 
-func cleanIOError(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		return fmt.Sprintf("%s %s: %v", pe.Op, DisplayPath(pe.Path), pe.Err)
-	}
-	return err.Error()
-}
-
 // FieldPos is where key is written in the entry (the entry itself when absent).
-func (s *SearchEntry) FieldPos(key string) Pos { return keyPos(s.Node, key, s.Pos) }
+func (s *SearchEntry) FieldPos(key string) strictyaml.Pos { return keyPos(s.Node, key, s.Pos) }
 
 // FieldPos is where key is written in the config key's mapping.
-func (e *Entry) FieldPos(key string) Pos { return keyPos(e.Node, key, e.Pos) }
+func (e *Entry) FieldPos(key string) strictyaml.Pos { return keyPos(e.Node, key, e.Pos) }
 
 // FieldPos is where key is written in the worker block.
-func (w *Worker) FieldPos(key string) Pos { return keyPos(w.Node, key, w.Pos) }
+func (w *Worker) FieldPos(key string) strictyaml.Pos { return keyPos(w.Node, key, w.Pos) }
 
-func keyPos(n *yaml.Node, key string, fallback Pos) Pos {
-	if n = deref(n); n != nil && n.Kind == yaml.MappingNode {
+func keyPos(n *yaml.Node, key string, fallback strictyaml.Pos) strictyaml.Pos {
+	if n = strictyaml.Deref(n); n != nil && n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if deref(n.Content[i]).Value == key {
-				return Pos{File: fallback.File, Line: n.Content[i].Line}
+			if strictyaml.Deref(n.Content[i]).Value == key {
+				return strictyaml.Pos{File: fallback.File, Line: n.Content[i].Line}
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package activities
+package nightly
 
 import (
 	"bytes"
@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/report"
+	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // TestRecordCheckFailure: a night whose check failed is in the ledger as a
@@ -18,7 +20,9 @@ import (
 // findings, and `starter report` (report.Load + Render) shows them.
 func TestRecordCheckFailure(t *testing.T) {
 	a := newLedgerActs(t)
-	env := newActivityEnv(a)
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
 	ctx := context.Background()
 	night := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
 	failures := []string{
@@ -39,7 +43,7 @@ func TestRecordCheckFailure(t *testing.T) {
 	sw, found, err := a.Store.GetSweep(ctx, req.SweepID)
 	require.NoError(t, err)
 	require.True(t, found)
-	assert.Equal(t, StatusCheckFailed, sw.Status)
+	assert.Equal(t, workflows.StatusCheckFailed, sw.Status)
 	assert.True(t, sw.Nightly)
 	assert.Equal(t, "dsv4", sw.Name)
 

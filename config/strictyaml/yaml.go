@@ -1,4 +1,4 @@
-package config
+package strictyaml
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,10 +27,10 @@ var (
 	pyNullRe  = regexp.MustCompile(`^(?:~|null|Null|NULL|)$`)
 )
 
-// parseYAML parses one YAML document into its root node. Syntax errors come
+// Parse parses one YAML document into its root node. Syntax errors come
 // back as a single *Error carrying the line yaml.v3 reported. A stream with
 // more than one document is rejected, as PyYAML's safe_load does.
-func parseYAML(display string, data []byte) (root *yaml.Node, err error) {
+func Parse(display string, data []byte) (root *yaml.Node, err error) {
 	// yaml.v3 has panicked on hostile input in the past; a loader must not.
 	defer func() {
 		if r := recover(); r != nil {
@@ -130,8 +131,8 @@ func yamlError(display string, err error) *Error {
 // parserProblems are yaml.v3's parser-level "did not find expected X" messages.
 var parserProblems = map[string]bool{"<document start>": true, "node content": true, "'-' indicator": true, "key": true, "',' or ']'": true, "',' or '}'": true}
 
-// deref follows aliases so that anchors behave like PyYAML's.
-func deref(n *yaml.Node) *yaml.Node {
+// Deref follows aliases so that anchors behave like PyYAML's.
+func Deref(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 64; i++ {
 		n = n.Alias
 	}
@@ -141,7 +142,7 @@ func deref(n *yaml.Node) *yaml.Node {
 // ScalarValue types a YAML scalar node the way PyYAML's safe_load does and
 // returns nil, bool, int64, float64 or string.
 func ScalarValue(n *yaml.Node) (any, error) {
-	n = deref(n)
+	n = Deref(n)
 	if n == nil || n.Kind != yaml.ScalarNode {
 		return nil, errors.New("not a scalar")
 	}
@@ -261,9 +262,9 @@ func pyFloat(s string) (any, error) {
 	return sign * f, nil
 }
 
-// kindName describes a node for "expected X, got Y" messages.
-func kindName(n *yaml.Node) string {
-	n = deref(n)
+// KindName describes a node for "expected X, got Y" messages.
+func KindName(n *yaml.Node) string {
+	n = Deref(n)
 	if n == nil {
 		return "nothing"
 	}
@@ -296,106 +297,98 @@ func kindName(n *yaml.Node) string {
 	return "an unknown node"
 }
 
-// decoder walks YAML nodes of one file and records every problem it finds.
-type decoder struct {
-	file string // display path
-	errs *errorList
+// Decoder walks the YAML nodes of one file and records every problem it
+// finds in Errs, so a loader reports all of them at once.
+type Decoder struct {
+	File string // display path
+	Errs *Errors
 }
 
-func (d *decoder) pos(n *yaml.Node) Pos {
+func (d *Decoder) Pos(n *yaml.Node) Pos {
 	line := 0
 	if n != nil {
 		line = n.Line
 	}
-	return Pos{File: d.file, Line: line}
+	return Pos{File: d.File, Line: line}
 }
 
-func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
-	d.errs.add(d.pos(n), field, format, args...)
+func (d *Decoder) Errorf(n *yaml.Node, field, format string, args ...any) {
+	d.Errs.Add(d.Pos(n), field, format, args...)
 }
 
-// mapping is a validated YAML mapping: string keys, no duplicates, and (when
+// Mapping is a validated YAML mapping: string keys, no duplicates, and (when
 // a field list is given) no keys outside it.
-type mapping struct {
-	d     *decoder
-	node  *yaml.Node
-	path  string
-	keys  []string
-	key   map[string]*yaml.Node // key node
-	value map[string]*yaml.Node // value node (aliases resolved)
+type Mapping struct {
+	d        *Decoder
+	Node     *yaml.Node
+	Path     string                // dotted field path of the mapping itself
+	Keys     []string              // in file order
+	KeyNodes map[string]*yaml.Node // key node
+	Values   map[string]*yaml.Node // value node (aliases resolved)
 }
 
-func join(path, field string) string {
+func Join(path, field string) string {
 	if path == "" {
 		return field
 	}
 	return path + "." + field
 }
 
-// mapping checks that n is a mapping. allowed == nil accepts any key.
-func (d *decoder) mapping(n *yaml.Node, path string, allowed []string) *mapping {
-	n = deref(n)
+// Mapping checks that n is a mapping. allowed == nil accepts any key.
+func (d *Decoder) Mapping(n *yaml.Node, path string, allowed []string) *Mapping {
+	n = Deref(n)
 	if n == nil || n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "expected a mapping, got %s", kindName(n))
+		d.Errorf(n, path, "expected a mapping, got %s", KindName(n))
 		return nil
 	}
-	m := &mapping{d: d, node: n, path: path, key: map[string]*yaml.Node{}, value: map[string]*yaml.Node{}}
+	m := &Mapping{d: d, Node: n, Path: path, KeyNodes: map[string]*yaml.Node{}, Values: map[string]*yaml.Node{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		kn, vn := deref(n.Content[i]), deref(n.Content[i+1])
+		kn, vn := Deref(n.Content[i]), Deref(n.Content[i+1])
 		kv, err := ScalarValue(kn)
 		ks, ok := kv.(string)
 		if err != nil || !ok {
-			d.errorf(kn, path, "keys must be strings, got %s", kindName(kn))
+			d.Errorf(kn, path, "keys must be strings, got %s", KindName(kn))
 			continue
 		}
 		if ks == "<<" && kn.Style == 0 {
-			d.errorf(kn, join(path, ks), "YAML merge keys are not supported; write the fields out")
+			d.Errorf(kn, Join(path, ks), "YAML merge keys are not supported; write the fields out")
 			continue
 		}
-		if _, dup := m.key[ks]; dup {
-			d.errorf(kn, join(path, ks), "duplicate key (first defined on line %d)", m.key[ks].Line)
+		if _, dup := m.KeyNodes[ks]; dup {
+			d.Errorf(kn, Join(path, ks), "duplicate key (first defined on line %d)", m.KeyNodes[ks].Line)
 			continue
 		}
-		if allowed != nil && !contains(allowed, ks) {
-			d.errorf(kn, join(path, ks), "unknown field (expected one of: %s)", strings.Join(allowed, ", "))
+		if allowed != nil && !slices.Contains(allowed, ks) {
+			d.Errorf(kn, Join(path, ks), "unknown field (expected one of: %s)", strings.Join(allowed, ", "))
 			continue
 		}
-		m.keys = append(m.keys, ks)
-		m.key[ks] = kn
-		m.value[ks] = vn
+		m.Keys = append(m.Keys, ks)
+		m.KeyNodes[ks] = kn
+		m.Values[ks] = vn
 	}
 	return m
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+// Has reports whether key is present (even with a null value).
+func (m *Mapping) Has(key string) bool { _, ok := m.Values[key]; return ok }
 
-// has reports whether key is present (even with a null value).
-func (m *mapping) has(key string) bool { _, ok := m.value[key]; return ok }
-
-// get returns the value node when present and not null.
-func (m *mapping) get(key string) *yaml.Node {
-	v := m.value[key]
-	if v == nil || isNull(v) {
+// Get returns the value node when present and not null.
+func (m *Mapping) Get(key string) *yaml.Node {
+	v := m.Values[key]
+	if v == nil || IsNull(v) {
 		return nil
 	}
 	return v
 }
 
-func (m *mapping) field(key string) string { return join(m.path, key) }
+func (m *Mapping) Field(key string) string { return Join(m.Path, key) }
 
-func (m *mapping) missing(key string) {
-	m.d.errorf(m.node, m.field(key), "required field is missing")
+func (m *Mapping) Missing(key string) {
+	m.d.Errorf(m.Node, m.Field(key), "required field is missing")
 }
 
-func isNull(n *yaml.Node) bool {
-	n = deref(n)
+func IsNull(n *yaml.Node) bool {
+	n = Deref(n)
 	if n == nil || n.Kind != yaml.ScalarNode {
 		return false
 	}
@@ -403,23 +396,23 @@ func isNull(n *yaml.Node) bool {
 	return err == nil && v == nil
 }
 
-// scalar returns the typed value of a scalar node or records an error.
-func (d *decoder) scalar(n *yaml.Node, field string) (any, bool) {
-	n = deref(n)
+// Scalar returns the typed value of a scalar node or records an error.
+func (d *Decoder) Scalar(n *yaml.Node, field string) (any, bool) {
+	n = Deref(n)
 	if n == nil || n.Kind != yaml.ScalarNode {
-		d.errorf(n, field, "expected a scalar, got %s", kindName(n))
+		d.Errorf(n, field, "expected a scalar, got %s", KindName(n))
 		return nil, false
 	}
 	v, err := ScalarValue(n)
 	if err != nil {
-		d.errorf(n, field, "%v", err)
+		d.Errorf(n, field, "%v", err)
 		return nil, false
 	}
 	return v, true
 }
 
-func (d *decoder) str(n *yaml.Node, field string) (string, bool) {
-	n = deref(n)
+func (d *Decoder) Str(n *yaml.Node, field string) (string, bool) {
+	n = Deref(n)
 	if n != nil && n.Kind == yaml.ScalarNode {
 		if v, err := ScalarValue(n); err == nil {
 			if s, ok := v.(string); ok {
@@ -427,12 +420,12 @@ func (d *decoder) str(n *yaml.Node, field string) (string, bool) {
 			}
 		}
 	}
-	d.errorf(n, field, "expected a string, got %s", kindName(n))
+	d.Errorf(n, field, "expected a string, got %s", KindName(n))
 	return "", false
 }
 
-func (d *decoder) int(n *yaml.Node, field string) (int64, bool) {
-	n = deref(n)
+func (d *Decoder) Int(n *yaml.Node, field string) (int64, bool) {
+	n = Deref(n)
 	if n != nil && n.Kind == yaml.ScalarNode {
 		if v, err := ScalarValue(n); err == nil {
 			if i, ok := v.(int64); ok {
@@ -440,12 +433,12 @@ func (d *decoder) int(n *yaml.Node, field string) (int64, bool) {
 			}
 		}
 	}
-	d.errorf(n, field, "expected an integer, got %s", kindName(n))
+	d.Errorf(n, field, "expected an integer, got %s", KindName(n))
 	return 0, false
 }
 
-func (d *decoder) boolean(n *yaml.Node, field string) (bool, bool) {
-	n = deref(n)
+func (d *Decoder) Boolean(n *yaml.Node, field string) (bool, bool) {
+	n = Deref(n)
 	if n != nil && n.Kind == yaml.ScalarNode {
 		if v, err := ScalarValue(n); err == nil {
 			if b, ok := v.(bool); ok {
@@ -453,14 +446,14 @@ func (d *decoder) boolean(n *yaml.Node, field string) (bool, bool) {
 			}
 		}
 	}
-	d.errorf(n, field, "expected true or false, got %s", kindName(n))
+	d.Errorf(n, field, "expected true or false, got %s", KindName(n))
 	return false, false
 }
 
-// number accepts an integer or a float and returns it with the exact decimal
+// Number accepts an integer or a float and returns it with the exact decimal
 // text of its shortest round-trip form (what Python's str(float) gives).
-func (d *decoder) number(n *yaml.Node, field string) (float64, string, bool) {
-	n = deref(n)
+func (d *Decoder) Number(n *yaml.Node, field string) (float64, string, bool) {
+	n = Deref(n)
 	if n != nil && n.Kind == yaml.ScalarNode {
 		if v, err := ScalarValue(n); err == nil {
 			switch x := v.(type) {
@@ -473,75 +466,75 @@ func (d *decoder) number(n *yaml.Node, field string) (float64, string, bool) {
 			}
 		}
 	}
-	d.errorf(n, field, "expected a number, got %s", kindName(n))
+	d.Errorf(n, field, "expected a number, got %s", KindName(n))
 	return 0, "", false
 }
 
-// seq checks that n is a list and returns its items (aliases resolved).
-func (d *decoder) seq(n *yaml.Node, field string) ([]*yaml.Node, bool) {
-	n = deref(n)
+// Seq checks that n is a list and returns its items (aliases resolved).
+func (d *Decoder) Seq(n *yaml.Node, field string) ([]*yaml.Node, bool) {
+	n = Deref(n)
 	if n == nil || n.Kind != yaml.SequenceNode {
-		d.errorf(n, field, "expected a list, got %s", kindName(n))
+		d.Errorf(n, field, "expected a list, got %s", KindName(n))
 		return nil, false
 	}
 	out := make([]*yaml.Node, len(n.Content))
 	for i, c := range n.Content {
-		out[i] = deref(c)
+		out[i] = Deref(c)
 	}
 	return out, true
 }
 
-func idx(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
+func Index(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
 
-// optStr reads an optional string field: absent or null gives ("", false).
-func (m *mapping) optStr(key string) (string, bool) {
-	v := m.get(key)
+// OptStr reads an optional string field: absent or null gives ("", false).
+func (m *Mapping) OptStr(key string) (string, bool) {
+	v := m.Get(key)
 	if v == nil {
 		return "", false
 	}
-	return m.d.str(v, m.field(key))
+	return m.d.Str(v, m.Field(key))
 }
 
-// reqStr reads a required string field (null is an error).
-func (m *mapping) reqStr(key string) string {
-	if !m.has(key) {
-		m.missing(key)
+// ReqStr reads a required string field (null is an error).
+func (m *Mapping) ReqStr(key string) string {
+	if !m.Has(key) {
+		m.Missing(key)
 		return ""
 	}
-	s, _ := m.d.str(m.value[key], m.field(key))
+	s, _ := m.d.Str(m.Values[key], m.Field(key))
 	return s
 }
 
-func (m *mapping) optInt(key string) (int64, bool) {
-	v := m.get(key)
+func (m *Mapping) OptInt(key string) (int64, bool) {
+	v := m.Get(key)
 	if v == nil {
 		return 0, false
 	}
-	return m.d.int(v, m.field(key))
+	return m.d.Int(v, m.Field(key))
 }
 
-func (m *mapping) reqInt(key string) (int64, bool) {
-	if !m.has(key) {
-		m.missing(key)
+func (m *Mapping) ReqInt(key string) (int64, bool) {
+	if !m.Has(key) {
+		m.Missing(key)
 		return 0, false
 	}
-	return m.d.int(m.value[key], m.field(key))
+	return m.d.Int(m.Values[key], m.Field(key))
 }
 
-func (m *mapping) optBool(key string) (bool, bool) {
-	v := m.get(key)
+func (m *Mapping) OptBool(key string) (bool, bool) {
+	v := m.Get(key)
 	if v == nil {
 		return false, false
 	}
-	return m.d.boolean(v, m.field(key))
+	return m.d.Boolean(v, m.Field(key))
 }
 
-func (m *mapping) reqBool(key string) (bool, bool) {
-	if !m.has(key) {
-		m.missing(key)
+func (m *Mapping) ReqBool(key string) (bool, bool) {
+	if !m.Has(key) {
+		m.Missing(key)
 		return false, false
 	}
-	return m.d.boolean(m.value[key], m.field(key))
+	return m.d.Boolean(m.Values[key], m.Field(key))
 }
 
 // Value converts n into the value PyYAML's safe_load would build: aliases
@@ -557,7 +550,7 @@ func value(n *yaml.Node, depth, maxDepth int, key func(*yaml.Node) (string, erro
 	if maxDepth >= 0 && depth > maxDepth {
 		return nil, fmt.Errorf("YAML nested too deeply")
 	}
-	n = deref(n)
+	n = Deref(n)
 	if n == nil {
 		return nil, nil
 	}

@@ -1,29 +1,24 @@
-package activities
+package nightly
 
 import (
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/results"
+	"github.com/sweepflow/sweepflow/workflows"
 )
 
-// BaselineLatestNightly is the Baseline of a report that compared each
-// point with its last completed nightly.
-const BaselineLatestNightly = "latest-nightly"
+// BaselineLatest is the Baseline of a report that compared each point with
+// its last completed nightly.
+const BaselineLatest = "latest-nightly"
 
 // RegressionPoint is one point of a finished nightly sweep as the workflow
 // saw it; its figures are read from the ledger, not carried in history.
@@ -103,9 +98,6 @@ type CheckFailedNight struct {
 	Failures  []string  `json:"failures"`
 }
 
-// StatusCheckFailed is the sweep status of a night whose check failed.
-const StatusCheckFailed = "check-failed"
-
 // RecordCheckFailure writes a check-failed night to the ledger as the
 // report of its sweep: a nightly sweep row with status check-failed and a
 // regression report that carries the findings (one per failing check), the
@@ -116,13 +108,13 @@ func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNigh
 	rep := RegressionReport{NightlyID: req.NightlyID, SweepID: req.SweepID, Night: req.Night, Baseline: req.Baseline,
 		Findings: []regress.Finding{}, RegressedPoints: []string{}, CheckFailures: req.Failures, SourceCommit: req.Commit}
 	if rep.Baseline == "" {
-		rep.Baseline = BaselineLatestNightly
+		rep.Baseline = BaselineLatest
 	}
 	cfg, err := json.Marshal(req)
 	if err != nil {
 		return rep, classify(err)
 	}
-	if err := a.Store.UpsertSweep(ctx, results.Sweep{ID: req.SweepID, Name: req.Name, ConfigJSON: string(cfg), Status: StatusCheckFailed,
+	if err := a.Store.UpsertSweep(ctx, results.Sweep{ID: req.SweepID, Name: req.Name, ConfigJSON: string(cfg), Status: workflows.StatusCheckFailed,
 		StartedAt: req.Night, FinishedAt: req.Night, Nightly: true}); err != nil {
 		return rep, classify(err)
 	}
@@ -134,7 +126,9 @@ func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNigh
 }
 
 // okStatus: the point ran to the end, so its figures exist.
-func okStatus(s string) bool { return s == "completed" || s == "eval-failed" }
+func okStatus(s string) bool {
+	return s == workflows.StatusCompleted || s == workflows.StatusEvalFailed
+}
 
 // CompareWithBaseline records the nightly's points under their baseline
 // keys, compares each with its baseline (regress.Compare), and stores the
@@ -145,7 +139,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 		Thresholds: req.Thresholds, Points: len(req.Points), Findings: []regress.Finding{}, RegressedPoints: []string{},
 		BaselineSweeps: map[string]string{}}
 	if rep.Baseline == "" {
-		rep.Baseline = BaselineLatestNightly
+		rep.Baseline = BaselineLatest
 	}
 	var nps []results.NightlyPoint
 	for _, p := range req.Points {
@@ -303,101 +297,14 @@ func toRegressEval(e *results.EvalResult) *regress.Eval {
 	return &regress.Eval{Score: e.EMStrict, Floor: e.Floor, Passed: e.Passed}
 }
 
-// NightlySummary is a nightly's outcome: the nightly workflow's result and
-// the JSON body its webhook receives.
-type NightlySummary struct {
-	NightlyID       string            `json:"nightly_id"`
-	SweepID         string            `json:"sweep_id"`
-	Night           time.Time         `json:"night"`
-	Baseline        string            `json:"baseline"`
-	Points          int               `json:"points"`
-	Compared        int               `json:"compared"`
-	NoComparable    []string          `json:"no_comparable_baseline,omitempty"`
-	Counts          map[string]int    `json:"counts"` // point statuses
-	Regressions     int               `json:"regressions"`
-	RegressedPoints []string          `json:"regressed_points"`
-	Findings        []regress.Finding `json:"findings"`
-	ReportURI       string            `json:"report_uri,omitempty"`
-	// ImageChanges names the points that run another image than their
-	// baseline; SourceCommit the commit a git-sourced schedule planned
-	// from; CheckFailures why no point ran (the configs failed the check).
-	ImageChanges  []ImageChange `json:"image_changes,omitempty"`
-	SourceCommit  string        `json:"source_commit,omitempty"`
-	CheckFailures []string      `json:"check_failures,omitempty"`
-}
-
-// WebhookRequest posts a nightly's summary, as JSON, to a URL.
-type WebhookRequest struct {
-	URL     string         `json:"url"`
-	Summary NightlySummary `json:"summary"`
-}
-
-// ErrWebhookRejected is the error type of a webhook that answered with a
-// client error: retrying the same body will not help.
-const ErrWebhookRejected = "WebhookRejected"
-
-// PostWebhook POSTs the summary as JSON; 2xx is success, other 4xx (but
-// 408 and 429) fail for good, anything else is retried by the activity's
-// policy.
-func (a *Activities) PostWebhook(ctx context.Context, req WebhookRequest) error {
-	body, err := json.Marshal(req.Summary)
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("webhook: %v", err), ErrWebhookRejected, err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	// Webhook URLs often embed a token: errors name only scheme and host.
-	where := redactURL(req.URL)
-	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, req.URL, bytes.NewReader(body))
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError("webhook "+where+": invalid URL", ErrWebhookRejected, nil)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "sweepflow-nightly")
-	resp, err := http.DefaultClient.Do(hreq)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: %v", where, err), "Transient")
-	}
-	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	switch c := resp.StatusCode; {
-	case c >= 200 && c < 300:
-		return nil
-	case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests:
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), ErrWebhookRejected, nil)
-	default:
-		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), "Transient")
-	}
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	return u.Scheme + "://" + u.Host + "/..."
-}
-
-// storeRegressionReport writes the night's report as an artifact (setting
-// rep.ReportURI) and its ledger row, counting findings as given.
+// storeRegressionReport writes the night's report to the artifact store
+// (setting rep.ReportURI) and its ledger row, counting findings as given.
 func (a *Activities) storeRegressionReport(ctx context.Context, rep *RegressionReport, findings int) error {
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(a.StateDir, "scratch", sanitize(rep.SweepID), "regression")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	path := filepath.Join(dir, "regression_"+sanitize(rep.SweepID)+".json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return err
-	}
-	if rep.ReportURI, err = a.putArtifact(ctx, path); err != nil {
+	if rep.ReportURI, err = a.Artifacts.Put(ctx, "regression_"+sanitize(rep.SweepID)+".json", bytes.NewReader(data)); err != nil {
 		return err
 	}
 	if data, err = json.Marshal(rep); err != nil {
@@ -406,3 +313,6 @@ func (a *Activities) storeRegressionReport(ctx context.Context, rep *RegressionR
 	return a.Store.PutRegressionReport(ctx, results.RegressionReport{SweepID: rep.SweepID, NightlyID: rep.NightlyID,
 		Baseline: rep.Baseline, Findings: findings, JSON: data, ArtifactURI: rep.ReportURI})
 }
+
+// sanitize makes a sweep ID an artifact name.
+func sanitize(s string) string { return strings.NewReplacer("/", "_", " ", "_", ":", "_").Replace(s) }

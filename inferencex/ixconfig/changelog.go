@@ -1,12 +1,15 @@
-package config
+package ixconfig
 
 import (
 	"bytes"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
 // Changelog is an InferenceX perf-changelog.yaml: an append-only list of
@@ -20,10 +23,10 @@ type Changelog struct {
 
 // ChangelogEntry is one entry of a perf changelog.
 type ChangelogEntry struct {
-	Index       int // 1-based position in the file
-	Pos         Pos // the entry's first line
+	Index       int            // 1-based position in the file
+	Pos         strictyaml.Pos // the entry's first line
 	ConfigKeys  []string
-	KeyPos      []Pos // line of each config key
+	KeyPos      []strictyaml.Pos // line of each config key
 	Description []string
 	PRLink      string
 	EvalsOnly   bool
@@ -39,13 +42,13 @@ type ChangelogEntry struct {
 	// the entries a change adds, so old entries written before a rule
 	// existed do not stop the file from loading; Check reports them for
 	// the entries a sweep selects.
-	Problems Errors
-	fields   map[string]Pos
+	Problems strictyaml.Errors
+	fields   map[string]strictyaml.Pos
 }
 
 // Check returns the problems of the given entries (nil when there are none).
 func (c *Changelog) Check(entries []*ChangelogEntry) error {
-	var all Errors
+	var all strictyaml.Errors
 	for _, e := range entries {
 		all = append(all, e.Problems...)
 	}
@@ -54,7 +57,7 @@ func (c *Changelog) Check(entries []*ChangelogEntry) error {
 
 // FieldPos is the line of one of the entry's fields (the entry's line when
 // the field is absent).
-func (e *ChangelogEntry) FieldPos(field string) Pos {
+func (e *ChangelogEntry) FieldPos(field string) strictyaml.Pos {
 	if p, ok := e.fields[field]; ok {
 		return p
 	}
@@ -76,10 +79,10 @@ var prLinkRe = regexp.MustCompile(`^https://github\.com/SemiAnalysisAI/Inference
 
 // LoadChangelog reads and validates a perf changelog.
 func LoadChangelog(path string) (*Changelog, error) {
-	display := DisplayPath(path)
+	display := strictyaml.DisplayPath(path)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: display}, Msg: "cannot read changelog: " + cleanIOError(err)}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display}, Msg: "cannot read changelog: " + strictyaml.CleanIOError(err)}
 	}
 	return ParseChangelog(display, data)
 }
@@ -92,126 +95,126 @@ func LoadChangelog(path string) (*Changelog, error) {
 // append-only never combined with an eval selection field. The file itself
 // must end with a newline and hold no tabs, carriage returns or NULs.
 func ParseChangelog(display string, data []byte) (*Changelog, error) {
-	var errs errorList
+	var errs strictyaml.Errors
 	for _, bad := range []struct {
 		b    byte
 		name string
 	}{{'\t', "a tab"}, {'\r', "a carriage return"}, {0, "a NUL byte"}} {
 		if i := bytes.IndexByte(data, bad.b); i >= 0 {
-			errs.add(Pos{File: display, Line: 1 + bytes.Count(data[:i], []byte{'\n'})}, "", "%s; the changelog must hold none", bad.name)
+			errs.Add(strictyaml.Pos{File: display, Line: 1 + bytes.Count(data[:i], []byte{'\n'})}, "", "%s; the changelog must hold none", bad.name)
 		}
 	}
 	if len(data) > 0 && data[len(data)-1] != '\n' {
-		errs.add(Pos{File: display, Line: 1 + bytes.Count(data, []byte{'\n'})}, "", "no newline at the end of the file")
+		errs.Add(strictyaml.Pos{File: display, Line: 1 + bytes.Count(data, []byte{'\n'})}, "", "no newline at the end of the file")
 	}
-	if len(errs.errs) > 0 {
-		return nil, errs.errs
+	if len(errs) > 0 {
+		return nil, errs
 	}
-	root, err := parseYAML(display, data)
+	root, err := strictyaml.Parse(display, data)
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: display, errs: &errs}
-	items, ok := d.seq(root, "")
+	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
+	items, ok := d.Seq(root, "")
 	if !ok {
-		return nil, errs.errs.Err()
+		return nil, errs.Err()
 	}
 	cl := &Changelog{Path: display, Raw: data}
 	for i, it := range items {
-		var probs errorList
-		ed := &decoder{file: display, errs: &probs}
+		var probs strictyaml.Errors
+		ed := &decoder{&strictyaml.Decoder{File: display, Errs: &probs}}
 		e := ed.changelogEntry(it, i)
 		if e == nil { // not a mapping: the file is not a changelog
-			errs.addErr(probs.errs)
+			errs.AddErr(probs)
 			continue
 		}
-		e.Problems = probs.errs
+		e.Problems = probs
 		cl.Entries = append(cl.Entries, e)
 	}
-	if err := errs.errs.Err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	if len(cl.Entries) == 0 {
-		return nil, &Error{Pos: Pos{File: display, Line: 1}, Msg: "the changelog has no entries"}
+		return nil, &strictyaml.Error{Pos: strictyaml.Pos{File: display, Line: 1}, Msg: "the changelog has no entries"}
 	}
 	return cl, nil
 }
 
 func (d *decoder) changelogEntry(n *yaml.Node, i int) *ChangelogEntry {
 	path := fmt.Sprintf("entry %d", i+1)
-	m := d.mapping(n, path, changelogFields)
+	m := d.Mapping(n, path, changelogFields)
 	if m == nil {
 		return nil
 	}
-	e := &ChangelogEntry{Index: i + 1, Pos: d.pos(n), fields: map[string]Pos{}}
-	for _, k := range m.keys {
-		e.fields[k] = d.pos(m.key[k])
+	e := &ChangelogEntry{Index: i + 1, Pos: d.Pos(n), fields: map[string]strictyaml.Pos{}}
+	for _, k := range m.Keys {
+		e.fields[k] = d.Pos(m.KeyNodes[k])
 	}
 	e.ConfigKeys, e.KeyPos = d.changelogList(m, "config-keys")
 	for j, k := range e.ConfigKeys {
 		if k == "" {
-			d.errorf(n, idx(m.field("config-keys"), j), "must not be empty")
+			d.Errorf(n, strictyaml.Index(m.Field("config-keys"), j), "must not be empty")
 		}
 	}
 	e.Description, _ = d.changelogList(m, "description")
-	if link := m.reqStr("pr-link"); link != "" {
+	if link := m.ReqStr("pr-link"); link != "" {
 		e.PRLink = link
 		if link != "XXX" && !prLinkRe.MatchString(link) {
-			d.errorf(m.value["pr-link"], m.field("pr-link"), "%q is not a PR link; want https://github.com/SemiAnalysisAI/InferenceX/pull/N (pull/XXX before the PR has a number)", link)
+			d.Errorf(m.Values["pr-link"], m.Field("pr-link"), "%q is not a PR link; want https://github.com/SemiAnalysisAI/InferenceX/pull/N (pull/XXX before the PR has a number)", link)
 		}
 	}
-	e.EvalsOnly, _ = m.optBool("evals-only")
-	e.AllEvals, _ = m.optBool("all-evals")
-	e.NoEvals, _ = m.optBool("no-evals")
-	e.AppendOnly, _ = m.optBool("append-only")
-	if v, ok := m.optInt("eval-min-prefill-ep"); ok {
+	e.EvalsOnly, _ = m.OptBool("evals-only")
+	e.AllEvals, _ = m.OptBool("all-evals")
+	e.NoEvals, _ = m.OptBool("no-evals")
+	e.AppendOnly, _ = m.OptBool("append-only")
+	if v, ok := m.OptInt("eval-min-prefill-ep"); ok {
 		if v < 1 {
-			d.errorf(m.value["eval-min-prefill-ep"], m.field("eval-min-prefill-ep"), "must be at least 1, got %d", v)
+			d.Errorf(m.Values["eval-min-prefill-ep"], m.Field("eval-min-prefill-ep"), "must be at least 1, got %d", v)
 		} else {
 			e.EvalMinPrefillEP = int(v)
 		}
 	}
-	if m.has("scenario-type") {
+	if m.Has("scenario-type") {
 		sts, pos := d.changelogList(m, "scenario-type")
 		for j, st := range sts {
 			if st != ScenarioFixedSeqLen && st != ScenarioAgenticCoding {
-				d.errs.add(pos[j], idx(m.field("scenario-type"), j), "unknown scenario type %q; want %s or %s", st, ScenarioFixedSeqLen, ScenarioAgenticCoding)
-			} else if !contains(e.ScenarioTypes, st) {
+				d.Errs.Add(pos[j], strictyaml.Index(m.Field("scenario-type"), j), "unknown scenario type %q; want %s or %s", st, ScenarioFixedSeqLen, ScenarioAgenticCoding)
+			} else if !slices.Contains(e.ScenarioTypes, st) {
 				e.ScenarioTypes = append(e.ScenarioTypes, st)
 			}
 		}
 	}
 	evalSel := e.EvalsOnly || e.AllEvals || e.EvalMinPrefillEP > 0
 	if e.NoEvals && evalSel {
-		d.errorf(m.key["no-evals"], m.field("no-evals"), "no-evals cannot be combined with evals-only, all-evals or eval-min-prefill-ep")
+		d.Errorf(m.KeyNodes["no-evals"], m.Field("no-evals"), "no-evals cannot be combined with evals-only, all-evals or eval-min-prefill-ep")
 	}
 	if e.AppendOnly && evalSel {
-		d.errorf(m.key["append-only"], m.field("append-only"), "append-only cannot be combined with evals-only, all-evals or eval-min-prefill-ep")
+		d.Errorf(m.KeyNodes["append-only"], m.Field("append-only"), "append-only cannot be combined with evals-only, all-evals or eval-min-prefill-ep")
 	}
 	return e
 }
 
 // changelogList reads a required non-empty list of strings with the line of
 // each item.
-func (d *decoder) changelogList(m *mapping, key string) ([]string, []Pos) {
-	n := m.get(key)
+func (d *decoder) changelogList(m *strictyaml.Mapping, key string) ([]string, []strictyaml.Pos) {
+	n := m.Get(key)
 	if n == nil {
-		m.missing(key)
+		m.Missing(key)
 		return nil, nil
 	}
-	items, ok := d.seq(n, m.field(key))
+	items, ok := d.Seq(n, m.Field(key))
 	if !ok {
 		return nil, nil
 	}
 	if len(items) == 0 {
-		d.errorf(n, m.field(key), "must not be empty")
+		d.Errorf(n, m.Field(key), "must not be empty")
 	}
 	var out []string
-	var pos []Pos
+	var pos []strictyaml.Pos
 	for i, it := range items {
-		if s, ok := d.str(it, idx(m.field(key), i)); ok {
+		if s, ok := d.Str(it, strictyaml.Index(m.Field(key), i)); ok {
 			out = append(out, s)
-			pos = append(pos, d.pos(it))
+			pos = append(pos, d.Pos(it))
 		}
 	}
 	return out, pos

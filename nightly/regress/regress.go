@@ -1,8 +1,9 @@
 // Package regress compares a sweep's points with their baselines and says
 // which ones regressed: output throughput per GPU or interactivity down, TTFT
 // p90 up beyond a threshold, an eval below its floor, or a point that fails
-// where its baseline succeeded. It is plain Go: the nightly workflow's
-// activity feeds it ledger rows, reports render its findings.
+// where its baseline succeeded. It is plain Go and imports no workflow
+// code: the nightly's comparison activity feeds it ledger rows, and report
+// (`starter report --baseline`) compares any two sweeps with it.
 package regress
 
 import (

@@ -1,4 +1,4 @@
-package activities
+package nightly
 
 import (
 	"context"
@@ -16,10 +16,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/artifacts"
-	"github.com/sweepflow/sweepflow/regress"
+	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
 
+// newLedgerActs: the nightly's activities on a fresh ledger and artifact
+// store.
 func newLedgerActs(t *testing.T) *Activities {
 	dir := t.TempDir()
 	store, err := results.Open(context.Background(), filepath.Join(dir, "results.db"))
@@ -40,7 +42,7 @@ func TestCompareWithBaseline(t *testing.T) {
 	night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
 	putPerf := func(sweep, point string, tput, ttft, intvty float64) {
 		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: point, Identity: "id-" + point,
-			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: ttft, Interactivity: intvty}}))
+			Conc: 1, PerfSummary: regress.Perf{OutputTputPerGPU: tput, TTFTp90Ms: ttft, Interactivity: intvty}}))
 	}
 	compare := func(sweep string, d int, statuses map[string]string) RegressionReport {
 		req := RegressionRequest{NightlyID: "nightly-" + sweep, SweepID: sweep, Night: night(d), Thresholds: regress.DefaultThresholds()}
@@ -136,11 +138,11 @@ func TestPostWebhook(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status = tc.status
-			err := a.PostWebhook(context.Background(), WebhookRequest{URL: tc.url, Summary: NightlySummary{NightlyID: "n", Regressions: 1,
+			err := a.PostWebhook(context.Background(), WebhookRequest{URL: tc.url, Summary: Summary{NightlyID: "n", Regressions: 1,
 				RegressedPoints: []string{"c1"}}})
 			if !tc.wantErr {
 				require.NoError(t, err)
-				var body NightlySummary
+				var body Summary
 				require.NoError(t, json.Unmarshal(got, &body))
 				assert.Equal(t, 1, body.Regressions)
 				assert.Equal(t, []string{"c1"}, body.RegressedPoints)
@@ -165,7 +167,7 @@ func TestCompareWithBaselineOnlyComparable(t *testing.T) {
 	night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
 	putPerf := func(sweep string, tput float64, sim bool, hash string) {
 		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: "c1", Identity: "id-" + sweep, ProfileHash: hash,
-			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50, Simulated: sim}}))
+			Conc: 1, PerfSummary: regress.Perf{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50, Simulated: sim}}))
 	}
 	compare := func(sweep string, d int) RegressionReport {
 		rep, err := a.CompareWithBaseline(ctx, RegressionRequest{NightlyID: "nightly-" + sweep, SweepID: sweep, Night: night(d), Thresholds: regress.DefaultThresholds(),
@@ -213,13 +215,13 @@ func TestCompareWithBaselineSkipsZeroPerGPUNight(t *testing.T) {
 	for d, tput := range map[int]float64{1: 1000, 2: 0} {
 		sweep := fmt.Sprintf("n%d", d)
 		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: "c1", Identity: "id", ProfileHash: "h",
-			Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50}}))
+			Conc: 1, PerfSummary: regress.Perf{OutputTputPerGPU: tput, TTFTp90Ms: 200, Interactivity: 50}}))
 		_, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: sweep, Night: time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC),
 			Thresholds: regress.DefaultThresholds(), Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key", Status: "completed"}}})
 		require.NoError(t, err)
 	}
 	require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: "n3", PointID: "c1", Identity: "id", ProfileHash: "h",
-		Conc: 1, PerfSummary: PerfSummary{OutputTputPerGPU: 500, TTFTp90Ms: 200, Interactivity: 50}}))
+		Conc: 1, PerfSummary: regress.Perf{OutputTputPerGPU: 500, TTFTp90Ms: 200, Interactivity: 50}}))
 	rep, err := a.CompareWithBaseline(ctx, RegressionRequest{SweepID: "n3", Night: time.Date(2026, 11, 3, 2, 0, 0, 0, time.UTC),
 		Thresholds: regress.DefaultThresholds(), Points: []RegressionPoint{{PointID: "c1", BaselineKey: "key", Status: "completed"}}})
 	require.NoError(t, err)
