@@ -211,7 +211,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	path, err := bm.RunBenchmark(ctx, toCluster(in.Alloc), cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle},
+	path, err := bm.RunBenchmark(ctx, in.Alloc, *in.Endpoint,
 		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Env: env, ResultFilename: rf, Conc: p.Conc,
 			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s, Refused: refused}) }})
 	if err != nil {

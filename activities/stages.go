@@ -21,10 +21,6 @@ import (
 	"github.com/sweepflow/sweepflow/results"
 )
 
-func toCluster(a Allocation) cluster.Allocation {
-	return cluster.Allocation{JobID: a.JobID, Nodes: a.Nodes, WorkDir: a.WorkDir}
-}
-
 // Allocate holds the point's nodes. Waiting for nodes is reported in the
 // heartbeat so `starter status` can show the pending reason.
 func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, err error) {
@@ -47,7 +43,8 @@ func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, 
 		return Allocation{}, classify(err)
 	}
 	a.log(ctx).Info("allocated", zap.String("job", al.JobID), zap.Strings("nodes", al.Nodes))
-	return Allocation{JobID: al.JobID, Nodes: al.Nodes, WorkDir: al.WorkDir, Backend: a.Backend.Name()}, nil
+	al.Backend = a.Backend.Name()
+	return al, nil
 }
 
 // checkGPUs refuses GPU counts per-GPU figures cannot be divided by:
@@ -101,7 +98,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 	if in.Point.CheckpointSource == "" {
 		return CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, nil
 	}
-	rep, err := a.Backend.StageCheckpoint(ctx, toCluster(in.Alloc), in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
+	rep, err := a.Backend.StageCheckpoint(ctx, in.Alloc, in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
 		mu.Lock()
 		defer mu.Unlock()
 		perNode[p.Node] = p.BytesCopied
@@ -121,8 +118,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 		return CheckpointOutput{}, classify(err)
 	}
 	a.log(ctx).Info("checkpoint staged", zap.Int("nodes", rep.Nodes), zap.Int64("bytes_copied", rep.BytesCopied), zap.Int64("bytes_skipped", rep.BytesSkipped))
-	return CheckpointOutput{Nodes: rep.Nodes, FilesCopied: rep.FilesCopied, FilesSkipped: rep.FilesSkipped,
-		BytesCopied: rep.BytesCopied, BytesSkipped: rep.BytesSkipped, Manifest: rep.Manifest}, nil
+	return rep, nil
 }
 
 // BringUp starts the server in the given mode and waits until it is healthy,
@@ -142,7 +138,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		env["SYNTHETIC_ACCEPTANCE_LENGTH"] = strconv.FormatFloat(in.Point.SyntheticAL, 'f', -1, 64)
 		al = in.Point.SyntheticAL
 	}
-	alloc := toCluster(in.Alloc)
+	alloc := in.Alloc
 	// Heartbeat from the start: stopping the previous server's steps and
 	// waiting for etcd (srt-slurm: up to 300 s) happen inside the backend's
 	// BringUp, and a silent attempt would be timed out and retried while it
@@ -176,12 +172,13 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		}
 	}
 	a.log(ctx).Info("server healthy", zap.String("url", srv.URL), zap.String("mode", in.Mode))
-	return Endpoint{URL: srv.URL, Mode: in.Mode, JobID: in.Alloc.JobID, Handle: srv.Handle, Model: srv.Model}, nil
+	srv.Mode, srv.JobID = in.Mode, in.Alloc.JobID
+	return srv, nil
 }
 
 // Teardown stops the servers and releases the allocation. Idempotent.
 func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
-	if err := a.Backend.Teardown(ctx, toCluster(in.Alloc)); err != nil {
+	if err := a.Backend.Teardown(ctx, in.Alloc); err != nil {
 		return classify(err)
 	}
 	logs, err := a.collectJobLogs(ctx, in.Alloc)
@@ -313,7 +310,7 @@ type ServerCheck struct {
 // answer, not an error: the workflow brings the server up again, or
 // allocates again.
 func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerCheck, error) {
-	alloc := toCluster(in.Alloc)
+	alloc := in.Alloc
 	if err := a.Backend.Check(ctx, alloc); err != nil {
 		if errors.Is(err, cluster.ErrAllocationLost) {
 			return ServerCheck{Reason: err.Error()}, nil
@@ -324,7 +321,7 @@ func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerChec
 	if in.Endpoint == nil {
 		return out, nil
 	}
-	srv := cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle}
+	srv := *in.Endpoint
 	// A few tries: one slow /health answer does not cost a bring-up.
 	var herr error
 	for try := 0; try < 3; try++ {

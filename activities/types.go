@@ -3,6 +3,7 @@ package activities
 import (
 	"time"
 
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -33,36 +34,14 @@ const (
 	ErrResultConflict = "ResultConflict"
 )
 
-// Allocation is a set of nodes held for one point.
-type Allocation struct {
-	JobID   string   `json:"job_id"`
-	Nodes   []string `json:"nodes"`
-	WorkDir string   `json:"work_dir"`
-	Backend string   `json:"backend"`
-}
-
-// CheckpointOutput summarises checkpoint staging across all nodes.
-type CheckpointOutput struct {
-	Nodes        int    `json:"nodes"`
-	FilesCopied  int    `json:"files_copied"`
-	FilesSkipped int    `json:"files_skipped"`
-	BytesCopied  int64  `json:"bytes_copied"`
-	BytesSkipped int64  `json:"bytes_skipped"`
-	Manifest     string `json:"manifest_sha256"`
-}
-
-// Endpoint is a running inference server.
-type Endpoint struct {
-	URL   string `json:"url"`
-	Mode  string `json:"mode"` // perf | eval: which environment it was started with
-	JobID string `json:"job_id"`
-	// Handle identifies the serving processes for the backend (pid, step id).
-	Handle string `json:"handle"`
-	// Model is the name the deployment serves ("": the row's model). A
-	// TensorRT-LLM worker serves its checkpoint directory's name, so
-	// clients must ask for this one, not InferenceX's model id.
-	Model string `json:"model,omitempty"`
-}
+// The stage records are the cluster package's: an allocation, the
+// checkpoint staging report and the running server (Endpoint), with the
+// JSON recorded in workflow histories.
+type (
+	Allocation       = cluster.Allocation
+	CheckpointOutput = cluster.StageReport
+	Endpoint         = cluster.Server
+)
 
 // PerfSummary and EvalSummary are the point package's summaries.
 type (

@@ -336,7 +336,7 @@ func Build(opts Options) (*Plan, error) {
 			return nil, err
 		}
 	}
-	root := firstNonEmpty(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
+	root := cmp.Or(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
 	launcher := cmp.Or(opts.LauncherVersion, ClusterLauncher(c))
 	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
 	recipes := map[string]*config.Recipe{}
@@ -510,15 +510,6 @@ func RowSyntheticAL(row json.RawMessage) (float64, bool) {
 		}
 	}
 	return al, on && al > 0
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 // RecipeRef is the row's CONFIG_FILE value (the srt-slurm recipe it
