@@ -22,6 +22,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/gsm8k"
 	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -234,7 +235,7 @@ func heartbeatEvery(ctx context.Context) time.Duration {
 
 // injectFault fails a stage on purpose for the first f.Times attempts of the
 // point (counted across operator retries in a file under StateDir).
-func (a *Activities) injectFault(p PointSpec, stage string) error {
+func (a *Activities) injectFault(p point.Spec, stage string) error {
 	for _, f := range p.Faults {
 		if f.Stage != stage || f.Times <= 0 {
 			continue

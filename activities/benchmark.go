@@ -28,7 +28,7 @@ import (
 // KV_OFFLOAD_BACKEND_METADATA (the object as JSON), router as
 // ROUTER_METADATA; KV_OFFLOADING "none" when the row has none; and CONC,
 // DURATION, RESULT_FILENAME, IS_MULTINODE for this point.
-func benchmarkEnv(p PointSpec, resultFilename string) (map[string]string, error) {
+func benchmarkEnv(p point.Spec, resultFilename string) (map[string]string, error) {
 	env := map[string]string{}
 	if len(p.Row) > 0 {
 		var row map[string]any
@@ -156,7 +156,7 @@ func readBenchmarkResult(path string) (sum PerfSummary, gate, err error) {
 
 // benchmarkPlan is what the recipe's benchmark must show it measured: a
 // finished call per lane over the DURATION it was given (model seconds).
-func (a *Activities) benchmarkPlan(p PointSpec, env map[string]string) point.PerfPlan {
+func (a *Activities) benchmarkPlan(p point.Spec, env map[string]string) point.PerfPlan {
 	plan := point.PerfPlan{Scenario: p.Profile.Scenario, ISL: p.ISL, OSL: p.OSL, ClockScale: 1}
 	if a.Simulated {
 		plan.ClockScale = a.clockScale()
@@ -190,7 +190,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	}
 	// The benchmark asks for the model the deployment serves; InferenceX's
 	// recipes serve MODEL itself, a TensorRT-LLM worker its directory name.
-	env["MODEL"] = p.servedModel(in.Endpoint)
+	env["MODEL"] = servedModel(p, in.Endpoint)
 	if d := a.simulatedDuration(p); d > 0 {
 		env["DURATION"] = strconv.Itoa(d)
 	}
@@ -211,7 +211,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	path, err := bm.RunBenchmark(ctx, toCluster(in.Alloc), cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle},
+	path, err := bm.RunBenchmark(ctx, in.Alloc, *in.Endpoint,
 		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Env: env, ResultFilename: rf, Conc: p.Conc,
 			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s, Refused: refused}) }})
 	if err != nil {
@@ -244,7 +244,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 // the worker caps the perf window (--perf-duration, wall time on the
 // simulator's scaled clock): the cap over the time scale, if it is shorter
 // than the row's duration. 0 leaves the row's duration (real engines always).
-func (a *Activities) simulatedDuration(p PointSpec) int {
+func (a *Activities) simulatedDuration(p point.Spec) int {
 	if !a.Simulated || a.Load.Duration <= 0 || a.Load.TimeScale <= 0 {
 		return 0
 	}

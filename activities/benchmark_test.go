@@ -17,7 +17,7 @@ import (
 )
 
 func TestBenchmarkEnv(t *testing.T) {
-	p := PointSpec{PointID: "dsv4_x", Conc: 64, DurationSec: 3600, Model: "deepseek-ai/DeepSeek-V4-Pro-0813", ModelPrefix: "dsv4",
+	p := point.Spec{PointID: "dsv4_x", Conc: 64, DurationSec: 3600, Model: "deepseek-ai/DeepSeek-V4-Pro-0813", ModelPrefix: "dsv4",
 		Row: []byte(`{"image":"lmsysorg/sglang:x","model-prefix":"dsv4","precision":"fp4","framework":"dynamo-sglang",
 		"spec-decoding":"dspark","disagg":true,"conc":[64],"duration":3600,"kv-offloading":"dram","total-cpu-dram-gb":721,
 		"prefill":{"num-worker":1,"tp":8,"ep":8,"dp-attn":true,"pp":1},"decode":{"num-worker":1,"tp":16},"router":{"name":"r"}}`)}
@@ -33,7 +33,7 @@ func TestBenchmarkEnv(t *testing.T) {
 	}
 	assert.NotContains(t, env, "ROUTER", "nested non-worker objects are not flattened")
 
-	_, err = benchmarkEnv(PointSpec{PointID: "bad", Row: []byte(`{`)}, "x")
+	_, err = benchmarkEnv(point.Spec{PointID: "bad", Row: []byte(`{`)}, "x")
 	require.ErrorContains(t, err, "point bad: matrix row")
 }
 
@@ -49,7 +49,7 @@ func TestBenchmarkEnvSeedSweep(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pl.Points, 8)
 	for _, pt := range pl.Points {
-		p := PointSpec{PointID: pt.ExpName, Conc: pt.Conc, Model: pt.Model, ModelPrefix: pt.ModelPrefix, Row: pt.Row,
+		p := point.Spec{PointID: pt.ExpName, Conc: pt.Conc, Model: pt.Model, ModelPrefix: pt.ModelPrefix, Row: pt.Row,
 			DurationSec: pt.DurationSec, ISL: pt.ISL, OSL: pt.OSL}
 		env, err := benchmarkEnv(p, pt.ExpName)
 		require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestReadBenchmarkResult(t *testing.T) {
 // clock) becomes the benchmark's DURATION in model seconds; real engines
 // always run the row's duration.
 func TestSimulatedDuration(t *testing.T) {
-	p := PointSpec{DurationSec: 3600}
+	p := point.Spec{DurationSec: 3600}
 	for _, tc := range []struct {
 		name string
 		a    Activities

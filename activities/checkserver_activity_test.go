@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestCheckServer: the probe before a point uses the server the previous
@@ -36,7 +37,7 @@ func TestCheckServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Activities{Backend: tc.backend, StateDir: t.TempDir()}
 			env := newActivityEnv(a)
-			val, err := env.ExecuteActivity(a.CheckServer, StageInput{Point: PointSpec{PointID: "p"}, Alloc: Allocation{JobID: "7"}, Endpoint: tc.endpoint})
+			val, err := env.ExecuteActivity(a.CheckServer, StageInput{Point: point.Spec{PointID: "p"}, Alloc: Allocation{JobID: "7"}, Endpoint: tc.endpoint})
 			if tc.wantErr {
 				require.Error(t, err)
 				return

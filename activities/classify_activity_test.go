@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/staging"
 )
 
@@ -72,7 +73,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "out of memory while the server loads",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{healthErr: fmt.Errorf("%w: CUDA OOM on gb200-03", cluster.ErrOOM)}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: PointSpec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
 			},
 			wantType: ErrOutOfMemory, nonRetryable: true,
 		},
@@ -80,7 +81,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "bad config: the server command is wrong",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{bringUpErr: fmt.Errorf("%w: serve: executable not found", cluster.ErrBadConfig)}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: PointSpec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
 			},
 			wantType: ErrBadConfig, nonRetryable: true,
 		},
@@ -88,7 +89,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "bad config: perf without an endpoint",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := newLedgerActs(t)
-				return a, a.Perf, StageInput{Point: PointSpec{SweepID: "s", PointID: "p", Identity: "id"}}
+				return a, a.Perf, StageInput{Point: point.Spec{SweepID: "s", PointID: "p", Identity: "id"}}
 			},
 			wantType: ErrBadConfig, nonRetryable: true,
 		},
@@ -96,7 +97,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "bad config: eval without an endpoint",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := newLedgerActs(t)
-				return a, a.Eval, StageInput{Point: PointSpec{SweepID: "s", PointID: "p", Identity: "id", Eval: true}}
+				return a, a.Eval, StageInput{Point: point.Spec{SweepID: "s", PointID: "p", Identity: "id", Eval: true}}
 			},
 			wantType: ErrBadConfig, nonRetryable: true,
 		},
@@ -114,7 +115,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "transient: the scheduler is unreachable",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{allocErr: fmt.Errorf("sbatch: %w", networkDown)}, StateDir: t.TempDir()}
-				return a, a.Allocate, PointSpec{SweepID: "s", PointID: "p", Nodes: 1}
+				return a, a.Allocate, point.Spec{SweepID: "s", PointID: "p", Nodes: 1}
 			},
 			wantType: "Transient",
 		},
@@ -141,7 +142,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "allocation lost: a fresh allocation may succeed",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{healthErr: fmt.Errorf("%w: job 42 NODE_FAIL", cluster.ErrAllocationLost)}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: PointSpec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "eval"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "eval"}
 			},
 			wantType: "AllocationLost",
 		},
@@ -149,7 +150,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "injected fault",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{}, StateDir: t.TempDir()}
-				return a, a.Allocate, PointSpec{SweepID: "s", PointID: "p", Nodes: 1, Faults: []Fault{{Stage: StageAllocate, Times: 1}}}
+				return a, a.Allocate, point.Spec{SweepID: "s", PointID: "p", Nodes: 1, Faults: []point.Fault{{Stage: StageAllocate, Times: 1}}}
 			},
 			wantType: "InjectedFault",
 		},

@@ -45,7 +45,7 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (_ EvalSummary, er
 	mode := a.evalMode()
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := gsm8k.Run(wctx, gsm8k.Options{
-		BaseURL: in.Endpoint.URL, Model: p.servedModel(in.Endpoint), Mode: mode, Limit: a.GSM8K.Limit, Concurrency: conc,
+		BaseURL: in.Endpoint.URL, Model: servedModel(p, in.Endpoint), Mode: mode, Limit: a.GSM8K.Limit, Concurrency: conc,
 		TrainPath: a.GSM8K.TrainPath, TestPath: a.GSM8K.TestPath, CacheDir: a.GSM8K.CacheDir,
 		Progress: func(done, total int) { hb.set(evalProgress{done, total}) },
 	})

@@ -33,7 +33,7 @@ type loadProgress struct {
 // the point's duration (InferenceX: 3600 s of the engine's clock) on the
 // server's clock (a simulator at time scale s runs it in s times the wall
 // time), unless the worker's cap (wall time) is shorter.
-func (a *Activities) perfDuration(p PointSpec) time.Duration {
+func (a *Activities) perfDuration(p point.Spec) time.Duration {
 	row := time.Duration(p.DurationSec) * time.Second
 	if row <= 0 {
 		row = time.Hour
@@ -47,7 +47,7 @@ func (a *Activities) perfDuration(p PointSpec) time.Duration {
 
 // perfCapped: on a simulated cluster the worker's perf-duration cap cut
 // this point's window below its row's duration.
-func (a *Activities) perfCapped(p PointSpec) bool {
+func (a *Activities) perfCapped(p point.Spec) bool {
 	if !a.Simulated || a.Load.Duration <= 0 {
 		return false
 	}
@@ -73,7 +73,7 @@ func (a *Activities) clockScale() float64 {
 // two points of a deployment send the same prompts, a later point cannot
 // hit what an earlier one left cached, and a nightly on a new image sends
 // the prompts its baseline was measured with.
-func (a *Activities) pointSeed(p PointSpec) int64 {
+func (a *Activities) pointSeed(p point.Spec) int64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "sweepflow-point-seed %d %s", a.Load.Seed, cmp.Or(p.BaselineKey, p.Identity))
 	return int64(h.Sum64() &^ (1 << 63))
@@ -82,7 +82,7 @@ func (a *Activities) pointSeed(p PointSpec) int64 {
 // perfProfile fills the perf half of this worker's measurement of p: the
 // client, its version and fixed settings, the seeds, the prefix-cache
 // treatment, the container remapping and the perf window in engine time.
-func (a *Activities) perfProfile(p PointSpec, m *point.Measurement) {
+func (a *Activities) perfProfile(p point.Spec, m *point.Measurement) {
 	m.PerfClient = point.PerfClientLoadgen
 	if a.PerfClient == point.PerfClientBenchmark {
 		m.PerfClient = point.PerfClientBenchmark
@@ -116,9 +116,9 @@ const (
 // options builds the load generator's options for a point: agentic rows
 // replay the AgentX trace (the worker's --trace, else the generated one)
 // with conc lanes; fixed sequence-length rows send random ISL/OSL prompts.
-func (a *Activities) options(p PointSpec, ep Endpoint) loadgen.Options {
+func (a *Activities) options(p point.Spec, ep Endpoint) loadgen.Options {
 	o := loadgen.Options{
-		BaseURL: ep.URL, Model: p.servedModel(&ep), Concurrency: max(p.Conc, 1),
+		BaseURL: ep.URL, Model: servedModel(p, &ep), Concurrency: max(p.Conc, 1),
 		Seed: a.pointSeed(p), TimeScale: a.Load.TimeScale, ClockScale: a.Load.TimeScale,
 		PrefillGPUs: p.PrefillGPUs, DecodeGPUs: p.DecodeGPUs, TotalGPUs: p.GPUs,
 	}
@@ -246,7 +246,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 // retried (a client that fell behind, a stream a proxy held back, may not
 // recur), the second goes to the operator gate with the evidence. It never
 // reaches the ledger.
-func (a *Activities) validate(ctx context.Context, hb *heartbeater, p PointSpec, out PerfSummary, plan point.PerfPlan, prior int) error {
+func (a *Activities) validate(ctx context.Context, hb *heartbeater, p point.Spec, out PerfSummary, plan point.PerfPlan, prior int) error {
 	plan.Capped = a.perfCapped(p)
 	err := point.ValidatePerf(out, plan)
 	if err == nil {

@@ -94,7 +94,7 @@ func gateEngine(t *testing.T, fault engineFault) string {
 }
 
 // gateSpec is a small fixed-seq-len point: c2, 20 requests of ISL 64 / OSL 16.
-func gateSpec(sweep string) PointSpec {
+func gateSpec(sweep string) point.Spec {
 	p := testSpec(sweep, "g", 2)
 	p.ISL, p.OSL, p.Eval, p.Model = 64, 16, false, "m"
 	p.Profile.ISL, p.Profile.OSL, p.Profile.Eval = 64, 16, false
@@ -262,7 +262,7 @@ func TestPerfDurationUnits(t *testing.T) {
 		{"real engine", Activities{Load: PerfConfig{Duration: time.Hour}}, 600, 600 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.a.perfDuration(PointSpec{DurationSec: tc.row}))
+			assert.Equal(t, tc.want, tc.a.perfDuration(point.Spec{DurationSec: tc.row}))
 		})
 	}
 }
@@ -274,7 +274,7 @@ func TestPerfDurationUnits(t *testing.T) {
 // before each point).
 func TestPointIndependentOfPredecessor(t *testing.T) {
 	const scale = 0.2 // engine time runs 5x faster: 1 ms of wall jitter is 5 ms of TTFT
-	run := func(specs ...PointSpec) loadgen.Aggregate {
+	run := func(specs ...point.Spec) loadgen.Aggregate {
 		s, err := sim.New(sim.Config{TimeScale: scale, Seed: 1})
 		require.NoError(t, err)
 		srv := httptest.NewServer(s.Handler())
@@ -294,7 +294,7 @@ func TestPointIndependentOfPredecessor(t *testing.T) {
 		t.Logf("c8 after %d point(s): median TTFT %.4g s, cached tokens %d", len(specs)-1, agg.MedianTTFT, agg.TotalCachedTokens)
 		return agg
 	}
-	spec := func(conc int) PointSpec {
+	spec := func(conc int) point.Spec {
 		p := testSpec("s-cross", "c", conc)
 		p.ISL, p.OSL, p.Eval, p.Model = 512, 8, false, sim.DefaultModel
 		p.Profile.ISL, p.Profile.OSL, p.Profile.Eval = 512, 8, false

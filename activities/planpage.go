@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sweepflow/sweepflow/point"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -22,7 +23,7 @@ type PlanPageRequest struct {
 
 // PlanPage is one page of a stored plan's points.
 type PlanPage struct {
-	Points []PointSpec `json:"points"`
+	Points []point.Spec `json:"points"`
 	// Total is the number of points in the whole plan.
 	Total int `json:"total"`
 }
@@ -37,8 +38,8 @@ const ErrNoPlan = "NoStoredPlan"
 var plans = struct {
 	sync.Mutex
 	order []string
-	byKey map[string][]PointSpec
-}{byKey: map[string][]PointSpec{}}
+	byKey map[string][]point.Spec
+}{byKey: map[string][]point.Spec{}}
 
 const plansCached = 4
 
@@ -68,7 +69,7 @@ func (a *Activities) LoadPlanPage(ctx context.Context, req PlanPageRequest) (Pla
 				fmt.Sprintf("sweep %s: the ledger holds no stored plan for it", req.SweepID), ErrNoPlan, nil)
 		}
 		var plan struct {
-			Points []PointSpec `json:"points"`
+			Points []point.Spec `json:"points"`
 		}
 		if err := json.Unmarshal(sp.PlanJSON, &plan); err != nil {
 			return PlanPage{}, temporal.NewNonRetryableApplicationError(
@@ -92,5 +93,5 @@ func (a *Activities) LoadPlanPage(ctx context.Context, req PlanPageRequest) (Pla
 	}
 	lo := min(req.Offset, len(pts))
 	hi := min(lo+req.Limit, len(pts))
-	return PlanPage{Points: append([]PointSpec(nil), pts[lo:hi]...), Total: len(pts)}, nil
+	return PlanPage{Points: append([]point.Spec(nil), pts[lo:hi]...), Total: len(pts)}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -20,16 +21,16 @@ func TestLoadPlanPage(t *testing.T) {
 	store, err := results.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	require.NoError(t, err)
 	defer store.Close()
-	var pts []PointSpec
+	var pts []point.Spec
 	for i := range 450 {
-		pts = append(pts, PointSpec{PointID: fmt.Sprintf("p%03d", i), Nodes: 1, Row: json.RawMessage(fmt.Sprintf(`{"conc":%d}`, i))})
+		pts = append(pts, point.Spec{PointID: fmt.Sprintf("p%03d", i), Nodes: 1, Row: json.RawMessage(fmt.Sprintf(`{"conc":%d}`, i))})
 	}
 	plan, err := json.Marshal(map[string]any{"sweep_id": "s", "points": pts})
 	require.NoError(t, err)
 	require.NoError(t, store.PutSweepPlan(ctx, results.SweepPlan{SweepID: "s", PlanJSON: plan}))
 	a := &Activities{Store: store}
 
-	var got []PointSpec
+	var got []point.Spec
 	for off := 0; off < 450; off += 200 {
 		page, err := a.LoadPlanPage(ctx, PlanPageRequest{SweepID: "s", Offset: off, Limit: 200})
 		require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // ErrRecipeMismatch: the point names a recipe this worker will not launch,
@@ -20,7 +21,7 @@ const ErrRecipeMismatch = "RecipeMismatch"
 // worker renders every process set itself from this file (never from argv
 // or environment in workflow input), so the file is what must be trusted.
 // A point without a recipe (single-node rows) launches nothing from one.
-func (a *Activities) verifyRecipe(p PointSpec) error {
+func (a *Activities) verifyRecipe(p point.Spec) error {
 	if p.RecipePath == "" || a.RecipesRoot == "" && !a.RequireRecipes {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestRecipeVerifiedBeforeLaunch: a point's recipe is read from the
@@ -55,7 +56,7 @@ func TestRecipeVerifiedBeforeLaunch(t *testing.T) {
 			if tc.noRoot {
 				a.RecipesRoot = ""
 			}
-			p := PointSpec{SweepID: "s", PointID: "p1", Nodes: 1, RecipePath: tc.path, RecipeDigest: tc.digest}
+			p := point.Spec{SweepID: "s", PointID: "p1", Nodes: 1, RecipePath: tc.path, RecipeDigest: tc.digest}
 			env := newActivityEnv(a)
 			_, allocErr := env.ExecuteActivity(a.Allocate, p)
 			_, upErr := env.ExecuteActivity(a.BringUp, StageInput{Point: p, Mode: "perf", Alloc: Allocation{JobID: "j", Nodes: []string{"n1"}}})

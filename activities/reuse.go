@@ -17,7 +17,7 @@ import (
 
 // measurement is this worker's half of a point's measurement profile: the
 // load and eval settings it measures with.
-func (a *Activities) measurement(p PointSpec) point.Measurement {
+func (a *Activities) measurement(p point.Spec) point.Measurement {
 	m := point.Measurement{
 		Simulated: a.Simulated, Engine: a.Engine,
 		PerfDurationMs: a.perfDuration(p).Milliseconds(), Warmup: "2xconc",
@@ -71,7 +71,7 @@ func (a *Activities) evalMode() gsm8k.Mode {
 
 // evalFloor is the floor the eval of p is gated on with this worker's
 // thresholds.
-func (a *Activities) evalFloor(p PointSpec) float64 {
+func (a *Activities) evalFloor(p point.Spec) float64 {
 	floor := a.GSM8K.DefaultFloor
 	if a.GSM8K.Thresholds != nil {
 		if f, ok := a.GSM8K.Thresholds.Floor(a.evalMode().Task(), p.ModelPrefix); ok {
@@ -82,12 +82,12 @@ func (a *Activities) evalFloor(p PointSpec) float64 {
 }
 
 // measured is the full profile of a stage's output of p on this worker.
-func (a *Activities) measured(p PointSpec, stage string) point.Measured {
+func (a *Activities) measured(p point.Spec, stage string) point.Measured {
 	return point.ForStage(stage, p.Profile, a.measurement(p))
 }
 
 // want is the reuse stamp a stage output of p must carry to stand in here.
-func (a *Activities) want(p PointSpec, stage string) point.Stamp {
+func (a *Activities) want(p point.Spec, stage string) point.Stamp {
 	m := a.measured(p, stage)
 	return point.Stamp{Identity: p.Identity, ProfileHash: m.Hash(), Simulated: m.Measurement.Simulated, Profile: &m}
 }
@@ -186,7 +186,7 @@ func okStatus(s string) bool { return s == "completed" || s == "eval-failed" }
 // noCandidate explains an empty lookup: an earlier sweep may hold the same
 // exp-name and concurrency under another identity (a new recipe, image,
 // launcher or backend).
-func (a *Activities) noCandidate(ctx context.Context, p PointSpec, from []string) string {
+func (a *Activities) noCandidate(ctx context.Context, p point.Spec, from []string) string {
 	for _, sw := range from {
 		pts, err := a.Store.Points(ctx, sw)
 		if err != nil {
@@ -202,7 +202,7 @@ func (a *Activities) noCandidate(ctx context.Context, p PointSpec, from []string
 }
 
 // regate gates a reused eval on the floor that applies now.
-func (a *Activities) regate(p PointSpec, s EvalSummary) EvalSummary {
+func (a *Activities) regate(p point.Spec, s EvalSummary) EvalSummary {
 	floor := a.evalFloor(p)
 	v := gsm8k.Gate(gsm8k.Summary{EMStrict: s.EMStrict, EMFlexible: s.EMFlexible, NEff: s.NEff}, floor)
 	s.Floor, s.Passed, s.Reason = floor, v.Passed, v.Reason
@@ -212,7 +212,7 @@ func (a *Activities) regate(p PointSpec, s EvalSummary) EvalSummary {
 // putStage records a durable stage output in the ledger with the profile it
 // was measured with, once per (sweep, identity, stage): a retried attempt
 // that writes the same output is a no-op, a different one an error.
-func (a *Activities) putStage(ctx context.Context, p PointSpec, stage string, out any, uris []string, simulated bool, from *ReuseSource) error {
+func (a *Activities) putStage(ctx context.Context, p point.Spec, stage string, out any, uris []string, simulated bool, from *ReuseSource) error {
 	data, err := json.Marshal(out)
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func (a *Activities) putStage(ctx context.Context, p PointSpec, stage string, ou
 // earlier returns this sweep's stored output of a stage for p, written by
 // an earlier attempt whose completion was lost: a retry returns it instead
 // of measuring again, so one point never gets two different figures.
-func (a *Activities) earlier(ctx context.Context, p PointSpec, stage string, into any) bool {
+func (a *Activities) earlier(ctx context.Context, p point.Spec, stage string, into any) bool {
 	o, ok, err := a.Store.StageOutput(ctx, p.SweepID, p.Identity, stage)
 	if err != nil || !ok || o.SourceSweep != "" {
 		return false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestLookupReuseActivity runs the reuse lookup as Temporal runs it. Sweep
@@ -39,7 +40,7 @@ func TestLookupReuseActivity(t *testing.T) {
 	tests := []struct {
 		name     string
 		acts     *Activities
-		point    PointSpec
+		point    point.Spec
 		from     []string
 		wantPerf float64 // 0: nothing reused
 		wantEval bool
@@ -107,7 +108,7 @@ func TestReuseHonoursHowThePointEnded(t *testing.T) {
 	sim.Simulated, sim.Engine, sim.Load.TimeScale, sim.Load.Seed = true, "simulator", 0.01, 1
 	sim.GSM8K.DefaultFloor = 0.9
 	env := newActivityEnv(sim)
-	record := func(sweep string, p PointSpec, status string) {
+	record := func(sweep string, p point.Spec, status string) {
 		p.SweepID = sweep
 		_, err := env.ExecuteActivity(sim.Upload, UploadInput{Point: p, Perf: &PerfSummary{OutputTputPerGPU: 400, Requests: 64, Simulated: true}})
 		require.NoError(t, err)

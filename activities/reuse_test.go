@@ -14,9 +14,9 @@ import (
 
 func TestLookupReuse(t *testing.T) {
 	ctx := context.Background()
-	spec := func(sweep string, conc int) PointSpec {
-		id := point.Identity{Deployment: strings.Repeat("d", 64), Conc: conc}
-		return PointSpec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc,
+	spec := func(sweep string, conc int) point.Spec {
+		id := point.Identity{DeploymentHash: strings.Repeat("d", 64), Conc: conc}
+		return point.Spec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc,
 			Identity: id.String(), ModelPrefix: "dsv4", Eval: true, ISL: 1024, OSL: 1024,
 			Profile: point.Profile{Scenario: "fixed-seq-len", ISL: 1024, OSL: 1024, Eval: true, Backend: "local", Launcher: "local"}}
 	}

@@ -17,23 +17,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
-func toCluster(a Allocation) cluster.Allocation {
-	return cluster.Allocation{JobID: a.JobID, Nodes: a.Nodes, WorkDir: a.WorkDir}
-}
-
 // Allocate holds the point's nodes. Waiting for nodes is reported in the
 // heartbeat so `starter status` can show the pending reason.
-func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, err error) {
+func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, err error) {
 	if err := a.injectFault(p, StageAllocate); err != nil {
 		return Allocation{}, err
 	}
 	if err := a.verifyRecipe(p); err != nil {
 		return Allocation{}, err
 	}
-	if err := p.checkGPUs(false); err != nil {
+	if err := checkGPUs(p, false); err != nil {
 		return Allocation{}, err // before any GPU time
 	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
@@ -46,14 +43,15 @@ func (a *Activities) Allocate(ctx context.Context, p PointSpec) (_ Allocation, e
 		return Allocation{}, classify(err)
 	}
 	a.log(ctx).Info("allocated", zap.String("job", al.JobID), zap.Strings("nodes", al.Nodes))
-	return Allocation{JobID: al.JobID, Nodes: al.Nodes, WorkDir: al.WorkDir, Backend: a.Backend.Name()}, nil
+	al.Backend = a.Backend.Name()
+	return al, nil
 }
 
 // checkGPUs refuses GPU counts per-GPU figures cannot be divided by:
 // prefill and decode GPUs that do not add up to the total, and with
 // needTotal (figures about to be stored) no GPUs at all, which would store
 // per-GPU figures of 0.
-func (p PointSpec) checkGPUs(needTotal bool) error {
+func checkGPUs(p point.Spec, needTotal bool) error {
 	switch {
 	case p.PrefillGPUs < 0 || p.DecodeGPUs < 0 || p.GPUs < 0:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: gpus %d, prefill_gpus %d, decode_gpus %d: GPU counts must be >= 0",
@@ -100,7 +98,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 	if in.Point.CheckpointSource == "" {
 		return CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, nil
 	}
-	rep, err := a.Backend.StageCheckpoint(ctx, toCluster(in.Alloc), in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
+	rep, err := a.Backend.StageCheckpoint(ctx, in.Alloc, in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
 		mu.Lock()
 		defer mu.Unlock()
 		perNode[p.Node] = p.BytesCopied
@@ -120,8 +118,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 		return CheckpointOutput{}, classify(err)
 	}
 	a.log(ctx).Info("checkpoint staged", zap.Int("nodes", rep.Nodes), zap.Int64("bytes_copied", rep.BytesCopied), zap.Int64("bytes_skipped", rep.BytesSkipped))
-	return CheckpointOutput{Nodes: rep.Nodes, FilesCopied: rep.FilesCopied, FilesSkipped: rep.FilesSkipped,
-		BytesCopied: rep.BytesCopied, BytesSkipped: rep.BytesSkipped, Manifest: rep.Manifest}, nil
+	return rep, nil
 }
 
 // BringUp starts the server in the given mode and waits until it is healthy,
@@ -141,7 +138,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		env["SYNTHETIC_ACCEPTANCE_LENGTH"] = strconv.FormatFloat(in.Point.SyntheticAL, 'f', -1, 64)
 		al = in.Point.SyntheticAL
 	}
-	alloc := toCluster(in.Alloc)
+	alloc := in.Alloc
 	// Heartbeat from the start: stopping the previous server's steps and
 	// waiting for etcd (srt-slurm: up to 300 s) happen inside the backend's
 	// BringUp, and a silent attempt would be timed out and retried while it
@@ -149,7 +146,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	hb := startHeartbeat(ctx, 0, "starting")
 	defer hb.Finish(&err)
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
-		Model: in.Point.Model, Deployment: in.Point.Deployment, RowJSON: in.Point.Row,
+		Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
 		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
@@ -175,12 +172,13 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		}
 	}
 	a.log(ctx).Info("server healthy", zap.String("url", srv.URL), zap.String("mode", in.Mode))
-	return Endpoint{URL: srv.URL, Mode: in.Mode, JobID: in.Alloc.JobID, Handle: srv.Handle, Model: srv.Model}, nil
+	srv.Mode, srv.JobID = in.Mode, in.Alloc.JobID
+	return srv, nil
 }
 
 // Teardown stops the servers and releases the allocation. Idempotent.
 func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
-	if err := a.Backend.Teardown(ctx, toCluster(in.Alloc)); err != nil {
+	if err := a.Backend.Teardown(ctx, in.Alloc); err != nil {
 		return classify(err)
 	}
 	logs, err := a.collectJobLogs(ctx, in.Alloc)
@@ -202,7 +200,7 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 	defer hb.Finish(&err)
 	p := in.Point
 	if in.Perf != nil {
-		if err := p.checkGPUs(true); err != nil {
+		if err := checkGPUs(p, true); err != nil {
 			return err
 		}
 		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)
@@ -237,7 +235,7 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 // putStageStored writes a stage output first and returns the row the ledger
 // holds: for a reused output it records where the figures came from, and it
 // carries the profile the typed result row repeats. Errors are classified.
-func (a *Activities) putStageStored(ctx context.Context, p PointSpec, stage string, out any, uris []string, simulated bool, from *ReuseSource) (*results.StageOutput, error) {
+func (a *Activities) putStageStored(ctx context.Context, p point.Spec, stage string, out any, uris []string, simulated bool, from *ReuseSource) (*results.StageOutput, error) {
 	if err := a.putStage(ctx, p, stage, out, uris, simulated, from); err != nil {
 		return nil, classify(err)
 	}
@@ -290,7 +288,7 @@ func (a *Activities) putArtifact(ctx context.Context, path string) (string, erro
 	return a.Artifacts.Put(ctx, filepath.Base(path), f)
 }
 
-func (a *Activities) scratch(p PointSpec, stage string) (string, error) {
+func (a *Activities) scratch(p point.Spec, stage string) (string, error) {
 	dir := filepath.Join(a.StateDir, "scratch", sanitize(p.SweepID), sanitize(p.PointID), stage)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("scratch dir: %w", err)
@@ -312,7 +310,7 @@ type ServerCheck struct {
 // answer, not an error: the workflow brings the server up again, or
 // allocates again.
 func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerCheck, error) {
-	alloc := toCluster(in.Alloc)
+	alloc := in.Alloc
 	if err := a.Backend.Check(ctx, alloc); err != nil {
 		if errors.Is(err, cluster.ErrAllocationLost) {
 			return ServerCheck{Reason: err.Error()}, nil
@@ -323,7 +321,7 @@ func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerChec
 	if in.Endpoint == nil {
 		return out, nil
 	}
-	srv := cluster.Server{URL: in.Endpoint.URL, Handle: in.Endpoint.Handle}
+	srv := *in.Endpoint
 	// A few tries: one slow /health answer does not cost a bring-up.
 	var herr error
 	for try := 0; try < 3; try++ {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/local"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // stagingRig is a checkpoint on a "shared filesystem" directory and a real
@@ -47,7 +48,7 @@ func newStagingRig(t *testing.T) *stagingRig {
 	r.fake = &fakeBackend{stage: lb.StageCheckpoint}
 	r.acts = &Activities{Backend: r.fake, StateDir: filepath.Join(dir, "state")}
 	r.in = StageInput{
-		Point: PointSpec{SweepID: "s1", PointID: "p1", CheckpointSource: r.src, CheckpointPath: filepath.Join(dir, "nvme", "model")},
+		Point: point.Spec{SweepID: "s1", PointID: "p1", CheckpointSource: r.src, CheckpointPath: filepath.Join(dir, "nvme", "model")},
 		Alloc: Allocation{JobID: "s1.p1", Nodes: []string{"n1", "n2"}},
 	}
 	return r

@@ -1,9 +1,9 @@
 package activities
 
 import (
-	"encoding/json"
 	"time"
 
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -34,104 +34,14 @@ const (
 	ErrResultConflict = "ResultConflict"
 )
 
-// PointSpec is everything an activity needs to know about one sweep point.
-// It is plain data (no secrets: tokens come from the worker's environment).
-type PointSpec struct {
-	SweepID string `json:"sweep_id"`
-	// PointID is unique within a sweep: the exp-name plus the identity
-	// (point.ID); it names the child workflow, the local job and scratch.
-	PointID     string `json:"point_id"`
-	ExpName     string `json:"exp_name,omitempty"`
-	ConfigKey   string `json:"config_key"`
-	Topology    string `json:"topology"`
-	Conc        int    `json:"conc"`
-	Nodes       int    `json:"nodes"`
-	GPUs        int    `json:"gpus"`
-	PrefillGPUs int    `json:"prefill_gpus"`
-	DecodeGPUs  int    `json:"decode_gpus"`
-	// Identity keys the ledger and reuse (point.Identity.String());
-	// ProfileHash and Profile are the planned measurement profile.
-	Identity    string        `json:"identity,omitempty"`
-	ProfileHash string        `json:"profile_hash,omitempty"`
-	Profile     point.Profile `json:"profile"`
-	Eval        bool          `json:"eval"`
-	Model       string        `json:"model"`
-	ModelPrefix string        `json:"model_prefix"`
-	Image       string        `json:"image"`
-	RecipePath  string        `json:"recipe_path"`
-	// RecipeDigest is the sha256 of the recipe bytes the identity was
-	// computed from; the worker launches only a recipe file that has them.
-	RecipeDigest string          `json:"recipe_sha256,omitempty"`
-	Row          json.RawMessage `json:"row"`
-	ISL          int             `json:"isl"`
-	OSL          int             `json:"osl"`
-	DurationSec  int             `json:"duration_sec"`
-	// SyntheticAL is the golden acceptance length injected into the engine
-	// for the perf stage only (0 means the engine's real acceptance).
-	SyntheticAL float64 `json:"synthetic_al,omitempty"`
-	// CheckpointSource is the checkpoint on the shared filesystem and
-	// CheckpointPath the node-local path the engine loads; staging copies one
-	// to the other on every node. Empty source: nothing to stage.
-	CheckpointSource string `json:"checkpoint_source,omitempty"`
-	CheckpointPath   string `json:"checkpoint_path,omitempty"`
-	// Deployment shorthand the simulator understands ("2P1D DEP16/DEP32").
-	Deployment string `json:"deployment"`
-	// Faults injected on purpose (chaos testing, demos of the operator gate).
-	Faults []Fault `json:"faults,omitempty"`
-	// BaselineKey is the point's identity apart from the image
-	// (point.BaselineKey), so a nightly on a new image still finds last
-	// night's figures.
-	BaselineKey string `json:"baseline_key,omitempty"`
-	// WarmupSkipped is set by the point workflow on the perf and upload
-	// inputs when an operator skipped the warmup stage: the figures were
-	// measured on a cold server, and their profile says so.
-	WarmupSkipped bool `json:"warmup_skipped,omitempty"`
-}
-
-// Fault makes a stage fail on purpose for its first Times attempts.
-type Fault struct {
-	Stage string `json:"stage"`
-	Times int    `json:"times"`
-}
-
-// Allocation is a set of nodes held for one point.
-type Allocation struct {
-	JobID   string   `json:"job_id"`
-	Nodes   []string `json:"nodes"`
-	WorkDir string   `json:"work_dir"`
-	Backend string   `json:"backend"`
-}
-
-// CheckpointOutput summarises checkpoint staging across all nodes.
-type CheckpointOutput struct {
-	Nodes        int    `json:"nodes"`
-	FilesCopied  int    `json:"files_copied"`
-	FilesSkipped int    `json:"files_skipped"`
-	BytesCopied  int64  `json:"bytes_copied"`
-	BytesSkipped int64  `json:"bytes_skipped"`
-	Manifest     string `json:"manifest_sha256"`
-}
-
-// Endpoint is a running inference server.
-type Endpoint struct {
-	URL   string `json:"url"`
-	Mode  string `json:"mode"` // perf | eval: which environment it was started with
-	JobID string `json:"job_id"`
-	// Handle identifies the serving processes for the backend (pid, step id).
-	Handle string `json:"handle"`
-	// Model is the name the deployment serves ("": the row's model). A
-	// TensorRT-LLM worker serves its checkpoint directory's name, so
-	// clients must ask for this one, not InferenceX's model id.
-	Model string `json:"model,omitempty"`
-}
-
-// servedModel is the model name requests to ep must carry.
-func (p PointSpec) servedModel(ep *Endpoint) string {
-	if ep != nil && ep.Model != "" {
-		return ep.Model
-	}
-	return p.Model
-}
+// The stage records are the cluster package's: an allocation, the
+// checkpoint staging report and the running server (Endpoint), with the
+// JSON recorded in workflow histories.
+type (
+	Allocation       = cluster.Allocation
+	CheckpointOutput = cluster.StageReport
+	Endpoint         = cluster.Server
+)
 
 // PerfSummary and EvalSummary are the point package's summaries.
 type (
@@ -142,9 +52,9 @@ type (
 // ReuseRequest asks the ledger which durable stage outputs of a point can
 // be reused from earlier sweeps.
 type ReuseRequest struct {
-	Point      PointSpec `json:"point"`
-	Stages     []string  `json:"stages"`
-	FromSweeps []string  `json:"from_sweeps"`
+	Point      point.Spec `json:"point"`
+	Stages     []string   `json:"stages"`
+	FromSweeps []string   `json:"from_sweeps"`
 }
 
 // Reused is what the ledger holds for a point that matches exactly (point
@@ -170,7 +80,7 @@ type ReuseSource struct {
 
 // StageInput is the common input of the stages that run on an allocation.
 type StageInput struct {
-	Point    PointSpec  `json:"point"`
+	Point    point.Spec `json:"point"`
 	Alloc    Allocation `json:"alloc"`
 	Endpoint *Endpoint  `json:"endpoint,omitempty"`
 	Mode     string     `json:"mode,omitempty"` // bring-up: perf | eval
@@ -178,7 +88,7 @@ type StageInput struct {
 
 // UploadInput carries the durable outputs of a point to the results store.
 type UploadInput struct {
-	Point PointSpec    `json:"point"`
+	Point point.Spec   `json:"point"`
 	Perf  *PerfSummary `json:"perf,omitempty"`
 	Eval  *EvalSummary `json:"eval,omitempty"`
 	// PerfFrom and EvalFrom are set when the output was reused.
@@ -188,7 +98,7 @@ type UploadInput struct {
 
 // PointRecord is the ledger row of a point's final state.
 type PointRecord struct {
-	Point       PointSpec     `json:"point"`
+	Point       point.Spec    `json:"point"`
 	Status      string        `json:"status"`
 	FailedStage string        `json:"failed_stage,omitempty"`
 	Error       string        `json:"error,omitempty"`
@@ -217,4 +127,12 @@ type SweepRecord struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at,omitempty"`
 	Nightly    bool      `json:"nightly,omitempty"`
+}
+
+// servedModel is the model name requests to ep must carry.
+func servedModel(p point.Spec, ep *Endpoint) string {
+	if ep != nil && ep.Model != "" {
+		return ep.Model
+	}
+	return p.Model
 }

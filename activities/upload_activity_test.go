@@ -19,9 +19,9 @@ import (
 
 // testSpec is a fixed-seq-len point of sweep at concurrency conc; deployment
 // tells deployments apart (one letter, repeated into a hash-like string).
-func testSpec(sweep, deployment string, conc int) PointSpec {
-	id := point.Identity{Deployment: strings.Repeat(deployment, 64), Conc: conc}
-	return PointSpec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc, Nodes: 2, GPUs: 8,
+func testSpec(sweep, deployment string, conc int) point.Spec {
+	id := point.Identity{DeploymentHash: strings.Repeat(deployment, 64), Conc: conc}
+	return point.Spec{SweepID: sweep, PointID: point.ID("x_1k1k", id), ExpName: "x_1k1k", ConfigKey: "k", Conc: conc, Nodes: 2, GPUs: 8,
 		Identity: id.String(), ModelPrefix: "dsv4", Eval: true, ISL: 1024, OSL: 1024,
 		Profile: point.Profile{Scenario: "fixed-seq-len", ISL: 1024, OSL: 1024, Eval: true, Backend: "local", Launcher: "local"}}
 }

@@ -53,7 +53,7 @@ func (a *Activities) watchAllocation(ctx context.Context, alloc Allocation) (con
 				return
 			case <-t.C:
 			}
-			if err := a.Backend.Check(wctx, toCluster(alloc)); isAllocationError(err) {
+			if err := a.Backend.Check(wctx, alloc); isAllocationError(err) {
 				a.log(ctx).Warn("allocation lost during stage", zap.String("job", alloc.JobID), zap.Error(err))
 				cancel(err)
 				return
@@ -69,7 +69,7 @@ func (a *Activities) watchAllocation(ctx context.Context, alloc Allocation) (con
 			return cause
 		}
 		if failed && ctx.Err() == nil {
-			if err := a.Backend.Check(ctx, toCluster(alloc)); isAllocationError(err) {
+			if err := a.Backend.Check(ctx, alloc); isAllocationError(err) {
 				return err
 			}
 		}

@@ -27,11 +27,15 @@ type AllocRequest struct {
 	Status func(string)
 }
 
-// Allocation is a set of nodes held for one point.
+// Allocation is a set of nodes held for one point. Its JSON is the
+// allocate activity's output recorded in point workflow histories.
 type Allocation struct {
-	JobID   string
-	Nodes   []string
-	WorkDir string
+	JobID   string   `json:"job_id"`
+	Nodes   []string `json:"nodes"`
+	WorkDir string   `json:"work_dir"`
+	// Backend names the backend that allocated it; the allocate activity
+	// sets it, backends leave it empty.
+	Backend string `json:"backend"`
 }
 
 // StageProgress reports checkpoint staging across nodes.
@@ -42,19 +46,20 @@ type StageProgress struct {
 }
 
 // StageReport is the outcome of checkpoint staging across nodes.
+// Its JSON is the checkpoint activity's output recorded in histories.
 type StageReport struct {
-	Nodes        int
-	FilesCopied  int
-	FilesSkipped int
-	BytesCopied  int64
-	BytesSkipped int64
-	Manifest     string
+	Nodes        int    `json:"nodes"`
+	FilesCopied  int    `json:"files_copied"`
+	FilesSkipped int    `json:"files_skipped"`
+	BytesCopied  int64  `json:"bytes_copied"`
+	BytesSkipped int64  `json:"bytes_skipped"`
+	Manifest     string `json:"manifest_sha256"`
 }
 
 // ServeSpec describes the server to start on an allocation.
 type ServeSpec struct {
 	Model        string
-	Deployment   string // simulator deployment shorthand, e.g. "2P1D DEP16/DEP32"
+	Layout       string // the topology in the simulator's shorthand, e.g. "2P1D DEP16/DEP32"
 	RowJSON      []byte // the InferenceX matrix row
 	RecipePath   string
 	RecipeDigest string // see AllocRequest.RecipeDigest
@@ -88,12 +93,21 @@ type Benchmarker interface {
 	RunBenchmark(ctx context.Context, alloc Allocation, srv Server, spec BenchmarkSpec) (string, error)
 }
 
-// Server is a started inference server.
+// Server is a started inference server. Its JSON is the bring-up
+// activity's output recorded in histories (activities.Endpoint).
 type Server struct {
-	URL    string
-	Handle string
-	// Model is the name the server serves, when the backend knows it.
-	Model string
+	URL string `json:"url"`
+	// Mode (perf | eval) is the environment it was started with, and JobID
+	// the allocation it runs on; the bring-up activity sets both.
+	Mode  string `json:"mode"`
+	JobID string `json:"job_id"`
+	// Handle identifies the serving processes for the backend (pid, step id).
+	Handle string `json:"handle"`
+	// Model is the name the server serves, when the backend knows it ("":
+	// the row's model). A TensorRT-LLM worker serves its checkpoint
+	// directory's name, so clients must ask for this one, not InferenceX's
+	// model id.
+	Model string `json:"model,omitempty"`
 }
 
 // Backend is one kind of cluster. Every method is idempotent: activities are

@@ -8,10 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -66,7 +66,7 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 		Tuning: req.Tuning, ReuseFrom: req.ReuseFrom, Force: req.Force, Nightly: req.Nightly,
 		SweepFile: AbsPath(req.SweepFile), ClusterFile: AbsPath(req.ClusterFile),
 	}
-	in.Points = activities.PointSpecs(p, cl, sw.Evals)
+	in.Points = plan.PointSpecs(p, cl, sw.Evals)
 	if err := preflightRecipes(cl, p.RecipesRoot, in.Points); err != nil {
 		return nil, nil, err
 	}
@@ -112,12 +112,12 @@ func AbsPath(p string) string {
 
 // ApplyFaults reads --inject-fault POINT:STAGE[:TIMES] (POINT: a point ID,
 // or a substring of exactly one) into the points' fault lists.
-func ApplyFaults(specs []string, pts []activities.PointSpec) error {
+func ApplyFaults(specs []string, pts []point.Spec) error {
 	ids := make([]string, len(pts))
 	for i, pt := range pts {
 		ids[i] = pt.PointID
 	}
-	faults, err := activities.ParseFaults(specs, ids)
+	faults, err := point.ParseFaults(specs, ids)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func ApplyFaults(specs []string, pts []activities.PointSpec) error {
 // (the slurm backend), from the root the plan read, once per mode it will
 // run in, so a recipe the launcher refuses stops the sweep here, not after
 // its nodes are held.
-func preflightRecipes(cl *config.Cluster, root string, pts []activities.PointSpec) error {
+func preflightRecipes(cl *config.Cluster, root string, pts []point.Spec) error {
 	if cl.Backend != config.BackendSlurm {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -84,7 +84,7 @@ func TestBuildSweepErrors(t *testing.T) {
 // details list a bounded table.
 func TestWorkflowInputRefsLargePlans(t *testing.T) {
 	for _, n := range []int{1, storedPlanPoints - 1, storedPlanPoints, 10000} {
-		in := &workflows.SweepInput{SweepID: "s", Points: make([]activities.PointSpec, n)}
+		in := &workflows.SweepInput{SweepID: "s", Points: make([]point.Spec, n)}
 		got := WorkflowInput(in)
 		if n < storedPlanPoints {
 			assert.Len(t, got.Points, n, "n=%d", n)

@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -61,7 +61,7 @@ func NightlySchedule(name string, n Nightly) (client.ScheduleOptions, *nightly.I
 	sw := res.Sweep
 	in := &workflows.SweepInput{Name: sw.Name, Cluster: res.Cluster.Name, TaskQueue: temporalx.ClusterQueue(res.Cluster.Name),
 		NodeBudget: res.Cluster.Nodes, Nightly: true, SweepFile: src.SweepFile, ClusterFile: src.ClusterFile,
-		Points: activities.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
+		Points: plan.PointSpecs(res.Plan, res.Cluster, sw.Evals)}
 	if n.Fast {
 		in.Tuning = FastTuning()
 	}

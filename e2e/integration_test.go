@@ -25,10 +25,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/internal/prereq"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/worker/workers"
@@ -172,7 +172,7 @@ func (e *itEnv) sweep(id string, keep []string, faults []string) *workflows.Swee
 		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})
 	require.NoError(e.t, err)
-	var pts []activities.PointSpec
+	var pts []point.Spec
 	for _, p := range in.Points {
 		for _, k := range keep {
 			if strings.Contains(p.PointID, k) {

@@ -103,7 +103,7 @@ func pickIXFixedKey(t *testing.T) *ixFixedKey {
 		}
 		var bad []string
 		for _, pt := range in.Points {
-			if _, err := sim.ParseDeployment(pt.Deployment); err != nil {
+			if _, err := sim.ParseDeployment(pt.Layout); err != nil {
 				bad = append(bad, err.Error())
 			}
 		}
@@ -292,7 +292,7 @@ func TestIXFixedSeqLenKeyPlansDistinctIdentities(t *testing.T) {
 		multi++
 		for _, pt := range pts[1:] {
 			assert.Equal(t, pts[0].ExpName, pt.ExpName, "a fixed-seq-len row names every concurrency alike")
-			assert.Equal(t, pts[0].Deployment, pt.Deployment, "a row is one deployment")
+			assert.Equal(t, pts[0].DeploymentHash, pt.DeploymentHash, "a row is one deployment")
 			assert.NotEqual(t, pts[0].Conc, pt.Conc)
 		}
 	}

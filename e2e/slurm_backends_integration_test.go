@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -37,10 +37,10 @@ func TestSlurmBackendsSweep(t *testing.T) {
 	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-backends.yaml", "slurm-backends")
 	require.Len(t, in.Points, 5)
 	s.runToCompletion(t, in, 10*time.Minute)
-	// A point of revision 6 that ran every stage, for the replay set.
+	// A vLLM point that ran every stage with its eval, for the replay set.
 	for _, p := range in.Points {
 		if p.Eval && strings.Contains(p.RecipePath, "/vllm/") {
-			s.recordHistories(map[string]string{"point-rev6-vllm-eval.json": workflows.PointWorkflowID(in.SweepID, p.PointID)})
+			s.recordHistories(map[string]string{"point-vllm-eval.json": workflows.PointWorkflowID(in.SweepID, p.PointID)})
 		}
 	}
 
@@ -82,7 +82,7 @@ func TestSlurmBackendsSweep(t *testing.T) {
 		},
 		benchEnv: benchEnv("dynamo-sglang"),
 	}
-	deployments, perf, eval := checkSweepBringUps(t, in, func(p activities.PointSpec) deploymentCheck {
+	deployments, perf, eval := checkSweepBringUps(t, in, func(p point.Spec) deploymentCheck {
 		switch {
 		case strings.Contains(p.RecipePath, "/trtllm/"):
 			return trt

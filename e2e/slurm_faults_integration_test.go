@@ -13,10 +13,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -59,7 +59,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	in, _, err := control.Build(control.Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: profile, ID: "slurm-faults",
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
 	require.NoError(t, err)
-	var pts []activities.PointSpec
+	var pts []point.Spec
 	for _, p := range in.Points {
 		if p.ExpName == downPoint || p.ExpName == scancelPoint {
 			pts = append(pts, p)

@@ -16,9 +16,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -80,7 +80,7 @@ func (s *slurmIT) sweepOf(t *testing.T, file, id string, keep ...string) *workfl
 	if len(keep) == 0 {
 		return in
 	}
-	var pts []activities.PointSpec
+	var pts []point.Spec
 	for _, p := range in.Points {
 		for _, k := range keep {
 			if p.ExpName == k {

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
@@ -86,7 +85,7 @@ func TestSlurmSeedSweep(t *testing.T) {
 	require.Len(t, in.Points, 8, "the whole seed sweep")
 	s.runToCompletion(t, in, 15*time.Minute)
 
-	deployments, perfBringUps, evalBringUps := checkSweepBringUps(t, in, func(activities.PointSpec) deploymentCheck { return seedCheck })
+	deployments, perfBringUps, evalBringUps := checkSweepBringUps(t, in, func(point.Spec) deploymentCheck { return seedCheck })
 	require.Equal(t, 6, deployments, "the seed sweep has 6 deployments")
 	require.GreaterOrEqual(t, perfBringUps, deployments, "one perf bring-up per deployment")
 	require.Less(t, perfBringUps, len(in.Points), "points of one deployment share its perf bring-up")
@@ -115,22 +114,22 @@ func (s *slurmIT) runToCompletion(t *testing.T, in *workflows.SweepInput, limit 
 // that ran on the emulated partition (checkSeedDeployment, with the checks
 // dc gives for the point's deployment); it returns the number of
 // deployments and of complete perf and eval bring-ups.
-func checkSweepBringUps(t *testing.T, in *workflows.SweepInput, dc func(activities.PointSpec) deploymentCheck) (deployments, perfBringUps, evalBringUps int) {
+func checkSweepBringUps(t *testing.T, in *workflows.SweepInput, dc func(point.Spec) deploymentCheck) (deployments, perfBringUps, evalBringUps int) {
 	t.Helper()
 	cl, err := config.LoadCluster(slurmEmuProfile)
 	require.NoError(t, err)
 	// Points of one deployment share one allocation (the holder job of the
 	// point that allocated) and its bring-ups; each point's perf ran its own
 	// benchmark process in the perf bring-up's directory.
-	groups := map[string][]activities.PointSpec{}
+	groups := map[string][]point.Spec{}
 	var order []string
 	for _, p := range in.Points {
 		id, err := point.Parse(p.Identity)
 		require.NoError(t, err, p.ExpName)
-		if _, ok := groups[id.Deployment]; !ok {
-			order = append(order, id.Deployment)
+		if _, ok := groups[id.DeploymentHash]; !ok {
+			order = append(order, id.DeploymentHash)
 		}
-		groups[id.Deployment] = append(groups[id.Deployment], p)
+		groups[id.DeploymentHash] = append(groups[id.DeploymentHash], p)
 	}
 	evals := 0
 	for _, dep := range order {
@@ -159,7 +158,7 @@ func checkSweepBringUps(t *testing.T, in *workflows.SweepInput, dc func(activiti
 // jobs (their serve-N directories) against a fresh render, and that each of
 // its points ran its own benchmark in a perf bring-up; it returns how many
 // complete perf and eval bring-ups it checked.
-func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []activities.PointSpec, jobDirs []string, dc deploymentCheck) (perf, eval int) {
+func checkSeedDeployment(t *testing.T, cl *config.Cluster, pts []point.Spec, jobDirs []string, dc deploymentCheck) (perf, eval int) {
 	t.Helper()
 	benchDone := map[int]bool{}
 	anyEval := false
@@ -210,7 +209,7 @@ type perfServe struct {
 // checkSeedServes checks every bring-up of one holder job (its serve-N
 // directories) against a fresh render; it returns the modes of the complete
 // bring-ups in order and the perf ones' directories and processes.
-func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, jobDir string, dc deploymentCheck) (modes []string, perfDirs []perfServe) {
+func checkSeedServes(t *testing.T, cl *config.Cluster, p point.Spec, jobDir string, dc deploymentCheck) (modes []string, perfDirs []perfServe) {
 	t.Helper()
 	rec, err := config.LoadRecipe(cl.RecipesRoot, p.RecipePath)
 	require.NoError(t, err)
@@ -290,7 +289,7 @@ func checkSeedServes(t *testing.T, cl *config.Cluster, p activities.PointSpec, j
 
 // checkSeedBenchmark: perf ran the rendered benchmark process (agentic_srt.sh's
 // command, env_to_set unchanged) with InferenceX's benchmark environment.
-func checkSeedBenchmark(t *testing.T, p activities.PointSpec, dir string, procs []*srtlaunch.Process, dc deploymentCheck) {
+func checkSeedBenchmark(t *testing.T, p point.Spec, dir string, procs []*srtlaunch.Process, dc deploymentCheck) {
 	t.Helper()
 	var bench *srtlaunch.Process
 	for _, proc := range procs {

@@ -225,6 +225,7 @@ func TestReplayLanesWarmupAndBodies(t *testing.T) {
 		markerSessions[markerOf(t, promptOf(b))] = true
 	}
 	assert.Len(t, markerSessions, 3, "one marker per play, shared by its warmup")
+	assert.Equal(t, int64(len(res.Warmups)), srv.warmups.Load(), "warmup calls, and only they, carry "+WarmupHeader)
 	for _, r := range res.Requests {
 		assert.Equal(t, r.RequestedPromptTokens, r.PromptTokens, "the prompt has in+1 tokens")
 		assert.Equal(t, r.MaxTokens, r.CompletionTokens)

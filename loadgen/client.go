@@ -22,6 +22,11 @@ const (
 	SimulatedFingerprint = "sweepflow-simulated"
 )
 
+// WarmupHeader marks warmup requests (excluded from every figure). A real
+// engine ignores it; the sweepflow simulator serves them on a compressed
+// clock, since nothing measures them (sim.WarmupHeader).
+const WarmupHeader = "X-Sweepflow-Warmup"
+
 // idleConnTimeout stays below common server keep-alives (uvicorn: 5 s) so the
 // client never reuses a connection the server is about to close.
 const idleConnTimeout = 4 * time.Second
@@ -106,6 +111,9 @@ func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRe
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	if rec.Warmup {
+		req.Header.Set(WarmupHeader, "1")
+	}
 	// The trace splits client-side send overhead (pool wait, write) from
 	// the server's time and notes whether a pooled connection was reused.
 	w.trace.rec = rec

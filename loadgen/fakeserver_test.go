@@ -31,6 +31,7 @@ type fakeServer struct {
 	n        atomic.Int64
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
+	warmups  atomic.Int64 // requests marked with WarmupHeader
 	mu       sync.Mutex
 	bodies   []map[string]any
 	conns    map[string]bool
@@ -65,6 +66,9 @@ func (f *fakeServer) URL() string { return f.srv.URL }
 
 func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 	n := int(f.n.Add(1))
+	if r.Header.Get(WarmupHeader) != "" {
+		f.warmups.Add(1)
+	}
 	cur := f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
 	for {

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -43,7 +44,7 @@ func pointLike(ctx workflow.Context) error {
 		return err
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("eval"), workflows.SAPointStatus.ValueSet(workflows.StatusRunning))
-	rec := activities.PointRecord{Point: activities.PointSpec{PointID: "p1"}, Status: workflows.StatusCompleted}
+	rec := activities.PointRecord{Point: point.Spec{PointID: "p1"}, Status: workflows.StatusCompleted}
 	return workflow.ExecuteActivity(ctx, "RecordPoint", rec).Get(ctx, nil)
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -36,10 +38,10 @@ type PlanRequest struct {
 // Plan is tonight's sweep as the files say it today, or the check failures
 // that stop it.
 type Plan struct {
-	Name       string                 `json:"name,omitempty"`
-	Cluster    string                 `json:"cluster,omitempty"`
-	NodeBudget int                    `json:"node_budget,omitempty"`
-	Points     []activities.PointSpec `json:"points,omitempty"`
+	Name       string       `json:"name,omitempty"`
+	Cluster    string       `json:"cluster,omitempty"`
+	NodeBudget int          `json:"node_budget,omitempty"`
+	Points     []point.Spec `json:"points,omitempty"`
 	// Commit is the commit a git source's ref resolved to.
 	Commit string `json:"commit,omitempty"`
 	// CheckFailures are the failing `starter check` findings (or the
@@ -61,7 +63,7 @@ func (a *Activities) PlanNightly(ctx context.Context, req PlanRequest) (Plan, er
 	out := Plan{Commit: res.Commit, CheckFailures: res.Failures}
 	if len(res.Failures) == 0 {
 		out.Name, out.Cluster, out.NodeBudget = res.Sweep.Name, res.Cluster.Name, res.Cluster.Nodes
-		out.Points = activities.PointSpecs(res.Plan, res.Cluster, res.Sweep.Evals)
+		out.Points = plan.PointSpecs(res.Plan, res.Cluster, res.Sweep.Evals)
 	}
 	a.log(ctx).Info("nightly plan", zap.String("nightly", req.NightlyID), zap.String("sweep", req.Source.SweepFile),
 		zap.String("commit", res.Commit), zap.Int("points", len(out.Points)), zap.Strings("check_failures", res.Failures))

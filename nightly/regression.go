@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -270,9 +271,7 @@ func (a *Activities) baselineImage(ctx context.Context, cache map[string]map[str
 		}
 		m = map[string]string{}
 		for _, p := range pts {
-			var spec struct {
-				Image string `json:"image"`
-			}
+			var spec point.Spec
 			if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &spec) == nil {
 				m[p.PointID] = spec.Image
 			}

@@ -20,7 +20,7 @@ import (
 // so a change that would break running nightlies, or a rename of the
 // workflow or its activities, fails here. Re-record with
 // SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run TestIntegrationNightlyRegression
-// only for intended, versioned changes.
+// only for changes made under the revision rule in the workflows package comment.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "nightly-*.json"))
 	require.NoError(t, err)

@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -58,10 +57,6 @@ type Result struct {
 	Summary      Summary `json:"summary"`
 	WebhookError string  `json:"webhook_error,omitempty"`
 }
-
-// changeNightlyCheckReport: a night whose check fails records its report
-// in the ledger (RecordCheckFailure) before the webhook.
-const changeNightlyCheckReport = "nightly-check-report"
 
 // SweepID is the ID of a nightly's sweep (a child workflow) and the prefix
 // of its points' workflow IDs.
@@ -110,7 +105,7 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 
-	if in.Source != nil && workflow.GetVersion(ctx, "nightly-replan", workflow.DefaultVersion, 1) == 1 {
+	if in.Source != nil {
 		// Tonight's plan comes from the files as they are tonight.
 		_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("plan"))
 		pctx := workflow.WithActivityOptions(ctx, workflows.ActivityOptions(point.StageLedger, sw.TaskQueue, sw.Tuning))
@@ -123,18 +118,15 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 			// Reported, not run: no GPU time on configs the checklist rejects.
 			sum.CheckFailures = np.CheckFailures
 			sum.Points = 0
-			if workflow.GetVersion(ctx, changeNightlyCheckReport, workflow.DefaultVersion, 1) == 1 {
-				// The failed night goes into the ledger like any other
-				// night's report, with its findings.
-				pctx := workflow.WithActivityOptions(ctx, workflows.ActivityOptions(point.StageLedger, sw.TaskQueue, sw.Tuning))
-				var rep RegressionReport
-				req := CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: cmp.Or(np.Name, sw.Name), Night: night,
-					Baseline: in.Baseline, Commit: np.Commit, Failures: np.CheckFailures}
-				if err := workflow.ExecuteActivity(pctx, acts.RecordCheckFailure, req).Get(ctx, &rep); err != nil {
-					return fail("check", err)
-				}
-				sum.ReportURI = rep.ReportURI
+			// The failed night goes into the ledger like any other night's
+			// report, with its findings.
+			var rep RegressionReport
+			req := CheckFailedNight{NightlyID: nid, SweepID: sw.SweepID, Name: cmp.Or(np.Name, sw.Name), Night: night,
+				Baseline: in.Baseline, Commit: np.Commit, Failures: np.CheckFailures}
+			if err := workflow.ExecuteActivity(pctx, acts.RecordCheckFailure, req).Get(ctx, &rep); err != nil {
+				return fail("check", err)
 			}
+			sum.ReportURI = rep.ReportURI
 			_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAPointStatus.ValueSet(workflows.StatusCheckFailed), workflows.SAStage.ValueSet("check"))
 			workflow.SetCurrentDetails(ctx, details(sum))
 			res := &Result{Summary: sum}
@@ -161,7 +153,7 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 	sum.Counts = pr.Counts
 
 	req := RegressionRequest{NightlyID: nid, SweepID: sw.SweepID, Night: night, Baseline: in.Baseline, Thresholds: in.Thresholds}
-	spec := map[string]activities.PointSpec{}
+	spec := map[string]point.Spec{}
 	for _, p := range sw.Points {
 		spec[p.PointID] = p
 	}

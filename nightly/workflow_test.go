@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -22,7 +22,7 @@ func nightlyInput(webhook string) Input {
 	return Input{
 		Sweep: workflows.SweepInput{Name: "dsv4-agg", Cluster: "local-sim", TaskQueue: "cluster-local-sim", NodeBudget: 4,
 			ReuseFrom: []string{"must-not-reuse"}, Force: []string{"perf"},
-			Points: []activities.PointSpec{
+			Points: []point.Spec{
 				{PointID: "c1", ConfigKey: "k", Conc: 1, Nodes: 2, BaselineKey: "bk-c1"},
 				{PointID: "c4", ConfigKey: "k", Conc: 4, Nodes: 2, BaselineKey: "bk-c4"},
 			}},

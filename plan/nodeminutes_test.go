@@ -22,7 +22,7 @@ func seedShape() *Plan {
 	p := &Plan{Cluster: &config.Cluster{Path: "/x/c.yaml"}}
 	for i, x := range []pt{{"a", 2, 1, false}, {"b", 2, 4, false}, {"c", 6, 64, true}, {"d", 6, 128, true},
 		{"e", 12, 256, true}, {"f", 16, 768, false}, {"f", 16, 1024, false}, {"f", 16, 1280, true}} {
-		p.Points = append(p.Points, Point{Index: i, ID: x.dep + string(rune('0'+i)), Deployment: x.dep, Topology: x.dep,
+		p.Points = append(p.Points, Point{Index: i, ID: x.dep + string(rune('0'+i)), DeploymentHash: x.dep, Topology: x.dep,
 			Nodes: x.nodes, Conc: x.conc, Eval: x.eval, DurationSec: 3600})
 	}
 	return p

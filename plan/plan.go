@@ -145,11 +145,11 @@ type Point struct {
 
 	// ID is the point's ID in a sweep (exp-name plus identity); Identity
 	// (deployment hash plus concurrency) keys the ledger, reuse and workflow
-	// IDs; Deployment is the shared deployment hash of the row's points.
-	ID          string `json:"id"`
-	Identity    string `json:"identity"`
-	Deployment  string `json:"deployment"`
-	BaselineKey string `json:"baseline-key"`
+	// IDs; DeploymentHash is the shared deployment hash of the row's points.
+	ID             string `json:"id"`
+	Identity       string `json:"identity"`
+	DeploymentHash string `json:"deployment"`
+	BaselineKey    string `json:"baseline-key"`
 	// BringUpGroup numbers the point's deployment (1, 2, ... in plan
 	// order): points with the same number share one allocation and one
 	// server bring-up.
@@ -181,10 +181,10 @@ func (p *Plan) NodeAllocations() int {
 // allocation and one server bring-up, run their perf one after another and
 // restart the server once in eval mode when any of them has an eval.
 type BringUpGroup struct {
-	Group      int    `json:"group"` // Point.BringUpGroup
-	Deployment string `json:"deployment"`
-	Topology   string `json:"topology"`
-	Nodes      int    `json:"nodes"`
+	Group          int    `json:"group"` // Point.BringUpGroup
+	DeploymentHash string `json:"deployment"`
+	Topology       string `json:"topology"`
+	Nodes          int    `json:"nodes"`
 	// Points are indexes into Plan.Points, in plan order.
 	Points []int `json:"points"`
 	Concs  []int `json:"concs"`
@@ -196,7 +196,7 @@ func (p *Plan) BringUpGroups() []BringUpGroup {
 	var out []BringUpGroup
 	at := map[string]int{}
 	for i, pt := range p.Points {
-		key := pt.Deployment
+		key := pt.DeploymentHash
 		if key == "" {
 			key = pt.ID // no deployment hash: a deployment of its own
 		}
@@ -204,7 +204,7 @@ func (p *Plan) BringUpGroups() []BringUpGroup {
 		if !ok {
 			j = len(out)
 			at[key] = j
-			out = append(out, BringUpGroup{Group: j + 1, Deployment: pt.Deployment, Topology: pt.Topology})
+			out = append(out, BringUpGroup{Group: j + 1, DeploymentHash: pt.DeploymentHash, Topology: pt.Topology})
 		}
 		g := &out[j]
 		g.Nodes = max(g.Nodes, pt.Nodes)
@@ -336,7 +336,7 @@ func Build(opts Options) (*Plan, error) {
 			return nil, err
 		}
 	}
-	root := firstNonEmpty(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
+	root := cmp.Or(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
 	launcher := cmp.Or(opts.LauncherVersion, ClusterLauncher(c))
 	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
 	recipes := map[string]*config.Recipe{}
@@ -512,15 +512,6 @@ func RowSyntheticAL(row json.RawMessage) (float64, bool) {
 	return al, on && al > 0
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
 // RecipeRef is the row's CONFIG_FILE value (the srt-slurm recipe it
 // launches), or the error a plan of the row reports.
 func RecipeRef(row *matrix.Row) (string, error) {
@@ -671,7 +662,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 		DurationSec:  row.Int("duration"),
 	}
 	dep := DeploymentOf(row, recipe, launcher, c.Backend)
-	base.Deployment = dep.Hash()
+	base.DeploymentHash = dep.Hash()
 	base.Profile = point.Profile{Scenario: row.Scenario, ISL: base.ISL, OSL: base.OSL, DurationSec: base.DurationSec,
 		Backend: c.Backend, Launcher: c.Launcher}
 	if row.Scenario == matrix.AgenticCoding {
@@ -699,7 +690,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 		pt := base
 		pt.Conc = conc
 		pt.Eval = hasEval && conc == evalConc
-		id := point.Identity{Deployment: base.Deployment, Conc: conc}
+		id := point.Identity{DeploymentHash: base.DeploymentHash, Conc: conc}
 		pt.Identity, pt.ID = id.String(), point.ID(pt.ExpName, id)
 		pt.BaselineKey = point.BaselineKey(dep, conc)
 		pt.Profile.Eval = pt.Eval

@@ -105,8 +105,8 @@ func TestSeedPlan(t *testing.T) {
 		assert.Equal(t, "dynamo-router 1.5.0.dev20260910", pt.Router)
 		assert.True(t, strings.HasPrefix(pt.RecipePath, recipeDir), pt.RecipePath)
 		assert.True(t, filepath.IsAbs(pt.RecipeFile))
-		assert.Len(t, pt.Deployment, 64)
-		assert.Equal(t, pt.Deployment+"-c"+strconv.Itoa(pt.Conc), pt.Identity)
+		assert.Len(t, pt.DeploymentHash, 64)
+		assert.Equal(t, pt.DeploymentHash+"-c"+strconv.Itoa(pt.Conc), pt.Identity)
 		assert.Equal(t, pt.Profile.Hash(), pt.ProfileHash)
 		assert.InDelta(t, 3.77, pt.SyntheticAL, 1e-9, "the golden AL for 6 draft tokens, thinking on")
 		assert.Contains(t, string(pt.Row), `"exp-name":"`+pt.ExpName+`"`)
@@ -126,7 +126,7 @@ func TestSeedPlan(t *testing.T) {
 		assert.Equal(t, i+1, g.Group)
 		for _, j := range g.Points {
 			assert.Equal(t, g.Group, p.Points[j].BringUpGroup)
-			assert.Equal(t, g.Deployment, p.Points[j].Deployment)
+			assert.Equal(t, g.DeploymentHash, p.Points[j].DeploymentHash)
 		}
 	}
 	assert.Equal(t, []int{5, 6, 7}, groups[5].Points)
@@ -140,9 +140,9 @@ func TestSeedPlan(t *testing.T) {
 
 	// Rows differing only in conc share a deployment; the identity tells
 	// the points apart. Distinct recipes give distinct deployments.
-	assert.Equal(t, p.Points[5].Deployment, p.Points[7].Deployment)
+	assert.Equal(t, p.Points[5].DeploymentHash, p.Points[7].DeploymentHash)
 	assert.NotEqual(t, p.Points[5].Identity, p.Points[7].Identity)
-	assert.NotEqual(t, p.Points[2].Deployment, p.Points[3].Deployment)
+	assert.NotEqual(t, p.Points[2].DeploymentHash, p.Points[3].DeploymentHash)
 	seen := map[string]bool{}
 	for _, pt := range p.Points {
 		require.False(t, seen[pt.Identity], "point identities are unique")
@@ -294,8 +294,8 @@ func TestFixedSeqLenRowsHaveDistinctIdentities(t *testing.T) {
 		assert.Equal(t, "fixed-seq-len", pt.Profile.Scenario)
 	}
 	// The first row's three concurrencies share one deployment.
-	assert.Equal(t, p.Points[0].Deployment, p.Points[2].Deployment)
-	assert.NotEqual(t, p.Points[0].Deployment, p.Points[3].Deployment)
+	assert.Equal(t, p.Points[0].DeploymentHash, p.Points[2].DeploymentHash)
+	assert.NotEqual(t, p.Points[0].DeploymentHash, p.Points[3].DeploymentHash)
 }
 
 func TestDuplicateIdentityIsAPlanError(t *testing.T) {

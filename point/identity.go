@@ -70,25 +70,25 @@ func (d Deployment) hash(kind string, withImage bool) string {
 // It keys workflow IDs, ledger rows, reuse and baselines; two points of a
 // plan never share one.
 type Identity struct {
-	Deployment string `json:"deployment"`
-	Conc       int    `json:"conc"`
+	DeploymentHash string `json:"deployment"`
+	Conc           int    `json:"conc"`
 }
 
 // New returns the identity of deployment d at concurrency conc.
-func New(d Deployment, conc int) Identity { return Identity{Deployment: d.Hash(), Conc: conc} }
+func New(d Deployment, conc int) Identity { return Identity{DeploymentHash: d.Hash(), Conc: conc} }
 
 // String is the identity's ledger form: "<deployment hash>-c<conc>".
 func (id Identity) String() string {
-	if id.Deployment == "" {
+	if id.DeploymentHash == "" {
 		return ""
 	}
-	return id.Deployment + "-c" + strconv.Itoa(id.Conc)
+	return id.DeploymentHash + "-c" + strconv.Itoa(id.Conc)
 }
 
 // Short is a readable prefix for IDs and tables: 8 hex digits of the
 // deployment hash and the concurrency.
 func (id Identity) Short() string {
-	return id.Deployment[:min(8, len(id.Deployment))] + "-c" + strconv.Itoa(id.Conc)
+	return id.DeploymentHash[:min(8, len(id.DeploymentHash))] + "-c" + strconv.Itoa(id.Conc)
 }
 
 // Parse reads an identity's String form.
@@ -101,7 +101,7 @@ func Parse(s string) (Identity, error) {
 	if err != nil || conc < 0 {
 		return Identity{}, fmt.Errorf("point identity %q: bad concurrency", s)
 	}
-	return Identity{Deployment: s[:i], Conc: conc}, nil
+	return Identity{DeploymentHash: s[:i], Conc: conc}, nil
 }
 
 // BaselineKey is "the same point apart from the image": what nightly

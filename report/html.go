@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -236,11 +237,7 @@ func summary(r *Run) []summaryRow {
 
 // specEvalOnly reads profile.eval_only from a point's stored spec.
 func specEvalOnly(spec []byte) bool {
-	var s struct {
-		Profile struct {
-			EvalOnly bool `json:"eval_only"`
-		} `json:"profile"`
-	}
+	var s point.Spec
 	return len(spec) > 0 && json.Unmarshal(spec, &s) == nil && s.Profile.EvalOnly
 }
 

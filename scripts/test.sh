@@ -52,6 +52,7 @@ fi
 skiplog="${SWEEPFLOW_REFSKIP_LOG:-}"
 if [ -z "$skiplog" ]; then
   skiplog=$(mktemp)
+  skiplog_tmp=1
   trap 'rm -f "$skiplog"' EXIT
 fi
 export SWEEPFLOW_REFSKIP_LOG="$skiplog"
@@ -71,15 +72,38 @@ go vet ./...
 echo "== workflowcheck"
 "$cache/bin/workflowcheck" -show-pos ./workflows/... ./nightly/...
 
-echo "== go test"
 status=0
-go test -count=1 -timeout 50m "$@" ./... || status=$?
-
-# The compose stack test is its own module (Docker's libraries): only with an engine.
+# The compose stack test is its own module (Docker's libraries): only with
+# an engine. It spends most of its time waiting on its stack's sweeps, so it
+# runs beside `go test ./...` rather than after it; its output (-v: the
+# figures: build, up, sweep times) is kept in a file and printed, each line
+# prefixed, when it ends.
+compose_pid=""
 if docker info >/dev/null 2>&1; then
-  (cd deploy/composetest && go test -count=1 -timeout 75m -v ./...) || status=$?  # -v: the figures (build, up, sweep times)
+  compose_log=$(mktemp)
+  # Stopped early: interrupt the compose test too (go test hands SIGINT to
+  # the test binary, whose cleanups take the stack down).
+  trap 'if [ -n "$compose_pid" ] && kill -0 "$compose_pid" 2>/dev/null; then kill -INT "$compose_pid"; wait "$compose_pid" 2>/dev/null; fi; rm -f "$compose_log"; [ -z "${skiplog_tmp:-}" ] || rm -f "$skiplog"' EXIT
+  echo "== compose stack test (deploy/composetest), in the background: its output follows go test's"
+  (cd deploy/composetest && exec go test -count=1 -timeout 75m -v ./...) >"$compose_log" 2>&1 &
+  compose_pid=$!
+  compose_t0=$SECONDS
 else
   echo "compose stack test: skipped (no Docker engine)"
+fi
+
+echo "== go test"
+go_t0=$SECONDS
+go test -count=1 -timeout 50m "$@" ./... || status=$?
+echo "go test: $((SECONDS - go_t0)) s"
+
+if [ -n "$compose_pid" ]; then
+  cstatus=0
+  wait "$compose_pid" || cstatus=$?
+  echo
+  echo "== compose stack test (deploy/composetest): exit $cstatus after $((SECONDS - compose_t0)) s"
+  sed 's/^/composetest| /' "$compose_log"
+  [ "$cstatus" = 0 ] || status=$cstatus
 fi
 
 echo

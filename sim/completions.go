@@ -117,6 +117,8 @@ func (s *Server) planOutput(req *completionRequest, p promptInfo, chat bool, max
 type pacer struct {
 	s        *Server
 	ctx      context.Context
+	factor   float64 // wall seconds per model second for this request
+	warmup   bool    // served on the warmup clock (WarmupHeader)
 	timer    *time.Timer
 	n        uint64
 	arrival  time.Time
@@ -164,6 +166,17 @@ func (s *Server) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * s.factor)
 }
 
+// scaled converts a model duration to wall time on this request's clock.
+func (p *pacer) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * p.factor)
+}
+
+// isWarmup reports whether the client marked r as a warmup request.
+func isWarmup(r *http.Request) bool {
+	v := r.Header.Get(WarmupHeader)
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
 // first waits until the first token exists: FixedTTFT in fast mode;
 // otherwise the prefill queue, the prefill itself and (disaggregated) the
 // KV transfer.
@@ -172,11 +185,11 @@ func (p *pacer) first() error {
 	if s.fast {
 		s.metrics.running.Add(1)
 		p.running = true
-		p.next = p.arrival.Add(s.scaled(s.cfg.FixedTTFT))
+		p.next = p.arrival.Add(p.scaled(s.cfg.FixedTTFT))
 		return p.sleepUntil(p.next)
 	}
 	now := time.Now()
-	plan := s.eng.admit(now, p.isl, p.cached)
+	plan := s.eng.admit(now, p.isl, p.cached, p.factor)
 	if plan.start.After(now) {
 		s.metrics.queued.Add(1)
 		err := p.sleepUntil(plan.start)
@@ -205,9 +218,9 @@ func (p *pacer) nextStep() (int, error) {
 	now := time.Now()
 	var d time.Duration
 	if s.fast {
-		d = s.scaled(s.cfg.FixedITL)
+		d = p.scaled(s.cfg.FixedITL)
 	} else {
-		d = s.eng.wall(s.eng.stepSeconds(p.worker, now, h))
+		d = s.eng.wallAt(s.eng.stepSecondsAt(p.worker, now, h, p.factor), p.factor)
 	}
 	p.next = p.next.Add(d)
 	if lag := now.Sub(p.next); lag > maxCatchUp {
@@ -423,7 +436,11 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, chat b
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr *parsedRequest, plan outputPlan, chat bool, arrival time.Time) {
 	f := &s.cfg.Faults
 	n := rec.n
-	pc := &pacer{s: s, ctx: r.Context(), n: n, arrival: arrival, isl: pr.prompt.tokens, cached: rec.cached}
+	pc := &pacer{s: s, ctx: r.Context(), n: n, arrival: arrival, isl: pr.prompt.tokens, cached: rec.cached, factor: s.factor}
+	if isWarmup(r) {
+		pc.warmup, pc.factor = true, s.factor*s.cfg.WarmupTimeScale
+		s.metrics.warmups.Add(1)
+	}
 	defer pc.close()
 	total := len(plan.pieces)
 	// chunk after which a stall or mid-stream error happens: half-way
@@ -481,7 +498,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 			sentNs := time.Now().UnixNano()
 			rec.chunkNs = append(rec.chunkNs, sentNs)
 			rec.chunkTok = append(rec.chunkTok, int32(k))
-			s.noteLag(sentNs - pc.next.UnixNano())
+			if !pc.warmup {
+				// A compressed warmup may outrun the host; nothing measures it.
+				s.noteLag(sentNs - pc.next.UnixNano())
+			}
 			if chunk == 1 {
 				ttft = time.Since(arrival)
 			}
@@ -495,7 +515,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 		}
 		if chunk == faultAt {
 			if stall {
-				if err := pc.stall(s.scaled(f.StallFor)); err != nil {
+				if err := pc.stall(pc.scaled(f.StallFor)); err != nil {
 					ended(err)
 					return
 				}
@@ -541,7 +561,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 		rec.chunkTok = append(rec.chunkTok, int32(total))
 	}
 	s.metrics.finished.Add(1)
-	s.metrics.observeRequest(ttft, time.Since(arrival))
+	if !pc.warmup {
+		// The latency histograms hold requests on the server's clock only.
+		s.metrics.observeRequest(ttft, time.Since(arrival))
+	}
 }
 
 // midStreamError ends a 200 stream with an error payload and [DONE], as

@@ -200,7 +200,13 @@ func newEngine(m LatencyModel, d Deployment, al, factor float64, seed uint64) *e
 }
 
 func (e *engine) wall(modelSeconds float64) time.Duration {
-	return time.Duration(modelSeconds * e.factor * float64(time.Second))
+	return e.wallAt(modelSeconds, e.factor)
+}
+
+// wallAt converts model seconds at a request's own clock factor (the
+// server's, or the compressed one of a warmup request).
+func (e *engine) wallAt(modelSeconds, factor float64) time.Duration {
+	return time.Duration(modelSeconds * factor * float64(time.Second))
 }
 
 // prefillSeconds is the model time to prefill isl tokens of which cached are
@@ -228,8 +234,9 @@ type prefillPlan struct {
 }
 
 // admit queues a prefill on the server that frees up first (FIFO per server,
-// like a router that sends work to the least-loaded queue).
-func (e *engine) admit(now time.Time, isl, cached int) prefillPlan {
+// like a router that sends work to the least-loaded queue). factor is the
+// request's clock (wall seconds per model second).
+func (e *engine) admit(now time.Time, isl, cached int, factor float64) prefillPlan {
 	e.mu.Lock()
 	best := e.prefill[0]
 	for _, p := range e.prefill[1:] {
@@ -241,10 +248,10 @@ func (e *engine) admit(now time.Time, isl, cached int) prefillPlan {
 	if f := best.freeAt.Load(); f > now.UnixNano() {
 		start = time.Unix(0, f)
 	}
-	done := start.Add(e.wall(e.prefillSeconds(isl, cached, best.rate)))
+	done := start.Add(e.wallAt(e.prefillSeconds(isl, cached, best.rate), factor))
 	best.freeAt.Store(done.UnixNano())
 	e.mu.Unlock()
-	return prefillPlan{start: start, firstToken: done.Add(e.wall(e.transferSeconds(isl))), server: best}
+	return prefillPlan{start: start, firstToken: done.Add(e.wallAt(e.transferSeconds(isl), factor)), server: best}
 }
 
 // joinDecode places a request on a decode worker: its own worker when
@@ -275,6 +282,13 @@ func (w *decodeWorker) leave(ctx int) {
 //	step ×= 1 + spec×(AL−1);  step ×= 1 ± jitter
 //	aggregated and prefilling: step += min(prefill backlog, one chunk)
 func (e *engine) stepSeconds(w *decodeWorker, now time.Time, jitterHash uint64) float64 {
+	return e.stepSecondsAt(w, now, jitterHash, e.factor)
+}
+
+// stepSecondsAt is stepSeconds for a request on its own clock factor (a
+// warmup request's is compressed): the prefill backlog is wall time and is
+// read on that clock.
+func (e *engine) stepSecondsAt(w *decodeWorker, now time.Time, jitterHash uint64, factor float64) float64 {
 	batch := float64(w.batch.Load())
 	perRank := batch / w.ranks
 	if w.dpa {
@@ -288,7 +302,7 @@ func (e *engine) stepSeconds(w *decodeWorker, now time.Time, jitterHash uint64) 
 		var backlog float64
 		for _, p := range w.prefill {
 			if f := p.freeAt.Load() - now.UnixNano(); f > 0 {
-				backlog = math.Max(backlog, float64(f)/float64(time.Second)/e.factor)
+				backlog = math.Max(backlog, float64(f)/float64(time.Second)/factor)
 			}
 		}
 		s += math.Min(backlog, w.chunk)

@@ -27,6 +27,16 @@ const Fingerprint = "sweepflow-simulated"
 
 const simulatedHeader = "X-Sweepflow-Simulated"
 
+// WarmupHeader marks a warmup request (any value but "", "0" and "false"):
+// one a client excludes from every figure it reports, such as the per-lane
+// AgentX warmup calls and the warmup phase of sweepflow's load generator.
+// The simulator serves it on the warmup clock (Config.WarmupTimeScale).
+const WarmupHeader = "X-Sweepflow-Warmup"
+
+// DefaultWarmupTimeScale is the warmup clock unless Config says otherwise:
+// a warmup request runs 50 times faster than the server's clock.
+const DefaultWarmupTimeScale = 0.02
+
 // ErrDied is returned by ListenAndServe when the DieAfter fault fired.
 var ErrDied = errors.New("simulated engine died (fault injection: die after requests)")
 
@@ -71,6 +81,16 @@ type Config struct {
 	// TimeScale multiplies every simulated delay (0.01 makes a 60 s run take
 	// 0.6 s). Default 1.
 	TimeScale float64
+	// WarmupTimeScale further multiplies the delays of warmup requests
+	// (WarmupHeader): they run on a compressed clock, their prefill queue
+	// time and decode steps computed by the same model, then shortened.
+	// Nothing measures a warmup; what it leaves behind (the prefix cache,
+	// the request count) does not depend on time, so the requests measured
+	// after it see the same engine state and the same latency model. A client
+	// must not overlap warmup and measured requests (sweepflow's load
+	// generator waits for every warmup call first). Default
+	// DefaultWarmupTimeScale; 1 serves warmups on the server's clock.
+	WarmupTimeScale float64
 	// FixedTTFT/FixedITL switch to fixed-latency fast mode (no latency
 	// model): first token after FixedTTFT, then one chunk every FixedITL.
 	// Set FastMode to use fast mode with both at zero (as fast as possible).
@@ -139,6 +159,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
 	}
+	if cfg.WarmupTimeScale == 0 {
+		cfg.WarmupTimeScale = DefaultWarmupTimeScale
+	}
 	if cfg.Slowdown == 0 {
 		cfg.Slowdown = 1
 	}
@@ -175,6 +198,8 @@ func New(cfg Config) (*Server, error) {
 	switch {
 	case cfg.TimeScale < 0:
 		return nil, fmt.Errorf("sim: time scale must be > 0, got %g", cfg.TimeScale)
+	case cfg.WarmupTimeScale < 0 || cfg.WarmupTimeScale > 1:
+		return nil, fmt.Errorf("sim: warmup time scale must be in (0, 1], got %g", cfg.WarmupTimeScale)
 	case cfg.Slowdown < 0:
 		return nil, fmt.Errorf("sim: slowdown must be > 0, got %g", cfg.Slowdown)
 	case cfg.AcceptanceLength < 1:
@@ -232,6 +257,7 @@ func New(cfg Config) (*Server, error) {
 	s.log.Info("simulated engine configured",
 		zap.String("model", cfg.Model), zap.String("deployment", s.deploymentLabel()),
 		zap.Bool("fast_mode", s.fast), zap.Float64("time_scale", cfg.TimeScale),
+		zap.Float64("warmup_time_scale", cfg.WarmupTimeScale),
 		zap.Float64("acceptance_length", cfg.AcceptanceLength), zap.Float64("slowdown", cfg.Slowdown),
 		zap.Bool("gsm8k", s.gsm != nil))
 	return s, nil
@@ -386,6 +412,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request) {
 		"fixed_ttft_ms":     float64(s.cfg.FixedTTFT) / 1e6,
 		"fixed_itl_ms":      float64(s.cfg.FixedITL) / 1e6,
 		"time_scale":        s.cfg.TimeScale,
+		"warmup_time_scale": s.cfg.WarmupTimeScale,
 		"slowdown":          s.cfg.Slowdown,
 		"acceptance_length": s.cfg.AcceptanceLength,
 		"gsm8k":             s.gsm != nil,

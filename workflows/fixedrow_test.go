@@ -20,19 +20,19 @@ import (
 // fixedRowPoints are the points of one fixed-seq-len row: one deployment
 // (same row, recipe, image, model, launcher, backend), several
 // concurrencies, and one InferenceX exp-name for all of them.
-func fixedRowPoints(sweepID string, concs []int, nodes int) []activities.PointSpec {
+func fixedRowPoints(sweepID string, concs []int, nodes int) []point.Spec {
 	dep := point.Deployment{
 		Row:       `{"config-key":"dsr1-fp4-gb200-dynamo-trt","isl":8192,"osl":1024,"prefill":{"num-worker":1,"tp":4,"ep":4,"dp-attn":true},"decode":{"num-worker":4,"tp":8,"ep":8,"dp-attn":false}}`,
 		RecipeRef: "recipes/trtllm/gb200-fp4/8k1k/stp/ctx1_gen4_tep8_batch16_eplb0_mtp0.yaml", Recipe: []byte("name: ctx1_gen4\n"),
 		Image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1", Model: "nvidia/DeepSeek-R1-0528-NVFP4-v2",
 		Launcher: "local+local/sweepflow-launch/1", Backend: "local",
 	}
-	var out []activities.PointSpec
+	var out []point.Spec
 	for _, c := range concs {
 		id := point.New(dep, c)
-		out = append(out, activities.PointSpec{
+		out = append(out, point.Spec{
 			SweepID: sweepID, PointID: point.ID("dsr1_8k1k", id), ExpName: "dsr1_8k1k", ConfigKey: "dsr1-fp4-gb200-dynamo-trt",
-			Topology: "1P4D DEP4/TEP8", Deployment: "1P4D DEP4/TEP8", Conc: c, Nodes: nodes, GPUs: 36, PrefillGPUs: 4, DecodeGPUs: 32,
+			Topology: "1P4D DEP4/TEP8", Layout: "1P4D DEP4/TEP8", Conc: c, Nodes: nodes, GPUs: 36, PrefillGPUs: 4, DecodeGPUs: 32,
 			Identity: id.String(), ISL: 8192, OSL: 1024,
 		})
 	}
@@ -64,7 +64,7 @@ type rowRecorder struct {
 func (r *rowRecorder) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(_ context.Context, p activities.PointSpec) (activities.Allocation, error) {
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(_ context.Context, p point.Spec) (activities.Allocation, error) {
 		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, nil
 	})
 	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {

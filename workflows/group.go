@@ -13,12 +13,6 @@ import (
 	"github.com/sweepflow/sweepflow/point"
 )
 
-// changeSharedBringUp versions the sweep's scheduling by deployment (issue
-// 12 item 5): points that share a deployment run under one
-// DeploymentWorkflow on one allocation and one server. Sweeps recorded
-// before it start one PointWorkflow per point.
-const changeSharedBringUp = "shared-bringup-per-deployment"
-
 // Signals between a DeploymentWorkflow and its points.
 const (
 	// SignalPerfDone: a point whose eval waits for the group's eval phase
@@ -69,20 +63,25 @@ type EvalTurn struct {
 
 // DeploymentInput starts the points of one deployment.
 type DeploymentInput struct {
-	SweepID    string                 `json:"sweep_id"`
-	Deployment string                 `json:"deployment"`
-	Points     []activities.PointSpec `json:"points"`
-	TaskQueue  string                 `json:"task_queue"`
-	Tuning     Tuning                 `json:"tuning"`
-	ReuseFrom  []string               `json:"reuse_from,omitempty"`
-	Force      []string               `json:"force,omitempty"`
+	SweepID string `json:"sweep_id"`
+	// Key is the points' DeploymentKey.
+	Key       string       `json:"deployment"`
+	Points    []point.Spec `json:"points"`
+	TaskQueue string       `json:"task_queue"`
+	Tuning    Tuning       `json:"tuning"`
+	ReuseFrom []string     `json:"reuse_from,omitempty"`
+	Force     []string     `json:"force,omitempty"`
 }
 
-// DeploymentKey is the deployment a point belongs to: the deployment hash of
-// its identity, or its own ID when it has no identity (then it is alone).
-func DeploymentKey(p activities.PointSpec) string {
-	if id, err := point.Parse(p.Identity); err == nil && id.Deployment != "" {
-		return id.Deployment
+// DeploymentKey is the deployment a point belongs to: its deployment hash,
+// or its own ID when it has none (then it is alone). Specs recorded before
+// they carried the hash have it only inside their identity.
+func DeploymentKey(p point.Spec) string {
+	if p.DeploymentHash != "" {
+		return p.DeploymentHash
+	}
+	if id, err := point.Parse(p.Identity); err == nil && id.DeploymentHash != "" {
+		return id.DeploymentHash
 	}
 	return "point:" + p.PointID
 }
@@ -96,9 +95,9 @@ func DeploymentWorkflowID(sweepID, deployment string) string {
 // PerfOrder is the order a deployment's points use the server: points
 // without an eval first, then those with one, each in plan order. So every
 // perf run comes before the one eval-mode restart.
-func PerfOrder(pts []activities.PointSpec) []activities.PointSpec {
+func PerfOrder(pts []point.Spec) []point.Spec {
 	out := slices.Clone(pts)
-	slices.SortStableFunc(out, func(a, b activities.PointSpec) int {
+	slices.SortStableFunc(out, func(a, b point.Spec) int {
 		switch {
 		case a.Eval == b.Eval:
 			return 0
@@ -132,7 +131,7 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		deferred []deferredEval
 	)
 	perfDone := workflow.GetSignalChannel(ctx, SignalPerfDone)
-	settle := func(p activities.PointSpec, fut workflow.ChildWorkflowFuture) {
+	settle := func(p point.Spec, fut workflow.ChildWorkflowFuture) {
 		out, st := childOutcome(ctx, p, PointWorkflowID(in.SweepID, p.PointID), fut)
 		outcomes[p.PointID] = out
 		lease = nil
@@ -150,7 +149,7 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		later := i < len(order)-1 || len(deferred) > 0 || deferEval
 		role := &GroupRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
 		lease = nil
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Deployment, i+1, len(order), p.Topology, p.Conc))
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Key, i+1, len(order), p.Topology, p.Conc))
 		fut := startPoint(ctx, in.SweepID, p, PointInput{Point: p, TaskQueue: in.TaskQueue, Tuning: in.Tuning,
 			ReuseFrom: in.ReuseFrom, Force: in.Force, Group: role})
 		if !deferEval {
@@ -165,10 +164,8 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 			var h PerfDone
 			c.Receive(ctx, &h)
 			if h.PointID != p.PointID {
-				if dropStalePerfDone(ctx, in, h) {
-					return // p still runs on the server: keep waiting for its own
-				}
-				workflow.GetLogger(ctx).Warn("perf-done from an unexpected point", "want", p.PointID, "got", h.PointID)
+				dropStalePerfDone(ctx, in, h)
+				return // p still runs on the server: keep waiting for its own
 			}
 			lease, handed = h.Lease, true
 		})
@@ -215,36 +212,25 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 	return out, nil
 }
 
-// changeStalePerfDone versions how a group treats a perf-done signal of
-// another point than the one it waits for: groups recorded before it took
-// it as the awaited point's, so the next point could start on a server
-// still in use.
-const changeStalePerfDone = "group-stale-perf-done"
-
 // dropStalePerfDone handles a perf-done the group was not waiting for: it
 // comes from a point that finished before the group took its signal (its
 // completion was ready at the same time), so nobody holds what it handed
 // over, which is torn down (teardown is idempotent: a point that went on
-// alone after a failed signal tore it down itself). Groups recorded before
-// changeStalePerfDone report false: they took the signal as it came.
-func dropStalePerfDone(ctx workflow.Context, in DeploymentInput, h PerfDone) bool {
-	if workflow.GetVersion(ctx, changeStalePerfDone, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return false
-	}
+// alone after a failed signal tore it down itself).
+func dropStalePerfDone(ctx workflow.Context, in DeploymentInput, h PerfDone) {
 	workflow.GetLogger(ctx).Warn("dropping a perf-done of a point that already finished", "point", h.PointID)
 	if h.Lease != nil {
 		teardownLease(ctx, in.TaskQueue, in.Tuning, in.Points[0], h.Lease)
 	}
-	return true
 }
 
 type deferredEval struct {
-	p   activities.PointSpec
+	p   point.Spec
 	fut workflow.ChildWorkflowFuture
 }
 
 // teardownLease releases an allocation no point holds any more.
-func teardownLease(ctx workflow.Context, queue string, t Tuning, p activities.PointSpec, l *Lease) {
+func teardownLease(ctx workflow.Context, queue string, t Tuning, p point.Spec, l *Lease) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(activities.StageTeardown, queue, t))
@@ -259,7 +245,7 @@ func teardownLease(ctx workflow.Context, queue string, t Tuning, p activities.Po
 // has run stageAttrDelay.
 const stageStarting = "starting"
 
-func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in PointInput) workflow.ChildWorkflowFuture {
+func startPoint(ctx workflow.Context, sweepID string, p point.Spec, in PointInput) workflow.ChildWorkflowFuture {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            PointWorkflowID(sweepID, p.PointID),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
@@ -274,18 +260,15 @@ func startPoint(ctx workflow.Context, sweepID string, p activities.PointSpec, in
 			// Running from its start: the point then writes no attribute
 			// until its status changes or a stage runs 2 s (a visibility
 			// write saved per point; PointWorkflow reads what it started
-			// with). Older parents started points as pending.
+			// with).
 			SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(StatusRunning)),
 	})
-	// A child's input is not compared on replay (its own history holds
-	// it), so the revision needs no GetVersion here either.
-	in.Rev = pointRev
 	return workflow.ExecuteChildWorkflow(cctx, PointWorkflow, in)
 }
 
 // childOutcome waits for a point's child workflow and turns its result into
 // the outcome the sweep reports; st is the point's final state when known.
-func childOutcome(ctx workflow.Context, p activities.PointSpec, wid string, f workflow.Future) (PointOutcome, *PointState) {
+func childOutcome(ctx workflow.Context, p point.Spec, wid string, f workflow.Future) (PointOutcome, *PointState) {
 	var st PointState
 	err := f.Get(ctx, &st)
 	out := PointOutcome{PointID: p.PointID, WorkflowID: wid, Status: st.Status}

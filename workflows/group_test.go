@@ -59,7 +59,7 @@ func tput(conc int) float64 { return 1000 + float64(conc) }
 func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p point.Spec) (activities.Allocation, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.jobs++
@@ -129,23 +129,23 @@ func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
 
 // seedGroupPoints is the seed sweep as the planner gives it: six
 // deployments, the 2P1D one with three concurrencies (eval at c1280).
-func seedGroupPoints() []activities.PointSpec {
+func seedGroupPoints() []point.Spec {
 	type pt struct {
 		dep   string
 		nodes int
 		conc  int
 		eval  bool
 	}
-	var out []activities.PointSpec
+	var out []point.Spec
 	for _, x := range []pt{{"agg1", 2, 1, false}, {"agg4", 2, 4, false}, {"dep8a", 6, 64, true}, {"dep8b", 6, 128, true},
 		{"dep16", 12, 256, true}, {"twop1d", 16, 768, false}, {"twop1d", 16, 1024, false}, {"twop1d", 16, 1280, true}} {
-		out = append(out, activities.PointSpec{PointID: fmt.Sprintf("%s_c%d", x.dep, x.conc), ConfigKey: "k", Topology: x.dep,
+		out = append(out, point.Spec{PointID: fmt.Sprintf("%s_c%d", x.dep, x.conc), ConfigKey: "k", Topology: x.dep,
 			Conc: x.conc, Nodes: x.nodes, Eval: x.eval, SyntheticAL: 3.77, Identity: fmt.Sprintf("%s-c%d", x.dep, x.conc)})
 	}
 	return out
 }
 
-func runGroupSweep(t *testing.T, f *groupFake, pts []activities.PointSpec) *SweepProgress {
+func runGroupSweep(t *testing.T, f *groupFake, pts []point.Spec) *SweepProgress {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SweepWorkflow)
@@ -223,9 +223,9 @@ func TestSweepSharesOneBringUpPerDeployment(t *testing.T) {
 func TestDeploymentDefersEvalsUntilEveryPerfRan(t *testing.T) {
 	// Two evals in one deployment: both run after all three perf runs, on
 	// one eval-mode restart.
-	pts := []activities.PointSpec{}
+	pts := []point.Spec{}
 	for i, c := range []int{8, 16, 32} {
-		pts = append(pts, activities.PointSpec{PointID: fmt.Sprintf("p_c%d", c), ConfigKey: "k", Conc: c, Nodes: 6,
+		pts = append(pts, point.Spec{PointID: fmt.Sprintf("p_c%d", c), ConfigKey: "k", Conc: c, Nodes: 6,
 			Eval: i != 1, SyntheticAL: 3.77, Identity: fmt.Sprintf("dep-c%d", c)})
 	}
 	f := newGroupFake()
@@ -272,24 +272,6 @@ func TestDeploymentRecoversFromADeadServerOrLostNodes(t *testing.T) {
 	}
 }
 
-func TestSweepBeforeSharedBringUpStartsOnePointWorkflowEach(t *testing.T) {
-	// A sweep history from before changeSharedBringUp replays with one
-	// allocation per point: the version gate keeps the old command sequence.
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(SweepWorkflow)
-	env.RegisterWorkflow(PointWorkflow)
-	env.RegisterWorkflow(DeploymentWorkflow)
-	f := newGroupFake()
-	f.register(env)
-	env.OnGetVersion(changeSharedBringUp, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	env.ExecuteWorkflow(SweepWorkflow, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: seedGroupPoints()[5:], Tuning: fastTuning})
-	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, 3, f.calls["allocate"])
-	require.Equal(t, 3, f.calls["bringup:perf"])
-	require.Equal(t, 0, f.calls["probe"])
-}
-
 func indexOf(xs []string, x string) int {
 	for i, v := range xs {
 		if v == x {
@@ -316,11 +298,11 @@ func stagesOf(pr *SweepProgress, id string) []string {
 // without a perf figure, and share a deployment's server without an
 // eval-mode restart; a perf deployment next to them runs as before.
 func TestEvalOnlyPointsSkipPerf(t *testing.T) {
-	evalOnly := func(id, identity string, conc int) activities.PointSpec {
-		return activities.PointSpec{PointID: id, ConfigKey: "k", Conc: conc, Nodes: 6, Eval: true, Identity: identity,
+	evalOnly := func(id, identity string, conc int) point.Spec {
+		return point.Spec{PointID: id, ConfigKey: "k", Conc: conc, Nodes: 6, Eval: true, Identity: identity,
 			Profile: point.Profile{Eval: true, EvalOnly: true}}
 	}
-	pts := []activities.PointSpec{
+	pts := []point.Spec{
 		{PointID: "perf_c64", ConfigKey: "k", Conc: 64, Nodes: 6, Eval: true, SyntheticAL: 3.77, Identity: "perf-c64", Profile: point.Profile{Eval: true}},
 		evalOnly("eo_c64", "eo-c64", 64),
 		evalOnly("eo2_c16", "eo2-c16", 16),
@@ -413,11 +395,11 @@ func TestDeploymentDropsAStalePerfDone(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalPerfDone, PerfDone{PointID: "p_a", Lease: lease("job-a", "p_a")})
 	}, time.Minute)
-	var pts []activities.PointSpec
+	var pts []point.Spec
 	for _, id := range []string{"p_a", "p_b", "p_c"} {
-		pts = append(pts, activities.PointSpec{PointID: id, ConfigKey: "k", Conc: 8, Nodes: 6, Eval: true, Identity: "dep-" + id})
+		pts = append(pts, point.Spec{PointID: id, ConfigKey: "k", Conc: 8, Nodes: 6, Eval: true, Identity: "dep-" + id})
 	}
-	env.ExecuteWorkflow(DeploymentWorkflow, DeploymentInput{SweepID: "s", Deployment: "dep", Points: pts, TaskQueue: "q", Tuning: fastTuning})
+	env.ExecuteWorkflow(DeploymentWorkflow, DeploymentInput{SweepID: "s", Key: "dep", Points: pts, TaskQueue: "q", Tuning: fastTuning})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	require.GreaterOrEqual(t, starts["p_c"].at, 10*time.Minute, "p_c started while p_b still ran perf on the server")

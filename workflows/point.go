@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // Names of the point workflow's message handlers.
@@ -29,23 +30,11 @@ const (
 	ActionHold  = "hold"
 )
 
-// changeReleaseWhileWaiting versions the node release at the operator gate
-// (issue 11): a point that waits longer than Tuning.NodeHold tears its
-// allocation down, and a retry re-allocates. Histories recorded before it
-// wait on one timer and keep their nodes.
-const changeReleaseWhileWaiting = "release-nodes-while-waiting"
-
-// changeStageAttrDelay versions the cheaper Stage search attribute: a stage
-// enters the Stage attribute once it has run stageAttrDelay, and a status
-// change (running, awaiting-operator, the final one) is written at once.
-// Every upsert rewrites the execution's visibility row with all its
-// indexes, which made per-stage upserts the largest orchestration cost
-// (README, Orchestration performance). Histories recorded before it upsert
-// at every stage start.
-const changeStageAttrDelay = "stage-attribute-after-delay"
-
-// stageAttrDelay: shorter stages never cost a visibility write; an operator
-// filtering on Stage sees a long stage 2 s after it started.
+// stageAttrDelay: a stage enters the Stage search attribute once it has run
+// this long, while a status change (running, awaiting-operator, the final
+// one) is written at once. Every upsert rewrites the execution's visibility
+// row with all its indexes, so shorter stages never cost a visibility write;
+// an operator filtering on Stage sees a long stage 2 s after it started.
 const stageAttrDelay = 2 * time.Second
 
 // ErrAllocationReleased is the error type a stage returns when the operator
@@ -57,14 +46,14 @@ const ErrAllocationReleased = "AllocationReleased"
 const ErrPointAborted = "PointAborted"
 
 // ErrPointUnrecorded is the application error type of a point that ran but
-// whose final status the ledger could not record (revision 6).
+// whose final status the ledger could not record.
 const ErrPointUnrecorded = "PointUnrecorded"
 
 // PointInput starts one point workflow.
 type PointInput struct {
-	Point     activities.PointSpec `json:"point"`
-	TaskQueue string               `json:"task_queue"` // the cluster's activity queue
-	Tuning    Tuning               `json:"tuning"`
+	Point     point.Spec `json:"point"`
+	TaskQueue string     `json:"task_queue"` // the cluster's activity queue
+	Tuning    Tuning     `json:"tuning"`
 	// ReuseFrom lists sweeps whose durable stage outputs may stand in for this
 	// point's when identity and measurement profile match (rerun, --reuse-from).
 	ReuseFrom []string `json:"reuse_from,omitempty"`
@@ -73,29 +62,7 @@ type PointInput struct {
 	// Group is set when the point shares its deployment's allocation and
 	// server with other points (DeploymentWorkflow).
 	Group *GroupRole `json:"group,omitempty"`
-	// Rev is the point workflow revision its parent started it for, so
-	// that behaviour fixed at the start needs no GetVersion call: each
-	// first GetVersion of a run records a marker and upserts the
-	// TemporalChangeVersion search attribute, a visibility write per point.
-	// Rev 0 (inputs of older parents) decides by GetVersion, as recorded.
-	Rev int `json:"rev,omitempty"`
 }
-
-// pointRev is the revision startPoint gives new points. From 1 on the
-// point runs changeStageAttrDelay's new behaviour without asking; from 2
-// one watcher times the Stage attribute for the whole point (watchStages)
-// instead of a timer per stage: a point of quick stages records 2 timer
-// events instead of 2 a stage, and the server stores and fires 1 timer
-// task instead of 7. From 3 the point tears its allocation down before
-// the upload (which needs no node), so a slow or failing upload holds no
-// GPUs; earlier revisions upload first, as recorded. From 4 a stage whose
-// retries ended in a heartbeat timeout (its worker, or the server, was out
-// of reach) retries by itself after a pause before it asks an operator
-// (infraRetry). From 6 the perf and upload inputs say when an operator
-// skipped the warmup (PointSpec.WarmupSkipped), so the stored figures'
-// profile records it, and a ledger record out of retries is retried after
-// pauses and then fails the point (ErrPointUnrecorded).
-const pointRev = 6
 
 // Decision is the argument of the decide update.
 type Decision struct {
@@ -143,8 +110,8 @@ type PointState struct {
 	// point that ran to its end incomplete.
 	Skipped []string `json:"skipped,omitempty"`
 	Missing []string `json:"missing,omitempty"`
-	// RecordError says why the ledger could not record the final status
-	// (revision 6): it then still shows an older one.
+	// RecordError says why the ledger could not record the final status:
+	// it then still shows an older one.
 	RecordError string `json:"record_error,omitempty"`
 	// NodesHeld is how many nodes the point holds right now: 0 before
 	// allocation, after teardown, and while it waits for an operator past
@@ -171,21 +138,15 @@ type pointRun struct {
 	// alloc is the current allocation while allocated is true.
 	alloc     activities.Allocation
 	allocated bool
-	// gateVersion is the changeReleaseWhileWaiting version, known once the
-	// point reached an operator gate.
-	gateVersion workflow.Version
 	// endpoint is the server running on the allocation (group points).
 	endpoint *activities.Endpoint
 	// handBack: on success the allocation goes to the next point of the
 	// group; evalTurnDone: a deferred eval got its turn.
 	handBack     bool
 	evalTurnDone bool
-	// stageAttr is the changeStageAttrDelay version (known after the first
-	// stage); publishedStatus is the PointStatus last written.
-	stageAttr       workflow.Version
-	stageAttrKnown  bool
+	// publishedStatus is the PointStatus last written.
 	publishedStatus string
-	// The running stage for watchStages (Rev 2): stageSeq counts stage
+	// The running stage for watchStages: stageSeq counts stage
 	// rounds, stageSince is when the current one started, publishedSeq the
 	// round whose name the Stage attribute holds.
 	stageRunning bool
@@ -210,9 +171,7 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 		return nil, err
 	}
 	wctx, stopWatch := workflow.WithCancel(ctx)
-	if in.Rev >= 2 {
-		workflow.Go(wctx, r.watchStages)
-	}
+	workflow.Go(wctx, r.watchStages)
 	err := r.run(ctx)
 	// Cancelled here, the watcher's pending timer goes in the same
 	// workflow task as the ledger record, not one of its own.
@@ -353,8 +312,8 @@ func (r *pointRun) run(ctx workflow.Context) error {
 		r.state.Handoff = r.lease()
 		r.allocated, r.endpoint, r.state.NodesHeld = false, nil, 0
 	}
-	if r.in.Rev >= 3 && r.allocated {
-		r.teardown(ctx)
+	if r.allocated {
+		r.teardown(ctx) // the upload needs no node: a slow one holds no GPUs
 	}
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
@@ -465,16 +424,15 @@ func (r *pointRun) needNodes(needPerf, needEval bool) bool {
 }
 
 // warmupSkipped: an operator skipped this point's warmup, so its perf
-// figures come from a cold server and are stored as such (revision 6 on).
+// figures come from a cold server and are stored as such.
 func (r *pointRun) warmupSkipped() bool {
-	return r.in.Rev >= 6 && slices.Contains(r.state.Skipped, activities.StageWarmup)
+	return slices.Contains(r.state.Skipped, activities.StageWarmup)
 }
 
 // skippedBefore: the operator skipped this stage earlier in the point, so a
-// re-allocation does not run it again. Points that never reached a versioned
-// gate keep the old behaviour.
+// re-allocation does not run it again.
 func (r *pointRun) skippedBefore(stage string) bool {
-	return r.gateVersion >= 1 && slices.Contains(r.state.Skipped, stage)
+	return slices.Contains(r.state.Skipped, stage)
 }
 
 // nodeStage: the stage runs on the allocation (upload does not).
@@ -528,30 +486,12 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		// Skipped on an earlier allocation (warmup before a re-allocation).
 		return true, nil
 	}
-	actx := workflow.WithActivityOptions(ctx, ActivityOptions(name, r.in.TaskQueue, r.in.Tuning))
 	r.state.Stages = append(r.state.Stages, StageRun{Stage: name, Outcome: "running", Started: workflow.Now(ctx), Rounds: 1})
 	idx := len(r.state.Stages) - 1
 	run := &r.state.Stages[idx]
 	r.state.Stage = name
-	if !r.stageAttrKnown {
-		r.stageAttr, r.stageAttrKnown = 1, true
-		if r.in.Rev < 1 {
-			r.stageAttr = workflow.GetVersion(ctx, changeStageAttrDelay, workflow.DefaultVersion, 1)
-		}
-	}
-	if r.stageAttr == workflow.DefaultVersion {
-		r.publish(ctx)
-	}
 	for {
-		var err error
-		switch {
-		case r.stageAttr == workflow.DefaultVersion:
-			err = fn(actx)
-		case r.in.Rev >= 2:
-			err = r.runWatchedStage(ctx, name, fn)
-		default:
-			err = r.runStage(ctx, name, fn)
-		}
+		err := r.runWatchedStage(ctx, name, fn)
 		if err == nil {
 			run.Outcome, run.Ended = "ok", workflow.Now(ctx)
 			return false, nil
@@ -644,7 +584,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 const autoRetries = 3
 
 // infraRetry decides whether a stage out of retries tries again by itself
-// (revision 4): its last attempt timed out on heartbeats, so no worker or
+// (rather than asking an operator): its last attempt timed out on heartbeats, so no worker or
 // no server was reachable for the heartbeat timeout (a killed worker, a cut
 // network, a server restart or a host too loaded to answer in time), which
 // says nothing about the engine. The pause (10 retry intervals, doubling)
@@ -653,7 +593,7 @@ const autoRetries = 3
 // hold. Any other error, or a fourth heartbeat timeout, goes to the operator.
 func (r *pointRun) infraRetry(run *StageRun, err error) (time.Duration, bool) {
 	var to *temporal.TimeoutError
-	if r.in.Rev < 4 || run.AutoRetries >= autoRetries || !errors.As(err, &to) ||
+	if run.AutoRetries >= autoRetries || !errors.As(err, &to) ||
 		to.TimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
 		return 0, false
 	}
@@ -668,10 +608,6 @@ func (r *pointRun) infraRetry(run *StageRun, err error) (time.Duration, bool) {
 func (r *pointRun) awaitOperator(ctx workflow.Context) (bool, error) {
 	decided := func() bool { return r.decision != nil }
 	timeout := r.in.Tuning.operatorTimeout()
-	r.gateVersion = workflow.GetVersion(ctx, changeReleaseWhileWaiting, workflow.DefaultVersion, 1)
-	if r.gateVersion == workflow.DefaultVersion {
-		return workflow.AwaitWithTimeout(ctx, timeout, decided)
-	}
 	hold := r.in.Tuning.nodeHold()
 	if !r.allocated || hold < 0 || hold >= timeout || r.state.Hold {
 		return workflow.AwaitWithTimeout(ctx, timeout, decided)
@@ -753,10 +689,10 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 			Error: s.Error, Started: s.Started, Ended: s.Ended})
 	}
 	lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
-	// Revision 6: a record out of retries tries again after a pause (the
+	// A record out of retries tries again after a pause (the
 	// database may be restarting), then the failure is the point's: the
 	// ledger would otherwise keep a stale status without anyone knowing.
-	for round := 0; lerr != nil && r.in.Rev >= 6 && round < autoRetries && !isNonRetryable(lerr); round++ {
+	for round := 0; lerr != nil && round < autoRetries && !isNonRetryable(lerr); round++ {
 		workflow.GetLogger(ctx).Warn("recording point status failed, retrying after a pause", "point", r.in.Point.PointID, "error", lerr)
 		if serr := workflow.Sleep(dctx, 10*r.in.Tuning.retryInterval()<<round); serr != nil {
 			break
@@ -766,10 +702,8 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 	}
 	if lerr != nil {
 		workflow.GetLogger(ctx).Error("recording point status failed", "point", r.in.Point.PointID, "error", lerr)
-		if r.in.Rev >= 6 {
-			r.state.RecordError = RootMessage(lerr)
-			r.publish(dctx)
-		}
+		r.state.RecordError = RootMessage(lerr)
+		r.publish(dctx)
 	}
 }
 
@@ -797,37 +731,9 @@ func (r *pointRun) missing() []string {
 	return out
 }
 
-// runStage runs one attempt round of a stage. A status change is published
-// at once; the stage name only when the stage is still running after
-// stageAttrDelay (a timer raced against the stage, cancelled when the stage
-// ends first). The Web UI's current details always show the stage.
-func (r *pointRun) runStage(ctx workflow.Context, name string, fn func(workflow.Context) error) error {
-	r.showRound(ctx)
-	done, settle := workflow.NewFuture(ctx)
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		// Blocking calls need this coroutine's own context.
-		settle.Set(nil, fn(workflow.WithActivityOptions(gctx, ActivityOptions(name, r.in.TaskQueue, r.in.Tuning))))
-	})
-	tctx, cancelTimer := workflow.WithCancel(ctx)
-	defer cancelTimer()
-	timer := workflow.NewTimer(tctx, stageAttrDelay)
-	finished := false
-	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(done, func(workflow.Future) { finished = true })
-	sel.AddFuture(timer, func(f workflow.Future) {
-		if f.Get(ctx, nil) == nil && r.state.Stage == name {
-			r.publish(ctx)
-		}
-	})
-	sel.Select(ctx)
-	if !finished {
-		sel.Select(ctx)
-	}
-	return done.Get(ctx, nil) // the deferred cancel stops a timer still pending
-}
-
-// runWatchedStage runs one attempt round of a stage as runStage does, but
-// leaves the delayed Stage write to watchStages (Rev 2): no timer of its own.
+// runWatchedStage runs one attempt round of a stage. A status change is
+// published at once; the stage name is left to watchStages, which writes it
+// when the round still runs after stageAttrDelay: no timer of its own.
 func (r *pointRun) runWatchedStage(ctx workflow.Context, name string, fn func(workflow.Context) error) error {
 	r.stageSeq++
 	r.stageSince, r.stageRunning = workflow.Now(ctx), true

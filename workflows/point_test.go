@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // fakeStages is a stateful stand-in for the cluster activities: each stage
@@ -89,7 +90,7 @@ func (f *fakeStages) count(stage string) int {
 func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageAllocate)).Return(func(ctx context.Context, p activities.PointSpec) (activities.Allocation, error) {
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageAllocate)).Return(func(ctx context.Context, p point.Spec) (activities.Allocation, error) {
 		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, f.hit(ctx, activities.StageAllocate)
 	})
 	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageCheckpoint)).Return(func(ctx context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
@@ -137,8 +138,8 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 // stageRecord keys planted RecordPoint failures in fakeStages.failures.
 const stageRecord = "record"
 
-func testPoint(eval bool) activities.PointSpec {
-	return activities.PointSpec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
+func testPoint(eval bool) point.Spec {
+	return point.Spec{SweepID: "s1", PointID: "dsv4_p2x16ep16dpa_d1x32ep32dpa_conc768", ConfigKey: "k", Topology: "2P1D DEP16/DEP32",
 		Conc: 768, Nodes: 16, GPUs: 64, Identity: "dep-c768", Eval: eval, SyntheticAL: 3.77}
 }
 
@@ -350,10 +351,9 @@ func TestPointWorkflow(t *testing.T) {
 
 // TestPointWarmupSkippedIsRecorded: figures measured after an operator
 // skipped the warmup reach perf and the upload marked as such (their
-// profile then says "warmup: skipped", see activities.TestReuseHonoursHowThePointEnded);
-// a point of an older revision runs as recorded.
+// profile then says "warmup: skipped", see activities.TestReuseHonoursHowThePointEnded).
 func TestPointWarmupSkippedIsRecorded(t *testing.T) {
-	for _, rev := range []int{6, 4} {
+	{
 		f := newFake()
 		f.failures[activities.StageWarmup] = -1
 		env := pointEnv(t, f)
@@ -362,18 +362,18 @@ func TestPointWarmupSkippedIsRecorded(t *testing.T) {
 				OnReject: func(err error) { t.Errorf("decision rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
 			}, Decision{Action: ActionSkip})
 		}, time.Minute)
-		env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: rev})
+		env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning})
 		require.True(t, env.IsWorkflowCompleted())
 		require.NoError(t, env.GetWorkflowError())
 		require.Len(t, f.perfIns, 1)
 		require.Len(t, f.uploads, 1)
-		require.Equal(t, rev >= 6, f.perfIns[0].Point.WarmupSkipped, "rev %d perf input", rev)
-		require.Equal(t, rev >= 6, f.uploads[0].Point.WarmupSkipped, "rev %d upload input", rev)
+		require.True(t, f.perfIns[0].Point.WarmupSkipped, "perf input")
+		require.True(t, f.uploads[0].Point.WarmupSkipped, "upload input")
 	}
 	// A point whose warmup ran is measured warm.
 	f := newFake()
 	env := pointEnv(t, f)
-	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: pointRev})
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, f.perfIns, 1)
 	require.False(t, f.perfIns[0].Point.WarmupSkipped)
@@ -382,27 +382,24 @@ func TestPointWarmupSkippedIsRecorded(t *testing.T) {
 
 // TestPointRecordFailureIsVisible: a ledger record out of retries is tried
 // again after pauses; if it still fails, the point fails with why (the
-// ledger would show a stale status), and its state says so. Revision 4
-// points only log it, as recorded.
+// ledger would show a stale status), and its state says so.
 func TestPointRecordFailureIsVisible(t *testing.T) {
 	const attempts = 10 // the ledger pseudo-stage's retry budget
 	cases := []struct {
 		name     string
-		rev      int
 		failures int
 		wantErr  bool
 		wantRecs int
 	}{
-		{"recovers in the second pause", 6, attempts + 2, false, attempts + 3},
-		{"never recovers: the point fails", 6, -1, true, attempts * (1 + autoRetries)},
-		{"revision 4 only logs", 4, -1, false, attempts},
+		{"recovers in the second pause", attempts + 2, false, attempts + 3},
+		{"never recovers: the point fails", -1, true, attempts * (1 + autoRetries)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
 			f.failures[stageRecord] = tc.failures
 			env := pointEnv(t, f)
-			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning, Rev: tc.rev})
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning})
 			require.True(t, env.IsWorkflowCompleted())
 			require.Equal(t, tc.wantRecs, f.count("record:"+StatusCompleted))
 			err := env.GetWorkflowError()

@@ -14,12 +14,13 @@ import (
 )
 
 // TestReplayRecordedHistories replays histories recorded on the real dev
-// server (happy point, operator retry, abort, ledger reuse, noop points of
-// revisions 2 and 3, a revision-6 vLLM point with eval on the emulated
-// Slurm partition, a whole sweep; package nightly replays its own).
-// A change to the workflows that would break running sweeps fails here.
-// Re-record with SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run TestIntegrationOperatorGateAndRerun
-// only for intended, versioned changes.
+// server by the end-to-end tests (e2e) (happy point, operator retry,
+// abort, ledger reuse, a vLLM point with eval on the emulated Slurm
+// partition, a whole sweep with the operator gate; package nightly replays
+// its own). A change to the workflows that would break running sweeps fails
+// here. Re-record (SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run
+// 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep') only for
+// changes made under the revision rule in the package comment.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)

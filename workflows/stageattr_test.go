@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestStageAttributeAfterDelay: the Stage search attribute is written for
@@ -57,12 +58,12 @@ func TestSweepProgressAttributeThrottled(t *testing.T) {
 			}
 		}).Return(nil)
 	}
-	var pts []activities.PointSpec
+	var pts []point.Spec
 	for i := range 40 {
-		pts = append(pts, activities.PointSpec{PointID: fmt.Sprintf("p%02d", i), ConfigKey: "k", Nodes: 2, Conc: i + 1, Topology: "t"})
+		pts = append(pts, point.Spec{PointID: fmt.Sprintf("p%02d", i), ConfigKey: "k", Nodes: 2, Conc: i + 1, Topology: "t"})
 	}
 	runSweep(t, SweepInput{SweepID: "s", Points: pts, NodeBudget: 18, TaskQueue: "q"},
-		func(activities.PointSpec) time.Duration { return time.Second }, listen)
+		func(point.Spec) time.Duration { return time.Second }, listen)
 	// 40 one-second points, 9 at a time: about 5 s of sweep.
 	require.NotEmpty(t, progress)
 	assert.Equal(t, "0/40 done", progress[0])
@@ -102,12 +103,11 @@ func TestPointStartedRunningWritesNoStartAttribute(t *testing.T) {
 	}
 }
 
-// TestStageWatcherOneTimerPerPoint: from Rev 2 one watcher times the Stage
+// TestStageWatcherOneTimerPerPoint: one watcher times the Stage
 // attribute for the whole point. Quick stages share one timer (set at the
 // first stage, cancelled at the end) instead of one each; a stage that runs
 // past stageAttrDelay is still written stageAttrDelay after its own start,
-// also when an earlier stage used part of the pending timer. Rev 1 points
-// (recorded histories) keep a timer per stage.
+// also when an earlier stage used part of the pending timer.
 func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 	type upsert struct {
 		stage, status string
@@ -115,25 +115,22 @@ func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		rev         int
 		after       map[string]time.Duration
 		wantTimers  int
 		wantUpserts []upsert
 	}{
-		{name: "quick stages", rev: 2, wantTimers: 1,
+		{name: "quick stages", wantTimers: 1,
 			wantUpserts: []upsert{{"done", StatusCompleted, 0}}},
-		{name: "long perf after a 1.5 s warmup", rev: 2, wantTimers: 3,
+		{name: "long perf after a 1.5 s warmup", wantTimers: 3,
 			after: map[string]time.Duration{activities.StageWarmup: 1500 * time.Millisecond, activities.StagePerf: 3 * time.Second},
 			// perf starts at 1.5 s: the first timer fires at 2 s, the
 			// second waits out perf's remaining 1.5 s, a third serves the
 			// quick stages after perf.
 			wantUpserts: []upsert{{activities.StagePerf, StatusRunning, 3500 * time.Millisecond}, {"done", StatusCompleted, 4500 * time.Millisecond}}},
-		{name: "two long stages", rev: 2, wantTimers: 3,
+		{name: "two long stages", wantTimers: 3,
 			after: map[string]time.Duration{activities.StageWarmup: 3 * time.Second, activities.StagePerf: 3 * time.Second},
 			wantUpserts: []upsert{{activities.StageWarmup, StatusRunning, 2 * time.Second},
 				{activities.StagePerf, StatusRunning, 5 * time.Second}, {"done", StatusCompleted, 6 * time.Second}}},
-		{name: "rev 1: a timer per stage", rev: 1, wantTimers: 8, // allocate ... upload, bring-up twice (eval mode)
-			wantUpserts: []upsert{{"done", StatusCompleted, 0}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,14 +152,12 @@ func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 				ps, _ := sa.GetKeyword(SAPointStatus)
 				got = append(got, upsert{st, ps, env.Now().Sub(start).Round(100 * time.Millisecond)})
 			}).Return(nil)
-			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: fastTuning, Rev: tc.rev})
+			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: fastTuning})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
 			assert.Equal(t, tc.wantTimers, timers, "timers scheduled")
 			assert.Equal(t, tc.wantUpserts, got)
-			if tc.rev >= 2 {
-				assert.Equal(t, 1, cancelled, "the watcher's last timer is cancelled at the end")
-			}
+			assert.Equal(t, 1, cancelled, "the watcher's last timer is cancelled at the end")
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // QueryProgress is the sweep workflow's progress query.
@@ -18,16 +19,16 @@ const QueryProgress = "progress"
 
 // SweepInput starts (or continues) a sweep.
 type SweepInput struct {
-	SweepID    string                 `json:"sweep_id"` // defaults to the workflow ID (schedules append a timestamp)
-	Name       string                 `json:"name"`
-	Cluster    string                 `json:"cluster"`
-	TaskQueue  string                 `json:"task_queue"` // the cluster's activity queue
-	NodeBudget int                    `json:"node_budget"`
-	Points     []activities.PointSpec `json:"points"`
-	Tuning     Tuning                 `json:"tuning"`
-	ReuseFrom  []string               `json:"reuse_from,omitempty"`
-	Force      []string               `json:"force,omitempty"`
-	Nightly    bool                   `json:"nightly,omitempty"`
+	SweepID    string       `json:"sweep_id"` // defaults to the workflow ID (schedules append a timestamp)
+	Name       string       `json:"name"`
+	Cluster    string       `json:"cluster"`
+	TaskQueue  string       `json:"task_queue"` // the cluster's activity queue
+	NodeBudget int          `json:"node_budget"`
+	Points     []point.Spec `json:"points"`
+	Tuning     Tuning       `json:"tuning"`
+	ReuseFrom  []string     `json:"reuse_from,omitempty"`
+	Force      []string     `json:"force,omitempty"`
+	Nightly    bool         `json:"nightly,omitempty"`
 	// SweepFile and ClusterFile let `starter rerun --sweep/--cluster`
 	// re-plan from files: identities and profiles then decide what is
 	// reusable. A plain rerun uses the plan stored in the ledger.
@@ -46,7 +47,7 @@ type SweepInput struct {
 	// stores (`starter sweep start` stores it first): the sweep loads its
 	// points page by page through an activity as the queue runs low, so
 	// neither the start input nor continue-as-new grows with the full
-	// PointSpec of every point (from changeSlimSweep on).
+	// point.Spec of every point.
 	PlanRef string `json:"plan_ref,omitempty"`
 
 	// Carried across continue-as-new.
@@ -56,8 +57,7 @@ type SweepInput struct {
 	PlanOffset int `json:"plan_offset,omitempty"`
 	PlanTotal  int `json:"plan_total,omitempty"`
 
-	// Done is every finished point; from changeSlimSweep on it is slim
-	// (ID, status and error: the ledger and the point workflows hold the
+	// Done is every finished point, slim (ID, status and error: the ledger and the point workflows hold the
 	// rest), so it stays small at 10,000 points.
 	Done      []PointOutcome `json:"done,omitempty"`
 	StartedAt time.Time      `json:"started_at,omitempty"`
@@ -75,7 +75,7 @@ type PointOutcome struct {
 }
 
 // PointProgress is one row of the progress query.
-// The sweep's result (from changeSlimSweep on) keeps only the point ID,
+// The sweep's result keeps only the point ID,
 // status, eval flags and a failure's error per point: the omitted fields are
 // empty there.
 type PointProgress struct {
@@ -125,19 +125,10 @@ type sweepRun struct {
 	done     []PointOutcome
 	// points are the points this run knows, in plan order: in.Points, or
 	// the pages of the stored plan loaded so far (in.PlanRef).
-	points []activities.PointSpec
+	points []point.Spec
 	// planned holds the IDs of points (built by total).
 	planned map[string]bool
-	// slim: outcomes carried across continue-as-new and the result keep no
-	// point state (changeSlimSweep).
-	slim   bool
-	shared bool
-	// throttled: the progress attribute is written at most every
-	// progressAttrEvery (changeThrottledProgress); lastProgress is when.
-	throttled bool
-	// ownBudget: the run continues as new at historyBytesLimit, not at the
-	// server's suggestion (changeHistoryBudget).
-	ownBudget    bool
+	// lastProgress is when the progress attribute was last written.
 	lastProgress time.Time
 	progressSet  bool
 	// Stored-plan loading: the next plan offset to load, the plan index of
@@ -149,42 +140,37 @@ type sweepRun struct {
 	finished   map[string]bool
 }
 
-// unit is what the sweep schedules on its node budget: one point, or (from
-// changeSharedBringUp on) the points of one deployment, which hold their
-// nodes once and share one bring-up.
+// unit is what the sweep schedules on its node budget: the points of one
+// deployment, which hold their nodes once and share one bring-up.
 type unit struct {
 	key    string
-	points []activities.PointSpec
+	points []point.Spec
 	nodes  int
 }
 
 func (u unit) has(id string) bool {
-	return slices.ContainsFunc(u.points, func(p activities.PointSpec) bool { return p.PointID == id })
+	return slices.ContainsFunc(u.points, func(p point.Spec) bool { return p.PointID == id })
 }
 
-// units groups points into scheduling units in plan order: by deployment
-// when shared is set, else one unit per point.
-func units(pts []activities.PointSpec, shared bool) []unit {
+// units groups points into scheduling units by deployment, in plan order.
+func units(pts []point.Spec) []unit {
 	var out []unit
 	at := map[string]int{}
 	for _, p := range pts {
-		key := "point:" + p.PointID
-		if shared {
-			key = DeploymentKey(p)
-		}
+		key := DeploymentKey(p)
 		if i, ok := at[key]; ok {
 			out[i].points = append(out[i].points, p)
 			out[i].nodes = max(out[i].nodes, p.Nodes)
 			continue
 		}
 		at[key] = len(out)
-		out = append(out, unit{key: key, points: []activities.PointSpec{p}, nodes: p.Nodes})
+		out = append(out, unit{key: key, points: []point.Spec{p}, nodes: p.Nodes})
 	}
 	return out
 }
 
-func flatten(us []unit) []activities.PointSpec {
-	var out []activities.PointSpec
+func flatten(us []unit) []point.Spec {
+	var out []point.Spec
 	for _, u := range us {
 		out = append(out, u.points...)
 	}
@@ -213,16 +199,11 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	for i := range pts {
 		pts[i].SweepID = in.SweepID
 	}
-	shared := workflow.GetVersion(ctx, changeSharedBringUp, workflow.DefaultVersion, 1) >= 1
-	s.shared = shared
-	s.queue = units(pts, shared)
+	s.queue = units(pts)
 	// Largest points first: they are the hardest to place.
 	slices.SortStableFunc(s.queue, func(a, b unit) int { return b.nodes - a.nodes })
-	s.slim = workflow.GetVersion(ctx, changeSlimSweep, workflow.DefaultVersion, 1) >= 1
-	s.throttled = workflow.GetVersion(ctx, changeThrottledProgress, workflow.DefaultVersion, 1) >= 1
-	s.ownBudget = workflow.GetVersion(ctx, changeHistoryBudget, workflow.DefaultVersion, 1) >= 1
 	if in.PlanRef != "" {
-		if !s.slim || len(in.Points) > 0 {
+		if len(in.Points) > 0 {
 			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", activities.ErrBadConfig, nil)
 		}
 		s.cursor, s.index, s.startedKey, s.finished = in.PlanOffset, map[string]int{}, map[string]bool{}, map[string]bool{}
@@ -276,10 +257,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 			}
 			if draining {
 				// Every running point finished: hand the rest to a fresh run.
-				in.Points, in.Done, in.Runs = flatten(s.queue), s.done, in.Runs+1
-				if s.slim {
-					in.Done = slimOutcomes(in.SweepID, s.done)
-				}
+				in.Points, in.Done, in.Runs = flatten(s.queue), slimOutcomes(in.SweepID, s.done), in.Runs+1
 				if in.PlanRef != "" {
 					in.Points, in.PlanOffset, in.PlanTotal = nil, s.resumeOffset(), s.in.PlanTotal
 				}
@@ -314,27 +292,21 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	end := workflow.Now(dctx)
 	_ = workflow.UpsertTypedSearchAttributes(dctx, SAPointStatus.ValueSet(status))
 	s.record(dctx, status, end)
-	summary := s.progress(end)
-	if s.slim {
-		summary = slimSummary(summary)
-	}
+	summary := slimSummary(s.progress(end))
 	if ctx.Err() != nil {
 		return &summary, temporal.NewCanceledError(summary)
 	}
 	return &summary, nil
 }
 
-// changeHistoryBudget versions when a sweep run drains and continues as
-// new: at HistoryLimit events or historyBytesLimit bytes of history, no
-// longer when the server suggests it (at 4 MiB, about 500 points a run:
-// each point's child start carries its 2.3 KB input). Every continue-as-new
-// first waits for all running points, so the sweep runs below its node
-// budget meanwhile: 9-16 s per drain at 64 points in flight in `starter
-// bench orchestration --points 1000` (two drains).
-const changeHistoryBudget = "sweep-history-budget"
-
-// historyBytesLimit stays well under the server's 50 MiB hard limit and
-// near its 10 MiB warning: about 900 points a run.
+// historyBytesLimit: a sweep run drains and continues as new at
+// HistoryLimit events or this many bytes of history, not when the server
+// suggests it (at 4 MiB, about 500 points a run: each point's child start
+// carries its 2.3 KB input). Every continue-as-new first waits for all
+// running points, so the sweep runs below its node budget meanwhile: 9-16 s
+// per drain at 64 points in flight in `starter bench orchestration --points
+// 1000` (two drains). It stays well under the server's 50 MiB hard limit
+// and near its 10 MiB warning: about 900 points a run.
 const historyBytesLimit = 8 << 20
 
 // historyFull reports that this run should drain and continue as new.
@@ -342,10 +314,7 @@ func (s *sweepRun) historyFull(info *workflow.Info) bool {
 	if info.GetCurrentHistoryLength() > s.in.HistoryLimit {
 		return true
 	}
-	if s.ownBudget {
-		return info.GetCurrentHistorySize() > historyBytesLimit
-	}
-	return info.GetContinueAsNewSuggested()
+	return info.GetCurrentHistorySize() > historyBytesLimit
 }
 
 // next picks the queue index of the point to start now, or -1. The head
@@ -409,7 +378,7 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 			SATopology.ValueSet(p0.Topology)),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, DeploymentWorkflow, DeploymentInput{
-		SweepID: s.in.SweepID, Deployment: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
+		SweepID: s.in.SweepID, Key: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
 		ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
 	})
 	sel.AddFuture(fut, func(f workflow.Future) {
@@ -453,7 +422,7 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	pr := SweepProgress{SweepID: s.in.SweepID, Name: s.in.Name, Cluster: s.in.Cluster, NodeBudget: s.in.NodeBudget,
 		NodesInUse: s.inUse, MaxInUse: s.maxInUse, StartedAt: s.in.StartedAt, FinishedAt: end,
 		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile}
-	row := func(p activities.PointSpec, status string) PointProgress {
+	row := func(p point.Spec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
 			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status}
 	}
@@ -512,13 +481,11 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	return pr
 }
 
-// changeThrottledProgress versions the sweep's progress attribute ("N/M
-// done" in Stage): written when the sweep starts, at most every
-// progressAttrEvery after that and when the last point is done, instead of
-// after every point; each write rewrites the visibility row. The current
-// details (and `starter watch`, a query) stay exact.
-const changeThrottledProgress = "throttled-sweep-progress"
-
+// progressAttrEvery: the sweep's progress attribute ("N/M done" in Stage)
+// is written when the sweep starts, at most this often after that and when
+// the last point is done, not after every point; each write rewrites the
+// visibility row. The current details (and `starter watch`, a query) stay
+// exact.
 const progressAttrEvery = 5 * time.Second
 
 func (s *sweepRun) publish(ctx workflow.Context) {
@@ -528,7 +495,7 @@ func (s *sweepRun) publish(ctx workflow.Context) {
 	// points, cubic over the sweep).
 	total, finished := s.total(), len(s.done)
 	now := workflow.Now(ctx)
-	if !s.throttled || !s.progressSet || finished >= total || now.Sub(s.lastProgress) >= progressAttrEvery {
+	if !s.progressSet || finished >= total || now.Sub(s.lastProgress) >= progressAttrEvery {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, total)))
 		s.lastProgress, s.progressSet = now, true
 	}

@@ -8,14 +8,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
-
-// changeSlimSweep versions sweeps of 1,000 and 10,000 points (issue 14
-// item 4): the outcomes carried across continue-as-new and the sweep's
-// result keep no point state, and a sweep started with a PlanRef loads its
-// points from the ledger page by page (the LoadPlanPage activity). Sweeps
-// recorded before it carry full outcomes.
-const changeSlimSweep = "slim-sweep-state"
 
 // planPageSize is how many points one LoadPlanPage returns (~2.2 KB each:
 // ~450 KB per page) and how many the sweep keeps queued ahead.
@@ -41,7 +35,7 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 				s.in.SweepID, s.in.PlanRef, s.cursor, page.Total), activities.ErrBadConfig, nil)
 		}
 		s.in.PlanTotal = page.Total
-		fresh := make([]activities.PointSpec, 0, len(page.Points))
+		fresh := make([]point.Spec, 0, len(page.Points))
 		for i, p := range page.Points {
 			if s.finished[p.PointID] {
 				continue // finished in an earlier run
@@ -63,8 +57,8 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 // it still waits, alone when their deployment already started in this run
 // (a deployment split across pages must not start a second group workflow
 // under the same ID), else as a new unit. Largest first, as at the start.
-func (s *sweepRun) enqueue(pts []activities.PointSpec) {
-	for _, u := range units(pts, s.shared) {
+func (s *sweepRun) enqueue(pts []point.Spec) {
+	for _, u := range units(pts) {
 		if i := slices.IndexFunc(s.queue, func(q unit) bool { return q.key == u.key }); i >= 0 {
 			s.queue[i].points = append(s.queue[i].points, u.points...)
 			s.queue[i].nodes = max(s.queue[i].nodes, u.nodes)
@@ -72,7 +66,7 @@ func (s *sweepRun) enqueue(pts []activities.PointSpec) {
 		}
 		if s.startedKey[u.key] {
 			for _, p := range u.points {
-				s.queue = append(s.queue, unit{key: "point:" + p.PointID, points: []activities.PointSpec{p}, nodes: p.Nodes})
+				s.queue = append(s.queue, unit{key: "point:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
 			}
 			continue
 		}

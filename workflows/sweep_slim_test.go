@@ -17,14 +17,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // bigPoints is a plan of n one-node points whose specs are ~2 KB each, as
 // the planner's are (row JSON, recipe paths).
-func bigPoints(n int) []activities.PointSpec {
-	out := make([]activities.PointSpec, n)
+func bigPoints(n int) []point.Spec {
+	out := make([]point.Spec, n)
 	for i := range out {
-		out[i] = activities.PointSpec{PointID: fmt.Sprintf("k-disagg-c%05d", i), ConfigKey: "k", Topology: "disagg",
+		out[i] = point.Spec{PointID: fmt.Sprintf("k-disagg-c%05d", i), ConfigKey: "k", Topology: "disagg",
 			Conc: i + 1, Nodes: 1, Row: json.RawMessage(`{"pad":"` + strings.Repeat("x", 2000) + `"}`)}
 	}
 	return out
@@ -32,7 +33,7 @@ func bigPoints(n int) []activities.PointSpec {
 
 // slimEnv runs one run of a stored-plan sweep: LoadPlanPage serves plan,
 // every point completes with a state full of stage timings.
-func slimEnv(t *testing.T, plan []activities.PointSpec, in SweepInput) (*testsuite.TestWorkflowEnvironment, *[]activities.PlanPageRequest) {
+func slimEnv(t *testing.T, plan []point.Spec, in SweepInput) (*testsuite.TestWorkflowEnvironment, *[]activities.PlanPageRequest) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -130,8 +131,8 @@ func TestSweepStoredPlanSlimContinueAsNew(t *testing.T) {
 	assert.Equal(t, 4, runs[0], "first run: the 3 pages of its 600 starts and one page queued ahead")
 }
 
-// An input continued as new by a sweep recorded before changeSlimSweep
-// (full outcomes with state, point specs) still decodes and finishes.
+// A continue-as-new input with full outcomes (state) and point specs
+// still decodes and finishes.
 func TestSweepOldContinueAsNewInputStillRuns(t *testing.T) {
 	old := `{"sweep_id":"old","name":"n","cluster":"c","task_queue":"q","node_budget":18,
 	  "points":[{"point_id":"agg_c4","config_key":"k","topology":"t","conc":2,"nodes":2}],
@@ -141,7 +142,7 @@ func TestSweepOldContinueAsNewInputStillRuns(t *testing.T) {
 	  "started_at":"2026-11-30T10:00:00Z","runs":1}`
 	var in SweepInput
 	require.NoError(t, json.Unmarshal([]byte(old), &in))
-	_, pr, env := runSweep(t, in, func(activities.PointSpec) time.Duration { return time.Minute })
+	_, pr, env := runSweep(t, in, func(point.Spec) time.Duration { return time.Minute })
 	require.NoError(t, env.GetWorkflowError())
 	assert.Equal(t, map[string]int{StatusCompleted: 2}, pr.Counts)
 	assert.Len(t, pr.Points, 2)

@@ -13,17 +13,18 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // seedPoints mirrors the seed GB200 sweep: node counts per point.
-func seedPoints() []activities.PointSpec {
+func seedPoints() []point.Spec {
 	nodes := []struct {
 		id    string
 		nodes int
 	}{{"agg_c1", 2}, {"agg_c4", 2}, {"dep8_c64", 6}, {"dep8_c128", 6}, {"dep16_c256", 12}, {"2p1d_c768", 16}, {"2p1d_c1024", 16}, {"2p1d_c1280", 16}}
-	var out []activities.PointSpec
+	var out []point.Spec
 	for i, n := range nodes {
-		out = append(out, activities.PointSpec{PointID: n.id, ConfigKey: "k", Nodes: n.nodes, Conc: i + 1, Topology: "t"})
+		out = append(out, point.Spec{PointID: n.id, ConfigKey: "k", Nodes: n.nodes, Conc: i + 1, Topology: "t"})
 	}
 	return out
 }
@@ -36,7 +37,7 @@ type interval struct {
 
 // runSweep runs the sweep with point workflows that sleep duration; setup
 // may add mocks (e.g. search-attribute listeners) before it starts.
-func runSweep(t *testing.T, in SweepInput, duration func(p activities.PointSpec) time.Duration, setup ...func(*testsuite.TestWorkflowEnvironment)) ([]interval, *SweepProgress, *testsuite.TestWorkflowEnvironment) {
+func runSweep(t *testing.T, in SweepInput, duration func(p point.Spec) time.Duration, setup ...func(*testsuite.TestWorkflowEnvironment)) ([]interval, *SweepProgress, *testsuite.TestWorkflowEnvironment) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SweepWorkflow)
@@ -92,18 +93,18 @@ func peak(spans []interval) int {
 func TestSweepNodeBudget(t *testing.T) {
 	tests := []struct {
 		name     string
-		duration func(p activities.PointSpec) time.Duration
+		duration func(p point.Spec) time.Duration
 	}{
-		{"equal durations", func(activities.PointSpec) time.Duration { return time.Hour }},
+		{"equal durations", func(point.Spec) time.Duration { return time.Hour }},
 		// Small points that keep finishing would starve a 16-node row under
 		// plain backfilling; the bypass bound must prevent it.
-		{"short small points", func(p activities.PointSpec) time.Duration {
+		{"short small points", func(p point.Spec) time.Duration {
 			if p.Nodes <= 6 {
 				return 10 * time.Minute
 			}
 			return 2 * time.Hour
 		}},
-		{"long small points", func(p activities.PointSpec) time.Duration {
+		{"long small points", func(p point.Spec) time.Duration {
 			if p.Nodes <= 6 {
 				return 5 * time.Hour
 			}
@@ -132,12 +133,12 @@ func TestSweepNodeBudget(t *testing.T) {
 func TestSweepStarvationBound(t *testing.T) {
 	// One 16-node point behind a stream of 2-node points on 18 nodes: the
 	// big one must start after at most MaxBypass small ones jumped it.
-	points := []activities.PointSpec{{PointID: "a", Nodes: 4, ConfigKey: "k"}, {PointID: "big", Nodes: 16, ConfigKey: "k"}}
+	points := []point.Spec{{PointID: "a", Nodes: 4, ConfigKey: "k"}, {PointID: "big", Nodes: 16, ConfigKey: "k"}}
 	for i := range 10 {
-		points = append(points, activities.PointSpec{PointID: fmt.Sprintf("small%d", i), Nodes: 2, ConfigKey: "k"})
+		points = append(points, point.Spec{PointID: fmt.Sprintf("small%d", i), Nodes: 2, ConfigKey: "k"})
 	}
 	spans, _, _ := runSweep(t, SweepInput{SweepID: "s", TaskQueue: "q", NodeBudget: 18, Points: points, MaxBypass: 2},
-		func(p activities.PointSpec) time.Duration { return time.Duration(p.Nodes) * time.Minute })
+		func(p point.Spec) time.Duration { return time.Duration(p.Nodes) * time.Minute })
 	require.LessOrEqual(t, peak(spans), 18)
 	var bigStart time.Time
 	for _, s := range spans {
@@ -167,7 +168,7 @@ func instantPointsEnv() *testsuite.TestWorkflowEnvironment {
 }
 
 func TestSweepRejectsOversizedPointAndContinuesAsNew(t *testing.T) {
-	points := append(seedPoints(), activities.PointSpec{PointID: "huge", Nodes: 40, ConfigKey: "k"})
+	points := append(seedPoints(), point.Spec{PointID: "huge", Nodes: 40, ConfigKey: "k"})
 	env := instantPointsEnv()
 	// A small per-run budget forces a drain and continue-as-new that carries
 	// the finished points and the rest of the queue.

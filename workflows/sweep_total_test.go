@@ -5,20 +5,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // total must count what progress lists, without building it.
 func TestSweepTotalMatchesProgress(t *testing.T) {
-	pts := []activities.PointSpec{{PointID: "a"}, {PointID: "b"}, {PointID: "c"}}
-	one := func(ps ...activities.PointSpec) []unit { return units(ps, false) }
+	pts := []point.Spec{{PointID: "a"}, {PointID: "b"}, {PointID: "c"}}
+	one := func(ps ...point.Spec) []unit { return units(ps) }
 	tests := []struct {
 		name string
 		run  sweepRun
 	}{
 		{"fresh", sweepRun{in: SweepInput{Points: pts}, points: pts, queue: one(pts...)}},
-		{"some done", sweepRun{in: SweepInput{Points: pts}, points: pts, queue: one(pts[2:]...), running: units(pts[1:2], true),
+		{"some done", sweepRun{in: SweepInput{Points: pts}, points: pts, queue: one(pts[2:]...), running: units(pts[1:2]),
 			done: []PointOutcome{{PointID: "a"}}}},
 		{"continued as new", sweepRun{in: SweepInput{Points: pts[1:]}, points: pts[1:], queue: one(pts[2:]...),
 			done: []PointOutcome{{PointID: "x"}, {PointID: "y"}, {PointID: "b"}}}},

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/internal/freeport"
 	"github.com/sweepflow/sweepflow/staging"
 )
 
@@ -197,7 +197,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err := os.MkdirAll(alloc.WorkDir, 0o755); err != nil {
 		return cluster.Server{}, err
 	}
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return cluster.Server{}, err
 	}
@@ -207,7 +207,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		return cluster.Server{}, err
 	}
 	repl := strings.NewReplacer(
-		"{listen}", listen, "{deployment}", spec.Deployment, "{model}", spec.Model,
+		"{listen}", listen, "{deployment}", spec.Layout, "{model}", spec.Model,
 		"{row_json_file}", rowFile, "{gpus_per_node}", strconv.Itoa(spec.GPUsPerNode), "{work_dir}", alloc.WorkDir)
 	argv := make([]string, len(b.cfg.ServeCommand))
 	for i, a := range b.cfg.ServeCommand {
@@ -339,13 +339,4 @@ func alive(pid int) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -99,7 +99,7 @@ func TestSrunArgs(t *testing.T) {
 		}
 	})
 	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
-		rec, err := config.LoadRecipe(filepath.Join("..", "..", "engine", "testdata"), "trtllm-disagg.yaml")
+		rec, err := config.LoadRecipe(filepath.Join("srtlaunch", "testdata"), "trtllm-disagg.yaml")
 		require.NoError(t, err)
 		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
 		require.NoError(t, err)
@@ -352,7 +352,7 @@ func indexOf(xs []string, x string) int {
 // check_sglang_router_health and check_dynamo_health do.
 func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 	dir := t.TempDir()
-	root, err := filepath.Abs(filepath.Join("..", "..", "engine", "testdata"))
+	root, err := filepath.Abs(filepath.Join("srtlaunch", "testdata"))
 	require.NoError(t, err)
 	b, err := New(Config{Partition: "p", SharedRoot: dir, NodeLocalRoot: dir, StarterBin: "/bin/true", RecipesRoot: root, Launch: Launch{SrtRoot: "x"}})
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,7 +73,7 @@ func Build(ctx context.Context, store *results.Store, arts artifacts.Store, swee
 			p = results.Point{SweepID: sweepID, PointID: pointID, Identity: ident, ConfigKey: configKey, ExpName: expName, Conc: conc}
 		}
 		if p.ExpName == "" {
-			p.ExpName = firstNonEmpty(expName, pointID)
+			p.ExpName = cmp.Or(expName, pointID)
 		}
 		if conc != 0 {
 			p.Conc = conc

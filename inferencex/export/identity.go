@@ -8,6 +8,7 @@
 package export
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,28 +16,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
-
-// pointSpec is the part of the point spec the workflow records with the
-// point (activities.PointSpec's JSON; decoded here so this package stays
-// free of Temporal).
-type pointSpec struct {
-	PointID     string          `json:"point_id"`
-	ConfigKey   string          `json:"config_key"`
-	Topology    string          `json:"topology"`
-	Conc        int             `json:"conc"`
-	GPUs        int             `json:"gpus"`
-	PrefillGPUs int             `json:"prefill_gpus"`
-	DecodeGPUs  int             `json:"decode_gpus"`
-	Identity    string          `json:"identity"`
-	Model       string          `json:"model"`
-	ModelPrefix string          `json:"model_prefix"`
-	Image       string          `json:"image"`
-	Row         json.RawMessage `json:"row"`
-	ISL         int             `json:"isl"`
-	OSL         int             `json:"osl"`
-}
 
 // ixRow is an InferenceX matrix row (the fields the exports need).
 type ixRow struct {
@@ -97,7 +79,7 @@ func identityOf(p results.Point) identity {
 	f["topology"] = p.Topology
 	f["sweepflow_identity"] = p.Identity
 
-	var sp pointSpec
+	var sp point.Spec // the spec the workflow recorded with the point
 	var row ixRow
 	if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &sp) == nil && len(sp.Row) > 0 && json.Unmarshal(sp.Row, &row) == nil {
 		id.rowKnown = true
@@ -106,22 +88,22 @@ func identityOf(p results.Point) identity {
 		return fromExpName(id, p)
 	}
 	f["hw"] = row.Runner
-	f["image"] = firstNonEmpty(row.Image, sp.Image)
-	f["model"] = firstNonEmpty(row.Model, sp.Model)
-	f["infmax_model_prefix"] = firstNonEmpty(row.ModelPrefix, sp.ModelPrefix)
+	f["image"] = cmp.Or(row.Image, sp.Image)
+	f["model"] = cmp.Or(row.Model, sp.Model)
+	f["infmax_model_prefix"] = cmp.Or(row.ModelPrefix, sp.ModelPrefix)
 	f["model_prefix"] = f["infmax_model_prefix"]
 	f["framework"] = row.Framework
 	f["precision"] = row.Precision
 	f["spec_decoding"] = row.SpecDecoding
 	f["disagg"] = row.Disagg
-	f["recipe_fingerprint"] = firstNonEmpty(row.Fingerprint, recipeFingerprint(sp.Row))
+	f["recipe_fingerprint"] = cmp.Or(row.Fingerprint, recipeFingerprint(sp.Row))
 	if rt := objectOrString(row.Router); rt != nil {
 		f["router"] = rt
 	}
 	if kv := objectOrString(row.KVP2PTransfer); kv != nil {
 		f["kv_p2p_transfer"] = kv
 	}
-	isl, osl := firstInt(row.ISL, sp.ISL), firstInt(row.OSL, sp.OSL)
+	isl, osl := cmp.Or(row.ISL, sp.ISL), cmp.Or(row.OSL, sp.OSL)
 	id.agentic = row.ScenarioType == "agentic-coding" || (isl == 0 && osl == 0)
 	f["isl"], f["osl"] = isl, osl
 	if row.Prefill != nil && row.Decode != nil {
@@ -245,22 +227,4 @@ func objectOrString(raw json.RawMessage) any {
 		return nil
 	}
 	return v
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func firstInt(vs ...int) int {
-	for _, v := range vs {
-		if v != 0 {
-			return v
-		}
-	}
-	return 0
 }

@@ -11,7 +11,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,6 +24,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"github.com/sweepflow/sweepflow/internal/freeport"
 	"github.com/sweepflow/sweepflow/internal/prereq"
 )
 
@@ -114,7 +114,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pgtest: initdb: %v: %s", err, out)
 	}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = freeport.Loopback(); err != nil {
 		return nil, err
 	}
 	logf, err := os.Create(filepath.Join(c.dir, "server.log"))
@@ -171,15 +171,6 @@ func (c *Cluster) waitReady(ctx context.Context, limit time.Duration) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // DSN is the URL of database db on this cluster (trust auth, no password).

@@ -633,7 +633,7 @@ func (w *worker) buildEngine(ctx context.Context) error {
 		return fmt.Errorf("simulated engine: %w", err)
 	}
 	w.eng = eng
-	fmt.Fprintf(w.o.Stdout, "sweepflow-sim: SIMULATED engine up: %s, model %s, AL %.3g, time scale %g\n", d, cfg.Model, cfg.AcceptanceLength, cfg.TimeScale)
+	fmt.Fprintf(w.o.Stdout, "sweepflow-sim: SIMULATED engine up: %s, model %s, AL %.3g, time scale %g (warmup requests x %g)\n", d, cfg.Model, cfg.AcceptanceLength, cfg.TimeScale, eng.Config().WarmupTimeScale)
 	return nil
 }
 

@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package bench
 
 // benchRace: the race detector slows the client several-fold, so tests
 // skip assertions that need the client to keep up with 768 streams.

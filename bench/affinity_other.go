@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package bench
 
 // CPU pinning is only implemented on Linux; elsewhere capacity points run
 // unpinned.

@@ -1,0 +1,72 @@
+package point
+
+import "encoding/json"
+
+// Spec is one sweep point as it travels through the workflows and every
+// stage activity: what to launch, at which concurrency, how to measure it.
+// It is plain data (no secrets: tokens come from the worker's environment).
+// Its JSON (snake_case) is recorded in workflow histories and stored with
+// every stage output, so field tags never change; new fields are omitempty.
+type Spec struct {
+	SweepID string `json:"sweep_id"`
+	// PointID is unique within a sweep: the exp-name plus the identity
+	// (ID); it names the child workflow, the local job and scratch.
+	PointID     string `json:"point_id"`
+	ExpName     string `json:"exp_name,omitempty"`
+	ConfigKey   string `json:"config_key"`
+	Topology    string `json:"topology"`
+	Conc        int    `json:"conc"`
+	Nodes       int    `json:"nodes"`
+	GPUs        int    `json:"gpus"`
+	PrefillGPUs int    `json:"prefill_gpus"`
+	DecodeGPUs  int    `json:"decode_gpus"`
+	// Identity keys the ledger and reuse (Identity.String());
+	// ProfileHash and Profile are the planned measurement profile.
+	Identity    string  `json:"identity,omitempty"`
+	ProfileHash string  `json:"profile_hash,omitempty"`
+	Profile     Profile `json:"profile"`
+	// DeploymentHash is the identity's deployment hash (Deployment.Hash):
+	// the points that share it share one allocation and one bring-up.
+	// Histories recorded before it existed leave it empty; Identity holds it
+	// too.
+	DeploymentHash string `json:"deployment_hash,omitempty"`
+	Eval           bool   `json:"eval"`
+	Model          string `json:"model"`
+	ModelPrefix    string `json:"model_prefix"`
+	Image          string `json:"image"`
+	RecipePath     string `json:"recipe_path"`
+	// RecipeDigest is the sha256 of the recipe bytes the identity was
+	// computed from; the worker launches only a recipe file that has them.
+	RecipeDigest string          `json:"recipe_sha256,omitempty"`
+	Row          json.RawMessage `json:"row"`
+	ISL          int             `json:"isl"`
+	OSL          int             `json:"osl"`
+	DurationSec  int             `json:"duration_sec"`
+	// SyntheticAL is the golden acceptance length injected into the engine
+	// for the perf stage only (0 means the engine's real acceptance).
+	SyntheticAL float64 `json:"synthetic_al,omitempty"`
+	// CheckpointSource is the checkpoint on the shared filesystem and
+	// CheckpointPath the node-local path the engine loads; staging copies one
+	// to the other on every node. Empty source: nothing to stage.
+	CheckpointSource string `json:"checkpoint_source,omitempty"`
+	CheckpointPath   string `json:"checkpoint_path,omitempty"`
+	// Layout is the topology in the shorthand the simulator understands
+	// ("2P1D DEP16/DEP32"); the JSON keeps its first name.
+	Layout string `json:"deployment"`
+	// Faults injected on purpose (chaos testing, demos of the operator gate).
+	Faults []Fault `json:"faults,omitempty"`
+	// BaselineKey is the point's identity apart from the image (see the
+	// BaselineKey function), so a nightly on a new image still finds last
+	// night's figures.
+	BaselineKey string `json:"baseline_key,omitempty"`
+	// WarmupSkipped is set by the point workflow on the perf and upload
+	// inputs when an operator skipped the warmup stage: the figures were
+	// measured on a cold server, and their profile says so.
+	WarmupSkipped bool `json:"warmup_skipped,omitempty"`
+}
+
+// Fault makes a stage fail on purpose for its first Times attempts.
+type Fault struct {
+	Stage string `json:"stage"`
+	Times int    `json:"times"`
+}
