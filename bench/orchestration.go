@@ -358,7 +358,7 @@ func startBenchDevServer(ctx context.Context, bin string, stock bool, dynamicCon
 		return temporalx.DevServer{}, nil, err
 	}
 	d := temporalx.DevServer{Binary: bin, DataDir: filepath.Join(dir, "temporal"), IP: "127.0.0.1", Port: port, Headless: true,
-		Stock: stock, DynamicConfig: dynamicConfig, Pragmas: pragmas, SearchAttributes: workflows.SearchAttributeTypes()}
+		Stock: stock, DynamicConfig: dynamicConfig, Pragmas: pragmas, SearchAttributes: temporalx.SearchAttributeTypes()}
 	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	stop := func() { _ = d.Stop(); _ = os.RemoveAll(dir) }
@@ -476,12 +476,12 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 	}
 	clientWall := time.Since(t0)
 	r.LoadAvg[1] = orchLoadAvg1()
-	r.Completed = res.Counts[workflows.StatusCompleted]
+	r.Completed = res.Counts[point.StatusCompleted]
 	r.NoopAllocationsHeld = backend.Held()
 	if r.Completed != f.Points {
 		first := ""
 		for _, p := range res.Points {
-			if p.Outcome != nil && p.Status != workflows.StatusCompleted {
+			if p.Outcome != nil && p.Status != point.StatusCompleted {
 				first = fmt.Sprintf("; first: %s %s: %s", p.PointID, p.Status, p.Outcome.Error)
 				break
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -89,7 +90,7 @@ func NightlySchedule(name string, n Nightly) (client.ScheduleOptions, *nightly.I
 			TaskQueue:     temporalx.ControlQueue,
 			StaticSummary: fmt.Sprintf("nightly %s: sweep %s (%d points on %s) vs %s", name, in.Name, len(in.Points), in.Cluster, baseline),
 			TypedSearchAttributes: temporal.NewSearchAttributes(
-				workflows.SAKind.ValueSet(workflows.KindNightly), workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
+				temporalx.SAKind.ValueSet(temporalx.KindNightly), temporalx.SAPointStatus.ValueSet(point.StatusRunning)),
 		},
 	}, nin, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -86,8 +87,8 @@ func StartMemo(ctx context.Context, c client.Client, in *workflows.SweepInput, m
 		StaticSummary:            fmt.Sprintf("sweep %s: %d points on %s (%d nodes)", in.Name, len(in.Points), in.Cluster, in.NodeBudget),
 		StaticDetails:            Details(in),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SAKind.ValueSet(workflows.KindSweep), workflows.SASweepID.ValueSet(in.SweepID),
-			workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
+			temporalx.SAKind.ValueSet(temporalx.KindSweep), temporalx.SASweepID.ValueSet(in.SweepID),
+			temporalx.SAPointStatus.ValueSet(point.StatusRunning)),
 	}
 	run, err := c.ExecuteWorkflow(ctx, opts, workflows.SweepWorkflow, WorkflowInput(in))
 	var already *serviceerror.WorkflowExecutionAlreadyStarted

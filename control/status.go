@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -140,7 +142,7 @@ func Collect(ctx context.Context, c client.Client, id string) (*SweepView, error
 		} else if p.Outcome != nil {
 			pv.LastError = p.Outcome.Error
 		}
-		if p.Status == workflows.StatusRunning {
+		if p.Status == point.StatusRunning {
 			livePoint(ctx, c, &pv)
 		}
 		v.Points = append(v.Points, pv)
@@ -192,7 +194,7 @@ func Print(w io.Writer, v *SweepView) {
 	done := 0
 	for _, p := range v.Points {
 		switch p.Status {
-		case workflows.StatusPending, workflows.StatusRunning, workflows.StatusAwaitingOperator:
+		case point.StatusPending, point.StatusRunning, point.StatusAwaitingOperator:
 		default:
 			done++
 		}
@@ -259,7 +261,7 @@ func Print(w io.Writer, v *SweepView) {
 		}
 	}
 	for _, p := range v.Points {
-		if p.Status == workflows.StatusAwaitingOperator {
+		if p.Status == point.StatusAwaitingOperator {
 			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n    starter retry|skip|abort %s\n", p.PointID, p.Stage, p.LastError, p.WorkflowID)
 			switch {
 			case p.Released:
@@ -271,7 +273,7 @@ func Print(w io.Writer, v *SweepView) {
 			default:
 				fmt.Fprintf(w, "    its %d nodes are released after the node hold; starter hold %s keeps them\n", p.NodesHeld, p.WorkflowID)
 			}
-		} else if p.Activity != "" && p.Status == workflows.StatusRunning {
+		} else if p.Activity != "" && p.Status == point.StatusRunning {
 			fmt.Fprintf(w, "  %s: %s\n", p.PointID, p.Activity)
 		}
 	}
@@ -280,7 +282,7 @@ func Print(w io.Writer, v *SweepView) {
 // nodesCell is a live point's allocation against its plan ("0/6" once the
 // nodes went back while it waits), else the planned node count.
 func nodesCell(p PointView) string {
-	if p.Status == workflows.StatusRunning || p.Status == workflows.StatusAwaitingOperator {
+	if p.Status == point.StatusRunning || p.Status == point.StatusAwaitingOperator {
 		return fmt.Sprintf("%d/%d", p.NodesHeld, p.Nodes)
 	}
 	return fmt.Sprint(p.Nodes)
@@ -288,7 +290,7 @@ func nodesCell(p PointView) string {
 
 // statusCell names what an incomplete point skipped.
 func statusCell(p PointView) string {
-	if p.Status == workflows.StatusIncomplete && len(p.Skipped) > 0 {
+	if p.Status == point.StatusIncomplete && len(p.Skipped) > 0 {
 		return p.Status + " (skipped " + strings.Join(p.Skipped, ",") + ")"
 	}
 	return p.Status
@@ -299,7 +301,7 @@ func ProgressBar(v *SweepView, width int) string {
 	done := 0
 	for _, p := range v.Points {
 		switch p.Status {
-		case workflows.StatusPending, workflows.StatusRunning, workflows.StatusAwaitingOperator:
+		case point.StatusPending, point.StatusRunning, point.StatusAwaitingOperator:
 		default:
 			done++
 		}
@@ -395,7 +397,7 @@ func (o Watch) Watch(c client.Client, id string, out, errw io.Writer) error {
 			}
 			// The workflow completes with a summary even when points did not:
 			// scripts (and nightly jobs) need to know.
-			if bad := len(v.Points) - v.Counts[workflows.StatusCompleted]; bad > 0 {
+			if bad := len(v.Points) - v.Counts[point.StatusCompleted]; bad > 0 {
 				return fmt.Errorf("sweep %s: %d of %d points did not complete (%s)", id, bad, len(v.Points), countsLine(v.Counts))
 			}
 			return nil
@@ -407,7 +409,7 @@ func (o Watch) Watch(c client.Client, id string, out, errw io.Writer) error {
 // WaitingPoints lists the points of a sweep that wait for an operator.
 func WaitingPoints(ctx context.Context, c client.Client, sweepID string) ([]string, error) {
 	q := fmt.Sprintf(`SweepID = %q AND SweepflowKind = %q AND PointStatus = %q AND ExecutionStatus = "Running"`,
-		sweepID, workflows.KindPoint, workflows.StatusAwaitingOperator)
+		sweepID, temporalx.KindPoint, point.StatusAwaitingOperator)
 	var ids []string
 	var token []byte
 	for {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -14,7 +15,7 @@ import (
 // table's notes and in --json, with the error it met.
 func TestStatusShowsAutoRetries(t *testing.T) {
 	var pv PointView
-	pv.PointID, pv.Status = "p-c64", workflows.StatusCompleted
+	pv.PointID, pv.Status = "p-c64", point.StatusCompleted
 	pv.fromState(&workflows.PointState{Stage: "upload", Stages: []workflows.StageRun{
 		{Stage: "allocate", Outcome: "ok"},
 		{Stage: "perf", Outcome: "ok", AutoRetries: 2, Error: "timeout: Heartbeat"},
@@ -49,7 +50,7 @@ func TestStatusGateNodesNote(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pv := tc.pv
-			pv.PointID, pv.WorkflowID, pv.Status, pv.Stage, pv.LastError = "p", "s/p", workflows.StatusAwaitingOperator, "allocate", "x"
+			pv.PointID, pv.WorkflowID, pv.Status, pv.Stage, pv.LastError = "p", "s/p", point.StatusAwaitingOperator, "allocate", "x"
 			var buf bytes.Buffer
 			Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 			require.Contains(t, buf.String(), tc.want)
@@ -63,7 +64,7 @@ func TestStatusGateNodesNote(t *testing.T) {
 // A point whose final status the ledger could not record says so.
 func TestStatusShowsRecordError(t *testing.T) {
 	var pv PointView
-	pv.PointID, pv.Status = "p-c64", workflows.StatusCompleted
+	pv.PointID, pv.Status = "p-c64", point.StatusCompleted
 	pv.fromState(&workflows.PointState{Stage: "done", RecordError: "database is locked"})
 	var buf bytes.Buffer
 	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})

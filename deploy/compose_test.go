@@ -14,8 +14,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/worker/workers"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 const (
@@ -254,7 +254,7 @@ func TestComposeSearchAttributes(t *testing.T) {
 		require.True(t, ok, f)
 		got[name] = typ
 	}
-	assert.Equal(t, workflows.SearchAttributeTypes(), got)
+	assert.Equal(t, temporalx.SearchAttributeTypes(), got)
 }
 
 // The worker's paths inside the container are the paths a plan made with

@@ -25,8 +25,8 @@ import (
 
 	"github.com/sweepflow/sweepflow/internal/gsm8kfixture"
 	"github.com/sweepflow/sweepflow/internal/prereq"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // syncBuffer collects a child process's output while the test reads it.
@@ -110,7 +110,7 @@ func TestStackOnDevServer(t *testing.T) {
 	resp, err := srv.Client().OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
 	require.NoError(t, err)
 	types := map[string]enums.IndexedValueType{"Keyword": enums.INDEXED_VALUE_TYPE_KEYWORD, "Int": enums.INDEXED_VALUE_TYPE_INT}
-	for name, typ := range workflows.SearchAttributeTypes() {
+	for name, typ := range temporalx.SearchAttributeTypes() {
 		assert.Equal(t, types[typ], resp.GetCustomAttributes()[name], "search attribute %s", name)
 	}
 
@@ -192,7 +192,7 @@ func TestStackOnDevServer(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out2), &st), out2)
 	assert.Equal(t, "completed", st.Workflow)
 	require.Len(t, st.Points, 1)
-	assert.Equal(t, workflows.StatusCompleted, st.Points[0].Status)
+	assert.Equal(t, point.StatusCompleted, st.Points[0].Status)
 	require.NotNil(t, st.Points[0].Perf, out2)
 	assert.True(t, st.Points[0].Perf.Simulated)
 	assert.Greater(t, st.Points[0].Perf.OutputTputPerGPU, 0.0)

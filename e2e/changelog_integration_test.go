@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -85,7 +86,7 @@ func TestIntegrationEvalOnlyChangelogSweep(t *testing.T) {
 	for _, p := range pr.Points {
 		assert.True(t, p.EvalOnly, p.PointID)
 		require.NotNil(t, p.Outcome, p.PointID)
-		assert.Contains(t, []string{workflows.StatusCompleted, workflows.StatusEvalFailed}, p.Status, "%s: %+v", p.PointID, p.Outcome)
+		assert.Contains(t, []string{point.StatusCompleted, point.StatusEvalFailed}, p.Status, "%s: %+v", p.PointID, p.Outcome)
 		st := p.Outcome.State
 		require.NotNil(t, st, p.PointID)
 		assert.Nil(t, st.Perf, p.PointID)

@@ -102,7 +102,7 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 	}
 	// The real split when SWEEPFLOW_GSM8K_DIR names it, else our own.
 	gsm := gsm8kfixture.Dir(t)
-	for name, typ := range workflows.SearchAttributeTypes() {
+	for name, typ := range temporalx.SearchAttributeTypes() {
 		extra = append(extra, "--search-attribute", name+"="+typ)
 	}
 	opts := testsuite.DevServerOptions{
@@ -307,38 +307,38 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	id := "it-gate"
 	in := e.sweep(id, []string{"conc4_", "conc128_"}, []string{"conc128_:eval:2"})
 	e.start(in)
-	point := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
+	pointWID := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
 	waiting := fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, id)
 	e.eventually("the c128 point to wait for an operator", 3*time.Minute, func() bool { return len(e.list(waiting)) == 1 })
-	require.Equal(t, []string{point}, e.list(waiting))
+	require.Equal(t, []string{pointWID}, e.list(waiting))
 
 	out, code := e.cli("status", id)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "awaiting-operator")
-	require.Contains(t, out, "starter retry|skip|abort "+point)
+	require.Contains(t, out, "starter retry|skip|abort "+pointWID)
 
 	cliOut, err := exec.Command(e.temporal, "workflow", "list", "--address", e.addr, "--query", waiting).CombinedOutput()
 	require.NoError(t, err, string(cliOut))
-	require.Contains(t, string(cliOut), point)
+	require.Contains(t, string(cliOut), pointWID)
 
 	// An invalid decision is rejected; retry is accepted and resumes at eval.
 	_, code = e.cli("skip", "no-such-point")
 	require.NotEqual(t, 0, code)
-	out, code = e.cli("retry", point)
+	out, code = e.cli("retry", pointWID)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "accepted retry for eval")
 
 	pr := e.wait(id, 3*time.Minute)
-	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
-	perf, _ := e.activityRuns(point, "Perf")
+	require.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
+	perf, _ := e.activityRuns(pointWID, "Perf")
 	require.Equal(t, 1, perf, "the perf stage must not run again after the eval retry")
-	evals, attempts := e.activityRuns(point, "Eval")
+	evals, attempts := e.activityRuns(pointWID, "Eval")
 	require.Equal(t, 2, evals, "eval scheduled once, then once more after the operator's retry")
 	require.Equal(t, 3, attempts, "2 failed attempts, then 1 successful")
 
 	e.recordHistories(map[string]string{
 		"sweep-gate.json":           id,
-		"point-operator-retry.json": point,
+		"point-operator-retry.json": pointWID,
 		"point-happy.json":          workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")),
 	})
 
@@ -361,7 +361,7 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	out, code = e.cli("abort", "--sweep", id2, "--reason", "test")
 	require.Equal(t, 0, code, out)
 	pr2 := e.wait(id2, 3*time.Minute)
-	require.Equal(t, 1, pr2.Counts[workflows.StatusAborted], "%+v", pr2.Counts)
+	require.Equal(t, 1, pr2.Counts[point.StatusAborted], "%+v", pr2.Counts)
 
 	// ... is rerun: the good point reuses its ledger outputs (no allocation),
 	// the failed one runs every stage.
@@ -369,7 +369,7 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	rerunIn.ReuseFrom = []string{id2}
 	e.start(rerunIn)
 	pr3 := e.wait(rerunIn.SweepID, 3*time.Minute)
-	require.Equal(t, 2, pr3.Counts[workflows.StatusCompleted], "%+v", pr3.Counts)
+	require.Equal(t, 2, pr3.Counts[point.StatusCompleted], "%+v", pr3.Counts)
 	good := workflows.PointWorkflowID(rerunIn.SweepID, simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache"))
 	alloc, _ := e.activityRuns(good, "Allocate")
 	require.Equal(t, 0, alloc, "a point whose outputs are all reusable needs no nodes")
@@ -455,17 +455,17 @@ func TestIntegrationWorkerKilledDuringPerf(t *testing.T) {
 	in := e.sweep(id, []string{"conc4_", "conc64_"}, nil)
 	in.Tuning.HeartbeatTimeout = 3 * time.Second
 	e.start(in)
-	point := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"))
+	pointWID := workflows.PointWorkflowID(id, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"))
 	e.eventually("the c64 point to be in its perf stage", 3*time.Minute, func() bool {
-		return activityStarted(e.c, point, "Perf")
+		return activityStarted(e.c, pointWID, "Perf")
 	})
 	require.NoError(t, first.Process.Kill()) // SIGKILL: no graceful stop
 	_, _ = first.Process.Wait()
 	e.startWorkerProcess("worker2.log")
 
 	pr := e.wait(id, 4*time.Minute)
-	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
-	_, attempts := e.activityRuns(point, "Perf")
+	require.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
+	_, attempts := e.activityRuns(pointWID, "Perf")
 	require.GreaterOrEqual(t, attempts, 2, "the perf stage ran again on the new worker")
 
 	store := e.ledger()
@@ -516,7 +516,7 @@ func TestIntegrationCLI(t *testing.T) {
 			return false
 		}
 		for _, p := range v.Points {
-			if p.Status == workflows.StatusAwaitingOperator && p.Stage == "perf" {
+			if p.Status == point.StatusAwaitingOperator && p.Stage == "perf" {
 				return true
 			}
 		}
@@ -533,7 +533,7 @@ func TestIntegrationCLI(t *testing.T) {
 	rerunID := started.SweepID + "-rerun1"
 	require.Contains(t, out, "sweep "+rerunID)
 	pr := e.wait(rerunID, time.Minute)
-	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	reused := workflows.PointWorkflowID(rerunID, simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
 	alloc, _ := e.activityRuns(reused, "Allocate")
 	require.Equal(t, 0, alloc, "the c1 point's perf is reused from the first run")

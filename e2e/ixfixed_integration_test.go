@@ -20,6 +20,7 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/reftest"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -348,7 +349,7 @@ func TestIntegrationIXFixedSeqLenKeyOnLocalSim(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &started))
 	require.Equal(t, len(concs), started.Points)
 	pr := e.wait(started.SweepID, 5*time.Minute)
-	require.Equal(t, len(concs), pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, len(concs), pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 
 	in, _, err := control.Build(control.Request{SweepFile: sweepFile, ID: started.SweepID})
 	require.NoError(t, err)
@@ -362,7 +363,7 @@ func TestIntegrationIXFixedSeqLenKeyOnLocalSim(t *testing.T) {
 	require.Len(t, wids, len(concs), "one child workflow ID per point")
 	for _, pp := range pr.Points {
 		assert.True(t, wids[pp.WorkflowID], "unexpected point workflow %s", pp.WorkflowID)
-		assert.Equal(t, workflows.StatusCompleted, pp.Status, pp.PointID)
+		assert.Equal(t, point.StatusCompleted, pp.Status, pp.PointID)
 	}
 
 	perf := e.perfByIdentity(e.ledger(), started.SweepID)

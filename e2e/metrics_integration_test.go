@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/internal/testnet"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -74,14 +75,14 @@ func TestIntegrationWorkerMetrics(t *testing.T) {
 		SweepID string `json:"sweep_id"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &started))
-	point := workflows.PointWorkflowID(started.SweepID, simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
+	pointWID := workflows.PointWorkflowID(started.SweepID, simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"))
 	waiting := fmt.Sprintf(`SweepID = %q AND PointStatus = "awaiting-operator"`, started.SweepID)
 	e.eventually("the c1 point to wait for an operator", 3*time.Minute, func() bool { return len(e.list(waiting)) == 1 })
 	time.Sleep(time.Second) // a measurable wait
-	out, code = e.cli("retry", point)
+	out, code = e.cli("retry", pointWID)
 	require.Equal(t, 0, code, out)
 	pr := e.wait(started.SweepID, 3*time.Minute)
-	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 
 	type want struct {
 		metric string

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sweepflow/sweepflow/nightly"
-	"github.com/sweepflow/sweepflow/workflows"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestIntegrationNightlyFollowsConfigs creates a nightly schedule on the
@@ -71,13 +71,13 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 	}
 
 	res1 := night(1)
-	assert.Equal(t, 2, res1.Summary.Counts[workflows.StatusCompleted], "%+v", res1.Summary)
+	assert.Equal(t, 2, res1.Summary.Counts[point.StatusCompleted], "%+v", res1.Summary)
 	assert.Empty(t, res1.Summary.ImageChanges)
 
 	edit(oldImage, newImage) // the agg key comes first in the file
 	res2 := night(2)
 	night1 := nightly.SweepID("follow-it-dsv4-follow-test-2025-07-01T02:00:00Z")
-	assert.Equal(t, 2, res2.Summary.Counts[workflows.StatusCompleted], "%+v", res2.Summary)
+	assert.Equal(t, 2, res2.Summary.Counts[point.StatusCompleted], "%+v", res2.Summary)
 	assert.Equal(t, 2, res2.Summary.Compared, "same identity apart from the image: night 1 is the baseline")
 	require.Len(t, res2.Summary.ImageChanges, 2)
 	for _, c := range res2.Summary.ImageChanges {
@@ -109,7 +109,7 @@ func TestIntegrationNightlyFollowsConfigs(t *testing.T) {
 	sw3, found, err := e.ledger().GetSweep(ctx, res3.Summary.SweepID)
 	require.NoError(t, err)
 	require.True(t, found, "the check-failed night has a sweep row")
-	assert.Equal(t, workflows.StatusCheckFailed, sw3.Status)
+	assert.Equal(t, point.StatusCheckFailed, sw3.Status)
 	assert.True(t, sw3.Nightly)
 	rep3, ok, err := e.ledger().GetRegressionReport(ctx, res3.Summary.SweepID)
 	require.NoError(t, err)

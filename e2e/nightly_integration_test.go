@@ -17,6 +17,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -108,13 +109,13 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	points := []string{simID(t, "dsv4_p1x8_d0x8_conc1_kvdram-hicache"), simID(t, "dsv4_p1x8_d0x8_conc4_kvdram-hicache")}
 
 	// Night 1: the first of its kind, nothing to compare with.
-	assert.Equal(t, 2, res1.Summary.Counts[workflows.StatusCompleted], "%+v", res1.Summary.Counts)
+	assert.Equal(t, 2, res1.Summary.Counts[point.StatusCompleted], "%+v", res1.Summary.Counts)
 	assert.Equal(t, 0, res1.Summary.Compared)
 	assert.Empty(t, res1.Summary.Findings)
 	assert.Equal(t, time.Date(2025, 6, 1, 2, 0, 0, 0, time.UTC), res1.Summary.Night.UTC())
 
 	// Night 2: both points compared with night 1, both slower.
-	assert.Equal(t, 2, res2.Summary.Counts[workflows.StatusCompleted], "%+v", res2.Summary.Counts)
+	assert.Equal(t, 2, res2.Summary.Counts[point.StatusCompleted], "%+v", res2.Summary.Counts)
 	assert.Equal(t, 2, res2.Summary.Compared)
 	assert.Equal(t, points, res2.Summary.RegressedPoints)
 	kinds := map[string]map[string]float64{}

@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // perfByIdentity reads a sweep's perf figures from the ledger.
@@ -75,7 +75,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	require.Equal(t, 3, started.Points)
 	first := started.SweepID
 	pr := e.wait(first, 4*time.Minute)
-	require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 
 	store := e.ledger()
 	firstPerf := e.perfByIdentity(store, first)
@@ -95,7 +95,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	rerun := first + "-rerun1"
 	pr = e.wait(rerun, 3*time.Minute)
-	require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	rerunPerf := e.perfByIdentity(store, rerun)
 	require.Len(t, rerunPerf, 3)
 	for id, r := range rerunPerf {
@@ -137,7 +137,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	out, code = e.cli("rerun", first, "--force", "perf", "--id", forced, "--fast-retries", "--json")
 	require.Equal(t, 0, code, out)
 	pr = e.wait(forced, 4*time.Minute)
-	require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	forcedPerf := e.perfByIdentity(store, forced)
 	tputs = map[float64]bool{}
 	for _, r := range forcedPerf {
@@ -161,7 +161,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	out, code = e.cli("rerun", first, "--id", longer, "--fast-retries", "--json")
 	require.Equal(t, 0, code, out)
 	pr = e.wait(longer, 4*time.Minute)
-	require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	for _, p := range pr.Points {
 		perf, _ := e.activityRuns(p.WorkflowID, "Perf")
 		assert.Equal(t, 0, perf, "%s: a perf duration fixed-seq-len perf never uses blocks no reuse", p.PointID)
@@ -177,7 +177,7 @@ func TestIntegrationRerunGivesEachPointItsOwnFigures(t *testing.T) {
 	out, code = e.cli("rerun", first, "--id", other, "--fast-retries", "--json")
 	require.Equal(t, 0, code, out)
 	pr = e.wait(other, 4*time.Minute)
-	require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	for _, p := range pr.Points {
 		perf, _ := e.activityRuns(p.WorkflowID, "Perf")
 		assert.Equal(t, 1, perf, "%s: a different profile is never reused", p.PointID)

@@ -26,6 +26,7 @@ import (
 	"github.com/sweepflow/sweepflow/codec"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/internal/testnet"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -134,7 +135,7 @@ func TestSecretsNeverInHistory(t *testing.T) {
 		require.NoError(t, err)
 		var pr workflows.SweepProgress
 		require.NoError(t, wr.Get(ctx, &pr), "the sweep's result decodes with this client")
-		require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+		require.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 		fp := in.Points[0].Identity
 		return e.leaks(id, map[string]string{"hf token": hfToken, "s3 key": s3Key, "fingerprint": fp}), fp
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -71,7 +72,7 @@ func TestIntegrationSeedSweepSharesBringUps(t *testing.T) {
 	// machine the whole seed sweep takes 3-8 minutes.
 	pr := e.wait(id, 12*time.Minute)
 	require.Len(t, pr.Points, 8)
-	require.Equal(t, 8, pr.Counts[workflows.StatusCompleted]+pr.Counts[workflows.StatusEvalFailed], "%+v", pr.Counts)
+	require.Equal(t, 8, pr.Counts[point.StatusCompleted]+pr.Counts[point.StatusEvalFailed], "%+v", pr.Counts)
 
 	// Bring-ups per mode and allocations, summed over the point workflows.
 	modes := map[string]int{}

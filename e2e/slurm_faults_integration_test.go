@@ -135,7 +135,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		return all
 	})
 	pr := e.wait(in.SweepID, 8*time.Minute)
-	assert.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+	assert.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Slurm fault matrix (emulated partition): 2 points, %s\n| fault | stage | recovery s | outcome |\n|---|---|---|---|\n", time.Since(t0).Round(time.Second))

@@ -193,7 +193,7 @@ func TestSlurm(t *testing.T) {
 		wid := workflows.PointWorkflowID(in.SweepID, slurmID(t, pt6Nodes))
 		defer s.logFailures(t, wid)
 		pr := s.wait(in.SweepID, 3*time.Minute)
-		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+		require.Equal(t, 1, pr.Counts[point.StatusCompleted], "%+v", pr)
 		for _, typ := range []string{"Allocate", "StageCheckpoint", "BringUp", "Warmup", "Perf", "Eval", "Upload", "Teardown"} {
 			n, _ := s.activityRuns(wid, typ)
 			require.GreaterOrEqual(t, n, 1, "stage %s ran", typ)
@@ -244,7 +244,7 @@ func TestSlurm(t *testing.T) {
 		pr := s.wait(in.SweepID, 4*time.Minute)
 		close(stop)
 		<-sampled
-		require.Equal(t, 3, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+		require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr)
 		require.LessOrEqual(t, pr.MaxInUse, 18)
 		mu.Lock()
 		defer mu.Unlock()
@@ -293,7 +293,7 @@ func TestSlurm(t *testing.T) {
 		// The waiting job starts only once the running one is torn down.
 		for _, j := range []*workflows.SweepInput{a, b} {
 			pr := s.wait(j.SweepID, 4*time.Minute)
-			require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+			require.Equal(t, 1, pr.Counts[point.StatusCompleted], "%+v", pr)
 		}
 		first, second := a, b
 		if pendingSweep == a.SweepID {
@@ -324,7 +324,7 @@ func TestSlurm(t *testing.T) {
 		s.part.Run(t, "scontrol", "update", "nodename="+victim, "state=down", "reason=sweepflow-test")
 		t.Cleanup(func() { _ = exec.Command("scontrol", "update", "nodename="+victim, "state=resume").Run() })
 		pr := s.wait(in.SweepID, 3*time.Minute)
-		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+		require.Equal(t, 1, pr.Counts[point.StatusCompleted], "%+v", pr)
 		allocs, _ := s.activityRuns(wid, "Allocate")
 		require.Equal(t, 2, allocs, "the point re-allocated after NODE_FAIL")
 		tears, _ := s.activityRuns(wid, "Teardown")
@@ -344,7 +344,7 @@ func TestSlurm(t *testing.T) {
 		cancelled := time.Now()
 		s.part.Run(t, "scancel", jobs[0].ID)
 		pr := s.wait(in.SweepID, 3*time.Minute)
-		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+		require.Equal(t, 1, pr.Counts[point.StatusCompleted], "%+v", pr)
 		at := s.scheduledAt(t, wid, "Allocate")
 		require.Len(t, at, 2, "a fresh allocation after the scancel")
 		require.Less(t, at[1].Sub(cancelled), 5*time.Second+2*time.Second,
@@ -368,7 +368,7 @@ func TestSlurm(t *testing.T) {
 		out, code = s.cli("retry", wid)
 		require.Equal(t, 0, code, out)
 		pr := s.wait(in.SweepID, 3*time.Minute)
-		require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr)
+		require.Equal(t, 1, pr.Counts[point.StatusCompleted], "%+v", pr)
 		s.settled(t, in)
 	})
 }

@@ -104,7 +104,7 @@ func (s *slurmIT) runToCompletion(t *testing.T, in *workflows.SweepInput, limit 
 	for _, p := range in.Points {
 		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
 	}
-	require.Equal(t, len(in.Points), pr.Counts[workflows.StatusCompleted], "%+v", pr)
+	require.Equal(t, len(in.Points), pr.Counts[point.StatusCompleted], "%+v", pr)
 	s.settled(t, in)
 	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
 		"simulator role processes left: %v", simRoleProcs(t))

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -52,9 +53,9 @@ func TestIntegrationSkipEndsIncomplete(t *testing.T) {
 		"dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache": "upload",
 	}
 	var keep, faults []string
-	for point, stage := range skips {
-		keep = append(keep, point)
-		faults = append(faults, point+":"+stage) // fails until an operator decides
+	for pointWID, stage := range skips {
+		keep = append(keep, pointWID)
+		faults = append(faults, pointWID+":"+stage) // fails until an operator decides
 	}
 	in := e.sweep(id, keep, faults)
 	e.start(in)
@@ -68,23 +69,23 @@ func TestIntegrationSkipEndsIncomplete(t *testing.T) {
 		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return true
 		}
-		if len(e.list(fmt.Sprintf(`SweepID = %q AND PointStatus = %q`, id, workflows.StatusAwaitingOperator))) > 0 {
+		if len(e.list(fmt.Sprintf(`SweepID = %q AND PointStatus = %q`, id, point.StatusAwaitingOperator))) > 0 {
 			_, _ = e.cli("skip", "--sweep", id, "--reason", "test")
 		}
 		return false
 	})
 	pr := e.wait(id, time.Minute)
-	require.Equal(t, len(skips), pr.Counts[workflows.StatusIncomplete], "%+v", pr.Counts)
-	require.Zero(t, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, len(skips), pr.Counts[point.StatusIncomplete], "%+v", pr.Counts)
+	require.Zero(t, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 
 	v, ok := e.statusJSON(id)
 	require.True(t, ok)
-	for point, stage := range skips {
-		p := pointOf(v, simID(t, point))
-		require.NotNil(t, p, point)
-		require.Equal(t, workflows.StatusIncomplete, p.Status, point)
-		require.Equal(t, []string{stage}, p.Skipped, point)
-		require.NotEmpty(t, p.Missing, point)
+	for pointWID, stage := range skips {
+		p := pointOf(v, simID(t, pointWID))
+		require.NotNil(t, p, pointWID)
+		require.Equal(t, point.StatusIncomplete, p.Status, pointWID)
+		require.Equal(t, []string{stage}, p.Skipped, pointWID)
+		require.NotEmpty(t, p.Missing, pointWID)
 	}
 	c128 := pointOf(v, simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"))
 	require.Equal(t, []string{"upload"}, c128.Missing, "perf and eval ran; only the upload is missing")
@@ -98,10 +99,10 @@ func TestIntegrationSkipEndsIncomplete(t *testing.T) {
 
 	// The Web UI's PointStatus says the same.
 	var want []string
-	for point := range skips {
-		want = append(want, workflows.PointWorkflowID(id, simID(t, point)))
+	for pointWID := range skips {
+		want = append(want, workflows.PointWorkflowID(id, simID(t, pointWID)))
 	}
-	query := fmt.Sprintf(`SweepID = %q AND PointStatus = %q`, id, workflows.StatusIncomplete)
+	query := fmt.Sprintf(`SweepID = %q AND PointStatus = %q`, id, point.StatusIncomplete)
 	e.eventually("PointStatus incomplete on every point", time.Minute, func() bool { return len(e.list(query)) == len(skips) })
 	require.ElementsMatch(t, want, e.list(query))
 	require.Empty(t, e.list(fmt.Sprintf(`SweepID = %q AND SweepflowKind = "point" AND PointStatus = "completed"`, id)))
@@ -121,7 +122,7 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 	in := e.sweep(id, []string{name}, []string{name + ":perf:2"})
 	in.Tuning.NodeHold = 2 * time.Second
 	e.start(in)
-	point := workflows.PointWorkflowID(id, simID(t, name))
+	pointWID := workflows.PointWorkflowID(id, simID(t, name))
 
 	var p *control.PointView
 	e.eventually("the waiting point to release its nodes", 3*time.Minute, func() bool {
@@ -130,11 +131,11 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 			return false
 		}
 		p = pointOf(v, simID(t, name))
-		return p != nil && p.Status == workflows.StatusAwaitingOperator && p.Released
+		return p != nil && p.Status == point.StatusAwaitingOperator && p.Released
 	})
 	require.Equal(t, 0, p.NodesHeld)
 	require.Equal(t, "perf", p.Stage)
-	teardowns, _ := e.activityRuns(point, "Teardown")
+	teardowns, _ := e.activityRuns(pointWID, "Teardown")
 	require.Equal(t, 1, teardowns, "the release ran teardown")
 	out, code := e.cli("status", id)
 	require.Equal(t, 0, code, out)
@@ -142,24 +143,24 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 	require.Contains(t, out, "its nodes were released while it waited")
 
 	// Too late to hold: the nodes are gone.
-	out, code = e.cli("hold", point)
+	out, code = e.cli("hold", pointWID)
 	require.NotEqual(t, 0, code, out)
 
-	out, code = e.cli("retry", point)
+	out, code = e.cli("retry", pointWID)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "accepted retry for perf")
 	pr := e.wait(id, 3*time.Minute)
-	require.Equal(t, 1, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 1, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 
 	for typ, want := range map[string]int{"Allocate": 2, "BringUp": 2, "Warmup": 2, "Teardown": 2, "Upload": 1} {
-		n, _ := e.activityRuns(point, typ)
+		n, _ := e.activityRuns(pointWID, typ)
 		require.Equal(t, want, n, "%s scheduled", typ)
 	}
-	_, attempts := e.activityRuns(point, "Perf")
+	_, attempts := e.activityRuns(pointWID, "Perf")
 	require.Equal(t, 3, attempts, "2 failed attempts on the first nodes, 1 on the fresh ones")
 
 	// The new code path is deterministic: replay its history.
-	hist := e.c.GetWorkflowHistory(context.Background(), point, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := e.c.GetWorkflowHistory(context.Background(), pointWID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflow(workflows.PointWorkflow)
 	var h historypb.History

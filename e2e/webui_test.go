@@ -29,6 +29,8 @@ import (
 	"github.com/sweepflow/sweepflow/codec"
 	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/internal/testnet"
+	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -151,7 +153,7 @@ func TestWebUIListsAndFilters(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &started))
 	pr := e.wait(started.SweepID, 3*time.Minute)
-	require.Equal(t, 2, pr.Counts[workflows.StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 
 	aggKey := "dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg"
 	points := []string{
@@ -171,10 +173,10 @@ func TestWebUIListsAndFilters(t *testing.T) {
 	defer sealed.Close()
 	otherRun, err := sealed.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: other, TaskQueue: "ui-check-nobody-polls", StaticSummary: "a point of another config key",
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SAKind.ValueSet(workflows.KindPoint),
-			workflows.SASweepID.ValueSet("ui-check-other-config"),
-			workflows.SAConfigKey.ValueSet("dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg"),
-			workflows.SAPointStatus.ValueSet(workflows.StatusPending)),
+		TypedSearchAttributes: temporal.NewSearchAttributes(temporalx.SAKind.ValueSet(temporalx.KindPoint),
+			temporalx.SASweepID.ValueSet("ui-check-other-config"),
+			temporalx.SAConfigKey.ValueSet("dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg"),
+			temporalx.SAPointStatus.ValueSet(point.StatusPending)),
 	}, "PointWorkflow", map[string]string{"note": marker})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.c.TerminateWorkflow(context.Background(), other, "", "test done") })

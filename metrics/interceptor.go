@@ -11,7 +11,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
-	"github.com/sweepflow/sweepflow/workflows"
+	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // stageOf maps an activity type to the stage it runs; bookkeeping
@@ -107,17 +108,17 @@ func (o *workflowOutbound) UpsertTypedSearchAttributes(ctx workflow.Context, upd
 		return err
 	}
 	sa := temporal.NewSearchAttributes(updates...)
-	status, ok := sa.GetKeyword(workflows.SAPointStatus)
+	status, ok := sa.GetKeyword(temporalx.SAPointStatus)
 	if !ok {
 		return nil
 	}
-	stage, _ := sa.GetKeyword(workflows.SAStage)
+	stage, _ := sa.GetKeyword(temporalx.SAStage)
 	h := o.Next.GetMetricsHandler(ctx)
 	switch {
-	case status == workflows.StatusAwaitingOperator && !o.waiting:
+	case status == point.StatusAwaitingOperator && !o.waiting:
 		o.waiting, o.since, o.stage = true, o.Next.Now(ctx), stage
 		h.WithTags(map[string]string{"stage": stage}).Counter(OperatorWaits).Inc(1)
-	case status != workflows.StatusAwaitingOperator && o.waiting:
+	case status != point.StatusAwaitingOperator && o.waiting:
 		o.waiting = false
 		h.WithTags(map[string]string{"stage": o.stage, "outcome": status}).Timer(OperatorWait).Record(o.Next.Now(ctx).Sub(o.since))
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/workflows"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // A workflow shaped like a point: two stages (one fails), an operator wait
@@ -33,18 +33,18 @@ func pointLike(ctx workflow.Context) error {
 		return err
 	}
 	_ = workflow.ExecuteActivity(ctx, "Eval").Get(ctx, nil)
-	if err := workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("eval"),
-		workflows.SAPointStatus.ValueSet(workflows.StatusAwaitingOperator)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("eval"),
+		temporalx.SAPointStatus.ValueSet(point.StatusAwaitingOperator)); err != nil {
 		return err
 	}
 	// A repeated publish while waiting must not start a second wait.
-	_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("eval"),
-		workflows.SAPointStatus.ValueSet(workflows.StatusAwaitingOperator))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("eval"),
+		temporalx.SAPointStatus.ValueSet(point.StatusAwaitingOperator))
 	if err := workflow.Sleep(ctx, 90*time.Minute); err != nil {
 		return err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("eval"), workflows.SAPointStatus.ValueSet(workflows.StatusRunning))
-	rec := activities.PointRecord{Point: point.Spec{PointID: "p1"}, Status: workflows.StatusCompleted}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("eval"), temporalx.SAPointStatus.ValueSet(point.StatusRunning))
+	rec := activities.PointRecord{Point: point.Spec{PointID: "p1"}, Status: point.StatusCompleted}
 	return workflow.ExecuteActivity(ctx, "RecordPoint", rec).Get(ctx, nil)
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/report"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // TestRecordCheckFailure: a night whose check failed is in the ledger as a
@@ -43,7 +43,7 @@ func TestRecordCheckFailure(t *testing.T) {
 	sw, found, err := a.Store.GetSweep(ctx, req.SweepID)
 	require.NoError(t, err)
 	require.True(t, found)
-	assert.Equal(t, workflows.StatusCheckFailed, sw.Status)
+	assert.Equal(t, point.StatusCheckFailed, sw.Status)
 	assert.True(t, sw.Nightly)
 	assert.Equal(t, "dsv4", sw.Name)
 

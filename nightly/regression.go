@@ -14,7 +14,6 @@ import (
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // BaselineLatest is the Baseline of a report that compared each point with
@@ -115,7 +114,7 @@ func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNigh
 	if err != nil {
 		return rep, classify(err)
 	}
-	if err := a.Store.UpsertSweep(ctx, results.Sweep{ID: req.SweepID, Name: req.Name, ConfigJSON: string(cfg), Status: workflows.StatusCheckFailed,
+	if err := a.Store.UpsertSweep(ctx, results.Sweep{ID: req.SweepID, Name: req.Name, ConfigJSON: string(cfg), Status: point.StatusCheckFailed,
 		StartedAt: req.Night, FinishedAt: req.Night, Nightly: true}); err != nil {
 		return rep, classify(err)
 	}
@@ -128,7 +127,7 @@ func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNigh
 
 // okStatus: the point ran to the end, so its figures exist.
 func okStatus(s string) bool {
-	return s == workflows.StatusCompleted || s == workflows.StatusEvalFailed
+	return s == point.StatusCompleted || s == point.StatusEvalFailed
 }
 
 // CompareWithBaseline records the nightly's points under their baseline

@@ -89,25 +89,25 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 	if sum.Baseline == "" {
 		sum.Baseline = BaselineLatest
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAKind.ValueSet(workflows.KindNightly), workflows.SASweepID.ValueSet(sw.SweepID),
-		workflows.SAPointStatus.ValueSet(workflows.StatusRunning), workflows.SAStage.ValueSet("sweep"))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAKind.ValueSet(temporalx.KindNightly), temporalx.SASweepID.ValueSet(sw.SweepID),
+		temporalx.SAPointStatus.ValueSet(point.StatusRunning), temporalx.SAStage.ValueSet("sweep"))
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("nightly **%s** of %s: running sweep `%s` (%d points), baseline %s",
 		night.UTC().Format(time.RFC3339), sw.Name, sw.SweepID, len(sw.Points), sum.Baseline))
 
 	fail := func(stage string, err error) (*Result, error) {
-		status := workflows.StatusFailed
+		status := point.StatusFailed
 		if ctx.Err() != nil || temporal.IsCanceledError(err) {
-			status = workflows.StatusCancelled
+			status = point.StatusCancelled
 		}
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		_ = workflow.UpsertTypedSearchAttributes(dctx, workflows.SAPointStatus.ValueSet(status), workflows.SAStage.ValueSet(stage))
+		_ = workflow.UpsertTypedSearchAttributes(dctx, temporalx.SAPointStatus.ValueSet(status), temporalx.SAStage.ValueSet(stage))
 		return nil, err
 	}
 
 	if in.Source != nil {
 		// Tonight's plan comes from the files as they are tonight.
-		_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("plan"))
+		_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("plan"))
 		pctx := workflow.WithActivityOptions(ctx, workflows.ActivityOptions(point.StageLedger, sw.TaskQueue, sw.Tuning))
 		var np Plan
 		if err := workflow.ExecuteActivity(pctx, acts.PlanNightly, PlanRequest{NightlyID: nid, Source: *in.Source}).Get(ctx, &np); err != nil {
@@ -127,7 +127,7 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 				return fail("check", err)
 			}
 			sum.ReportURI = rep.ReportURI
-			_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAPointStatus.ValueSet(workflows.StatusCheckFailed), workflows.SAStage.ValueSet("check"))
+			_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAPointStatus.ValueSet(point.StatusCheckFailed), temporalx.SAStage.ValueSet("check"))
 			workflow.SetCurrentDetails(ctx, details(sum))
 			res := &Result{Summary: sum}
 			postWebhook(ctx, in, sw, res)
@@ -143,8 +143,8 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation: true,
 		StaticSummary:       fmt.Sprintf("nightly sweep %s: %d points on %s", sw.Name, len(sw.Points), sw.Cluster),
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SAKind.ValueSet(workflows.KindSweep), workflows.SASweepID.ValueSet(sw.SweepID),
-			workflows.SAPointStatus.ValueSet(workflows.StatusRunning)),
+		TypedSearchAttributes: temporal.NewSearchAttributes(temporalx.SAKind.ValueSet(temporalx.KindSweep), temporalx.SASweepID.ValueSet(sw.SweepID),
+			temporalx.SAPointStatus.ValueSet(point.StatusRunning)),
 	})
 	var pr workflows.SweepProgress
 	if err := workflow.ExecuteChildWorkflow(cctx, workflows.SweepWorkflow, sw).Get(ctx, &pr); err != nil {
@@ -162,7 +162,7 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 		req.Points = append(req.Points, RegressionPoint{PointID: p.PointID, ConfigKey: s.ConfigKey, Conc: s.Conc,
 			BaselineKey: s.BaselineKey, Status: p.Status, Image: s.Image})
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SAStage.ValueSet("compare"))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("compare"))
 	lctx := workflow.WithActivityOptions(ctx, workflows.ActivityOptions(point.StageLedger, sw.TaskQueue, sw.Tuning))
 	var rep RegressionReport
 	if err := workflow.ExecuteActivity(lctx, acts.CompareWithBaseline, req).Get(ctx, &rep); err != nil {
@@ -173,8 +173,8 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 	sum.Findings = append(sum.Findings, rep.Findings...)
 	sum.RegressedPoints = append(sum.RegressedPoints, rep.RegressedPoints...)
 	sum.ImageChanges = rep.ImageChanges
-	_ = workflow.UpsertTypedSearchAttributes(ctx, workflows.SARegressionCount.ValueSet(int64(len(rep.Findings))),
-		workflows.SAPointStatus.ValueSet(workflows.StatusCompleted), workflows.SAStage.ValueSet("done"))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SARegressionCount.ValueSet(int64(len(rep.Findings))),
+		temporalx.SAPointStatus.ValueSet(point.StatusCompleted), temporalx.SAStage.ValueSet("done"))
 	workflow.SetCurrentDetails(ctx, details(sum))
 
 	res := &Result{Summary: sum}

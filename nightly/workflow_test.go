@@ -15,6 +15,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -56,8 +57,8 @@ func runNightly(t *testing.T, in Input, findings []regress.Finding, r *nightlyRu
 		if r.sweepErr != nil {
 			return nil, r.sweepErr
 		}
-		return &workflows.SweepProgress{SweepID: in.SweepID, Counts: map[string]int{workflows.StatusCompleted: 1, workflows.StatusFailed: 1},
-			Points: []workflows.PointProgress{{PointID: "c1", Status: workflows.StatusCompleted}, {PointID: "c4", Status: workflows.StatusFailed}}}, nil
+		return &workflows.SweepProgress{SweepID: in.SweepID, Counts: map[string]int{point.StatusCompleted: 1, point.StatusFailed: 1},
+			Points: []workflows.PointProgress{{PointID: "c1", Status: point.StatusCompleted}, {PointID: "c4", Status: point.StatusFailed}}}, nil
 	})
 	env.OnActivity(a.CompareWithBaseline, mock.Anything, mock.Anything).Return(func(_ context.Context, req RegressionRequest) (RegressionReport, error) {
 		r.req = req
@@ -120,16 +121,16 @@ func TestNightlyWorkflow(t *testing.T) {
 			// The comparison gets the night, the keys and tonight's statuses.
 			assert.Equal(t, time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), r.req.Night.UTC())
 			assert.Equal(t, []RegressionPoint{
-				{PointID: "c1", ConfigKey: "k", Conc: 1, BaselineKey: "bk-c1", Status: workflows.StatusCompleted},
-				{PointID: "c4", ConfigKey: "k", Conc: 4, BaselineKey: "bk-c4", Status: workflows.StatusFailed},
+				{PointID: "c1", ConfigKey: "k", Conc: 1, BaselineKey: "bk-c1", Status: point.StatusCompleted},
+				{PointID: "c4", ConfigKey: "k", Conc: 4, BaselineKey: "bk-c4", Status: point.StatusFailed},
 			}, r.req.Points)
 			assert.Equal(t, regress.DefaultThresholds(), r.req.Thresholds)
 
-			n, ok := lastInt(r.attrs, workflows.SARegressionCount)
+			n, ok := lastInt(r.attrs, temporalx.SARegressionCount)
 			require.True(t, ok, "RegressionCount is set")
 			assert.Equal(t, tc.wantCount, n)
 			assert.Equal(t, int(tc.wantCount), res.Summary.Regressions)
-			assert.Equal(t, map[string]int{workflows.StatusCompleted: 1, workflows.StatusFailed: 1}, res.Summary.Counts)
+			assert.Equal(t, map[string]int{point.StatusCompleted: 1, point.StatusFailed: 1}, res.Summary.Counts)
 
 			if tc.webhook == "" {
 				assert.Nil(t, r.webhook)
@@ -157,7 +158,7 @@ func TestNightlyWorkflowSweepFailure(t *testing.T) {
 	require.Error(t, err, "a sweep that cannot run fails the night (and may pause the schedule)")
 	assert.Contains(t, err.Error(), "sweep blew up")
 	assert.Empty(t, r.req.SweepID, "no comparison without a sweep")
-	_, ok := lastInt(r.attrs, workflows.SARegressionCount)
+	_, ok := lastInt(r.attrs, temporalx.SARegressionCount)
 	assert.False(t, ok)
 }
 

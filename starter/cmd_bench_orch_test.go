@@ -19,7 +19,6 @@ import (
 	"github.com/sweepflow/sweepflow/bench"
 	"github.com/sweepflow/sweepflow/internal/prereq"
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 const benchSweepFile = "../configs/sweeps/dsv4-gb200-agentx.yaml"
@@ -109,7 +108,7 @@ func TestBenchOrchEmbedded(t *testing.T) {
 func TestBenchOrchAddress(t *testing.T) {
 	bin := benchCLI(t)
 	var extra []string
-	for name, typ := range workflows.SearchAttributeTypes() {
+	for name, typ := range temporalx.SearchAttributeTypes() {
 		extra = append(extra, "--search-attribute", name+"="+typ)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -11,7 +11,6 @@ import (
 	flag "github.com/spf13/pflag"
 
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 func init() {
@@ -55,7 +54,7 @@ func devServerFlags(fs *flag.FlagSet) func() (temporalx.DevServer, bool, error) 
 			return temporalx.DevServer{}, false, err
 		}
 		return temporalx.DevServer{Binary: bin, DataDir: abs, IP: "127.0.0.1", Port: *port, UIPort: *uiPort, Stock: *stock,
-			MetricsPort: *metrics, SearchAttributes: workflows.SearchAttributeTypes()}, own, nil
+			MetricsPort: *metrics, SearchAttributes: temporalx.SearchAttributeTypes()}, own, nil
 	}
 }
 

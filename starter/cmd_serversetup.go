@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // `server setup` prepares a Temporal server that is not the embedded dev
@@ -37,7 +36,7 @@ func init() {
 				ns = "default"
 			}
 			rep, err := temporalx.Setup{Namespace: ns, Retention: *retention, Wait: *wait,
-				SearchAttributes: workflows.SearchAttributeTypes()}.Ensure(cmd.Context(), cl)
+				SearchAttributes: temporalx.SearchAttributeTypes()}.Ensure(cmd.Context(), cl)
 			if err != nil {
 				return fmt.Errorf("server setup at %s: %w", opts.HostPort, err)
 			}

@@ -147,7 +147,7 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
 			pr := finalProgress(t, env)
-			require.Equal(t, len(concs), pr.Counts[StatusCompleted], "%+v", pr.Counts)
+			require.Equal(t, len(concs), pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 			assert.Equal(t, tc.wantMaxUsed, pr.MaxInUse)
 
 			// One child workflow per point, each with its own ID and its own
@@ -171,7 +171,7 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 
 				recs := rec.records[p.Identity]
 				require.NotEmpty(t, recs, "conc %d: point recorded", p.Conc)
-				assert.Equal(t, StatusCompleted, recs[len(recs)-1].Status)
+				assert.Equal(t, point.StatusCompleted, recs[len(recs)-1].Status)
 			}
 			require.Len(t, pr.Points, len(concs))
 			seen := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // Signals between a DeploymentWorkflow and its points.
@@ -116,7 +117,7 @@ func PerfOrder(pts []point.Spec) []point.Spec {
 // grouping), status and ledger rows; a point that fails tears the nodes
 // down and the next one allocates again.
 func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcome, error) {
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SAKind.ValueSet(KindDeployment), SASweepID.ValueSet(in.SweepID))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAKind.ValueSet(KindDeployment), temporalx.SASweepID.ValueSet(in.SweepID))
 	gid := workflow.GetInfo(ctx).WorkflowExecution.ID
 	order := PerfOrder(in.Points)
 	lastEval := -1
@@ -141,7 +142,7 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 	}
 	for i, p := range order {
 		if ctx.Err() != nil {
-			outcomes[p.PointID] = PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled}
+			outcomes[p.PointID] = PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: point.StatusCancelled}
 			continue
 		}
 		// An eval-only point has no perf run to wait behind.
@@ -255,13 +256,13 @@ func startPoint(ctx workflow.Context, sweepID string, p point.Spec, in PointInpu
 		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**identity** `%s`\n\n**profile** `%s`\n\n**recipe** %s\n\n**image** %s",
 			sweepID, p.PointID, p.Identity, p.ProfileHash, p.RecipePath, p.Image),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SAKind.ValueSet(KindPoint), SASweepID.ValueSet(sweepID), SAConfigKey.ValueSet(p.ConfigKey),
-			SATopology.ValueSet(p.Topology), SAConcurrency.ValueSet(int64(p.Conc)),
+			temporalx.SAKind.ValueSet(temporalx.KindPoint), temporalx.SASweepID.ValueSet(sweepID), temporalx.SAConfigKey.ValueSet(p.ConfigKey),
+			temporalx.SATopology.ValueSet(p.Topology), temporalx.SAConcurrency.ValueSet(int64(p.Conc)),
 			// Running from its start: the point then writes no attribute
 			// until its status changes or a stage runs 2 s (a visibility
 			// write saved per point; PointWorkflow reads what it started
 			// with).
-			SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(StatusRunning)),
+			temporalx.SAStage.ValueSet(stageStarting), temporalx.SAPointStatus.ValueSet(point.StatusRunning)),
 	})
 	return workflow.ExecuteChildWorkflow(cctx, PointWorkflow, in)
 }
@@ -284,9 +285,9 @@ func childOutcome(ctx workflow.Context, p point.Spec, wid string, f workflow.Fut
 		out.State, out.Status = &failed, failed.Status
 		return out, &failed
 	case temporal.IsCanceledError(err) || ctx.Err() != nil:
-		out.Status = StatusCancelled
+		out.Status = point.StatusCancelled
 	default:
-		out.Status = StatusFailed
+		out.Status = point.StatusFailed
 	}
 	return out, nil
 }

@@ -179,7 +179,7 @@ func finalProgress(t *testing.T, env *testsuite.TestWorkflowEnvironment) *SweepP
 func TestSweepSharesOneBringUpPerDeployment(t *testing.T) {
 	f := newGroupFake()
 	pr := runGroupSweep(t, f, seedGroupPoints())
-	require.Equal(t, 8, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 8, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	require.Equal(t, 6, f.calls["allocate"], "one allocation per deployment")
 	require.Equal(t, 6, f.calls["bringup:perf"], "6 perf bring-ups for 8 points")
 	require.Equal(t, 4, f.calls["bringup:eval"], "one eval restart per deployment with evals")
@@ -230,7 +230,7 @@ func TestDeploymentDefersEvalsUntilEveryPerfRan(t *testing.T) {
 	}
 	f := newGroupFake()
 	pr := runGroupSweep(t, f, pts)
-	require.Equal(t, 3, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	require.Equal(t, []string{"allocate", "bringup:perf", "perf:p_c16", "probe", "perf:p_c8", "probe", "perf:p_c32",
 		"bringup:eval", "eval:p_c32", "probe", "eval:p_c8", "teardown"}, f.order)
 	for _, p := range pr.Points {
@@ -259,7 +259,7 @@ func TestDeploymentRecoversFromADeadServerOrLostNodes(t *testing.T) {
 				f.lost[tc.lost] = true
 			}
 			pr := runGroupSweep(t, f, seedGroupPoints()[5:])
-			require.Equal(t, 3, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+			require.Equal(t, 3, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 			require.Equal(t, tc.allocs, f.calls["allocate"])
 			require.Equal(t, tc.perfUps, f.calls["bringup:perf"], "the bring-up again is counted")
 			require.Equal(t, 1, f.calls["bringup:eval"])
@@ -310,7 +310,7 @@ func TestEvalOnlyPointsSkipPerf(t *testing.T) {
 	}
 	f := newGroupFake()
 	pr := runGroupSweep(t, f, pts)
-	require.Equal(t, 4, pr.Counts[StatusCompleted], "%+v", pr.Counts)
+	require.Equal(t, 4, pr.Counts[point.StatusCompleted], "%+v", pr.Counts)
 	require.Equal(t, 1, f.calls["perf:perf_c64"])
 	require.Zero(t, f.calls["perf:eo_c64"]+f.calls["perf:eo2_c16"]+f.calls["perf:eo2_c32"], "eval-only points run no perf")
 	require.Equal(t, 1, f.calls["bringup:perf"], "only the perf point brings a server up for perf")
@@ -379,7 +379,7 @@ func TestDeploymentDropsAStalePerfDone(t *testing.T) {
 		switch id {
 		case "p_a":
 			// Ends at once without handing over (its perf-done comes later).
-			return &PointState{PointID: id, Status: StatusCancelled}, nil
+			return &PointState{PointID: id, Status: point.StatusCancelled}, nil
 		case "p_b":
 			// 10 minutes of perf on the server, then hand it over and
 			// wait for the eval turn.
@@ -387,9 +387,9 @@ func TestDeploymentDropsAStalePerfDone(t *testing.T) {
 			_ = workflow.SignalExternalWorkflow(ctx, in.Group.Workflow, "", SignalPerfDone, PerfDone{PointID: id, Lease: lease("job-b", id)}).Get(ctx, nil)
 			var turn EvalTurn
 			workflow.GetSignalChannel(ctx, SignalEvalTurn).ReceiveWithTimeout(ctx, time.Hour, &turn)
-			return &PointState{PointID: id, Status: StatusCompleted}, nil
+			return &PointState{PointID: id, Status: point.StatusCompleted}, nil
 		}
-		return &PointState{PointID: id, Status: StatusCompleted}, nil
+		return &PointState{PointID: id, Status: point.StatusCompleted}, nil
 	})
 	// p_a's perf-done, late: while p_b runs perf.
 	env.RegisterDelayedCallback(func() {

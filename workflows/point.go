@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // Names of the point workflow's message handlers.
@@ -163,10 +164,10 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 	r.state = PointState{
 		PointID:    in.Point.PointID,
 		WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID,
-		Status:     StatusRunning,
+		Status:     point.StatusRunning,
 	}
 	// The status the parent started the point with is already written.
-	r.publishedStatus, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(SAPointStatus)
+	r.publishedStatus, _ = workflow.GetTypedSearchAttributes(ctx).GetKeyword(temporalx.SAPointStatus)
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -498,7 +499,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		}
 		if ctx.Err() != nil {
 			run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
-			r.state.Status = StatusCancelled
+			r.state.Status = point.StatusCancelled
 			return false, err
 		}
 		if name != activities.StageAllocate && isAllocationLost(err) && r.reallocations < maxReallocations {
@@ -511,14 +512,14 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 				"point", r.in.Point.PointID, "stage", name, "error", run.Error, "pause", pause, "auto_retry", run.AutoRetries)
 			if serr := workflow.Sleep(ctx, pause); serr != nil {
 				run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
-				r.state.Status = StatusCancelled
+				r.state.Status = point.StatusCancelled
 				return false, serr
 			}
 			continue
 		}
 		r.state.LastError = run.Error
 		r.state.FailedStage = name
-		r.state.Status = StatusAwaitingOperator
+		r.state.Status = point.StatusAwaitingOperator
 		r.waiting = true
 		r.publish(ctx)
 		workflow.GetLogger(ctx).Warn("stage out of retries, waiting for operator",
@@ -530,7 +531,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		r.waiting = false
 		if werr != nil || ctx.Err() != nil {
 			run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
-			r.state.Status = StatusCancelled
+			r.state.Status = point.StatusCancelled
 			if werr == nil {
 				werr = ctx.Err()
 			}
@@ -547,7 +548,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		switch d.Action {
 		case ActionRetry:
 			run.Rounds++
-			r.state.Status = StatusRunning
+			r.state.Status = point.StatusRunning
 			r.state.FailedStage = ""
 			if reallocate {
 				run.Outcome, run.Ended = "released", workflow.Now(ctx)
@@ -561,7 +562,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			if !slices.Contains(r.state.Skipped, name) {
 				r.state.Skipped = append(r.state.Skipped, name)
 			}
-			r.state.Status = StatusRunning
+			r.state.Status = point.StatusRunning
 			r.state.FailedStage = ""
 			r.publish(ctx)
 			if reallocate && !endsPoint(name) {
@@ -570,7 +571,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			return true, nil
 		default:
 			run.Outcome, run.Ended = "aborted", workflow.Now(ctx)
-			r.state.Status = StatusAborted
+			r.state.Status = point.StatusAborted
 			if d.Reason != "" {
 				r.state.LastError = fmt.Sprintf("%s (abort: %s)", run.Error, d.Reason)
 			}
@@ -662,15 +663,15 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 	case err == nil && (len(r.state.Skipped) > 0 || len(r.state.Missing) > 0):
 		// An operator skipped a stage: the point lacks what it would
 		// have produced, whatever its eval verdict.
-		r.state.Status = StatusIncomplete
+		r.state.Status = point.StatusIncomplete
 	case err == nil && r.state.Eval != nil && !r.state.Eval.Passed:
-		r.state.Status = StatusEvalFailed
+		r.state.Status = point.StatusEvalFailed
 	case err == nil:
-		r.state.Status = StatusCompleted
+		r.state.Status = point.StatusCompleted
 	case ctx.Err() != nil:
-		r.state.Status = StatusCancelled
-	case r.state.Status != StatusAborted:
-		r.state.Status = StatusFailed
+		r.state.Status = point.StatusCancelled
+	case r.state.Status != point.StatusAborted:
+		r.state.Status = point.StatusFailed
 	}
 	if err != nil && r.state.FailedStage == "" {
 		r.state.FailedStage = r.state.Stage
@@ -776,8 +777,8 @@ func (r *pointRun) watchStages(ctx workflow.Context) {
 // current details shown in the Web UI.
 func (r *pointRun) publish(ctx workflow.Context) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SAStage.ValueSet(r.state.Stage),
-		SAPointStatus.ValueSet(r.state.Status))
+		temporalx.SAStage.ValueSet(r.state.Stage),
+		temporalx.SAPointStatus.ValueSet(r.state.Status))
 	r.publishedStatus = r.state.Status
 	r.publishedSeq = r.stageSeq
 	r.setDetails(ctx)
@@ -787,7 +788,7 @@ func (r *pointRun) publish(ctx workflow.Context) {
 // no history event).
 func (r *pointRun) setDetails(ctx workflow.Context) {
 	details := fmt.Sprintf("**%s** — stage `%s`, status `%s`", r.in.Point.PointID, r.state.Stage, r.state.Status)
-	if r.state.LastError != "" && r.state.Status == StatusAwaitingOperator {
+	if r.state.LastError != "" && r.state.Status == point.StatusAwaitingOperator {
 		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort " + r.state.WorkflowID + "`"
 		if r.state.Released {
 			details += "\n\nnodes released while waiting: retry allocates again"

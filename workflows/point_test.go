@@ -173,27 +173,27 @@ func TestPointWorkflow(t *testing.T) {
 	}{
 		{
 			name: "happy path with eval restarts the server without synthetic acceptance",
-			eval: true, wantStatus: StatusCompleted,
+			eval: true, wantStatus: point.StatusCompleted,
 			wantCalls: map[string]int{activities.StagePerf: 1, activities.StageEval: 1, "bringup:perf": 1, "bringup:eval": 1, activities.StageTeardown: 1, "record:completed": 1},
 		},
 		{
 			name:       "a stage fails once then succeeds on retry",
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 1 },
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StagePerf: 2, activities.StageTeardown: 1},
 		},
 		{
 			name:       "out of retries, operator retries, perf resumes",
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
 			decisions:  []decision{{time.Minute, ActionRetry}},
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StagePerf: 4, activities.StageWarmup: 1, activities.StageTeardown: 1},
 		},
 		{
 			name: "out of retries at eval, operator skips it: incomplete, not completed",
 			eval: true, setup: func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{activities.StageEval: 3, activities.StageUpload: 1, activities.StageTeardown: 1, "record:incomplete": 1},
 			wantOutcome: map[string]string{activities.StageEval: "skipped"},
 			wantSkipped: []string{activities.StageEval}, wantMissing: []string{activities.StageEval},
@@ -202,7 +202,7 @@ func TestPointWorkflow(t *testing.T) {
 			name:        "perf skipped by the operator: upload runs, the point is incomplete",
 			setup:       func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{activities.StagePerf: 3, activities.StageUpload: 1, activities.StageTeardown: 1, "record:incomplete": 1},
 			wantOutcome: map[string]string{activities.StagePerf: "skipped"},
 			wantSkipped: []string{activities.StagePerf}, wantMissing: []string{activities.StagePerf},
@@ -211,7 +211,7 @@ func TestPointWorkflow(t *testing.T) {
 			name:        "upload skipped by the operator: perf exists but was not uploaded",
 			setup:       func(f *fakeStages) { f.failures[activities.StageUpload] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{activities.StagePerf: 1, activities.StageUpload: 3, activities.StageTeardown: 1, "record:incomplete": 1},
 			wantSkipped: []string{activities.StageUpload}, wantMissing: []string{activities.StageUpload},
 		},
@@ -219,7 +219,7 @@ func TestPointWorkflow(t *testing.T) {
 			name:        "warmup skipped: perf still measured, but the point is incomplete",
 			setup:       func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{activities.StagePerf: 1, activities.StageUpload: 1},
 			wantSkipped: []string{activities.StageWarmup},
 		},
@@ -228,7 +228,7 @@ func TestPointWorkflow(t *testing.T) {
 			eval:        true,
 			setup:       func(f *fakeStages) { f.failures[activities.StageCheckpoint] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{"bringup:perf": 0, activities.StagePerf: 0, activities.StageUpload: 0, activities.StageTeardown: 1, "record:incomplete": 1},
 			wantSkipped: []string{activities.StageCheckpoint},
 			wantMissing: []string{activities.StagePerf, activities.StageEval, activities.StageUpload},
@@ -237,7 +237,7 @@ func TestPointWorkflow(t *testing.T) {
 			name:        "bring-up skipped: the point ends incomplete",
 			setup:       func(f *fakeStages) { f.failures["bringup:perf"] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{activities.StagePerf: 0, activities.StageTeardown: 1},
 			wantSkipped: []string{activities.StageBringUp},
 		},
@@ -245,13 +245,13 @@ func TestPointWorkflow(t *testing.T) {
 			name:       "out of retries, operator aborts, teardown runs",
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
 			decisions:  []decision{{time.Minute, ActionAbort}},
-			wantStatus: StatusAborted, wantErr: true, wantFailed: activities.StagePerf,
+			wantStatus: point.StatusAborted, wantErr: true, wantFailed: activities.StagePerf,
 			wantCalls: map[string]int{activities.StagePerf: 3, activities.StageUpload: 0, activities.StageTeardown: 1, "record:aborted": 1},
 		},
 		{
 			name:       "nobody decides: aborted after the operator timeout",
 			setup:      func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
-			wantStatus: StatusAborted, wantErr: true, wantFailed: activities.StageWarmup,
+			wantStatus: point.StatusAborted, wantErr: true, wantFailed: activities.StageWarmup,
 			wantCalls: map[string]int{activities.StageWarmup: 3, activities.StagePerf: 0, activities.StageTeardown: 1},
 		},
 		{
@@ -261,13 +261,13 @@ func TestPointWorkflow(t *testing.T) {
 				f.errType[activities.StageCheckpoint] = activities.ErrChecksumMismatch
 			},
 			decisions:  []decision{{time.Minute, ActionRetry}},
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StageCheckpoint: 2, activities.StagePerf: 1},
 		},
 		{
 			name: "eval below floor is a verdict, not an error",
 			eval: true, setup: func(f *fakeStages) { f.evalPass = false },
-			wantStatus: StatusEvalFailed,
+			wantStatus: point.StatusEvalFailed,
 			wantCalls:  map[string]int{activities.StageEval: 1, activities.StageUpload: 1, "record:eval-failed": 1},
 		},
 		{
@@ -275,7 +275,7 @@ func TestPointWorkflow(t *testing.T) {
 			name:        "allocation skipped by the operator ends the point incomplete, without teardown",
 			setup:       func(f *fakeStages) { f.failures[activities.StageAllocate] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantCalls:   map[string]int{activities.StageCheckpoint: 0, activities.StageTeardown: 0, "record:incomplete": 1, "record:completed": 0},
 			wantSkipped: []string{activities.StageAllocate},
 			wantMissing: []string{activities.StagePerf, activities.StageUpload},
@@ -295,7 +295,7 @@ func TestPointWorkflow(t *testing.T) {
 					v, err := env.QueryWorkflow(QueryState)
 					require.NoError(t, err)
 					require.NoError(t, v.Get(&st))
-					require.Equal(t, StatusAwaitingOperator, st.Status, "point must be parked before the decision")
+					require.Equal(t, point.StatusAwaitingOperator, st.Status, "point must be parked before the decision")
 					// An unknown action is rejected by the validator.
 					env.UpdateWorkflow(UpdateDecide, "bad", &testsuite.TestUpdateCallback{
 						OnReject: func(err error) { rejected = append(rejected, err.Error()) },
@@ -337,7 +337,7 @@ func TestPointWorkflow(t *testing.T) {
 				require.True(t, found, "stage %s in state", stage)
 			}
 			require.Equal(t, tc.wantSkipped, st.Skipped)
-			if tc.wantMissing != nil || tc.wantStatus == StatusCompleted {
+			if tc.wantMissing != nil || tc.wantStatus == point.StatusCompleted {
 				require.Equal(t, tc.wantMissing, st.Missing)
 			}
 			require.Zero(t, st.NodesHeld, "a finished point holds no nodes")
@@ -401,7 +401,7 @@ func TestPointRecordFailureIsVisible(t *testing.T) {
 			env := pointEnv(t, f)
 			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "cluster-test", Tuning: fastTuning})
 			require.True(t, env.IsWorkflowCompleted())
-			require.Equal(t, tc.wantRecs, f.count("record:"+StatusCompleted))
+			require.Equal(t, tc.wantRecs, f.count("record:"+point.StatusCompleted))
 			err := env.GetWorkflowError()
 			if !tc.wantErr {
 				require.NoError(t, err)
@@ -414,7 +414,7 @@ func TestPointRecordFailureIsVisible(t *testing.T) {
 			require.Contains(t, app.Error(), "completed, but the ledger still shows an older status: recording it failed: planted ledger failure")
 			var st PointState
 			require.NoError(t, app.Details(&st))
-			require.Equal(t, StatusCompleted, st.Status)
+			require.Equal(t, point.StatusCompleted, st.Status)
 			require.Equal(t, "planted ledger failure", st.RecordError)
 		})
 	}

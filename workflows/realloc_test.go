@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestPointReallocatesWhenTheAllocationIsLost: a stage failing with
@@ -24,18 +25,18 @@ func TestPointReallocatesWhenTheAllocationIsLost(t *testing.T) {
 		wantCalls  map[string]int
 	}{
 		{
-			name: "node lost during perf", stage: activities.StagePerf, times: 1, wantStatus: StatusCompleted,
+			name: "node lost during perf", stage: activities.StagePerf, times: 1, wantStatus: point.StatusCompleted,
 			wantCalls: map[string]int{activities.StageAllocate: 2, activities.StageCheckpoint: 2, "bringup:perf": 2,
 				activities.StagePerf: 2, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
 		},
 		{
-			name: "job cancelled during eval keeps the perf result", stage: activities.StageEval, times: 1, wantStatus: StatusCompleted,
+			name: "job cancelled during eval keeps the perf result", stage: activities.StageEval, times: 1, wantStatus: point.StatusCompleted,
 			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 1, activities.StagePerf: 1,
 				"bringup:eval": 2, activities.StageEval: 2, activities.StageTeardown: 2, activities.StageUpload: 1},
 		},
 		{
 			name: "lost on every allocation: the operator gate after the last re-allocation", stage: activities.StageWarmup, times: -1,
-			decision: ActionAbort, wantStatus: StatusAborted,
+			decision: ActionAbort, wantStatus: point.StatusAborted,
 			wantCalls: map[string]int{activities.StageAllocate: maxReallocations + 1, activities.StageWarmup: maxReallocations + 1,
 				activities.StagePerf: 0, activities.StageTeardown: maxReallocations + 1},
 		},

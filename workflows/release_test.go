@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestPointReleasesNodesWhileWaiting: a point parked at the operator gate
@@ -47,10 +48,10 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
 			ops:   []op{{30 * time.Minute, Decision{Action: ActionRetry}}},
 			probes: []probe{
-				{5 * time.Minute, 16, false, StatusAwaitingOperator},
-				{20 * time.Minute, 0, true, StatusAwaitingOperator},
+				{5 * time.Minute, 16, false, point.StatusAwaitingOperator},
+				{20 * time.Minute, 0, true, point.StatusAwaitingOperator},
 			},
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls: map[string]int{activities.StageAllocate: 2, activities.StageCheckpoint: 2, "bringup:perf": 2, activities.StageWarmup: 2,
 				activities.StagePerf: 4, "bringup:eval": 1, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
 		},
@@ -58,7 +59,7 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			name:       "a decision within the hold keeps the allocation",
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
 			ops:        []op{{5 * time.Minute, Decision{Action: ActionRetry}}},
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 4, activities.StageTeardown: 1},
 		},
 		{
@@ -66,9 +67,9 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
 			ops:   []op{{5 * time.Minute, Decision{Action: ActionHold}}, {30 * time.Minute, Decision{Action: ActionRetry}}},
 			probes: []probe{
-				{20 * time.Minute, 16, false, StatusAwaitingOperator},
+				{20 * time.Minute, 16, false, point.StatusAwaitingOperator},
 			},
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 4, activities.StageTeardown: 1},
 		},
 		{
@@ -78,8 +79,8 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 				{5 * time.Minute, Decision{Action: ActionRetry, Hold: true}},
 				{50 * time.Minute, Decision{Action: ActionRetry}},
 			},
-			probes:     []probe{{40 * time.Minute, 16, false, StatusAwaitingOperator}},
-			wantStatus: StatusCompleted,
+			probes:     []probe{{40 * time.Minute, 16, false, point.StatusAwaitingOperator}},
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 7, activities.StageTeardown: 1},
 		},
 		{
@@ -87,8 +88,8 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			tuning:     &Tuning{RetryInterval: time.Second, MaxAttempts: 3, OperatorTimeout: time.Hour, NodeHold: -1},
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
 			ops:        []op{{50 * time.Minute, Decision{Action: ActionRetry}}},
-			probes:     []probe{{40 * time.Minute, 16, false, StatusAwaitingOperator}},
-			wantStatus: StatusCompleted,
+			probes:     []probe{{40 * time.Minute, 16, false, point.StatusAwaitingOperator}},
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1},
 		},
 		{
@@ -96,7 +97,7 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			eval:        true,
 			setup:       func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
 			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantSkipped: []string{activities.StagePerf},
 			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 1, activities.StagePerf: 3,
 				"bringup:eval": 1, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
@@ -105,7 +106,7 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			name:        "warmup skipped after the release: fresh nodes, no second warmup",
 			setup:       func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
 			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantSkipped: []string{activities.StageWarmup},
 			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 2, activities.StageWarmup: 3,
 				activities.StagePerf: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
@@ -115,7 +116,7 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			eval:        true,
 			setup:       func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
 			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
-			wantStatus:  StatusIncomplete,
+			wantStatus:  point.StatusIncomplete,
 			wantSkipped: []string{activities.StageEval},
 			wantCalls:   map[string]int{activities.StageAllocate: 1, activities.StagePerf: 1, activities.StageTeardown: 1, activities.StageUpload: 1},
 		},
@@ -123,20 +124,20 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 			name:       "abort after the release does not tear down twice",
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
 			ops:        []op{{30 * time.Minute, Decision{Action: ActionAbort}}},
-			wantStatus: StatusAborted, wantErr: true,
+			wantStatus: point.StatusAborted, wantErr: true,
 			wantCalls: map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1, activities.StageUpload: 0, "record:aborted": 1},
 		},
 		{
 			name:       "operator timeout after the release: aborted, one teardown",
 			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
-			wantStatus: StatusAborted, wantErr: true,
+			wantStatus: point.StatusAborted, wantErr: true,
 			wantCalls: map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1},
 		},
 		{
 			name:       "upload waits without nodes: retry does not re-allocate",
 			setup:      func(f *fakeStages) { f.failures[activities.StageUpload] = 3 },
 			ops:        []op{{30 * time.Minute, Decision{Action: ActionRetry}}},
-			wantStatus: StatusCompleted,
+			wantStatus: point.StatusCompleted,
 			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StageUpload: 4, activities.StageTeardown: 1},
 		},
 	}
@@ -231,7 +232,7 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 					require.NoError(t, err)
 					var st PointState
 					require.NoError(t, v.Get(&st))
-					require.Equal(t, StatusAwaitingOperator, st.Status)
+					require.Equal(t, point.StatusAwaitingOperator, st.Status)
 					require.Equal(t, activities.StageUpload, st.Stage)
 					require.Equal(t, tc.wantHeldAtGate, st.NodesHeld, "nodes held while the upload waits")
 				}, 5*time.Minute)
@@ -263,7 +264,7 @@ func runCompleted(t *testing.T, env *testsuite.TestWorkflowEnvironment) PointSta
 	require.NoError(t, env.GetWorkflowError())
 	var st PointState
 	require.NoError(t, env.GetWorkflowResult(&st))
-	require.Equal(t, StatusCompleted, st.Status)
+	require.Equal(t, point.StatusCompleted, st.Status)
 	return st
 }
 
@@ -310,7 +311,7 @@ func TestPointRetriesHeartbeatTimeoutsItself(t *testing.T) {
 				require.NoError(t, err)
 				var st PointState
 				require.NoError(t, v.Get(&st))
-				if st.Status == StatusAwaitingOperator {
+				if st.Status == point.StatusAwaitingOperator {
 					gated = true
 					require.Equal(t, activities.StagePerf, st.FailedStage)
 					want := "planted transient perf failure"

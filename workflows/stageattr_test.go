@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // TestStageAttributeAfterDelay: the Stage search attribute is written for
@@ -29,8 +30,8 @@ func TestStageAttributeAfterDelay(t *testing.T) {
 	var got []upsert
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
-		st, _ := sa.GetKeyword(SAStage)
-		ps, _ := sa.GetKeyword(SAPointStatus)
+		st, _ := sa.GetKeyword(temporalx.SAStage)
+		ps, _ := sa.GetKeyword(temporalx.SAPointStatus)
 		got = append(got, upsert{st, ps})
 		if st == activities.StagePerf && during == nil {
 			// Virtual time stands still while perf blocks: end it from here.
@@ -40,10 +41,10 @@ func TestStageAttributeAfterDelay(t *testing.T) {
 	}).Return(nil)
 	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
 	require.True(t, env.IsWorkflowCompleted())
-	assert.Equal(t, []upsert{{activities.StageAllocate, StatusRunning}, {activities.StagePerf, StatusRunning}}, during,
+	assert.Equal(t, []upsert{{activities.StageAllocate, point.StatusRunning}, {activities.StagePerf, point.StatusRunning}}, during,
 		"allocate (status pending -> running) at once; checkpoint, bring-up and warmup were quick; perf after the delay")
 	require.NotEmpty(t, got)
-	assert.Equal(t, StatusCancelled, got[len(got)-1].status, "the final status is written at once")
+	assert.Equal(t, point.StatusCancelled, got[len(got)-1].status, "the final status is written at once")
 }
 
 // TestSweepProgressAttributeThrottled: the sweep's "N/M done" attribute is
@@ -53,7 +54,7 @@ func TestSweepProgressAttributeThrottled(t *testing.T) {
 	var progress []string
 	listen := func(env *testsuite.TestWorkflowEnvironment) {
 		env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-			if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAStage); ok {
+			if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(temporalx.SAStage); ok {
 				progress = append(progress, v)
 			}
 		}).Return(nil)
@@ -82,17 +83,17 @@ func TestPointStartedRunningWritesNoStartAttribute(t *testing.T) {
 		startedAs string
 		want      []string // statuses written, in order
 	}{
-		{name: "started running", startedAs: StatusRunning, want: []string{StatusCompleted}},
-		{name: "started pending (older parent)", startedAs: StatusPending, want: []string{StatusRunning, StatusCompleted}},
+		{name: "started running", startedAs: point.StatusRunning, want: []string{point.StatusCompleted}},
+		{name: "started pending (older parent)", startedAs: point.StatusPending, want: []string{point.StatusRunning, point.StatusCompleted}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			env := pointEnv(t, newFake())
 			require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
-				SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(tc.startedAs))))
+				temporalx.SAStage.ValueSet(stageStarting), temporalx.SAPointStatus.ValueSet(tc.startedAs))))
 			var got []string
 			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-				ps, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(SAPointStatus)
+				ps, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(temporalx.SAPointStatus)
 				got = append(got, ps)
 			}).Return(nil)
 			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: fastTuning})
@@ -120,17 +121,17 @@ func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 		wantUpserts []upsert
 	}{
 		{name: "quick stages", wantTimers: 1,
-			wantUpserts: []upsert{{"done", StatusCompleted, 0}}},
+			wantUpserts: []upsert{{"done", point.StatusCompleted, 0}}},
 		{name: "long perf after a 1.5 s warmup", wantTimers: 3,
 			after: map[string]time.Duration{activities.StageWarmup: 1500 * time.Millisecond, activities.StagePerf: 3 * time.Second},
 			// perf starts at 1.5 s: the first timer fires at 2 s, the
 			// second waits out perf's remaining 1.5 s, a third serves the
 			// quick stages after perf.
-			wantUpserts: []upsert{{activities.StagePerf, StatusRunning, 3500 * time.Millisecond}, {"done", StatusCompleted, 4500 * time.Millisecond}}},
+			wantUpserts: []upsert{{activities.StagePerf, point.StatusRunning, 3500 * time.Millisecond}, {"done", point.StatusCompleted, 4500 * time.Millisecond}}},
 		{name: "two long stages", wantTimers: 3,
 			after: map[string]time.Duration{activities.StageWarmup: 3 * time.Second, activities.StagePerf: 3 * time.Second},
-			wantUpserts: []upsert{{activities.StageWarmup, StatusRunning, 2 * time.Second},
-				{activities.StagePerf, StatusRunning, 5 * time.Second}, {"done", StatusCompleted, 6 * time.Second}}},
+			wantUpserts: []upsert{{activities.StageWarmup, point.StatusRunning, 2 * time.Second},
+				{activities.StagePerf, point.StatusRunning, 5 * time.Second}, {"done", point.StatusCompleted, 6 * time.Second}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,7 +141,7 @@ func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 			}
 			env := pointEnv(t, f)
 			require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
-				SAStage.ValueSet(stageStarting), SAPointStatus.ValueSet(StatusRunning))))
+				temporalx.SAStage.ValueSet(stageStarting), temporalx.SAPointStatus.ValueSet(point.StatusRunning))))
 			start := env.Now()
 			timers, cancelled := 0, 0
 			env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
@@ -148,8 +149,8 @@ func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 			var got []upsert
 			env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 				sa := args.Get(0).(temporal.SearchAttributes)
-				st, _ := sa.GetKeyword(SAStage)
-				ps, _ := sa.GetKeyword(SAPointStatus)
+				st, _ := sa.GetKeyword(temporalx.SAStage)
+				ps, _ := sa.GetKeyword(temporalx.SAPointStatus)
 				got = append(got, upsert{st, ps, env.Now().Sub(start).Round(100 * time.Millisecond)})
 			}).Return(nil)
 			env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: fastTuning})

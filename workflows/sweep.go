@@ -12,6 +12,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // QueryProgress is the sweep workflow's progress query.
@@ -220,10 +221,10 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	}); err != nil {
 		return nil, err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SAKind.ValueSet(KindSweep), SASweepID.ValueSet(in.SweepID),
-		SAPointStatus.ValueSet(StatusRunning))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAKind.ValueSet(temporalx.KindSweep), temporalx.SASweepID.ValueSet(in.SweepID),
+		temporalx.SAPointStatus.ValueSet(point.StatusRunning))
 	if in.Runs == 0 {
-		s.record(ctx, StatusRunning, time.Time{})
+		s.record(ctx, point.StatusRunning, time.Time{})
 	}
 
 	s.failUnfit()
@@ -271,18 +272,18 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		}
 	}
 
-	status := StatusCompleted
+	status := point.StatusCompleted
 	for _, d := range s.done {
 		// Eval-failed and incomplete are verdicts on a point, not sweep
 		// failures (the counts show them).
-		if d.Status != StatusCompleted && d.Status != StatusEvalFailed && d.Status != StatusIncomplete && d.Status != StatusSkipped {
-			status = StatusFailed
+		if d.Status != point.StatusCompleted && d.Status != point.StatusEvalFailed && d.Status != point.StatusIncomplete && d.Status != point.StatusSkipped {
+			status = point.StatusFailed
 		}
 	}
 	if ctx.Err() != nil {
-		status = StatusCancelled
+		status = point.StatusCancelled
 		for _, p := range flatten(s.queue) {
-			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: StatusCancelled})
+			s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: point.StatusCancelled})
 		}
 		s.queue = nil
 		// Points of the stored plan never loaded: cancelled too, without rows.
@@ -290,7 +291,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	end := workflow.Now(dctx)
-	_ = workflow.UpsertTypedSearchAttributes(dctx, SAPointStatus.ValueSet(status))
+	_ = workflow.UpsertTypedSearchAttributes(dctx, temporalx.SAPointStatus.ValueSet(status))
 	s.record(dctx, status, end)
 	summary := slimSummary(s.progress(end))
 	if ctx.Err() != nil {
@@ -374,8 +375,8 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 		StaticSummary: fmt.Sprintf("%s %s: %d points on one allocation (%d nodes)", p0.ConfigKey, p0.Topology,
 			len(u.points), u.nodes),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SAKind.ValueSet(KindDeployment), SASweepID.ValueSet(s.in.SweepID), SAConfigKey.ValueSet(p0.ConfigKey),
-			SATopology.ValueSet(p0.Topology)),
+			temporalx.SAKind.ValueSet(KindDeployment), temporalx.SASweepID.ValueSet(s.in.SweepID), temporalx.SAConfigKey.ValueSet(p0.ConfigKey),
+			temporalx.SATopology.ValueSet(p0.Topology)),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, DeploymentWorkflow, DeploymentInput{
 		SweepID: s.in.SweepID, Key: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
@@ -401,12 +402,12 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 			if got[p.PointID] {
 				continue
 			}
-			out := PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), Status: StatusFailed}
+			out := PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), Status: point.StatusFailed}
 			if err != nil {
 				out.Error = RootMessage(err)
 			}
 			if temporal.IsCanceledError(err) || ctx.Err() != nil {
-				out.Status = StatusCancelled
+				out.Status = point.StatusCancelled
 			}
 			s.done = append(s.done, out)
 		}
@@ -435,12 +436,12 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	state := map[string]string{}
 	for _, u := range s.running {
 		for _, p := range u.points {
-			state[p.PointID] = StatusRunning
+			state[p.PointID] = point.StatusRunning
 		}
 	}
 	for _, u := range s.queue {
 		for _, p := range u.points {
-			state[p.PointID] = StatusPending
+			state[p.PointID] = point.StatusPending
 		}
 	}
 	// Plan order, so tables read the same from one query to the next.
@@ -449,7 +450,7 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 		if st, ok := state[p.PointID]; ok {
 			r = row(p, st)
 		} else {
-			r = row(p, StatusPending)
+			r = row(p, point.StatusPending)
 			if i, ok := doneAt[p.PointID]; ok {
 				r.Status, r.Outcome = s.done[i].Status, &s.done[i]
 			}
@@ -473,9 +474,9 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	// Points of a stored plan not loaded yet (they have no row).
 	if rest := s.in.PlanTotal - len(pr.Points); s.in.PlanRef != "" && rest > 0 {
 		if end.IsZero() {
-			pr.Counts[StatusPending] += rest
+			pr.Counts[point.StatusPending] += rest
 		} else {
-			pr.Counts[StatusCancelled] += rest
+			pr.Counts[point.StatusCancelled] += rest
 		}
 	}
 	return pr
@@ -496,7 +497,7 @@ func (s *sweepRun) publish(ctx workflow.Context) {
 	total, finished := s.total(), len(s.done)
 	now := workflow.Now(ctx)
 	if !s.progressSet || finished >= total || now.Sub(s.lastProgress) >= progressAttrEvery {
-		_ = workflow.UpsertTypedSearchAttributes(ctx, SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, total)))
+		_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet(fmt.Sprintf("%d/%d done", finished, total)))
 		s.lastProgress, s.progressSet = now, true
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: %d of %d points done, %d running, %d pending; %d/%d nodes in use",

@@ -105,7 +105,7 @@ func (s *sweepRun) failUnfit() {
 			s.removeQueued(u.key)
 			for _, p := range u.points {
 				s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID),
-					Status: StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, s.in.NodeBudget)})
+					Status: point.StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, s.in.NodeBudget)})
 			}
 		}
 	}

@@ -53,12 +53,12 @@ func slimEnv(t *testing.T, plan []point.Spec, in SweepInput) (*testsuite.TestWor
 		if err := workflow.Sleep(ctx, time.Minute); err != nil {
 			return nil, err
 		}
-		st := &PointState{PointID: pin.Point.PointID, Status: StatusCompleted}
+		st := &PointState{PointID: pin.Point.PointID, Status: point.StatusCompleted}
 		for _, stage := range []string{"allocate", "checkpoint", "bring-up", "warmup", "perf", "upload", "teardown"} {
 			st.Stages = append(st.Stages, StageRun{Stage: stage, Outcome: "ok", Started: workflow.Now(ctx), Ended: workflow.Now(ctx), Rounds: 1})
 		}
 		if pin.Point.Conc == 7 {
-			st.Status = StatusFailed
+			st.Status = point.StatusFailed
 			return st, errors.New("perf failed")
 		}
 		return st, nil
@@ -104,13 +104,13 @@ func TestSweepStoredPlanSlimContinueAsNew(t *testing.T) {
 		require.NoError(t, err)
 		var res SweepProgress
 		require.NoError(t, env.GetWorkflowResult(&res))
-		assert.Equal(t, map[string]int{StatusCompleted: 999, StatusFailed: 1}, res.Counts)
+		assert.Equal(t, map[string]int{point.StatusCompleted: 999, point.StatusFailed: 1}, res.Counts)
 		require.Len(t, res.Points, 1000)
 		seen := map[string]bool{}
 		for _, p := range res.Points {
 			require.False(t, seen[p.PointID], "one row per point: %s", p.PointID)
 			seen[p.PointID] = true
-			if p.Status == StatusFailed {
+			if p.Status == point.StatusFailed {
 				require.NotNil(t, p.Outcome)
 				assert.Contains(t, p.Outcome.Error, "perf failed")
 			} else {
@@ -144,6 +144,6 @@ func TestSweepOldContinueAsNewInputStillRuns(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(old), &in))
 	_, pr, env := runSweep(t, in, func(point.Spec) time.Duration { return time.Minute })
 	require.NoError(t, env.GetWorkflowError())
-	assert.Equal(t, map[string]int{StatusCompleted: 2}, pr.Counts)
+	assert.Equal(t, map[string]int{point.StatusCompleted: 2}, pr.Counts)
 	assert.Len(t, pr.Points, 2)
 }

@@ -52,7 +52,7 @@ func runSweep(t *testing.T, in SweepInput, duration func(p point.Spec) time.Dura
 			return nil, err
 		}
 		spans = append(spans, interval{pin.Point.PointID, pin.Point.Nodes, start, workflow.Now(ctx)})
-		return &PointState{PointID: pin.Point.PointID, Status: StatusCompleted}, nil
+		return &PointState{PointID: pin.Point.PointID, Status: point.StatusCompleted}, nil
 	})
 	for _, f := range setup {
 		f(env)
@@ -117,7 +117,7 @@ func TestSweepNodeBudget(t *testing.T) {
 			require.Len(t, spans, 8, "every point ran")
 			require.LessOrEqual(t, peak(spans), 18, "never more nodes than the cluster has")
 			require.LessOrEqual(t, pr.MaxInUse, 18)
-			require.Equal(t, 8, pr.Counts[StatusCompleted])
+			require.Equal(t, 8, pr.Counts[point.StatusCompleted])
 			// The three 16-node rows ran, each alone among the large rows.
 			var big []interval
 			for _, s := range spans {
@@ -163,7 +163,7 @@ func instantPointsEnv() *testsuite.TestWorkflowEnvironment {
 	var a *activities.Activities
 	env.RegisterActivity(a)
 	env.OnActivity(a.RecordSweep, mock.Anything, mock.Anything).Return(nil)
-	env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(&PointState{Status: StatusCompleted}, nil)
+	env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(&PointState{Status: point.StatusCompleted}, nil)
 	return env
 }
 
@@ -185,7 +185,7 @@ func TestSweepRejectsOversizedPointAndContinuesAsNew(t *testing.T) {
 	require.Equal(t, 1, next.Runs)
 	for _, d := range next.Done {
 		if d.PointID == "huge" {
-			require.Equal(t, StatusFailed, d.Status)
+			require.Equal(t, point.StatusFailed, d.Status)
 			require.Contains(t, d.Error, "needs 40 nodes")
 		}
 	}
@@ -219,7 +219,7 @@ func TestSweepContinuesAsNewOnItsOwnHistoryBudget(t *testing.T) {
 				require.NoError(t, err)
 				var pr SweepProgress
 				require.NoError(t, env.GetWorkflowResult(&pr))
-				require.Equal(t, 8, pr.Counts[StatusCompleted], "every point ran in one run")
+				require.Equal(t, 8, pr.Counts[point.StatusCompleted], "every point ran in one run")
 				return
 			}
 			require.ErrorAs(t, err, &can, "got %v", err)

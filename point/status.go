@@ -1,0 +1,26 @@
+package point
+
+// Point statuses, the values of PointStatus. A point that ran to its end is
+// completed (every planned stage produced its output or reused one),
+// eval-failed (as completed, but GSM8K scored below its floor: a verdict,
+// not an error) or incomplete (an operator skipped a stage: PointState lists
+// the skipped stages and the missing outputs). A point that did not run to
+// its end is aborted (by an operator, or the operator timeout), failed
+// (a workflow error) or cancelled (the sweep was cancelled).
+const (
+	StatusPending          = "pending"
+	StatusRunning          = "running"
+	StatusAwaitingOperator = "awaiting-operator"
+	StatusCompleted        = "completed"
+	StatusEvalFailed       = "eval-failed"
+	StatusIncomplete       = "incomplete"
+	StatusAborted          = "aborted"
+	StatusCancelled        = "cancelled"
+	StatusFailed           = "failed"
+	// StatusCheckFailed is a nightly whose re-read configs failed the
+	// reviewer checklist: reported, and none of its points ran.
+	StatusCheckFailed = "check-failed"
+	// StatusSkipped is no longer set (a skipped bring-up now ends the point
+	// incomplete); ledgers and histories written before issue 11 hold it.
+	StatusSkipped = "skipped"
+)
