@@ -47,7 +47,7 @@ type Cluster struct {
 	// load generator from the worker.
 	PerfClient string
 	// Emulation, when set, marks an emulated partition: every rendered
-	// command is handed to a simulator role (contract in README).
+	// command is handed to a simulator role (contract in docs/slurm.md).
 	Emulation *Emulation
 	// BringUpTime is how long a server of this cluster takes from launch to
 	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.

@@ -31,7 +31,7 @@ type Tuning struct {
 // times the attempt out, and the retry runs on another worker after
 // RetryInterval. Worst case kill-to-retry: this plus the retry interval plus
 // a poll, under the 10 s the fault matrix asserts (deploy/composetest
-// TestFaultMatrix; measured in docs/production.md). Activities beat every quarter of
+// TestFaultMatrix; measured in docs/performance.md, fault recovery). Activities beat every quarter of
 // it (activities.heartbeatEvery); the SDK sends at most every 0.8 of it.
 // Teardown keeps the stage list's longer timeout: its steps (scancel, kill
 // and wait) do not heartbeat.

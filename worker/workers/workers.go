@@ -48,7 +48,7 @@ type Options struct {
 // 8, a third of the sticky workflow tasks found no poller waiting and went
 // through the database (the matching service's poll_success_sync metric,
 // 1,000 points of `starter bench orchestration`); with 16, 1%, and the
-// transition p50 fell by about 15% (README, orchestration performance).
+// transition p50 fell by about 15% (docs/performance.md).
 const DefaultPollers = 16
 
 func (o Options) pollers() int {
