@@ -89,8 +89,11 @@ type Activities struct {
 	Logger         *zap.Logger
 }
 
-func (a *Activities) log(ctx context.Context) *zap.Logger {
-	l := a.Logger
+func (a *Activities) log(ctx context.Context) *zap.Logger { return ContextLogger(ctx, a.Logger) }
+
+// ContextLogger is l (or a no-op logger) with the running activity's type,
+// attempt and workflow, so every activity's lines say where they come from.
+func ContextLogger(ctx context.Context, l *zap.Logger) *zap.Logger {
 	if l == nil {
 		l = zap.NewNop()
 	}

@@ -71,16 +71,7 @@ func (a *Activities) PlanNightly(ctx context.Context, req PlanRequest) (Plan, er
 }
 
 func (a *Activities) log(ctx context.Context) *zap.Logger {
-	l := a.Logger
-	if l == nil {
-		l = zap.NewNop()
-	}
-	if activity.IsActivity(ctx) {
-		info := activity.GetInfo(ctx)
-		l = l.With(zap.String("activity", info.ActivityType.Name), zap.Int32("attempt", info.Attempt),
-			zap.String("workflow", info.WorkflowExecution.ID))
-	}
-	return l
+	return activities.ContextLogger(ctx, a.Logger)
 }
 
 // classify turns errors into application errors the retry policy
