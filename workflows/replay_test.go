@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
+	"github.com/sweepflow/sweepflow/internal/replaytest"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 )
 
 // TestReplayRecordedHistories replays histories recorded on the real dev
@@ -22,26 +20,10 @@ import (
 // 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep') only for
 // changes made under the revision rule in the package comment.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 5, "recorded histories are missing")
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflow(SweepWorkflow)
-			r.RegisterWorkflow(PointWorkflow)
-			data, err := os.ReadFile(f)
-			require.NoError(t, err)
-			hist, err := client.HistoryFromJSON(bytes.NewReader(data), client.HistoryJSONOptions{})
-			require.NoError(t, err)
-			// The recorded workflow ID (children and activities derive theirs from it).
-			var opts worker.ReplayWorkflowHistoryOptions
-			if wid, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".wid"); err == nil {
-				opts.OriginalExecution = workflow.Execution{ID: string(wid)}
-			}
-			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, opts))
-		})
-	}
+	replaytest.Files(t, filepath.Join("testdata", "histories", "*.json"), 5, func(r worker.WorkflowReplayer) {
+		r.RegisterWorkflow(SweepWorkflow)
+		r.RegisterWorkflow(PointWorkflow)
+	})
 }
 
 func TestReplayDetectsReorderedStages(t *testing.T) {
