@@ -172,16 +172,13 @@ func (a *Activities) producerEnded(ctx context.Context, o results.StageOutput) (
 		if q.Identity != o.Identity {
 			continue
 		}
-		if okStatus(q.Status) {
+		if point.HasFigures(q.Status) {
 			return "", nil
 		}
 		return fmt.Sprintf("the point that measured it in %s ended %s", sweep, cmp.Or(q.Status, "without a status")), nil
 	}
 	return fmt.Sprintf("the point that measured it in %s has no recorded end", sweep), nil
 }
-
-// okStatus: the point ran to the end, so its figures exist.
-func okStatus(s string) bool { return s == "completed" || s == "eval-failed" }
 
 // noCandidate explains an empty lookup: an earlier sweep may hold the same
 // exp-name and concurrency under another identity (a new recipe, image,

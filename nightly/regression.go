@@ -125,11 +125,6 @@ func (a *Activities) RecordCheckFailure(ctx context.Context, req CheckFailedNigh
 	return rep, nil
 }
 
-// okStatus: the point ran to the end, so its figures exist.
-func okStatus(s string) bool {
-	return s == point.StatusCompleted || s == point.StatusEvalFailed
-}
-
 // CompareWithBaseline records the nightly's points under their baseline
 // keys, compares each with its baseline (regress.Compare), and stores the
 // report in the ledger and the artifact store. Idempotent: a retry rewrites
@@ -162,7 +157,7 @@ func (a *Activities) CompareWithBaseline(ctx context.Context, req RegressionRequ
 	images := map[string]map[string]string{} // sweep -> point -> image
 	for _, p := range req.Points {
 		c := regress.Point{Key: p.BaselineKey, SweepID: req.SweepID, PointID: p.PointID, ConfigKey: p.ConfigKey, Conc: p.Conc,
-			OK: okStatus(p.Status), Status: p.Status}
+			OK: point.HasFigures(p.Status), Status: p.Status}
 		for i := range perf {
 			if perf[i].PointID == p.PointID {
 				c.Perf, c.ProfileHash = toRegressPerf(&perf[i]), perf[i].ProfileHash
@@ -251,7 +246,7 @@ const maxIncomparableNights = 30
 
 // baselinePoint is a baseline run as regress compares it.
 func baselinePoint(p RegressionPoint, b results.Baseline) regress.Point {
-	bp := regress.Point{Key: p.BaselineKey, SweepID: b.SweepID, PointID: b.PointID, OK: okStatus(b.Status),
+	bp := regress.Point{Key: p.BaselineKey, SweepID: b.SweepID, PointID: b.PointID, OK: point.HasFigures(b.Status),
 		Status: b.Status, Perf: toRegressPerf(b.Perf), Eval: toRegressEval(b.Eval)}
 	if b.Perf != nil {
 		bp.ProfileHash = b.Perf.ProfileHash

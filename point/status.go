@@ -24,3 +24,10 @@ const (
 	// incomplete); ledgers and histories written before issue 11 hold it.
 	StatusSkipped = "skipped"
 )
+
+// HasFigures reports whether a point with this status ran to its end with
+// figures that stand: completed, or eval-failed (a verdict, not an error).
+// Reuse, nightly comparisons and reports count only these.
+func HasFigures(status string) bool {
+	return status == StatusCompleted || status == StatusEvalFailed
+}

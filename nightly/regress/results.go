@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -51,9 +52,7 @@ func Category(kind string) string {
 const DefaultEvalDropPts = 2.0
 
 // okStatuses are the point statuses whose figures exist.
-func okStatus(status string) bool {
-	return status == "completed" || status == "eval-failed" || status == ""
-}
+func okStatus(status string) bool { return status == "" || point.HasFigures(status) }
 
 // FromResults builds a run's comparable points from the results store's
 // rows, keyed by the points' baseline keys (point.BaselineKey: the identity
