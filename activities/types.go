@@ -127,6 +127,9 @@ type SweepRecord struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at,omitempty"`
 	Nightly    bool      `json:"nightly,omitempty"`
+	// Canaries are a canary sweep's groups with their verdicts, what
+	// `starter report` says about them.
+	Canaries []point.Canary `json:"canaries,omitempty"`
 }
 
 // servedModel is the model name requests to ep must carry.

@@ -29,6 +29,9 @@ type Request struct {
 	// Changelog, when set, picks the config keys and eval selection from
 	// perf-changelog entries instead of the sweep file's config-keys.
 	Changelog *ChangelogRef
+	// Canary runs each image and backend's cheapest point first
+	// (`sweep start --canary`, see ApplyCanaries).
+	Canary bool
 }
 
 // Build plans the sweep file and converts every point into the
@@ -73,6 +76,9 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 	if err := ApplyFaults(req.Faults, in.Points); err != nil {
 		return nil, nil, err
 	}
+	if req.Canary {
+		ApplyCanaries(in, plan.DefaultNodeMinuteTimes(cl.BringUpTime))
+	}
 	in.SweepID = req.ID
 	if in.SweepID == "" {
 		in.SweepID = defaultSweepID(sw.Name, in)
@@ -96,7 +102,23 @@ func defaultSweepID(name string, in *workflows.SweepInput) string {
 			fmt.Fprintln(h, p.PointID, f.Stage, f.Times)
 		}
 	}
+	// A canary run of a plan is another sweep than a plain one.
+	if len(in.Canaries) > 0 {
+		fmt.Fprintln(h, "canary")
+	}
 	return name + "-" + hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// ApplyCanaries makes in a canary sweep: every point gets its planned
+// node-minutes on an allocation of its own (times.PointAlone: the cluster's
+// bring-up time, the default warmup and eval, the perf duration of its
+// row), and each image and backend its cheapest point as canary
+// (point.PickCanaries).
+func ApplyCanaries(in *workflows.SweepInput, times plan.NodeMinuteTimes) {
+	for i := range in.Points {
+		in.Points[i].NodeMinutes = times.PointAlone(in.Points[i])
+	}
+	in.Canaries = point.PickCanaries(in.Points, in.NodeBudget)
 }
 
 func AbsPath(p string) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -180,4 +181,49 @@ func TestSimulatedAndRealPlansDiffer(t *testing.T) {
 		assert.NotEqual(t, sim.Points[i].ProfileHash, real.Points[i].ProfileHash)
 	}
 	assert.NotEqual(t, sim.SweepID, real.SweepID)
+}
+
+// TestBuildCanarySweep: --canary weighs every point by its node-minutes on
+// an allocation of its own (the per-point figure of `bench nodeminutes`)
+// and picks each image and backend's cheapest point.
+func TestBuildCanarySweep(t *testing.T) {
+	req := Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"}
+	plain, _, err := Build(req)
+	require.NoError(t, err)
+	require.Empty(t, plain.Canaries)
+	for _, p := range plain.Points {
+		require.Zero(t, p.NodeMinutes, "a plain sweep's points carry no node-minutes")
+	}
+	req.Canary = true
+	in, p, err := Build(req)
+	require.NoError(t, err)
+	rep, err := plan.NodeMinutes(p, plan.DefaultNodeMinuteTimes(p.Cluster.BringUpTime))
+	require.NoError(t, err)
+	sum := 0.0
+	for _, pt := range in.Points {
+		require.Positive(t, pt.NodeMinutes, pt.PointID)
+		require.Equal(t, "dynamo-sglang", pt.Framework)
+		sum += pt.NodeMinutes
+	}
+	require.InDelta(t, rep.PerPoint, sum, 1e-9, "the per-point column of bench nodeminutes")
+	require.InDelta(t, 7660, sum, 1e-9, "docs/sweeps.md: 7660 node-minutes one bring-up per point")
+	require.Len(t, in.Canaries, 1, "one image, one backend")
+	c := in.Canaries[0]
+	require.Equal(t, "lmsysorg/sglang:nightly-dev-20260916-c9a8fba9", c.Image)
+	require.Equal(t, 8, c.Points)
+	// agg c1 and c4 both hold 2 x (20 + 5 + 60) = 170 node-minutes; the
+	// lower concurrency wins.
+	require.True(t, strings.HasPrefix(c.PointID, "dsv4_p1x8_d0x8_conc1_"), c.PointID)
+	require.InDelta(t, 170.0/60, c.NodeHours, 1e-12)
+	require.NotEqual(t, plain.SweepID, in.SweepID, "a canary run of a plan is another sweep")
+	require.Equal(t, in.Canaries, WorkflowInput(in).Canaries)
+
+	req.SweepFile = "../configs/sweeps/dsv4-gb200-backends.yaml"
+	in, _, err = Build(req)
+	require.NoError(t, err)
+	var groups []string
+	for _, c := range in.Canaries {
+		groups = append(groups, c.Backend+":"+strings.SplitN(c.PointID, "_", 5)[3])
+	}
+	require.Equal(t, []string{"dynamo-trt:conc8", "dynamo-vllm:conc8", "dynamo-sglang:conc8"}, groups)
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -54,8 +55,9 @@ func RerunInput(ctx context.Context, c client.Client, store *results.Store, old 
 	var in *workflows.SweepInput
 	var files []results.PlanFile
 	if replan {
+		// A rerun of a canary sweep runs canaries again.
 		req := Request{SweepFile: cmp.Or(r.SweepFile, prev.SweepFile), ClusterFile: cmp.Or(r.ClusterFile, prev.ClusterFile),
-			ID: r.ID, ReuseFrom: reuse, Force: r.Force, Faults: r.Faults, Tuning: r.Tuning}
+			ID: r.ID, ReuseFrom: reuse, Force: r.Force, Faults: r.Faults, Tuning: r.Tuning, Canary: len(prev.Canaries) > 0}
 		var p *plan.Plan
 		if in, p, err = Build(req); err != nil {
 			return nil, nil, firstLine(err)
@@ -72,6 +74,10 @@ func RerunInput(ctx context.Context, c client.Client, store *results.Store, old 
 		}
 		if err := ApplyFaults(r.Faults, in.Points); err != nil {
 			return nil, nil, firstLine(err)
+		}
+		if len(in.Canaries) > 0 {
+			// The stored points keep their node-minutes; verdicts start over.
+			in.Canaries = point.PickCanaries(in.Points, in.NodeBudget)
 		}
 		in.SweepID = r.ID
 	}

@@ -32,6 +32,9 @@ type PointView struct {
 	Perf      *activities.PerfSummary `json:"perf,omitempty"`
 	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
 	LastError string                  `json:"last_error,omitempty"`
+	// Reason says why a not-started point never started ("canary failed:
+	// ...").
+	Reason string `json:"reason,omitempty"`
 	// Reused lists the stages whose outputs came from an earlier sweep;
 	// ReuseNotes say why a durable stage was not reused.
 	Reused     []ReuseView `json:"reused,omitempty"`
@@ -94,7 +97,12 @@ type SweepView struct {
 	Counts     map[string]int `json:"counts"`
 	Points     []PointView    `json:"points"`
 	Elapsed    float64        `json:"elapsed_s"`
-	closed     bool
+	// Canaries are a canary sweep's groups: canary point, verdict, why it
+	// failed, the points it kept from starting and their node-hours;
+	// SavedNodeHours sums those.
+	Canaries       []point.Canary `json:"canaries,omitempty"`
+	SavedNodeHours float64        `json:"saved_node_hours,omitempty"`
+	closed         bool
 }
 
 // Query asks a sweep workflow for its progress.
@@ -130,6 +138,10 @@ func Collect(ctx context.Context, c client.Client, id string) (*SweepView, error
 		end = pr.FinishedAt
 	}
 	v.Elapsed = end.Sub(pr.StartedAt).Seconds()
+	v.Canaries = pr.Canaries
+	for _, c := range pr.Canaries {
+		v.SavedNodeHours += c.SavedNodeHours
+	}
 	for _, p := range pr.Points {
 		pv := PointView{PointProgress: p, Stage: p.Status}
 		if p.Outcome != nil && p.Outcome.State != nil {
@@ -139,6 +151,8 @@ func Collect(ctx context.Context, c client.Client, id string) (*SweepView, error
 			if s.FailedStage != "" {
 				pv.Stage = s.FailedStage
 			}
+		} else if p.Outcome != nil && p.Status == point.StatusNotStarted {
+			pv.Reason = p.Outcome.Error
 		} else if p.Outcome != nil {
 			pv.LastError = p.Outcome.Error
 		}
@@ -260,6 +274,7 @@ func Print(w io.Writer, v *SweepView) {
 			fmt.Fprintf(w, "! %s: the ledger still shows an older status: recording it failed: %s\n", p.PointID, p.RecordError)
 		}
 	}
+	PrintCanaries(w, v.Canaries)
 	for _, p := range v.Points {
 		if p.Status == point.StatusAwaitingOperator {
 			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n    starter retry|skip|abort %s\n", p.PointID, p.Stage, p.LastError, p.WorkflowID)
@@ -279,6 +294,25 @@ func Print(w io.Writer, v *SweepView) {
 	}
 }
 
+// PrintCanaries writes a canary sweep's groups: per image and backend its
+// canary and verdict, and for a failed one why and what it saved.
+func PrintCanaries(w io.Writer, cs []point.Canary) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, point.CanarySummary(cs))
+	for _, c := range cs {
+		fmt.Fprintf(w, "  canary %s (%s): %s, %s planned node-hours, %s", c.Image, c.Backend, c.PointID, point.FormatNodeHours(c.NodeHours), c.Verdict)
+		switch c.Verdict {
+		case point.CanaryPending:
+			fmt.Fprintf(w, "; %s of its group wait for it", point.Points(c.Points-1))
+		case point.CanaryFailed:
+			fmt.Fprintf(w, ": %s; %s not started, %s node-hours saved", c.Reason, point.Points(c.NotStarted), point.FormatNodeHours(c.SavedNodeHours))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
 // nodesCell is a live point's allocation against its plan ("0/6" once the
 // nodes went back while it waits), else the planned node count.
 func nodesCell(p PointView) string {
@@ -288,10 +322,14 @@ func nodesCell(p PointView) string {
 	return fmt.Sprint(p.Nodes)
 }
 
-// statusCell names what an incomplete point skipped.
+// statusCell names what an incomplete point skipped, and that a
+// not-started point's canary failed (PrintCanaries says why).
 func statusCell(p PointView) string {
 	if p.Status == point.StatusIncomplete && len(p.Skipped) > 0 {
 		return p.Status + " (skipped " + strings.Join(p.Skipped, ",") + ")"
+	}
+	if p.Status == point.StatusNotStarted && strings.HasPrefix(p.Reason, point.NotStartedReason("")) {
+		return p.Status + " (canary failed)"
 	}
 	return p.Status
 }

@@ -70,3 +70,31 @@ func TestStatusShowsRecordError(t *testing.T) {
 	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 	require.Contains(t, buf.String(), "! p-c64: the ledger still shows an older status: recording it failed: database is locked")
 }
+
+// A canary sweep's status says which canaries failed, why, and how many
+// node-hours the points they kept from starting would have held.
+func TestStatusShowsCanaries(t *testing.T) {
+	reason := point.NotStartedReason("sg_c1 aborted at allocate: injected fault")
+	var pv PointView
+	pv.PointID, pv.Status, pv.Stage, pv.Reason = "sg_c4", point.StatusNotStarted, point.StatusNotStarted, reason
+	v := &SweepView{SweepID: "s", Points: []PointView{pv}, SavedNodeHours: 14.5, Canaries: []point.Canary{
+		{Image: "sglang:x", Backend: "dynamo-sglang", PointID: "sg_c1", Points: 3, NodeHours: 170.0 / 60, Verdict: point.CanaryFailed,
+			Reason: "sg_c1 aborted at allocate: injected fault", NotStarted: 2, SavedNodeHours: 14.5},
+		{Image: "vllm:x", Backend: "dynamo-vllm", PointID: "vl_c8", Points: 2, NodeHours: 4.25, Verdict: point.CanaryPassed},
+		{Image: "trt:x", Backend: "dynamo-trt", PointID: "trt_c8", Points: 4, NodeHours: 4.25, Verdict: point.CanaryPending},
+	}}
+	var buf bytes.Buffer
+	Print(&buf, v)
+	out := buf.String()
+	require.Contains(t, out, "not-started (canary failed)")
+	require.Contains(t, out, "3 canaries: 1 passed, 1 failed, 1 pending; 2 points not started, 14.50 node-hours saved")
+	require.Contains(t, out, "canary sglang:x (dynamo-sglang): sg_c1, 2.83 planned node-hours, failed: sg_c1 aborted at allocate: injected fault; 2 points not started, 14.50 node-hours saved")
+	require.Contains(t, out, "canary vllm:x (dynamo-vllm): vl_c8, 4.25 planned node-hours, passed\n")
+	require.Contains(t, out, "canary trt:x (dynamo-trt): trt_c8, 4.25 planned node-hours, pending; 3 points of its group wait for it")
+
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"reason":"canary failed: sg_c1 aborted at allocate: injected fault"`)
+	require.Contains(t, string(b), `"saved_node_hours":14.5`)
+	require.Contains(t, string(b), `"verdict":"failed"`)
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // NodeMinuteTimes are the per-stage times a node-minute estimate assumes.
@@ -12,6 +14,36 @@ type NodeMinuteTimes struct {
 	BringUp time.Duration // launch to healthy, also for the eval-mode restart
 	Warmup  time.Duration // per point
 	Eval    time.Duration // one GSM8K run
+}
+
+// Assumed warmup and eval times of a node-minute estimate (`starter bench
+// nodeminutes` flags, the canary's choice of its cheapest point).
+const (
+	DefaultWarmup = 5 * time.Minute
+	DefaultEval   = 10 * time.Minute
+)
+
+// DefaultNodeMinuteTimes are the default times with a cluster's bring-up
+// time.
+func DefaultNodeMinuteTimes(bringUp time.Duration) NodeMinuteTimes {
+	return NodeMinuteTimes{BringUp: bringUp, Warmup: DefaultWarmup, Eval: DefaultEval}
+}
+
+// PointAlone is the node-minutes of one point on an allocation of its own:
+// nodes x (bring-up + warmup + perf duration + eval restart + eval), the
+// warmup and perf only when it runs perf (not Profile.EvalOnly), the eval
+// restart and eval only when it evals. It is the per-point column of
+// NodeMinutes (which counts an eval-only point's warmup and perf as well)
+// and what a canary sweep weighs its points by.
+func (t NodeMinuteTimes) PointAlone(p point.Spec) float64 {
+	var m float64
+	if !p.Profile.EvalOnly {
+		m += t.BringUp.Minutes() + t.Warmup.Minutes() + float64(p.DurationSec)/60
+	}
+	if p.Eval {
+		m += t.BringUp.Minutes() + t.Eval.Minutes()
+	}
+	return float64(p.Nodes) * m
 }
 
 // MarshalJSON writes the times in minutes.
@@ -74,16 +106,13 @@ func NodeMinutes(p *Plan, t NodeMinuteTimes) (NodeMinuteReport, error) {
 			if pt.DurationSec <= 0 {
 				return NodeMinuteReport{}, fmt.Errorf("point %s: its matrix row has no duration", pt.ID)
 			}
-			run := min(t.Warmup) + float64(pt.DurationSec)/60
-			shared += run
-			alone := min(t.BringUp) + run
+			shared += min(t.Warmup) + float64(pt.DurationSec)/60
 			rep.PerPointPerfBringUps++
 			if pt.Eval {
 				shared += min(t.Eval)
-				alone += min(t.BringUp) + min(t.Eval)
 				rep.PerPointEvalRestarts++
 			}
-			ng.PerPoint += float64(pt.Nodes) * alone
+			ng.PerPoint += t.PointAlone(point.Spec{Nodes: pt.Nodes, DurationSec: pt.DurationSec, Eval: pt.Eval})
 		}
 		rep.SharedPerfBringUps++
 		if g.Evals > 0 {

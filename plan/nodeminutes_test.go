@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // seedShape is the seed sweep's shape: six deployments, the 2P1D one with
@@ -62,4 +63,32 @@ func TestNodeMinutesErrors(t *testing.T) {
 	require.ErrorContains(t, err, "matrix row has no duration")
 	_, err = NodeMinutes(seedShape(), NodeMinuteTimes{BringUp: time.Minute, Eval: -time.Minute})
 	require.ErrorContains(t, err, "must not be negative")
+}
+
+// TestPointAlone pins the per-point figure a canary sweep weighs its points
+// by: the per-point column of NodeMinutes, point by point.
+func TestPointAlone(t *testing.T) {
+	times := DefaultNodeMinuteTimes(20 * time.Minute)
+	require.Equal(t, NodeMinuteTimes{BringUp: 20 * time.Minute, Warmup: 5 * time.Minute, Eval: 10 * time.Minute}, times)
+	p := seedShape()
+	rep, err := NodeMinutes(p, times)
+	require.NoError(t, err)
+	for _, g := range rep.Groups {
+		sum := 0.0
+		for _, bg := range p.BringUpGroups() {
+			if bg.Group != g.Group {
+				continue
+			}
+			for _, i := range bg.Points {
+				pt := p.Points[i]
+				sum += times.PointAlone(point.Spec{Nodes: pt.Nodes, DurationSec: pt.DurationSec, Eval: pt.Eval})
+			}
+		}
+		assert.InDelta(t, g.PerPoint, sum, 1e-9, "group %d", g.Group)
+	}
+	// 6 x (20 + 5 + 60 + 20 + 10), 2 x (20 + 5 + 60); an eval-only point
+	// holds its nodes for the eval-mode bring-up and the eval: 6 x (20 + 10).
+	assert.InDelta(t, 690, times.PointAlone(point.Spec{Nodes: 6, DurationSec: 3600, Eval: true}), 1e-9)
+	assert.InDelta(t, 170, times.PointAlone(point.Spec{Nodes: 2, DurationSec: 3600}), 1e-9)
+	assert.InDelta(t, 180, times.PointAlone(point.Spec{Nodes: 6, DurationSec: 3600, Eval: true, Profile: point.Profile{EvalOnly: true}}), 1e-9)
 }

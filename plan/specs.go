@@ -15,7 +15,7 @@ func PointSpecs(p *Plan, cl *config.Cluster, evals bool) []point.Spec {
 			Nodes: pt.Nodes, GPUs: pt.GPUs, PrefillGPUs: pt.PrefillGPUs, DecodeGPUs: pt.DecodeGPUs,
 			Identity: pt.Identity, DeploymentHash: pt.DeploymentHash, ProfileHash: pt.ProfileHash, Profile: pt.Profile,
 			Eval: pt.Eval && evals, Model: pt.Model, ModelPrefix: pt.ModelPrefix,
-			Image: pt.Image, RecipePath: pt.RecipePath, Row: pt.Row, ISL: pt.ISL, OSL: pt.OSL,
+			Image: pt.Image, Framework: pt.Framework, RecipePath: pt.RecipePath, Row: pt.Row, ISL: pt.ISL, OSL: pt.OSL,
 			DurationSec: pt.DurationSec, Layout: pt.Topology, SyntheticAL: pt.SyntheticAL, BaselineKey: pt.BaselineKey,
 		}
 		if pt.Recipe != nil {

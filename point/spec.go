@@ -34,7 +34,11 @@ type Spec struct {
 	Model          string `json:"model"`
 	ModelPrefix    string `json:"model_prefix"`
 	Image          string `json:"image"`
-	RecipePath     string `json:"recipe_path"`
+	// Framework is the row's InferenceX framework (dynamo-sglang,
+	// dynamo-trt, ...): with the image, the point's canary group
+	// (CanaryKey). Histories recorded before it existed leave it empty.
+	Framework  string `json:"framework,omitempty"`
+	RecipePath string `json:"recipe_path"`
 	// RecipeDigest is the sha256 of the recipe bytes the identity was
 	// computed from; the worker launches only a recipe file that has them.
 	RecipeDigest string          `json:"recipe_sha256,omitempty"`
@@ -42,6 +46,11 @@ type Spec struct {
 	ISL          int             `json:"isl"`
 	OSL          int             `json:"osl"`
 	DurationSec  int             `json:"duration_sec"`
+	// NodeMinutes is the point's planned node-minutes on an allocation of
+	// its own (plan.NodeMinuteTimes.PointAlone): what picks a canary and
+	// what a point that a failed canary kept from starting did not spend.
+	// Set only for sweeps that run canaries.
+	NodeMinutes float64 `json:"node_minutes,omitempty"`
 	// SyntheticAL is the golden acceptance length injected into the engine
 	// for the perf stage only (0 means the engine's real acceptance).
 	SyntheticAL float64 `json:"synthetic_al,omitempty"`

@@ -6,7 +6,8 @@ package point
 // not an error) or incomplete (an operator skipped a stage: PointState lists
 // the skipped stages and the missing outputs). A point that did not run to
 // its end is aborted (by an operator, or the operator timeout), failed
-// (a workflow error) or cancelled (the sweep was cancelled).
+// (a workflow error) or cancelled (the sweep was cancelled). A point the
+// sweep never started because its canary failed is not-started.
 const (
 	StatusPending          = "pending"
 	StatusRunning          = "running"
@@ -17,6 +18,9 @@ const (
 	StatusAborted          = "aborted"
 	StatusCancelled        = "cancelled"
 	StatusFailed           = "failed"
+	// StatusNotStarted is a point of a canary sweep whose image's canary
+	// failed: the sweep never started it (its outcome says why).
+	StatusNotStarted = "not-started"
 	// StatusCheckFailed is a nightly whose re-read configs failed the
 	// reviewer checklist: reported, and none of its points ran.
 	StatusCheckFailed = "check-failed"

@@ -80,6 +80,14 @@ type page struct {
 	Generated   string
 	// CheckFailures: the nightly's check failed and no point ran.
 	CheckFailures []string
+	// Canaries: a canary sweep's groups.
+	Canaries []canaryView
+}
+
+// canaryView is one canary group's row.
+type canaryView struct {
+	Image, Backend, PointID, NodeHours, Verdict, Reason, SavedNodeHours string
+	Points, NotStarted                                                  int
 }
 
 // Render writes the page.
@@ -101,6 +109,14 @@ func build(in *Input) page {
 	if len(cur.CheckFailures) > 0 {
 		p.CheckFailures = cur.CheckFailures
 		p.Summary = append(p.Summary, summaryRow{"Nightly check", fmt.Sprintf("failed with %d findings; no point ran", len(cur.CheckFailures))})
+	}
+	if len(cur.Canaries) > 0 {
+		p.Summary = append(p.Summary, summaryRow{"Canaries", point.CanarySummary(cur.Canaries)})
+		for _, c := range cur.Canaries {
+			p.Canaries = append(p.Canaries, canaryView{Image: c.Image, Backend: c.Backend, PointID: c.PointID,
+				NodeHours: point.FormatNodeHours(c.NodeHours), Verdict: c.Verdict, Reason: c.Reason,
+				SavedNodeHours: point.FormatNodeHours(c.SavedNodeHours), Points: c.Points, NotStarted: c.NotStarted})
+		}
 	}
 	cov := in.Coverage()
 	p.Factor = strconv.FormatFloat(in.factor(), 'g', -1, 64)
@@ -542,6 +558,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .status-completed { color: #125c25; font-weight: bold; }
 .status-failed, .status-eval-failed, .status-aborted { color: #8a1111; font-weight: bold; }
 .status-incomplete { color: #8a5a00; font-weight: bold; }
+.canary-failed { color: #8a1111; font-weight: bold; }
+.canary-passed { color: #125c25; font-weight: bold; }
 .chart { margin: 8px 0; }
 </style>
 </head>
@@ -558,6 +576,13 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{if .CheckFailures}}<h2 id="check-failed">Nightly check failed</h2>
 <p>The configs as the schedule read them tonight failed <code>starter check</code>; no point ran.</p>
 <ul class="findings">{{range .CheckFailures}}<li><code>{{.}}</code></li>{{end}}</ul>
+{{end}}{{if .Canaries}}<h2 id="canaries">Canaries</h2>
+<div class="muted">Each image and backend's cheapest point (planned node-hours on an allocation of its own) ran first; its other points started only once it had figures. A failed canary's points were not started: the node-hours saved are their planned node-hours.</div>
+<table id="canary-table">
+<tr><th>image</th><th>backend</th><th>canary</th><th>node-hours</th><th>verdict</th><th>points</th><th>not started</th><th>node-hours saved</th></tr>
+{{range .Canaries}}<tr class="canary-row"><td><code>{{.Image}}</code></td><td>{{.Backend}}</td><td>{{.PointID}}</td><td class="n">{{.NodeHours}}</td>
+<td class="canary-{{.Verdict}}">{{.Verdict}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td><td class="n">{{.Points}}</td><td class="n">{{.NotStarted}}</td><td class="n">{{.SavedNodeHours}}</td></tr>
+{{end}}</table>
 {{end}}<h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>
 <div class="muted">Each point is a concurrency. Each config key's curve is its Pareto frontier (no other point of the key has both more throughput and more interactivity); small faded markers are dominated points. The wide grey band is the frontier across config keys. Shaded bands are interactivity coverage gaps.{{if .HasBaseline}} Dashed curves with hollow markers, and the dashed grey band: baseline {{.BaselineID}}.{{end}}</div>

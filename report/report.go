@@ -16,6 +16,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/nightly/regress"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -31,6 +32,10 @@ type Run struct {
 	// CheckFailures are the findings of a nightly whose configs failed
 	// the check (its stored report): the night ran no point.
 	CheckFailures []string
+	// Canaries are a canary sweep's groups as its ledger row records them
+	// (verdicts, reasons, the points a failed canary kept from starting
+	// and their node-hours).
+	Canaries []point.Canary
 }
 
 // Simulated is true when any figure of the run came from the simulator.
@@ -103,6 +108,15 @@ func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error
 			return nil, fmt.Errorf("report: regression report of %s: %w", sweepID, err)
 		}
 		r.CheckFailures = stored.CheckFailures
+	}
+	if r.Found && r.Sweep.ConfigJSON != "" {
+		var rec struct {
+			Canaries []point.Canary `json:"canaries"`
+		}
+		if err := json.Unmarshal([]byte(r.Sweep.ConfigJSON), &rec); err != nil {
+			return nil, fmt.Errorf("report: sweep row of %s: %w", sweepID, err)
+		}
+		r.Canaries = rec.Canaries
 	}
 	if !r.Found && len(r.Points) == 0 && len(r.Perf) == 0 && len(r.Evals) == 0 {
 		return nil, fmt.Errorf("%w: %q has no rows in the results store", ErrNoSweep, sweepID)

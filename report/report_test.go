@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -350,4 +352,42 @@ func TestRegressionRowsWithoutComparableBaseline(t *testing.T) {
 	base.Perf.Simulated = true
 	rows = regressionRows(regress.Rows([]regress.Point{cur}, []regress.Point{base}, nil))
 	assert.Equal(t, "-50.0 %", rows[0].Tput.Delta)
+}
+
+// A canary sweep's ledger row (the sweep workflow's RecordSweep) carries
+// its canaries: the report says which failed, why, and what it saved.
+func TestReportCanaries(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	rec := activities.SweepRecord{SweepID: "canary", Name: "dsv4-gb200-backends", Status: point.StatusFailed, StartedAt: start,
+		Canaries: []point.Canary{
+			{Image: "vllm/vllm-openai:v0.20.0", Backend: "dynamo-vllm", PointID: "vl_c8", Points: 2, NodeHours: 4.25, Verdict: point.CanaryFailed,
+				Reason: "vl_c8 aborted at allocate: injected fault in allocate", NotStarted: 1, SavedNodeHours: 5.75},
+			{Image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.0.0", Backend: "dynamo-trt", PointID: "trt_c8", Points: 2, NodeHours: 4.25, Verdict: point.CanaryPassed},
+		}}
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "canary", ConfigJSON: string(data), Status: rec.Status, StartedAt: start}))
+	in, err := Load(ctx, s, "canary", "")
+	require.NoError(t, err)
+	require.Equal(t, rec.Canaries, in.Current.Canaries)
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+	assert.Contains(t, page, "<th>Canaries</th><td>2 canaries: 1 passed, 1 failed; 1 point not started, 5.75 node-hours saved</td>")
+	assert.Contains(t, page, `id="canary-table"`)
+	assert.Equal(t, 2, strings.Count(page, `class="canary-row"`))
+	assert.Contains(t, page, "vl_c8 aborted at allocate: injected fault in allocate")
+	assertSelfContained(t, page)
+
+	// A sweep without canaries shows none.
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "plain", ConfigJSON: `{"sweep_id":"plain"}`, StartedAt: start}))
+	require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: "plain", PointID: "p1", Identity: "f1", ConfigKey: aggKey, Conc: 4}))
+	in, err = Load(ctx, s, "plain", "")
+	require.NoError(t, err)
+	buf.Reset()
+	require.NoError(t, Render(&buf, in))
+	assert.NotContains(t, buf.String(), `id="canaries"`)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,8 +31,8 @@ given by flags. Nothing is submitted or measured.`,
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
 	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against")
-	fs.DurationVar(&times.Warmup, "warmup", 5*time.Minute, "warmup time per point (assumed)")
-	fs.DurationVar(&times.Eval, "eval", 10*time.Minute, "one GSM8K eval run (assumed)")
+	fs.DurationVar(&times.Warmup, "warmup", plan.DefaultWarmup, "warmup time per point (assumed)")
+	fs.DurationVar(&times.Eval, "eval", plan.DefaultEval, "one GSM8K eval run (assumed)")
 	fs.BoolVar(&f.jsonOut, "json", false, "JSON for machines")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if f.sweep == "" {

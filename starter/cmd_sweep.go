@@ -28,6 +28,7 @@ func init() {
 		c.Flags().StringVar(&f.changelog.Path, "changelog", "", "InferenceX perf-changelog.yaml: run the config keys, scenario types and evals its chosen entries select (the --sweep file still names config files, cluster and recipes)")
 		c.Flags().IntVar(&f.changelog.Entry, "entry", 0, "with --changelog: run entry N (1-based; negative counts from the end)")
 		c.Flags().IntVar(&f.changelog.Since, "since", 0, "with --changelog: run entries N to the last (default: the last entry)")
+		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -63,6 +64,8 @@ type startFlags struct {
 	memo  map[string]any
 	// changelog: `sweep start --changelog F [--entry N|--since N]`.
 	changelog control.ChangelogRef
+	// canary: `sweep start --canary`.
+	canary bool
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -99,7 +102,8 @@ func connect(timeout time.Duration) (context.Context, client.Client, func(), err
 }
 
 func runSweepStart(f startFlags) error {
-	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults}
+	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
+		Canary: f.canary}
 	if f.fast {
 		req.Tuning = control.FastTuning()
 	}
@@ -175,10 +179,15 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 	}
 	link := control.Link(f.uiURL, in.SweepID)
 	if f.jsonOut && !f.wait {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"sweep_id": in.SweepID, "run_id": run.GetRunID(), "points": len(in.Points), "ui": link})
+		res := map[string]any{"sweep_id": in.SweepID, "run_id": run.GetRunID(), "points": len(in.Points), "ui": link}
+		if len(in.Canaries) > 0 {
+			res["canaries"] = in.Canaries
+		}
+		return json.NewEncoder(os.Stdout).Encode(res)
 	}
 	if !f.jsonOut {
 		fmt.Printf("sweep %s: %d points on cluster %s (%d nodes)\n  run:    %s\n  Web UI: %s\n", in.SweepID, len(in.Points), in.Cluster, in.NodeBudget, run.GetRunID(), link)
+		control.PrintCanaries(os.Stdout, in.Canaries)
 	}
 	if f.wait {
 		return watch(c, in.SweepID, watchOptions{json: f.jsonOut, interval: time.Second})

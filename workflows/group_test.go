@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,11 +33,16 @@ type groupFake struct {
 	// dead makes the server of the allocation that point ID receives die
 	// before that point probes it; lost makes its allocation vanish.
 	dead, lost map[string]bool
+	// allocated lists the points that asked for nodes, in order; faults
+	// counts the attempts of each point's injected faults (point.Fault, as
+	// the real activities honour them).
+	allocated []string
+	faults    map[string]int
 }
 
 func newGroupFake() *groupFake {
 	return &groupFake{calls: map[string]int{}, held: map[string]int{}, servers: map[string]string{}, byJob: map[string][]string{},
-		dead: map[string]bool{}, lost: map[string]bool{}}
+		dead: map[string]bool{}, lost: map[string]bool{}, faults: map[string]int{}}
 }
 
 func (f *groupFake) note(job, key string) {
@@ -53,6 +59,22 @@ func (f *groupFake) nodesHeld() int {
 	return n
 }
 
+// inject fails a stage of p for the first Times attempts of each of its
+// faults, with the real activities' error type (InjectedFault).
+func (f *groupFake) inject(p point.Spec, stage string) error {
+	for _, ft := range p.Faults {
+		if ft.Stage != stage {
+			continue
+		}
+		key := p.PointID + "/" + stage
+		f.faults[key]++
+		if f.faults[key] <= ft.Times {
+			return temporal.NewApplicationError(fmt.Sprintf("injected fault in %s (%d of %d)", stage, f.faults[key], ft.Times), "InjectedFault")
+		}
+	}
+	return nil
+}
+
 // tput is the fake's figure for a concurrency.
 func tput(conc int) float64 { return 1000 + float64(conc) }
 
@@ -62,6 +84,10 @@ func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p point.Spec) (activities.Allocation, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		f.allocated = append(f.allocated, p.PointID)
+		if err := f.inject(p, activities.StageAllocate); err != nil {
+			return activities.Allocation{}, err
+		}
 		f.jobs++
 		job := fmt.Sprintf("job%d", f.jobs)
 		f.held[job] = p.Nodes

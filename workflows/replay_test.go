@@ -14,11 +14,12 @@ import (
 // TestReplayRecordedHistories replays histories recorded on the real dev
 // server by the end-to-end tests (e2e) (happy point, operator retry,
 // abort, ledger reuse, a vLLM point with eval on the emulated Slurm
-// partition, a whole sweep with the operator gate; package nightly replays
-// its own). A change to the workflows that would break running sweeps fails
-// here. Re-record (SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run
-// 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep') only for
-// changes made under the revision rule in the package comment.
+// partition, a whole sweep with the operator gate, a canary sweep whose vLLM
+// canary failed; package nightly replays its own). A change to the workflows
+// that would break running sweeps fails here. Re-record
+// (SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run
+// 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep|TestIntegrationCanary')
+// only for changes made under the revision rule in the package comment.
 func TestReplayRecordedHistories(t *testing.T) {
 	replaytest.Files(t, filepath.Join("testdata", "histories", "*.json"), 5, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflow(SweepWorkflow)

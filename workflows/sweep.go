@@ -50,6 +50,12 @@ type SweepInput struct {
 	// neither the start input nor continue-as-new grows with the full
 	// point.Spec of every point.
 	PlanRef string `json:"plan_ref,omitempty"`
+	// Canaries, when set (`starter sweep start --canary`), are the sweep's
+	// canary groups, one per image and backend, each with its canary point
+	// (point.PickCanaries). Each canary starts before every other point of
+	// its group; the others start once it has figures, and end not-started
+	// when it has none. Carried across continue-as-new with the verdicts.
+	Canaries []point.Canary `json:"canaries,omitempty"`
 
 	// Carried across continue-as-new.
 	// PlanOffset is where in the stored plan this run starts loading (every
@@ -110,6 +116,8 @@ type SweepProgress struct {
 	ReuseFrom   []string        `json:"reuse_from,omitempty"`
 	SweepFile   string          `json:"sweep_file,omitempty"`
 	ClusterFile string          `json:"cluster_file,omitempty"`
+	// Canaries: a canary sweep's groups, verdicts and saved node-hours.
+	Canaries []point.Canary `json:"canaries,omitempty"`
 }
 
 // PointWorkflowID is the deterministic ID of a point in a sweep.
@@ -139,6 +147,8 @@ type sweepRun struct {
 	index      map[string]int
 	startedKey map[string]bool
 	finished   map[string]bool
+	// canary is the canary state of a canary sweep, else nil.
+	canary *canaryRun
 }
 
 // unit is what the sweep schedules on its node budget: the points of one
@@ -153,11 +163,16 @@ func (u unit) has(id string) bool {
 	return slices.ContainsFunc(u.points, func(p point.Spec) bool { return p.PointID == id })
 }
 
-// units groups points into scheduling units by deployment, in plan order.
-func units(pts []point.Spec) []unit {
+// units groups points into scheduling units by deployment, in plan order;
+// a point solo accepts is a unit of its own.
+func units(pts []point.Spec, solo func(point.Spec) bool) []unit {
 	var out []unit
 	at := map[string]int{}
 	for _, p := range pts {
+		if solo != nil && solo(p) {
+			out = append(out, unit{key: "canary:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
+			continue
+		}
 		key := DeploymentKey(p)
 		if i, ok := at[key]; ok {
 			out[i].points = append(out[i].points, p)
@@ -195,14 +210,13 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	if in.HistoryLimit == 0 {
 		in.HistoryLimit = 8000
 	}
-	s := &sweepRun{in: in, done: in.Done, points: in.Points}
+	s := &sweepRun{in: in, done: in.Done, points: in.Points, canary: newCanaryRun(in.Canaries)}
 	pts := slices.Clone(in.Points)
 	for i := range pts {
 		pts[i].SweepID = in.SweepID
 	}
-	s.queue = units(pts)
-	// Largest points first: they are the hardest to place.
-	slices.SortStableFunc(s.queue, func(a, b unit) int { return b.nodes - a.nodes })
+	s.queue = units(pts, s.canary.solo)
+	s.sortQueue()
 	if in.PlanRef != "" {
 		if len(in.Points) > 0 {
 			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", activities.ErrBadConfig, nil)
@@ -228,6 +242,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	}
 
 	s.failUnfit()
+	s.settle()
 
 	sel := workflow.NewSelector(ctx)
 	pendingFutures, started := 0, 0
@@ -259,6 +274,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 			if draining {
 				// Every running point finished: hand the rest to a fresh run.
 				in.Points, in.Done, in.Runs = flatten(s.queue), slimOutcomes(in.SweepID, s.done), in.Runs+1
+				in.Canaries = s.canaries()
 				if in.PlanRef != "" {
 					in.Points, in.PlanOffset, in.PlanTotal = nil, s.resumeOffset(), s.in.PlanTotal
 				}
@@ -267,6 +283,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		}
 		sel.Select(ctx)
 		pendingFutures--
+		s.settle()
 		if !draining && s.historyFull(workflow.GetInfo(ctx)) {
 			draining = true
 		}
@@ -323,13 +340,21 @@ func (s *sweepRun) historyFull(info *workflow.Info) bool {
 // MaxBypass times, after which the sweep waits for the head's nodes.
 func (s *sweepRun) next() int {
 	free := s.in.NodeBudget - s.inUse
+	head := -1
 	for i, u := range s.queue {
+		// A unit that waits for its canary is not in line yet.
+		if s.held(u) {
+			continue
+		}
+		if head < 0 {
+			head = i
+		}
 		if u.nodes > free {
 			continue
 		}
-		if i == 0 {
+		if i == head {
 			s.bypassed = 0
-			return 0
+			return i
 		}
 		if s.bypassed < s.in.MaxBypass {
 			s.bypassed++
@@ -422,7 +447,8 @@ func (s *sweepRun) removeQueued(key string) {
 func (s *sweepRun) progress(end time.Time) SweepProgress {
 	pr := SweepProgress{SweepID: s.in.SweepID, Name: s.in.Name, Cluster: s.in.Cluster, NodeBudget: s.in.NodeBudget,
 		NodesInUse: s.inUse, MaxInUse: s.maxInUse, StartedAt: s.in.StartedAt, FinishedAt: end,
-		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile}
+		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile,
+		Canaries: s.canaries()}
 	row := func(p point.Spec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
 			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status}
@@ -534,7 +560,7 @@ func (s *sweepRun) plannedSet() map[string]bool {
 func (s *sweepRun) record(ctx workflow.Context, status string, end time.Time) {
 	lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, s.in.TaskQueue, s.in.Tuning))
 	rec := activities.SweepRecord{SweepID: s.in.SweepID, Name: s.in.Name, Status: status, ReuseFrom: s.in.ReuseFrom,
-		StartedAt: s.in.StartedAt, FinishedAt: end, Nightly: s.in.Nightly}
+		StartedAt: s.in.StartedAt, FinishedAt: end, Nightly: s.in.Nightly, Canaries: s.canaries()}
 	if err := workflow.ExecuteActivity(lctx, s.acts.RecordSweep, rec).Get(lctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("recording sweep failed", "sweep", s.in.SweepID, "error", err)
 	}

@@ -23,7 +23,9 @@ func (s *sweepRun) morePlan() bool {
 // loadMore loads pages of the stored plan while fewer than a page of
 // points wait in the queue.
 func (s *sweepRun) loadMore(ctx workflow.Context) error {
-	for s.morePlan() && queuedPoints(s.queue) < planPageSize {
+	// A canary sweep whose queued points all wait for a canary on a later
+	// page loads on until it finds it.
+	for s.morePlan() && (queuedPoints(s.queue) < planPageSize || s.starved()) {
 		lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, s.in.TaskQueue, s.in.Tuning))
 		req := activities.PlanPageRequest{SweepID: s.in.PlanRef, Offset: s.cursor, Limit: planPageSize}
 		var page activities.PlanPage
@@ -49,6 +51,7 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 		s.planned = nil
 		s.enqueue(fresh)
 		s.failUnfit()
+		s.settle()
 	}
 	return nil
 }
@@ -58,7 +61,7 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 // (a deployment split across pages must not start a second group workflow
 // under the same ID), else as a new unit. Largest first, as at the start.
 func (s *sweepRun) enqueue(pts []point.Spec) {
-	for _, u := range units(pts) {
+	for _, u := range units(pts, s.canary.solo) {
 		if i := slices.IndexFunc(s.queue, func(q unit) bool { return q.key == u.key }); i >= 0 {
 			s.queue[i].points = append(s.queue[i].points, u.points...)
 			s.queue[i].nodes = max(s.queue[i].nodes, u.nodes)
@@ -72,7 +75,7 @@ func (s *sweepRun) enqueue(pts []point.Spec) {
 		}
 		s.queue = append(s.queue, u)
 	}
-	slices.SortStableFunc(s.queue, func(a, b unit) int { return b.nodes - a.nodes })
+	s.sortQueue()
 }
 
 func queuedPoints(q []unit) int {
