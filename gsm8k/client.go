@@ -19,6 +19,10 @@ import (
 const (
 	SimulatedHeader      = "X-Sweepflow-Simulated"
 	SimulatedFingerprint = "sweepflow-simulated"
+	// EvalHeader marks every eval request: sweepflow's simulator serves it
+	// on its compressed warmup clock, since an answer does not depend on
+	// time (sim.EvalHeader); a real engine ignores it.
+	EvalHeader = "X-Sweepflow-Eval"
 )
 
 // maxBackoff caps the wait between retries (lm-eval's wait_exponential max).
@@ -154,6 +158,7 @@ func (c *client) once(parent context.Context, url string, buf []byte, chat bool)
 		return reply{}, &attemptError{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(EvalHeader, "1")
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}

@@ -37,6 +37,7 @@ type fakeServer struct {
 	paths    map[string]int
 	inFlight atomic.Int64
 	maxInFl  atomic.Int64
+	unmarked atomic.Int64 // requests without EvalHeader
 }
 
 func newFakeServer(t testing.TB, test []Doc) *fakeServer {
@@ -68,6 +69,9 @@ func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 		if n <= m || f.maxInFl.CompareAndSwap(m, n) {
 			break
 		}
+	}
+	if r.Header.Get(EvalHeader) != "1" {
+		f.unmarked.Add(1)
 	}
 	var req apiRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {

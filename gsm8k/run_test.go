@@ -53,6 +53,7 @@ func TestRunModesAgainstFake(t *testing.T) {
 			assert.Zero(t, res.FailedRequests)
 			assert.False(t, res.Simulated)
 			assert.Equal(t, 10, f.paths[tc.path])
+			assert.Zero(t, f.unmarked.Load(), "every eval request carries "+EvalHeader)
 			require.Len(t, res.Samples, 10)
 			for i, smp := range res.Samples {
 				assert.Equal(t, i, smp.DocID)

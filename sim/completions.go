@@ -172,8 +172,13 @@ func (p *pacer) scaled(d time.Duration) time.Duration {
 }
 
 // isWarmup reports whether the client marked r as a warmup request.
-func isWarmup(r *http.Request) bool {
-	v := r.Header.Get(WarmupHeader)
+func isWarmup(r *http.Request) bool { return headerSet(r, WarmupHeader) }
+
+// isEval reports whether the client marked r as an accuracy-eval request.
+func isEval(r *http.Request) bool { return headerSet(r, EvalHeader) }
+
+func headerSet(r *http.Request, name string) bool {
+	v := r.Header.Get(name)
 	return v != "" && v != "0" && !strings.EqualFold(v, "false")
 }
 
@@ -437,9 +442,15 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 	f := &s.cfg.Faults
 	n := rec.n
 	pc := &pacer{s: s, ctx: r.Context(), n: n, arrival: arrival, isl: pr.prompt.tokens, cached: rec.cached, factor: s.factor}
-	if isWarmup(r) {
+	// Warmup and eval requests run on the warmup clock: nothing measures
+	// their timing (pc.warmup keeps them out of the histograms and the lag).
+	switch {
+	case isWarmup(r):
 		pc.warmup, pc.factor = true, s.factor*s.cfg.WarmupTimeScale
 		s.metrics.warmups.Add(1)
+	case isEval(r):
+		pc.warmup, pc.factor = true, s.factor*s.cfg.WarmupTimeScale
+		s.metrics.evals.Add(1)
 	}
 	defer pc.close()
 	total := len(plan.pieces)

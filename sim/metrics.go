@@ -28,6 +28,7 @@ type metrics struct {
 	maxLagNs, lastLagWarn atomic.Int64
 	// warmup requests, served on the compressed warmup clock
 	warmups atomic.Int64
+	evals   atomic.Int64
 
 	ttft, e2e prometheus.Histogram
 
@@ -106,6 +107,7 @@ func (m *metrics) newRegistry(s *Server) *prometheus.Registry {
 		counter("sweepflow_sim_late_chunks_total", "Chunks sent more than "+lateAfter.String()+" behind the latency model's schedule (host overloaded).", load(&m.lateChunks)),
 		gauge("sweepflow_sim_max_schedule_lag_seconds", "Worst lag of a chunk behind the model's schedule.", func() float64 { return float64(m.maxLagNs.Load()) / 1e9 }),
 		counter("sweepflow_sim_warmup_requests_total", fmt.Sprintf("Warmup requests (%s), served on the warmup clock (time scale x %g) and left out of the latency histograms and schedule lag.", WarmupHeader, s.cfg.WarmupTimeScale), load(&m.warmups)),
+		counter("sweepflow_sim_eval_requests_total", fmt.Sprintf("Accuracy-eval requests (%s), served on the warmup clock and left out of the latency histograms and schedule lag.", EvalHeader), load(&m.evals)),
 	)
 	return reg
 }

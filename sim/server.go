@@ -33,6 +33,13 @@ const simulatedHeader = "X-Sweepflow-Simulated"
 // The simulator serves it on the warmup clock (Config.WarmupTimeScale).
 const WarmupHeader = "X-Sweepflow-Warmup"
 
+// EvalHeader marks an accuracy-eval request (sweepflow's GSM8K client sends
+// it). Its answer does not depend on time and no latency figure is taken
+// from it, so the simulator serves it on the warmup clock too: a GSM8K
+// restart of a simulated point takes a second, not a minute. A real engine
+// ignores the header.
+const EvalHeader = "X-Sweepflow-Eval"
+
 // DefaultWarmupTimeScale is the warmup clock unless Config says otherwise:
 // a warmup request runs 50 times faster than the server's clock.
 const DefaultWarmupTimeScale = 0.02
@@ -82,9 +89,10 @@ type Config struct {
 	// 0.6 s). Default 1.
 	TimeScale float64
 	// WarmupTimeScale further multiplies the delays of warmup requests
-	// (WarmupHeader): they run on a compressed clock, their prefill queue
-	// time and decode steps computed by the same model, then shortened.
-	// Nothing measures a warmup; what it leaves behind (the prefix cache,
+	// (WarmupHeader) and accuracy-eval requests (EvalHeader): they run on a
+	// compressed clock, their prefill queue time and decode steps computed
+	// by the same model, then shortened. Nothing measures them (an eval
+	// answer does not depend on time); what a warmup leaves behind (the prefix cache,
 	// the request count) does not depend on time, so the requests measured
 	// after it see the same engine state and the same latency model. A client
 	// must not overlap warmup and measured requests (sweepflow's load

@@ -16,13 +16,18 @@ import (
 // postWarmup sends a non-streaming request marked as a warmup and returns
 // the decoded body and how long it took.
 func postWarmup(t *testing.T, url string, body any) (map[string]any, time.Duration) {
+	return postMarked(t, url, WarmupHeader, body)
+}
+
+// postMarked sends a non-streaming request with header set to "1".
+func postMarked(t *testing.T, url, header string, body any) (map[string]any, time.Duration) {
 	t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(WarmupHeader, "1")
+	req.Header.Set(header, "1")
 	t0 := time.Now()
 	resp, err := testClient.Do(req)
 	require.NoError(t, err)
@@ -85,4 +90,24 @@ func TestWarmupTimeScaleIsChecked(t *testing.T) {
 	s, err := New(Config{WarmupTimeScale: 1})
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, s.Config().WarmupTimeScale)
+}
+
+// An accuracy-eval request (EvalHeader, which the GSM8K client sends) gets
+// the same reply on the warmup clock and stays out of the histograms.
+func TestEvalRequestsRunOnTheWarmupClock(t *testing.T) {
+	_, url := startServer(t, Config{Deployment: mustDeployment(t, "TP8 agg"), Seed: 7})
+	body := chatBody(words(40_000, "w"), 300, false)
+	ev, took := postMarked(t, url+"/v1/chat/completions", EvalHeader, body)
+	n, _ := usageOf(t, ev)
+	assert.Equal(t, 300.0, n, "an eval request gets its whole reply")
+	assert.Less(t, took, time.Second, "an eval request runs on the compressed clock (model ~2.7 s)")
+
+	res, err := testClient.Get(url + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	text, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(text), "sweepflow_sim_eval_requests_total 1\n")
+	assert.Contains(t, string(text), `sglang:e2e_request_latency_seconds_count{model_name="`+DefaultModel+`"} 0`,
+		"the eval request is not in the latency histogram")
 }
