@@ -158,7 +158,11 @@ type outbound struct {
 // stub activity; the future the workflow gets settles with the stub's
 // result.
 func (o *outbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
-	c, ok := call(activityType, args)
+	var arg any
+	if len(args) > 0 {
+		arg = args[0]
+	}
+	c, ok := Classify(activityType, arg)
 	if !ok {
 		return o.Next.ExecuteActivity(ctx, activityType, args...)
 	}
@@ -184,29 +188,29 @@ func (o *outbound) ExecuteActivity(ctx workflow.Context, activityType string, ar
 	return fut
 }
 
-// call reads a stage call from an activity's name and arguments; ok is
-// false for an activity the forecast does not know (it runs as it is).
-func call(activity string, args []any) (Call, bool) {
+// Classify reads a stage call from an activity's name and first argument;
+// ok is false for an activity the forecast does not know (it runs as it
+// is). Tests that run a real sweep with the forecast's stage times use it
+// too.
+func Classify(activity string, arg any) (Call, bool) {
 	c := Call{Activity: activity}
-	if len(args) > 0 {
-		switch a := args[0].(type) {
-		case point.Spec:
-			c.Point = a
-		case activities.StageInput:
-			c.Point, c.Mode = a.Point, a.Mode
-			if activity == "BringUp" {
-				c.Kind = KindBringUp
-				// A server already runs on the allocation: restarting it
-				// for the evals is the eval restart.
-				if a.Endpoint != nil && a.Mode == "eval" {
-					c.Kind = KindEvalRestart
-				}
+	switch a := arg.(type) {
+	case point.Spec:
+		c.Point = a
+	case activities.StageInput:
+		c.Point, c.Mode = a.Point, a.Mode
+		if activity == "BringUp" {
+			c.Kind = KindBringUp
+			// A server already runs on the allocation: restarting it for
+			// the evals is the eval restart.
+			if a.Endpoint != nil && a.Mode == "eval" {
+				c.Kind = KindEvalRestart
 			}
-		case activities.UploadInput:
-			c.Point = a.Point
-		case activities.PointRecord:
-			c.Point = a.Point
 		}
+	case activities.UploadInput:
+		c.Point = a.Point
+	case activities.PointRecord:
+		c.Point = a.Point
 	}
 	switch activity {
 	case "Allocate":
