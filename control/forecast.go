@@ -32,6 +32,10 @@ type ForecastRequest struct {
 	// Ledger, when set, replaces assumptions by the stage times it
 	// measured for the same deployments (--from-ledger).
 	Ledger *results.Store
+	// StandInRecipes says the recipes only size the deployments (written
+	// from the rows, `bench forecast --sized`): the launcher's render of
+	// them is not asked, it would refuse what they leave out.
+	StandInRecipes bool
 }
 
 // Forecast plans what a sweep start would run on each cluster, as a start
@@ -164,7 +168,9 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 	if p != nil {
 		pts = plan.PointSpecs(p, cl, sw.Evals)
 		// Recipes the launcher refuses do not start either.
-		pts, findings = renderable(cl, p.RecipesRoot, pts, findings)
+		if !req.StandInRecipes {
+			pts, findings = renderable(cl, p.RecipesRoot, pts, findings)
+		}
 		health = map[string]time.Duration{}
 		for _, pt := range p.Points {
 			if pt.Recipe != nil && pt.DeploymentHash != "" {
