@@ -306,3 +306,32 @@ func oneLine(err error) string {
 	}
 	return s
 }
+
+// ForecastStored forecasts a sweep the ledger holds the plan of (`starter
+// report` sets it against what the sweep took): its points and node budget
+// as started, the bring-up time of the cluster profile it was started
+// with, and the assumptions a.
+func ForecastStored(ctx context.Context, store *results.Store, sweepID string, a forecast.Assumptions) (*forecast.Cluster, error) {
+	in, files, ok, err := StoredPlan(ctx, store, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("the ledger holds no plan of sweep %s", sweepID)
+	}
+	prof := forecast.Profile{Name: in.Cluster, Nodes: in.NodeBudget}
+	for _, f := range files {
+		if f.Role != "cluster" {
+			continue
+		}
+		cl, err := config.ParseCluster(f.Path, f.Path, f.Content)
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s: its stored cluster profile: %w", sweepID, err)
+		}
+		prof.GPUsPerNode, prof.BringUp, prof.Path = cl.GPUsPerNode, cl.BringUpTime, f.Path
+	}
+	if in.PlanRef != "" && len(in.Points) == 0 {
+		return nil, fmt.Errorf("sweep %s: its stored plan holds no points", sweepID)
+	}
+	return forecast.Run(*in, forecast.Inputs{Profile: prof, Assumptions: a})
+}
