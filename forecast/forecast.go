@@ -56,10 +56,32 @@ type Cluster struct {
 	Sources      []Source  `json:"sources"`
 	NotForecast  []Finding `json:"not_forecast"`
 	Notes        []string  `json:"notes,omitempty"`
+	// MeasuredDeployments counts the deployments whose stage times came
+	// from the ledger.
+	MeasuredDeployments int `json:"measured_deployments"`
 	// FinishOrder is the point IDs in the order the simulated sweep
 	// finished them.
 	FinishOrder []string  `json:"finish_order"`
 	Timeline    *Timeline `json:"-"`
+}
+
+// Brief is a forecast's headline figures, as a message carries them.
+type Brief struct {
+	Cluster             string  `json:"cluster"`
+	Points              int     `json:"points"`
+	Deployments         int     `json:"deployments"`
+	NodeHours           float64 `json:"node_hours"`
+	GPUHours            float64 `json:"gpu_hours"`
+	MakespanHours       float64 `json:"makespan_hours"`
+	LowerBoundHours     float64 `json:"lower_bound_hours"`
+	CriticalPath        []Step  `json:"critical_path"`
+	MeasuredDeployments int     `json:"measured_deployments"`
+}
+
+// Brief is the forecast's headline figures.
+func (c *Cluster) Brief() Brief {
+	return Brief{Cluster: c.Name, Points: c.Points, Deployments: c.Deployments, NodeHours: c.NodeHours, GPUHours: c.GPUHours,
+		MakespanHours: c.MakespanHours, LowerBoundHours: c.LowerBoundHours, CriticalPath: c.CriticalPath, MeasuredDeployments: c.MeasuredDeployments}
 }
 
 // Step is one deployment on the critical path.
@@ -95,6 +117,11 @@ func Run(in workflows.SweepInput, inputs Inputs) (*Cluster, error) {
 	clk, err := newClock(in.Points, inputs)
 	if err != nil {
 		return nil, err
+	}
+	for key := range clk.times {
+		if _, ok := inputs.Measured[key]; ok {
+			c.MeasuredDeployments++
+		}
 	}
 	tl, err := Simulate(in, clk)
 	if err != nil {
