@@ -82,8 +82,10 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 		in.SweepID = "forecast"
 	}
 	// One run: a forecast neither drains nor continues as new (the stub
-	// environment reports no history size).
+	// environment reports no history size). A stored start input carries
+	// its points; what an earlier run did is not this forecast's.
 	in.HistoryLimit, in.PointsPerRun = math.MaxInt32, 0
+	in.PlanRef, in.PlanOffset, in.PlanTotal, in.Done, in.Runs = "", 0, 0, nil, 0
 	rec := &recorder{clock: clock}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -92,12 +93,14 @@ func (s *Store) StageRuns(ctx context.Context, sweepID string) ([]StageRun, erro
 // "<hash>-c<conc>"): what that deployment took when it ran. Runs come by
 // sweep, point and position.
 func (s *Store) DeploymentStageRuns(ctx context.Context, deploymentHash string) ([]StageRun, error) {
-	// A range on the identity index rather than LIKE, whose wildcard
-	// characters a hash never holds but whose index use differs by dialect.
-	lo, hi := deploymentHash+"-c", deploymentHash+"-d"
+	// LIKE, not a string range: PostgreSQL's collations may order the
+	// hyphen out of byte order. A hash is hex: no wildcard in the pattern.
+	if strings.ContainsAny(deploymentHash, `%_\`) {
+		return nil, fmt.Errorf("results: stage runs of deployment %q: not a deployment hash", deploymentHash)
+	}
 	rows, err := s.query(ctx, `SELECT r.sweep_id, r.point_id, r.seq, r.stage, r.outcome, r.rounds, r.error, r.started_at, r.ended_at
 		FROM points p JOIN stage_runs r ON r.sweep_id = p.sweep_id AND r.point_id = p.point_id
-		WHERE p.identity >= ? AND p.identity < ? ORDER BY r.sweep_id, r.point_id, r.seq`, lo, hi)
+		WHERE p.identity LIKE ? ORDER BY r.sweep_id, r.point_id, r.seq`, deploymentHash+"-c%")
 	if err != nil {
 		return nil, fmt.Errorf("results: stage runs of deployment %s: %w", deploymentHash, err)
 	}
