@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/results"
 )
 
 // TestForecastSeedMatchesNodeMinutes: `starter forecast` of the seed sweep
@@ -101,14 +105,26 @@ func TestForecastFlags(t *testing.T) {
 	}
 }
 
-// TestForecastNotServed: a key whose runner no given profile serves is
-// listed with its runner and costs nothing; the keys the profile serves
-// are forecast.
-func TestForecastNotServed(t *testing.T) {
+// TestForecastFromLedgerFlag: --from-ledger reads the store the ledger flags
+// name; a ledger that never ran these deployments leaves every assumption
+// (and the figures) as they were, and the output says what it would use.
+func TestForecastFromLedgerFlag(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "results.db")
+	s, err := results.Open(context.Background(), dsn)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	var stdout, stderr bytes.Buffer
-	args := []string{"forecast", "--sweep", "../configs/sweeps/dsv4-gb200-agentx.yaml", "--cluster", "../configs/clusters/slurm-emu.yaml"}
+	args := []string{"forecast", "--sweep", "../configs/sweeps/dsv4-gb200-agentx.yaml", "--cluster", "../configs/clusters/gb200-nvl72.yaml",
+		"--from-ledger", "--results", dsn}
 	require.Equal(t, 0, runIO(args, &stdout, &stderr), stderr.String())
 	out := stdout.String()
-	assert.Contains(t, out, "cluster slurm-emu (18 nodes x 4 GPUs): 8 points")
-	assert.NotContains(t, out, "not forecast")
+	assert.Contains(t, out, "measured stage times from the ledger replace them where it has some")
+	assert.Regexp(t, `total\s+117\.0\s+468\.0`, out)
+	assert.NotContains(t, out, "ledger (median")
+
+	stdout.Reset()
+	stderr.Reset()
+	args[len(args)-2], args[len(args)-1] = "--home", t.TempDir()
+	assert.Equal(t, 1, runIO(args, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "no results store at")
 }
