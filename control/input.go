@@ -164,14 +164,23 @@ func preflightRecipes(cl *config.Cluster, root string, pts []point.Spec) error {
 			continue
 		}
 		done[key] = true
-		r, err := config.LoadRecipe(root, p.RecipePath)
-		if err != nil {
+		if err := preflightRecipe(cl, root, p, ", nothing was started"); err != nil {
 			return err
 		}
-		name := filepath.Base(r.ModelDir(cl))
-		if err := srtlaunch.Preflight(r, cl.GPUsPerNode, name, p.SyntheticAL); err != nil {
-			return fmt.Errorf("%s: recipe %s does not launch on %s, nothing was started: %v", p.ExpName, p.RecipePath, cl.Name, err)
-		}
+	}
+	return nil
+}
+
+// preflightRecipe renders one point's recipe as the launcher will; what
+// the refusal means for the caller follows "does not launch on CLUSTER".
+func preflightRecipe(cl *config.Cluster, root string, p point.Spec, meaning string) error {
+	r, err := config.LoadRecipe(root, p.RecipePath)
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(r.ModelDir(cl))
+	if err := srtlaunch.Preflight(r, cl.GPUsPerNode, name, p.SyntheticAL); err != nil {
+		return fmt.Errorf("%s: recipe %s does not launch on %s%s: %v", p.ExpName, p.RecipePath, cl.Name, meaning, err)
 	}
 	return nil
 }

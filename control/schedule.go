@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/plan"
@@ -33,6 +34,9 @@ type Nightly struct {
 	// this ref (SweepFile and ClusterFile relative to its root).
 	GitDir, GitRef string
 	Allow          []string // check rules waived every night
+	// Forecast: each night forecasts its sweep before it starts and posts
+	// the forecast to the webhook (nightly.Input.Forecast).
+	Forecast bool
 }
 
 // NightlySchedule builds the schedule: a nightly workflow per cron tick,
@@ -72,6 +76,11 @@ func NightlySchedule(name string, n Nightly) (client.ScheduleOptions, *nightly.I
 	nin := &nightly.Input{Sweep: *in, Baseline: n.Baseline, Webhook: n.Webhook, Source: src,
 		Thresholds: regress.Thresholds{OutputTputPerGPUDropPct: sw.Regression.OutputTputPerGPUDropPct,
 			TTFTp90RisePct: sw.Regression.TTFTp90RisePct, InteractivityDropPct: sw.Regression.InteractivityDropPct}}
+	if n.Forecast {
+		cl := res.Cluster
+		nin.Forecast = &nightly.ForecastOptions{Assumptions: forecast.DefaultAssumptions(),
+			Profile: forecast.Profile{Name: cl.Name, Nodes: cl.Nodes, GPUsPerNode: cl.GPUsPerNode, BringUp: cl.BringUpTime}}
+	}
 	baseline := n.Baseline
 	if baseline == "" {
 		baseline = "each point's last completed nightly"

@@ -73,13 +73,15 @@ func TestIntegrationEvalOnlyChangelogSweep(t *testing.T) {
 	e := newITEnv(t)
 	e.startWorker()
 	const id = "it-eval-only"
-	in, _, err := control.Build(control.Request{
+	in, plan, err := control.Build(control.Request{
 		SweepFile: seedSweep, ClusterFile: "../configs/clusters/local-sim.yaml", ID: id,
 		Changelog: &control.ChangelogRef{Path: "../control/testdata/changelog/evals.yaml", Entry: 2},
 		Tuning:    workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
 	})
 	require.NoError(t, err)
 	require.Len(t, in.Points, 2)
+	// As `starter sweep start` does: the report forecasts from this plan.
+	require.NoError(t, control.RecordPlan(context.Background(), e.ledger(), in, plan))
 	e.start(in)
 	pr := e.wait(id, 5*time.Minute)
 	require.Len(t, pr.Points, 2)
@@ -114,4 +116,9 @@ func TestIntegrationEvalOnlyChangelogSweep(t *testing.T) {
 	page, err := os.ReadFile(html)
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(string(page), "<b>eval-only</b>"))
+	// The forecast of its stored plan: two eval-mode bring-ups (20 min,
+	// local-sim's bring-up-time) and two 10-min evals, each on its own
+	// allocation at once: 0:30 on the rack, against seconds simulated.
+	assert.Regexp(t, `forecast vs actual: [0-9.]+ vs [0-9.]+ node-hours, makespan 0:30:00 vs 0:0[0-9]:[0-9]{2}`, out)
+	assert.Contains(t, string(page), `<table id="forecast">`)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/internal/reftest"
+	"github.com/sweepflow/sweepflow/internal/rowrecipe"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
@@ -92,7 +93,7 @@ func pickIXFixedKey(t *testing.T) *ixFixedKey {
 			continue
 		}
 		root := t.TempDir()
-		if err := writeRecipes(root, rows, cl); err != nil {
+		if _, err := rowrecipe.Write(root, rows, cl, false); err != nil {
 			reject(e.Key, "%v", err)
 			continue
 		}
@@ -138,83 +139,6 @@ func writeIXSweep(t *testing.T, key string, masters []string, runners, recipesRo
 	path := filepath.Join(t.TempDir(), "sweep.yaml")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	return path
-}
-
-// writeRecipes writes an srt-slurm recipe for every CONFIG_FILE the rows
-// name, under root. A recipe several rows name must fit all of them.
-func writeRecipes(root string, rows []*matrix.Row, cl *config.Cluster) error {
-	written := map[string][]byte{}
-	for _, r := range rows {
-		ref, err := rowRecipeRef(r)
-		if err != nil {
-			return err
-		}
-		rel, selector := config.SplitRecipeRef(ref)
-		if selector != "" {
-			return fmt.Errorf("%s: CONFIG_FILE %s picks an override variant; the test writes plain recipes only", r.Search.Path, ref)
-		}
-		data := recipeFor(r, rel, cl)
-		if prev, ok := written[rel]; ok {
-			if string(prev) != string(data) {
-				return fmt.Errorf("%s: recipe %s is named by rows of different shapes", r.Search.Path, rel)
-			}
-			continue
-		}
-		written[rel] = data
-		file := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(file, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rowRecipeRef is the row's CONFIG_FILE value.
-func rowRecipeRef(r *matrix.Row) (string, error) {
-	for _, w := range []*ixconfig.Worker{r.Search.Prefill, r.Search.Decode} {
-		if w == nil {
-			continue
-		}
-		for _, s := range w.AdditionalSettings {
-			if k, v, ok := strings.Cut(s, "="); ok && strings.TrimSpace(k) == "CONFIG_FILE" {
-				return strings.TrimSpace(v), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s: no CONFIG_FILE", r.Search.Path)
-}
-
-// recipeFor renders the recipe a row describes: its workers, GPUs per
-// worker (tp x pp x pcp) and the nodes they fill on the cluster, the
-// backend its framework runs and its sequence lengths. Workers pack onto
-// nodes as srt-slurm packs them; no dedicated etcd, frontend or client node.
-func recipeFor(r *matrix.Row, rel string, cl *config.Cluster) []byte {
-	e, s := r.Entry, r.Search
-	gpn := cl.GPUsPerNode
-	gpus := func(w *ixconfig.Worker) int { return w.TP * max(w.PP, 1) * max(w.PCPSize, 1) }
-	nodes := func(w *ixconfig.Worker) int { return (w.NumWorker*gpus(w) + gpn - 1) / gpn }
-	backend := e.Framework[strings.LastIndex(e.Framework, "-")+1:]
-	if backend == "trt" {
-		backend = "trtllm"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by sweepflow's InferenceX reference test for %s (%s).\n", s.Path, rel)
-	fmt.Fprintf(&b, "name: %q\n", strings.TrimSuffix(filepath.Base(rel), filepath.Ext(rel)))
-	fmt.Fprintf(&b, "model:\n  path: %q\n  container: %q\n  precision: %q\n", e.Model, e.Framework, e.Precision)
-	fmt.Fprintf(&b, "resources:\n  gpu_type: %q\n  gpus_per_node: %d\n", cl.GPUType, gpn)
-	if s.Decode == nil || s.Decode.NumWorker == 0 {
-		fmt.Fprintf(&b, "  agg_nodes: %d\n  agg_workers: %d\n  gpus_per_agg: %d\n", nodes(s.Prefill), s.Prefill.NumWorker, gpus(s.Prefill))
-	} else {
-		fmt.Fprintf(&b, "  prefill_nodes: %d\n  prefill_workers: %d\n  gpus_per_prefill: %d\n", nodes(s.Prefill), s.Prefill.NumWorker, gpus(s.Prefill))
-		fmt.Fprintf(&b, "  decode_nodes: %d\n  decode_workers: %d\n  gpus_per_decode: %d\n", nodes(s.Decode), s.Decode.NumWorker, gpus(s.Decode))
-	}
-	fmt.Fprintf(&b, "backend:\n  type: %s\n", backend)
-	// Chat template on, as InferenceX's spec-decode recipes run (checklist 9).
-	fmt.Fprintf(&b, "benchmark:\n  type: sa-bench\n  use_chat_template: true\n  isl: %d\n  osl: %d\n", r.Int("isl"), r.Int("osl"))
-	return []byte(b.String())
 }
 
 // trimmedMaster writes a master config holding only row's search-space

@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 )
 
@@ -37,7 +38,19 @@ type Summary struct {
 	ImageChanges  []ImageChange `json:"image_changes,omitempty"`
 	SourceCommit  string        `json:"source_commit,omitempty"`
 	CheckFailures []string      `json:"check_failures,omitempty"`
+	// Phase is PhaseForecast on the post at the start of a night (the
+	// forecast, before any point ran); empty on the summary at its end.
+	Phase string `json:"phase,omitempty"`
+	// Forecast is the night's forecast (a schedule created with
+	// --forecast), or ForecastError why there is none;
+	// ForecastWebhookError says the start-of-night post failed.
+	Forecast             *forecast.Brief `json:"forecast,omitempty"`
+	ForecastError        string          `json:"forecast_error,omitempty"`
+	ForecastWebhookError string          `json:"forecast_webhook_error,omitempty"`
 }
+
+// PhaseForecast marks the webhook post at the start of a night.
+const PhaseForecast = "forecast"
 
 // WebhookRequest posts a nightly's summary, as JSON, to a URL.
 type WebhookRequest struct {

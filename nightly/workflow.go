@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -50,6 +51,11 @@ type Input struct {
 	// re-reads them (PlanNightly), runs the checklist and plans again, so
 	// Sweep's points only say what the files said at schedule creation.
 	Source *Source `json:"source,omitempty"`
+	// Forecast, when set, forecasts each night's sweep before it starts
+	// (ForecastNight) and posts the forecast to the webhook then; the
+	// summary at the end carries it too. Nights started without it (and
+	// their recorded histories) run no forecast.
+	Forecast *ForecastOptions `json:"forecast,omitempty"`
 }
 
 // Result is the nightly workflow's result.
@@ -138,6 +144,10 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 		sum.Points = len(sw.Points)
 	}
 
+	if in.Forecast != nil {
+		forecastNight(ctx, in, sw, &sum)
+	}
+
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          sw.SweepID,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
@@ -180,6 +190,28 @@ func Workflow(ctx workflow.Context, in Input) (*Result, error) {
 	res := &Result{Summary: sum}
 	postWebhook(ctx, in, sw, res)
 	return res, nil
+}
+
+// forecastNight forecasts tonight's sweep in an activity (the CPU work of
+// running the sweep workflow in virtual time stays out of this workflow)
+// and posts it to the webhook before the sweep starts. Neither failing
+// stops the night: the summary says why there is no forecast.
+func forecastNight(ctx workflow.Context, in Input, sw workflows.SweepInput, sum *Summary) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("forecast"))
+	fctx := workflow.WithActivityOptions(ctx, workflows.ActivityOptions(point.StageLedger, sw.TaskQueue, sw.Tuning))
+	var b forecast.Brief
+	if err := workflow.ExecuteActivity(fctx, acts.ForecastNight, ForecastRequest{NightlyID: sum.NightlyID, Sweep: sw, Options: *in.Forecast}).Get(ctx, &b); err != nil {
+		sum.ForecastError = workflows.RootMessage(err)
+		workflow.GetLogger(ctx).Warn("nightly forecast failed", "nightly", sum.NightlyID, "error", sum.ForecastError)
+	} else {
+		sum.Forecast = &b
+	}
+	start := *sum
+	start.Phase = PhaseForecast
+	res := &Result{Summary: start}
+	postWebhook(ctx, in, sw, res)
+	sum.ForecastWebhookError = res.WebhookError
+	_ = workflow.UpsertTypedSearchAttributes(ctx, temporalx.SAStage.ValueSet("sweep"))
 }
 
 // postWebhook posts the summary when the schedule names a webhook;

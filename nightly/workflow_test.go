@@ -12,7 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap"
 
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -223,4 +225,66 @@ func TestNightlyDetailsWithoutComparableBaseline(t *testing.T) {
 	assert.NotContains(t, got, "regressions")
 	s.Compared = 1
 	assert.Contains(t, details(s), "**0 regressions** in 2 points (1 compared with latest-nightly)")
+}
+
+// TestNightlyForecast: a schedule with Forecast forecasts the night's
+// sweep in an activity before it starts and posts it to the webhook then
+// (phase forecast); the summary at the end carries it too. The points run
+// side by side on the 4-node budget: 20 min bring-up, 5 warmup and 10 perf
+// (no duration in their rows) each, on 2 nodes.
+func TestNightlyForecast(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflow(workflows.SweepWorkflow)
+	var a *Activities
+	env.RegisterActivity(a)
+	env.OnWorkflow(workflows.SweepWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in workflows.SweepInput) (*workflows.SweepProgress, error) {
+		return &workflows.SweepProgress{SweepID: in.SweepID, Counts: map[string]int{point.StatusCompleted: 2},
+			Points: []workflows.PointProgress{{PointID: "c1", Status: point.StatusCompleted}, {PointID: "c4", Status: point.StatusCompleted}}}, nil
+	})
+	env.OnActivity(a.CompareWithBaseline, mock.Anything, mock.Anything).Return(RegressionReport{Compared: 2}, nil)
+	env.OnActivity(a.ForecastNight, mock.Anything, mock.Anything).Return((&Activities{Logger: zap.NewNop()}).ForecastNight)
+	var hooks []WebhookRequest
+	env.OnActivity(a.PostWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, req WebhookRequest) error {
+		hooks = append(hooks, req)
+		return nil
+	})
+	in := nightlyInput("http://127.0.0.1:1/hook")
+	in.Forecast = &ForecastOptions{Profile: forecast.Profile{Name: "local-sim", Nodes: 4, GPUsPerNode: 4, BringUp: 20 * time.Minute},
+		Assumptions: forecast.DefaultAssumptions()}
+	env.ExecuteWorkflow(WorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	require.Len(t, hooks, 2, "the forecast at the start, the summary at the end")
+	start := hooks[0].Summary
+	assert.Equal(t, PhaseForecast, start.Phase)
+	require.NotNil(t, start.Forecast)
+	assert.Equal(t, 2, start.Forecast.Points)
+	assert.InDelta(t, 2*2*35.0/60, start.Forecast.NodeHours, 1e-9)
+	assert.InDelta(t, 35.0/60, start.Forecast.MakespanHours, 1e-9)
+	assert.Zero(t, start.Compared, "no point has run yet")
+	end := hooks[1].Summary
+	assert.Empty(t, end.Phase)
+	assert.Equal(t, start.Forecast, end.Forecast)
+	assert.Equal(t, 2, end.Compared)
+	assert.Equal(t, end, res.Summary)
+}
+
+// TestNightlyWithoutForecastRunsNone: a nightly started without Forecast
+// (every schedule created before it, and their recorded histories)
+// schedules no forecast activity and posts once.
+func TestNightlyWithoutForecastRunsNone(t *testing.T) {
+	var r nightlyRun
+	runNightly(t, nightlyInput("http://127.0.0.1:1/hook"), nil, &r)
+	require.NoError(t, r.env.GetWorkflowError())
+	var res Result
+	require.NoError(t, r.env.GetWorkflowResult(&res))
+	assert.Nil(t, res.Summary.Forecast)
+	assert.Empty(t, res.Summary.Phase)
+	require.NotNil(t, r.webhook)
+	assert.Empty(t, r.webhook.Summary.Phase)
 }

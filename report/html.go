@@ -82,12 +82,34 @@ type page struct {
 	CheckFailures []string
 	// Canaries: a canary sweep's groups.
 	Canaries []canaryView
+	// Forecast is the forecast against what the sweep took;
+	// ForecastNote what it assumed or why there is none.
+	Forecast     []forecastView
+	ForecastNote string
 }
 
 // canaryView is one canary group's row.
 type canaryView struct {
 	Image, Backend, PointID, NodeHours, Verdict, Reason, SavedNodeHours string
 	Points, NotStarted                                                  int
+}
+
+type forecastView struct{ What, Forecast, Actual, Ratio string }
+
+// forecastViews formats the forecast table: actual / forecast as the ratio.
+func forecastViews(rows []ForecastRow) []forecastView {
+	var out []forecastView
+	for _, r := range rows {
+		v := forecastView{What: r.What, Forecast: fmt.Sprintf("%.1f", r.Forecast), Actual: "-", Ratio: "-"}
+		if r.Actual >= 0 {
+			v.Actual = fmt.Sprintf("%.1f", r.Actual)
+			if r.Forecast > 0 {
+				v.Ratio = fmt.Sprintf("%.2f", r.Actual/r.Forecast)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // Render writes the page.
@@ -106,6 +128,10 @@ func build(in *Input) page {
 		Generated: in.Generated.UTC().Format(time.RFC3339),
 	}
 	p.Summary = summary(cur)
+	p.Forecast, p.ForecastNote = forecastViews(in.ForecastCheck()), in.ForecastNote
+	if p.Forecast != nil && p.ForecastNote == "" {
+		p.ForecastNote = forecastNote
+	}
 	if len(cur.CheckFailures) > 0 {
 		p.CheckFailures = cur.CheckFailures
 		p.Summary = append(p.Summary, summaryRow{"Nightly check", fmt.Sprintf("failed with %d findings; no point ran", len(cur.CheckFailures))})
@@ -573,7 +599,13 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{range .Summary}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>
 {{end}}</table>
 
-{{if .CheckFailures}}<h2 id="check-failed">Nightly check failed</h2>
+{{if or .Forecast .ForecastNote}}<h2>Forecast against actual</h2>
+<div class="muted" id="forecast-note">{{.ForecastNote}}</div>
+{{if .Forecast}}<table id="forecast">
+<tr><th></th><th>forecast</th><th>actual</th><th>actual / forecast</th></tr>
+{{range .Forecast}}<tr class="forecast-row"><th>{{.What}}</th><td class="n">{{.Forecast}}</td><td class="n">{{.Actual}}</td><td class="n">{{.Ratio}}</td></tr>
+{{end}}</table>{{end}}
+{{end}}{{if .CheckFailures}}<h2 id="check-failed">Nightly check failed</h2>
 <p>The configs as the schedule read them tonight failed <code>starter check</code>; no point ran.</p>
 <ul class="findings">{{range .CheckFailures}}<li><code>{{.}}</code></li>{{end}}</ul>
 {{end}}{{if .Canaries}}<h2 id="canaries">Canaries</h2>

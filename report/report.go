@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/curvegaps"
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -69,6 +70,11 @@ type Input struct {
 	// concurrencies before a coverage gap is shown (0: 2).
 	CoverageFactor float64
 	Generated      time.Time
+	// Forecast is what the sweep's forecast says it takes, from its stored
+	// plan (nil: no forecast); ForecastNote says what it assumed, or why
+	// there is none.
+	Forecast     *forecast.Cluster
+	ForecastNote string
 }
 
 // ErrNoSweep is returned when the store has nothing for a sweep ID.

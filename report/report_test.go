@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -390,4 +391,49 @@ func TestReportCanaries(t *testing.T) {
 	buf.Reset()
 	require.NoError(t, Render(&buf, in))
 	assert.NotContains(t, buf.String(), `id="canaries"`)
+}
+
+// TestReportForecastAgainstActual: a forecast set against the sweep's stage
+// runs: node time by stage kind from the runs (nodes from each point's
+// spec), the makespan from the sweep's start to finish.
+func TestReportForecastAgainstActual(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "sw", Status: "completed", StartedAt: start, FinishedAt: start.Add(150 * time.Minute)}))
+	spec, err := json.Marshal(point.Spec{PointID: "p", Nodes: 6})
+	require.NoError(t, err)
+	require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: "sw", PointID: "p", Identity: "x-c64", ConfigKey: disaggKey, Conc: 64, Status: "completed", SpecJSON: spec}))
+	at := start
+	var runs []results.StageRun
+	for _, r := range []struct {
+		stage, outcome string
+		min            int
+	}{{"allocate", "ok", 10}, {"checkpoint", "ok", 5}, {"bringup", "ok", 25}, {"warmup", "ok", 5}, {"perf", "ok", 60},
+		{"bringup", "ok", 20}, {"eval", "ok", 15}, {"teardown", "ok", 2}, {"upload", "ok", 1}} {
+		d := time.Duration(r.min) * time.Minute
+		runs = append(runs, results.StageRun{Stage: r.stage, Outcome: r.outcome, Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
+		at = at.Add(d)
+	}
+	require.NoError(t, s.PutStageRuns(ctx, "sw", "p", runs))
+	in, err := Load(ctx, s, "sw", "")
+	require.NoError(t, err)
+	assert.Nil(t, in.ForecastCheck(), "no forecast, no comparison")
+	in.Forecast = &forecast.Cluster{NodeHours: 12, MakespanHours: 2, NodeHoursByStage: map[string]float64{forecast.KindBringUp: 2, forecast.KindPerf: 6}}
+	rows := in.ForecastCheck()
+	require.Len(t, rows, 2+len(forecast.Kinds))
+	// 6 nodes x (5 + 25 + 5 + 60 + 20 + 15 + 2) min = 13.2 node-hours; the
+	// queue wait and the upload hold no node.
+	assert.Equal(t, ForecastRow{What: "node-hours", Forecast: 12, Actual: 6 * 132.0 / 60}, rows[0])
+	assert.Equal(t, ForecastRow{What: "  bring-up", Forecast: 2, Actual: 6 * 30.0 / 60}, rows[1], "checkpoint staging counts as bring-up")
+	assert.Equal(t, ForecastRow{What: "  eval-restart", Forecast: 0, Actual: 6 * 20.0 / 60}, rows[4])
+	assert.Equal(t, ForecastRow{What: "makespan (hours)", Forecast: 2, Actual: 2.5}, rows[len(rows)-1])
+	assert.Equal(t, "forecast vs actual: 12.0 vs 13.2 node-hours, makespan 2:00:00 vs 2:30:00", in.ForecastLine())
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+	assert.Contains(t, page, `<table id="forecast">`)
+	assert.Regexp(t, `<th>node-hours</th><td class="n">12.0</td><td class="n">13.2</td><td class="n">1.10</td>`, page)
+	assert.Contains(t, page, "the sweep workflow in virtual time")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -80,6 +81,36 @@ func (s *Store) StageRuns(ctx context.Context, sweepID string) ([]StageRun, erro
 		var started, ended sql.NullInt64
 		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Seq, &r.Stage, &r.Outcome, &r.Rounds, &r.Error, &started, &ended); err != nil {
 			return nil, fmt.Errorf("results: stage runs of %s: %w", sweepID, err)
+		}
+		r.StartedAt, r.EndedAt = fromNull(started), fromNull(ended)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// DeploymentStageRuns lists the stage runs, in every sweep, of the points
+// whose identity belongs to the deployment hash (identity
+// "<hash>-c<conc>"): what that deployment took when it ran. Runs come by
+// sweep, point and position.
+func (s *Store) DeploymentStageRuns(ctx context.Context, deploymentHash string) ([]StageRun, error) {
+	// LIKE, not a string range: PostgreSQL's collations may order the
+	// hyphen out of byte order. A hash is hex: no wildcard in the pattern.
+	if strings.ContainsAny(deploymentHash, `%_\`) {
+		return nil, fmt.Errorf("results: stage runs of deployment %q: not a deployment hash", deploymentHash)
+	}
+	rows, err := s.query(ctx, `SELECT r.sweep_id, r.point_id, r.seq, r.stage, r.outcome, r.rounds, r.error, r.started_at, r.ended_at
+		FROM points p JOIN stage_runs r ON r.sweep_id = p.sweep_id AND r.point_id = p.point_id
+		WHERE p.identity LIKE ? ORDER BY r.sweep_id, r.point_id, r.seq`, deploymentHash+"-c%")
+	if err != nil {
+		return nil, fmt.Errorf("results: stage runs of deployment %s: %w", deploymentHash, err)
+	}
+	defer rows.Close()
+	var out []StageRun
+	for rows.Next() {
+		var r StageRun
+		var started, ended sql.NullInt64
+		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Seq, &r.Stage, &r.Outcome, &r.Rounds, &r.Error, &started, &ended); err != nil {
+			return nil, fmt.Errorf("results: stage runs of deployment %s: %w", deploymentHash, err)
 		}
 		r.StartedAt, r.EndedAt = fromNull(started), fromNull(ended)
 		out = append(out, r)

@@ -179,8 +179,8 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 func TestCLIKeepsEveryCommand(t *testing.T) {
 	root := newRoot()
 	for _, path := range []string{
-		"abort", "bench", "bench capacity", "bench trace-gen", "cancel", "codec-server", "eval gsm8k", "eval gsm8k-score",
-		"export", "hold", "plan", "report", "rerun", "retry", "schedule backfill", "schedule create", "schedule delete",
+		"abort", "bench", "bench capacity", "bench forecast", "bench trace-gen", "cancel", "codec-server", "eval gsm8k", "eval gsm8k-score",
+		"export", "forecast", "hold", "plan", "report", "rerun", "retry", "schedule backfill", "schedule create", "schedule delete",
 		"schedule list", "server start", "server stop", "sim checkpoint", "sim serve", "skip", "stage", "status",
 		"sweep start", "watch",
 	} {

@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/curvegaps"
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/report"
 )
@@ -59,6 +61,9 @@ func newReportCmd() *cobra.Command {
 			return err
 		}
 		in.Thresholds, in.EvalDropPts, in.CoverageFactor = th, *evalDrop, *covFactor
+		if in.Forecast, err = control.ForecastStored(ctx, store, *sweep, forecast.DefaultAssumptions()); err != nil {
+			in.ForecastNote = "no forecast: " + err.Error()
+		}
 		var buf bytes.Buffer
 		if err := report.Render(&buf, in); err != nil {
 			return err
@@ -77,6 +82,9 @@ func newReportCmd() *cobra.Command {
 			fmt.Printf(", %d regression findings vs %s", len(fsn), *baseline)
 		}
 		fmt.Println(")")
+		if line := in.ForecastLine(); line != "" {
+			fmt.Println(line)
+		}
 		return nil
 	}
 	return c

@@ -56,7 +56,7 @@ type scheduleFlags struct {
 	cron, tz, sweepFile, clusterFile string
 	baseline, webhook                string
 	catchup, jitter                  time.Duration
-	pause, fast                      bool
+	pause, fast, forecast            bool
 	gitDir, gitRef                   string
 	allow                            multiFlag
 }
@@ -75,6 +75,7 @@ func (f *scheduleFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.gitDir, "git-dir", "", "read the sweep's files from this git checkout at --git-ref each night (--sweep and --cluster relative to its root)")
 	fs.StringVar(&f.gitRef, "git-ref", "HEAD", "with --git-dir: the ref each night plans from (resolved to a commit every night)")
 	fs.Var(&f.allow, "allow", "waive this check rule on every night (repeatable)")
+	fs.BoolVar(&f.forecast, "forecast", false, "forecast each night's sweep before it starts and post it to the webhook then (docs/forecast.md)")
 }
 
 // nightlySchedule checks the flags and builds the schedule (control).
@@ -98,7 +99,7 @@ func nightlySchedule(name string, f scheduleFlags) (client.ScheduleOptions, *nig
 	}
 	return control.NightlySchedule(name, control.Nightly{Cron: f.cron, TimeZone: f.tz, SweepFile: f.sweepFile, ClusterFile: f.clusterFile,
 		Baseline: f.baseline, Webhook: f.webhook, Catchup: f.catchup, Jitter: f.jitter, PauseOnFailure: f.pause, Fast: f.fast,
-		GitDir: f.gitDir, GitRef: f.gitRef, Allow: f.allow})
+		GitDir: f.gitDir, GitRef: f.gitRef, Allow: f.allow, Forecast: f.forecast})
 }
 
 func runScheduleCreate(name string, f scheduleFlags) error {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 )
@@ -93,6 +94,16 @@ func TestNightlySchedule(t *testing.T) {
 	assert.Equal(t, "", got.Sweep.SweepID, "each night's sweep ID comes from its workflow ID")
 	assert.True(t, got.Sweep.Nightly)
 	assert.Len(t, got.Sweep.Points, 2)
+	assert.Nil(t, got.Forecast, "no forecast unless asked: the nightly's commands stay as recorded")
+
+	withForecast := base
+	withForecast.forecast = true
+	_, nin, err = nightlySchedule("nightly", withForecast)
+	require.NoError(t, err)
+	require.NotNil(t, nin.Forecast)
+	assert.Equal(t, forecast.Profile{Name: "local-sim", Nodes: 18, GPUsPerNode: 4, BringUp: 20 * time.Minute}, nin.Forecast.Profile,
+		"the sweep's cluster profile as the schedule is created")
+	assert.Equal(t, forecast.DefaultAssumptions(), nin.Forecast.Assumptions)
 
 	cases := []struct {
 		name string

@@ -163,6 +163,20 @@ func (u unit) has(id string) bool {
 	return slices.ContainsFunc(u.points, func(p point.Spec) bool { return p.PointID == id })
 }
 
+// sortQueue orders the queue: canaries first (every other point of their
+// group waits for them), then the largest units, the hardest to place.
+func (s *sweepRun) sortQueue() {
+	slices.SortStableFunc(s.queue, func(a, b unit) int {
+		if ca, cb := s.canary.isCanary(a), s.canary.isCanary(b); ca != cb {
+			if ca {
+				return -1
+			}
+			return 1
+		}
+		return b.nodes - a.nodes
+	})
+}
+
 // units groups points into scheduling units by deployment, in plan order;
 // a point solo accepts is a unit of its own.
 func units(pts []point.Spec, solo func(point.Spec) bool) []unit {

@@ -61,20 +61,6 @@ func (s *sweepRun) held(u unit) bool {
 	return g >= 0 && s.canary.groups[g].Verdict == point.CanaryPending && !s.canary.isCanary(u)
 }
 
-// sortQueue orders the queue: canaries first (every other point of their
-// group waits for them), then the largest units, the hardest to place.
-func (s *sweepRun) sortQueue() {
-	slices.SortStableFunc(s.queue, func(a, b unit) int {
-		if ca, cb := s.canary.isCanary(a), s.canary.isCanary(b); ca != cb {
-			if ca {
-				return -1
-			}
-			return 1
-		}
-		return b.nodes - a.nodes
-	})
-}
-
 // starved: nothing runs and every queued unit waits for a canary that is
 // not queued yet (a stored plan's later page holds it).
 func (s *sweepRun) starved() bool {

@@ -1,0 +1,144 @@
+package control
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/forecast"
+)
+
+// forecastFixture writes a master config made from the backends sweep's
+// (three keys, five points) with edits, and a sweep file over every key.
+func forecastFixture(t *testing.T, edit func(master string) string) *config.Sweep {
+	t.Helper()
+	dir := t.TempDir()
+	master, err := os.ReadFile("../configs/dsv4-gb200-backends.yaml")
+	require.NoError(t, err)
+	edited := edit(string(master))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "master.yaml"), []byte(edited), 0o644))
+	root, err := filepath.Abs("../configs")
+	require.NoError(t, err)
+	golden, err := filepath.Abs("../configs/golden-al/dsv4-pro-0813-dspark.yaml")
+	require.NoError(t, err)
+	profile, err := filepath.Abs("../configs/clusters/local-sim.yaml")
+	require.NoError(t, err)
+	sweep := filepath.Join(dir, "sweep.yaml")
+	require.NoError(t, os.WriteFile(sweep, []byte("name: fixture\nconfig-files: [master.yaml]\nrunner-config: "+filepath.Join(root, "runners.yaml")+
+		"\ncluster: "+profile+"\nconfig-keys: ['*']\nrecipes-root: "+root+"\nevals: true\ngolden-al: "+golden+"\nthinking: true\n"), 0o644))
+	s, err := config.LoadSweep(sweep)
+	require.NoError(t, err)
+	return s
+}
+
+func replaceOnce(t *testing.T, s, old, repl string) string {
+	t.Helper()
+	require.Contains(t, s, old, "the fixture moved")
+	return strings.Replace(s, old, repl, 1)
+}
+
+// TestForecastSaysWhatDoesNotRun: each key goes to the first profile
+// that serves its runner; a key none serves, a key whose recipe is
+// missing and a key `starter check` fails are each listed with the reason,
+// cost nothing, and leave the rest of the forecast as it would be alone.
+func TestForecastSaysWhatDoesNotRun(t *testing.T) {
+	const trt, vllm, router = "dsv4-fp4-gb200-dynamo-trt-agentic-disagg", "dsv4-fp4-gb200-dynamo-vllm-agentic-mtp-disagg", "dsv4-fp4-gb200-sglang-router-agentic-agg"
+	s := forecastFixture(t, func(m string) string {
+		// vLLM: a recipe that is not there.
+		m = replaceOnce(t, m, "CONFIG_FILE=recipes/vllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-mtp3.yaml", "CONFIG_FILE=recipes/vllm/missing.yaml")
+		// The router key on GB300: only the second profile serves it.
+		i := strings.Index(m, router+":")
+		entry := m[i:]
+		m = m[:i] + replaceOnce(t, entry, "runner: cluster:gb200-nv", "runner: cluster:gb300-nv")
+		// The router key again, on MI355X (nobody serves it) and on a
+		// private image (the upstream-image rule fails it).
+		m += "\n" + replaceOnce(t, strings.Replace(entry, router+":", router+"-mi355x:", 1), "runner: cluster:gb200-nv", "runner: cluster:mi355x-amds")
+		m += "\n" + replaceOnce(t, strings.Replace(entry, router+":", router+"-private:", 1), "image: lmsysorg/", "image: registry.example.com/")
+		return m
+	})
+	// A simulated GB300 rack: local-sim serving the GB300 label.
+	prof, err := os.ReadFile("../configs/clusters/local-sim.yaml")
+	require.NoError(t, err)
+	gb300 := replaceOnce(t, string(prof), "runners: [cluster:gb200-nv, gb200]", "runners: [cluster:gb300-nv]")
+	gb300 = replaceOnce(t, gb300, "name: local-sim", "name: gb300-sim")
+	gb300 = strings.ReplaceAll(gb300, "../../.sweepflow", filepath.Join(t.TempDir(), "data"))
+	gb300File := filepath.Join(t.TempDir(), "gb300-sim.yaml")
+	require.NoError(t, os.WriteFile(gb300File, []byte(gb300), 0o644))
+	rep, err := Forecast(context.Background(), ForecastRequest{Sweep: s, Assumptions: forecast.DefaultAssumptions(),
+		Clusters: []string{"../configs/clusters/slurm-emu.yaml", gb300File}})
+	require.NoError(t, err)
+	require.Len(t, rep.NotServed, 1)
+	assert.Equal(t, forecast.Finding{Kind: forecast.FindingNotServed, Key: router + "-mi355x", Reason: "runner cluster:mi355x-amds: no given profile serves it"}, rep.NotServed[0])
+	require.Len(t, rep.Clusters, 2)
+	emu, sim := rep.Clusters[0], rep.Clusters[1]
+
+	assert.Equal(t, "slurm-emu", emu.Name)
+	require.Len(t, emu.NotForecast, 2, "%+v", emu.NotForecast)
+	assert.Equal(t, forecast.FindingNoPlan, emu.NotForecast[0].Kind)
+	assert.Equal(t, vllm, emu.NotForecast[0].Key)
+	assert.Contains(t, emu.NotForecast[0].Reason, "recipe recipes/vllm/missing.yaml not found")
+	assert.Equal(t, forecast.Finding{Kind: forecast.FindingCheck, Key: router + "-private", Points: 1}, withoutReason(emu.NotForecast[1]))
+	assert.Contains(t, emu.NotForecast[1].Reason, "upstream-image")
+	// What is left on slurm-emu is the TensorRT-LLM key alone: c8 and
+	// c16 on one 3-node allocation, 20 + 2 x (5 + 60) + 10 min (its
+	// eval needs no restart: no synthetic acceptance to drop); the
+	// findings add nothing.
+	assert.Equal(t, 2, emu.Points)
+	assert.Equal(t, trt, emu.CriticalPath[0].ConfigKey)
+	assert.InDelta(t, 3*160.0/60, emu.NodeHours, 1e-9)
+	assert.InDelta(t, 160.0/60, emu.MakespanHours, 1e-9)
+
+	assert.Equal(t, "gb300-sim", sim.Name)
+	assert.Empty(t, sim.NotForecast)
+	assert.Equal(t, 1, sim.Points, "the router key's c8")
+	assert.Equal(t, router, sim.CriticalPath[0].ConfigKey)
+}
+
+func withoutReason(f forecast.Finding) forecast.Finding {
+	f.Reason = ""
+	return f
+}
+
+// TestForecastRefusedRecipeCostsNothing: on a Slurm profile a recipe the
+// launcher refuses (a TensorRT-LLM spec-decode row asking for synthetic
+// acceptance, which InferenceX cannot inject) leaves its points out with
+// the launcher's reason; the simulator, which launches no recipe, runs them.
+func TestForecastRefusedRecipeCostsNothing(t *testing.T) {
+	const trt = "dsv4-fp4-gb200-dynamo-trt-agentic-disagg"
+	dir := t.TempDir()
+	recipe, err := os.ReadFile("../configs/recipes/trtllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-stp.yaml")
+	require.NoError(t, err)
+	spec := replaceOnce(t, string(recipe), "    decode:\n", "    decode:\n      speculative_config:\n        decoding_type: MTP\n        num_nextn_predict_layers: 3\n")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "recipes"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "recipes", "trt-mtp.yaml"), []byte(spec), 0o644))
+	s := forecastFixture(t, func(m string) string {
+		m = replaceOnce(t, m, "- spec-decoding: none", "- spec-decoding: mtp")
+		return replaceOnce(t, m, `          - "CONFIG_FILE=recipes/trtllm/deepseek-v4-0813/gb200/agentic/disagg-gb200-1p1d-dep4-dep8-stp.yaml"`,
+			`          - "SYNTHETIC_ACCEPTANCE=true"
+          - "SYNTHETIC_ACCEPTANCE_LENGTH=3.01"
+          - "CONFIG_FILE=recipes/trt-mtp.yaml"`)
+	})
+	s.ConfigKeys, s.RecipesRoot = []string{trt}, dir
+	rep, err := Forecast(context.Background(), ForecastRequest{Sweep: s, Assumptions: forecast.DefaultAssumptions(),
+		Clusters: []string{"../configs/clusters/slurm-emu.yaml"}})
+	require.NoError(t, err)
+	emu := rep.Clusters[0]
+	require.Len(t, emu.NotForecast, 1, "%+v", emu.NotForecast)
+	assert.Equal(t, forecast.FindingNoRender, emu.NotForecast[0].Kind)
+	assert.Equal(t, 2, emu.NotForecast[0].Points)
+	assert.Contains(t, emu.NotForecast[0].Reason, "recipes/trt-mtp.yaml does not launch on slurm-emu: ")
+	assert.Zero(t, emu.Points)
+	assert.Zero(t, emu.NodeHours)
+
+	rep, err = Forecast(context.Background(), ForecastRequest{Sweep: s, Assumptions: forecast.DefaultAssumptions(),
+		Clusters: []string{"../configs/clusters/local-sim.yaml"}})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Clusters[0].Points)
+	assert.Empty(t, rep.Clusters[0].NotForecast)
+}

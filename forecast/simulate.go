@@ -1,0 +1,283 @@
+package forecast
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/workflows"
+)
+
+// Stage kinds a forecast accounts time to. Bring-up covers the checkpoint
+// staging before it; queue wait holds no node.
+const (
+	KindQueue       = "queue-wait"
+	KindBringUp     = "bring-up"
+	KindWarmup      = "warmup"
+	KindPerf        = "perf"
+	KindEvalRestart = "eval-restart"
+	KindEval        = "eval"
+	KindTeardown    = "teardown"
+)
+
+// Kinds lists the kinds that hold nodes, in the order a point runs them.
+var Kinds = []string{KindBringUp, KindWarmup, KindPerf, KindEvalRestart, KindEval, KindTeardown}
+
+// Call is one stage activity as the workflows call it.
+type Call struct {
+	Activity string // the activity's registered name: Allocate, BringUp, ...
+	Kind     string // one of the Kind constants, "" for bookkeeping
+	Point    point.Spec
+	Mode     string // bring-up: perf | eval
+}
+
+// Clock says how long a stage activity takes.
+type Clock interface {
+	Duration(c Call) time.Duration
+}
+
+// Event is one stage activity the workflows ran, in virtual time.
+type Event struct {
+	Call
+	Start, End time.Time
+}
+
+// Timeline is what a simulated sweep did: every stage with its virtual
+// start and end, the order in which points finished and the sweep's result.
+type Timeline struct {
+	Start, End time.Time
+	Events     []Event
+	// Finished is the point IDs in the order their point workflows ended.
+	Finished []string
+	Result   workflows.SweepProgress
+}
+
+// epoch is the virtual start of every simulated sweep: a fixed instant, so
+// the same input gives the same timeline.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Simulate runs the real SweepWorkflow (with DeploymentWorkflow and
+// PointWorkflow as its children) in the SDK's time-skipping test
+// environment. Every stage activity first waits clock's duration on a
+// workflow timer, which the environment skips in virtual time once every
+// workflow is blocked, then runs a stub registered under the activity's
+// real name that returns at once. So the order, the concurrency and the
+// node budget are the sweep's own: there is no second scheduler.
+func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
+	if in.SweepID == "" {
+		in.SweepID = "forecast"
+	}
+	// One run: a forecast neither drains nor continues as new (the stub
+	// environment reports no history size). A stored start input carries
+	// its points; what an earlier run did is not this forecast's.
+	in.HistoryLimit, in.PointsPerRun = math.MaxInt32, 0
+	in.PlanRef, in.PlanOffset, in.PlanTotal, in.Done, in.Runs = "", 0, 0, nil, 0
+	rec := &recorder{clock: clock}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(epoch)
+	// The idle timeout is wall time with nothing to do: never, here.
+	env.SetTestTimeout(10 * time.Minute)
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
+	env.RegisterWorkflow(workflows.SweepWorkflow)
+	env.RegisterWorkflow(workflows.DeploymentWorkflow)
+	env.RegisterWorkflow(workflows.PointWorkflow)
+	env.RegisterActivity(&stubs{})
+	env.SetOnChildWorkflowCompletedListener(func(info *workflow.Info, _ converter.EncodedValue, _ error) {
+		if info.WorkflowType.Name == "PointWorkflow" {
+			rec.finished(info.WorkflowExecution.ID)
+		}
+	})
+	env.ExecuteWorkflow(workflows.SweepWorkflow, in)
+	if !env.IsWorkflowCompleted() {
+		return nil, fmt.Errorf("forecast: the simulated sweep did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		return nil, fmt.Errorf("forecast: the simulated sweep failed: %w", err)
+	}
+	t := &Timeline{Start: epoch, Events: rec.events}
+	if err := env.GetWorkflowResult(&t.Result); err != nil {
+		return nil, fmt.Errorf("forecast: the simulated sweep's result: %w", err)
+	}
+	t.End = t.Result.FinishedAt
+	prefix := in.SweepID + "/"
+	for _, wid := range rec.order {
+		t.Finished = append(t.Finished, wid[len(prefix):])
+	}
+	return t, nil
+}
+
+// recorder is the worker interceptor that puts each stage activity behind
+// a timer of its forecast duration and records what ran when.
+type recorder struct {
+	interceptor.WorkerInterceptorBase
+	clock  Clock
+	mu     sync.Mutex
+	events []Event
+	order  []string
+}
+
+func (r *recorder) finished(wid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.order = append(r.order, wid)
+}
+
+func (r *recorder) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &inbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, r: r}
+}
+
+type inbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	r *recorder
+}
+
+func (i *inbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&outbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, r: i.r})
+}
+
+type outbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	r *recorder
+}
+
+// ExecuteActivity waits the stage's duration on a timer, then runs the
+// stub activity; the future the workflow gets settles with the stub's
+// result.
+func (o *outbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	var arg any
+	if len(args) > 0 {
+		arg = args[0]
+	}
+	c, ok := Classify(activityType, arg)
+	if !ok {
+		return o.Next.ExecuteActivity(ctx, activityType, args...)
+	}
+	d := o.r.clock.Duration(c)
+	start := o.Next.Now(ctx)
+	fut, set := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if d > 0 {
+			if err := o.Next.NewTimer(gctx, d).Get(gctx, nil); err != nil {
+				set.Set(nil, err)
+				return
+			}
+		}
+		res := o.Next.ExecuteActivity(gctx, activityType, args...)
+		// Record the stage once the stub has answered (nil: no decoding).
+		if res.Get(gctx, nil) == nil {
+			o.r.mu.Lock()
+			o.r.events = append(o.r.events, Event{Call: c, Start: start, End: o.Next.Now(gctx)})
+			o.r.mu.Unlock()
+		}
+		set.Chain(res)
+	})
+	return fut
+}
+
+// Classify reads a stage call from an activity's name and first argument;
+// ok is false for an activity the forecast does not know (it runs as it
+// is). Tests that run a real sweep with the forecast's stage times use it
+// too.
+func Classify(activity string, arg any) (Call, bool) {
+	c := Call{Activity: activity}
+	switch a := arg.(type) {
+	case point.Spec:
+		c.Point = a
+	case activities.StageInput:
+		c.Point, c.Mode = a.Point, a.Mode
+		if activity == "BringUp" {
+			c.Kind = KindBringUp
+			// A server already runs on the allocation: restarting it for
+			// the evals is the eval restart.
+			if a.Endpoint != nil && a.Mode == "eval" {
+				c.Kind = KindEvalRestart
+			}
+		}
+	case activities.UploadInput:
+		c.Point = a.Point
+	case activities.PointRecord:
+		c.Point = a.Point
+	}
+	switch activity {
+	case "Allocate":
+		c.Kind = KindQueue
+	case "StageCheckpoint":
+		c.Kind = KindBringUp
+	case "BringUp":
+	case "Warmup":
+		c.Kind = KindWarmup
+	case "Perf":
+		c.Kind = KindPerf
+	case "Eval":
+		c.Kind = KindEval
+	case "Teardown":
+		c.Kind = KindTeardown
+	case "Upload", "CheckServer", "RecordPoint", "RecordSweep", "LookupReuse", "LoadPlanPage":
+	default:
+		return c, false
+	}
+	return c, true
+}
+
+// stubs are the stage activities under their real names: they do nothing
+// and answer at once with what the next stage needs.
+type stubs struct{}
+
+func (*stubs) Allocate(_ context.Context, p point.Spec) (activities.Allocation, error) {
+	a := activities.Allocation{JobID: "forecast-" + p.PointID, Backend: "forecast"}
+	for i := range p.Nodes {
+		a.Nodes = append(a.Nodes, "node-"+strconv.Itoa(i+1))
+	}
+	return a, nil
+}
+
+func (*stubs) StageCheckpoint(context.Context, activities.StageInput) (activities.CheckpointOutput, error) {
+	return activities.CheckpointOutput{}, nil
+}
+
+func (*stubs) BringUp(_ context.Context, in activities.StageInput) (activities.Endpoint, error) {
+	return activities.Endpoint{URL: "forecast://" + in.Alloc.JobID, Mode: in.Mode, JobID: in.Alloc.JobID}, nil
+}
+
+func (*stubs) CheckServer(context.Context, activities.StageInput) (activities.ServerCheck, error) {
+	return activities.ServerCheck{AllocationAlive: true, ServerAlive: true}, nil
+}
+
+func (*stubs) Warmup(context.Context, activities.StageInput) error { return nil }
+
+func (*stubs) Perf(context.Context, activities.StageInput) (activities.PerfSummary, error) {
+	return activities.PerfSummary{}, nil
+}
+
+func (*stubs) Eval(context.Context, activities.StageInput) (activities.EvalSummary, error) {
+	return activities.EvalSummary{Passed: true}, nil
+}
+
+func (*stubs) Upload(context.Context, activities.UploadInput) error      { return nil }
+func (*stubs) Teardown(context.Context, activities.StageInput) error     { return nil }
+func (*stubs) RecordPoint(context.Context, activities.PointRecord) error { return nil }
+func (*stubs) RecordSweep(context.Context, activities.SweepRecord) error { return nil }
+
+func (*stubs) LookupReuse(context.Context, activities.ReuseRequest) (activities.Reused, error) {
+	return activities.Reused{}, nil
+}
+
+func (*stubs) LoadPlanPage(context.Context, activities.PlanPageRequest) (activities.PlanPage, error) {
+	return activities.PlanPage{}, fmt.Errorf("forecast: a stored plan is not loaded page by page; pass the points")
+}
