@@ -340,7 +340,11 @@ type parsedRequest struct {
 func (s *Server) parseCompletion(r *http.Request, chat bool) (*parsedRequest, *apiError) {
 	pr := &parsedRequest{}
 	req := &pr.req
-	if err := json.NewDecoder(r.Body).Decode(req); err != nil {
+	in := getIntake()
+	defer in.release()
+	// Only the GSM8K lookup reads the prompt text; without a split it is not kept.
+	prompt, promptErr, err := in.parse(r, req, chat, s.cfg.Latency.CacheBlockTokens, s.gsm != nil)
+	if err != nil {
 		return pr, badRequest("invalid JSON body: " + err.Error())
 	}
 	if req.Model != "" && req.Model != s.cfg.Model {
@@ -349,12 +353,11 @@ func (s *Server) parseCompletion(r *http.Request, chat bool) (*parsedRequest, *a
 	if req.N != nil && *req.N != 1 {
 		return pr, badRequest("n: only n=1 is supported by the simulated engine")
 	}
-	var err error
 	if pr.stops, err = stopStrings(req.Stop); err != nil {
 		return pr, badRequest(err.Error())
 	}
-	if pr.prompt, err = analyzePrompt(req, chat, s.cfg.Latency.CacheBlockTokens); err != nil {
-		return pr, badRequest(err.Error())
+	if pr.prompt = prompt; promptErr != nil {
+		return pr, badRequest(promptErr.Error())
 	}
 	isl, ctxLen := pr.prompt.tokens, s.cfg.ContextLength
 	pr.maxTokens = -1

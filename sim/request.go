@@ -20,7 +20,9 @@ type streamOptions struct {
 }
 
 // completionRequest is the subset of the OpenAI (and vLLM/SGLang extension)
-// request body the simulator honours.
+// request body the simulator honours. After the intake's fast path a long
+// message content or prompt is a placeholder here (see literals): read them
+// through analyzePrompt only.
 type completionRequest struct {
 	Model               string          `json:"model"`
 	Messages            []chatMessage   `json:"messages"`
@@ -45,46 +47,89 @@ type promptInfo struct {
 	text   string   // where a GSM8K question is looked for
 }
 
-// messageText flattens a chat message content: a string, or an array of
-// parts of which the text parts count.
-func messageText(raw json.RawMessage) (string, error) {
+// messageContent is a chat message content: a string, or an array of parts
+// of which the text parts count.
+type messageContent struct {
+	text  string
+	parts []contentPart
+	isArr bool
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// readContent reads a message content. A string is its raw bytes when it
+// holds no escape (invalid UTF-8 kept), else its decoded value; a part's
+// text is its decoded value. Placeholders resolve to their literals' text.
+func readContent(raw json.RawMessage, lits *literals) (messageContent, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return messageContent{}, nil
 	}
 	if raw[0] == '"' {
-		// Fast path for AgentX-sized prompts (hundreds of KB): the decoder
-		// already validated raw, so a string without escapes is its bytes.
+		if i, ok := lits.placeholderRaw(raw); ok {
+			return messageContent{text: lits.value(i, false)}, nil
+		}
+		// Fast path for long prompts that took the decoder's path: the
+		// decoder already validated raw, so a string without escapes is its bytes.
 		if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 {
-			return string(raw[1 : len(raw)-1]), nil
+			return messageContent{text: string(raw[1 : len(raw)-1])}, nil
 		}
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return messageContent{text: s}, err
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of content parts")
+		return messageContent{}, errors.New("content must be a string or an array of content parts")
+	}
+	for i := range parts {
+		if j, ok := lits.placeholder(parts[i].Text); ok {
+			parts[i].Text = lits.value(j, true)
+		}
+	}
+	return messageContent{parts: parts, isArr: true}, nil
+}
+
+// hash mixes the content into h: the text parts joined by newlines. With
+// keep it also returns that text as a string of its own (not a view).
+func (c messageContent) hash(h *prefixHasher, keep bool) string {
+	if !c.isArr {
+		h.text(c.text)
+		if keep {
+			return strings.Clone(c.text)
+		}
+		return ""
 	}
 	var b strings.Builder
-	for i, p := range parts {
+	for i, p := range c.parts {
 		if p.Type != "text" && p.Type != "" {
 			continue
 		}
 		if i > 0 {
-			b.WriteByte('\n')
+			h.text("\n")
+			if keep {
+				b.WriteByte('\n')
+			}
 		}
-		b.WriteString(p.Text)
+		h.text(p.Text)
+		if keep {
+			b.WriteString(p.Text)
+		}
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // analyzePrompt counts prompt tokens (no chat-template overhead: the count
 // is exactly the words in the messages) and hashes prefix-cache pages.
 // Message roles and boundaries enter the hash but not the count.
-func analyzePrompt(req *completionRequest, chat bool, blockTokens int) (promptInfo, error) {
+//
+// keepText keeps the text a GSM8K question is looked for in (info.text);
+// without a GSM8K split nothing reads it, so a long prompt is not copied.
+// lits, when not nil, holds the long string literals that placeholders in
+// req stand for (see cutLiterals).
+func analyzePrompt(req *completionRequest, chat bool, blockTokens int, keepText bool, lits *literals) (promptInfo, error) {
 	h := newPrefixHasher(blockTokens)
 	var info promptInfo
 	if chat {
@@ -92,12 +137,12 @@ func analyzePrompt(req *completionRequest, chat bool, blockTokens int) (promptIn
 			return info, errors.New("messages: at least one message is required")
 		}
 		for i, m := range req.Messages {
-			text, err := messageText(m.Content)
+			c, err := readContent(m.Content, lits)
 			if err != nil {
 				return info, fmt.Errorf("messages[%d].content: %v", i, err)
 			}
 			h.mark(m.Role)
-			h.text(text)
+			text := c.hash(h, keepText && m.Role == "user")
 			if m.Role == "user" {
 				info.text = text
 			}
@@ -135,8 +180,13 @@ func analyzePrompt(req *completionRequest, chat bool, blockTokens int) (promptIn
 				h.text(string(b))
 			}
 		} else {
+			if j, ok := lits.placeholder(s); ok {
+				s = lits.value(j, true)
+			}
 			h.text(s)
-			info.text = s
+			if keepText {
+				info.text = strings.Clone(s)
+			}
 		}
 	}
 	info.pages = h.finish()

@@ -89,11 +89,13 @@ type prefixHasher struct {
 	tokens int
 	inWord bool
 	block  int
+	rem    int // tokens % block, kept by counting so no word pays a division
 	blocks []uint64
 }
 
 func newPrefixHasher(blockTokens int) *prefixHasher {
-	return &prefixHasher{h: fnvOffset, block: blockTokens}
+	// tokens%b == 0 exactly when tokens%-b == 0, so the page period is |b|.
+	return &prefixHasher{h: fnvOffset, block: max(blockTokens, -blockTokens)}
 }
 
 // mark mixes in structure that is not text (a role, a message boundary);
@@ -110,27 +112,51 @@ func (p *prefixHasher) mark(s string) {
 // a page's hash covers exactly the bytes up to its last token and whatever
 // follows (a space, the next message's role) belongs to the next page.
 func (p *prefixHasher) endWord() {
-	if p.inWord && p.tokens%p.block == 0 {
+	if p.inWord && p.rem == 0 {
 		p.blocks = append(p.blocks, p.h)
 	}
 	p.inWord = false
 }
 
-// text mixes in prompt text and counts its tokens.
+// text mixes in prompt text and counts its tokens. It is the hot loop of a
+// long prompt (hundreds of KB), so ASCII bytes are classified through a table
+// with the state in locals; other bytes go through spaceAt's rune decoding.
+// Text may be split across calls only at rune boundaries.
 func (p *prefixHasher) text(s string) {
+	h, tokens, rem, inWord, block := p.h, p.tokens, p.rem, p.inWord, p.block
 	for i := 0; i < len(s); {
-		sp, size := spaceAt(s, i)
-		if sp {
-			p.endWord()
-		} else if !p.inWord {
-			p.inWord = true
-			p.tokens++
+		c := s[i]
+		size := 1
+		var sp bool
+		if c < utf8.RuneSelf {
+			sp = asciiSpace[c]
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			sp = unicode.IsSpace(r)
 		}
-		for j := i; j < i+size; j++ {
-			p.h = (p.h ^ uint64(s[j])) * fnvPrime
+		if sp { // endWord
+			if inWord && rem == 0 {
+				p.blocks = append(p.blocks, h)
+			}
+			inWord = false
+		} else if !inWord {
+			inWord = true
+			tokens++
+			if rem++; rem == block {
+				rem = 0
+			}
+		}
+		if size == 1 {
+			h = (h ^ uint64(c)) * fnvPrime
+		} else {
+			for j := i; j < i+size; j++ {
+				h = (h ^ uint64(s[j])) * fnvPrime
+			}
 		}
 		i += size
 	}
+	p.h, p.tokens, p.rem, p.inWord = h, tokens, rem, inWord
 }
 
 // finish closes the last page if the prompt ends exactly on a boundary.
