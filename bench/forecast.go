@@ -189,6 +189,12 @@ func writeForecastMasterRun(out io.Writer, r ForecastMasterRun) {
 		gpuHours += c.GPUHours
 	}
 	fmt.Fprintf(out, "  %-12s %5s %17s %9.1f node-hours %9.1f GPU-hours\n", "total", "", "", nodeHours, gpuHours)
+	for _, c := range rep.Clusters {
+		if cf := c.Canary; cf != nil {
+			fmt.Fprintf(out, "  %-12s with canaries: %d, %+.1f node-hours (%+d bring-ups), makespan %s (%+.2f h)\n",
+				c.Name, len(cf.Groups), cf.ExtraNodeHours, cf.ExtraBringUps, hoursMinutes(cf.MakespanHours), cf.DelayHours)
+		}
+	}
 	kinds := make([]string, 0, len(byKind))
 	for k := range byKind {
 		kinds = append(kinds, k)

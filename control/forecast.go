@@ -36,6 +36,9 @@ type ForecastRequest struct {
 	// from the rows, `bench forecast --sized`): the launcher's render of
 	// them is not asked, it would refuse what they leave out.
 	StandInRecipes bool
+	// Canary makes the sweep with canaries (`sweep start --canary`) the
+	// headline; either way each cluster's forecast carries the comparison.
+	Canary bool
 }
 
 // Forecast plans what a sweep start would run on each cluster, as a start
@@ -198,6 +201,17 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 	c, err := forecast.Run(in, inputs)
 	if err != nil {
 		return nil, err
+	}
+	if len(pts) > 0 {
+		// The same sweep as `sweep start --canary` starts it.
+		cin := in
+		cin.Points = slices.Clone(in.Points)
+		ApplyCanaries(&cin, plan.DefaultNodeMinuteTimes(cl.BringUpTime))
+		cc, err := forecast.Run(cin, inputs)
+		if err != nil {
+			return nil, fmt.Errorf("with canaries: %w", err)
+		}
+		c = forecast.CompareCanaries(c, cc, cin.Canaries, req.Canary)
 	}
 	if findings != nil {
 		c.NotForecast = findings

@@ -142,3 +142,70 @@ func TestForecastRefusedRecipeCostsNothing(t *testing.T) {
 	assert.Equal(t, 2, rep.Clusters[0].Points)
 	assert.Empty(t, rep.Clusters[0].NotForecast)
 }
+
+// TestForecastCanaryBackends: the backends sweep on the GB200 rack has
+// three images and backends, so three canaries, the ones `sweep start
+// --canary` picks (each group's c8: no eval, 85 min on an allocation of
+// its own). Without canaries: TensorRT-LLM c8 and c16 on one 3-node
+// allocation, 20 + 2 x 65 + 10 (eval, no restart: no synthetic acceptance
+// to drop) = 160 min; vLLM the same with an eval restart, 180 min; the
+// router c8, 85 min on 2 nodes; everything fits at once: makespan 3:00,
+// (160 + 180) x 3 + 85 x 2 = 1190 node-minutes. With canaries, the two
+// c8s leave their deployments, so each c16 brings up once more on its own
+// allocation: +2 bring-ups of 20 min on 3 nodes = +2.0 node-hours. The
+// router's c8 is its group's only point: it runs as before. vLLM decides
+// the makespan: its c8 canary (0:00-1:25), then its c16 alone, 20 + 65 +
+// 20 + 10 = 115 min: 3:20, 0:20 (the c16's own bring-up) later. A failed
+// TensorRT-LLM canary saves the c16: 95 min x 3 = 4.75 node-hours; vLLM's
+// 115 x 3 = 5.75.
+func TestForecastCanaryBackends(t *testing.T) {
+	s, err := config.LoadSweep("../configs/sweeps/dsv4-gb200-backends.yaml")
+	require.NoError(t, err)
+	const cluster = "../configs/clusters/gb200-nvl72.yaml"
+	rep, err := Forecast(context.Background(), ForecastRequest{Sweep: s, Assumptions: forecast.DefaultAssumptions(), Clusters: []string{cluster}})
+	require.NoError(t, err)
+	require.Len(t, rep.Clusters, 1)
+	c := rep.Clusters[0]
+	assert.InDelta(t, 1190.0/60, c.NodeHours, 1e-9)
+	assert.InDelta(t, 3.0, c.MakespanHours, 1e-9)
+	cf := c.Canary
+	require.NotNil(t, cf)
+	assert.False(t, cf.Headline)
+
+	start, _, err := Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-backends.yaml", ClusterFile: cluster, Canary: true})
+	require.NoError(t, err)
+	require.Len(t, start.Canaries, 3)
+	require.Len(t, cf.Groups, 3)
+	type group struct {
+		Backend                               string
+		Conc, Nodes, Points                   int
+		NodeHours, StartHours, EndHours, Save float64
+	}
+	var got []group
+	for i, g := range cf.Groups {
+		assert.Equal(t, start.Canaries[i].PointID, g.PointID, "the canary sweep start --canary picks")
+		got = append(got, group{g.Backend, g.Conc, g.Nodes, g.Points, g.NodeHours, g.StartHours, g.EndHours, g.SavedNodeHours})
+	}
+	assert.Equal(t, []group{
+		{"dynamo-trt", 8, 3, 2, 3 * 85.0 / 60, 0, 85.0 / 60, 3 * 95.0 / 60},
+		{"dynamo-vllm", 8, 3, 2, 3 * 85.0 / 60, 0, 85.0 / 60, 3 * 115.0 / 60},
+		{"dynamo-sglang", 8, 2, 1, 2 * 85.0 / 60, 0, 85.0 / 60, 0},
+	}, got)
+	assert.InDelta(t, 1190.0/60+2, cf.NodeHours, 1e-9)
+	assert.InDelta(t, 2.0, cf.ExtraNodeHours, 1e-9)
+	assert.Equal(t, []int{5, 2, 1, 0}, []int{cf.BringUps, cf.ExtraBringUps, cf.EvalRestarts, cf.ExtraEvalRestarts})
+	assert.InDelta(t, 3+20.0/60, cf.MakespanHours, 1e-9)
+	assert.InDelta(t, 20.0/60, cf.DelayHours, 1e-9)
+
+	// --canary: the same comparison, the canary sweep's figures on top.
+	rep, err = Forecast(context.Background(), ForecastRequest{Sweep: s, Assumptions: forecast.DefaultAssumptions(), Clusters: []string{cluster}, Canary: true})
+	require.NoError(t, err)
+	h := rep.Clusters[0]
+	assert.True(t, h.Canary.Headline)
+	assert.InDelta(t, cf.NodeHours, h.NodeHours, 1e-9)
+	assert.InDelta(t, cf.MakespanHours, h.MakespanHours, 1e-9)
+	require.NotEmpty(t, h.CriticalPath)
+	assert.Equal(t, forecast.Step{Deployment: "B2", Canary: true, ConfigKey: "dsv4-fp4-gb200-dynamo-vllm-agentic-mtp-disagg", Topology: "1P1D DEP4/DEP8",
+		Nodes: 3, Concs: []int{8}, StartHours: 0, EndHours: 85.0 / 60}, h.CriticalPath[0])
+	assert.Len(t, h.CriticalPath, 2)
+}

@@ -61,8 +61,12 @@ type Cluster struct {
 	MeasuredDeployments int `json:"measured_deployments"`
 	// FinishOrder is the point IDs in the order the simulated sweep
 	// finished them.
-	FinishOrder []string  `json:"finish_order"`
-	Timeline    *Timeline `json:"-"`
+	FinishOrder []string `json:"finish_order"`
+	// Canary is the same sweep with canaries (`sweep start --canary`) set
+	// against it without: what the canaries cost and how much later the
+	// sweep ends (CompareCanaries).
+	Canary   *Canary   `json:"canary,omitempty"`
+	Timeline *Timeline `json:"-"`
 }
 
 // Brief is a forecast's headline figures, as a message carries them.
@@ -86,7 +90,10 @@ func (c *Cluster) Brief() Brief {
 
 // Step is one deployment on the critical path.
 type Step struct {
-	Deployment string  `json:"deployment"` // B<n>: its number in plan order
+	Deployment string `json:"deployment"` // B<n>: its number in plan order
+	// Canary: the step is a canary, run on an allocation of its own before
+	// the rest of its deployment (Concs holds its concurrency alone).
+	Canary     bool    `json:"canary,omitempty"`
 	ConfigKey  string  `json:"config_key"`
 	Topology   string  `json:"topology"`
 	Nodes      int     `json:"nodes"`
@@ -128,42 +135,67 @@ func Run(in workflows.SweepInput, inputs Inputs) (*Cluster, error) {
 		return nil, err
 	}
 	c.Sources = clk.sources(tl)
-	c.summarize(in.Points, tl)
+	canaries := map[string]bool{}
+	for _, g := range in.Canaries {
+		canaries[g.PointID] = true
+	}
+	c.summarize(in.Points, canaries, tl)
 	return c, nil
 }
 
 // deployment is one deployment's span in the simulated sweep.
 type deployment struct {
 	step       Step
+	group      string // point.CanaryKey of its points
 	start, end time.Time
 	seen       bool
 }
 
-func (c *Cluster) summarize(pts []point.Spec, tl *Timeline) {
+// span is the key of the span a point's stages fall in: its deployment's,
+// or a canary's own (it runs on an allocation of its own, before the rest
+// of its deployment).
+func span(p point.Spec, canaries map[string]bool) string {
+	if canaries[p.PointID] {
+		return "canary:" + p.PointID
+	}
+	return workflows.DeploymentKey(p)
+}
+
+func (c *Cluster) summarize(pts []point.Spec, canaries map[string]bool, tl *Timeline) {
 	c.Timeline = tl
 	c.Points = len(pts)
 	c.FinishOrder = append(c.FinishOrder, tl.Finished...)
+	// Deployments are numbered in plan order; a canary keeps its
+	// deployment's number.
+	number := map[string]int{}
+	for _, p := range pts {
+		if key := workflows.DeploymentKey(p); number[key] == 0 {
+			number[key] = len(number) + 1
+		}
+	}
+	c.Deployments = len(number)
 	deps := map[string]*deployment{}
 	var order []string
 	for _, p := range pts {
-		key := workflows.DeploymentKey(p)
+		key := span(p, canaries)
 		d := deps[key]
 		if d == nil {
-			d = &deployment{step: Step{Deployment: fmt.Sprintf("B%d", len(order)+1), ConfigKey: p.ConfigKey, Topology: p.Topology}}
+			d = &deployment{step: Step{Deployment: fmt.Sprintf("B%d", number[workflows.DeploymentKey(p)]), Canary: canaries[p.PointID],
+				ConfigKey: p.ConfigKey, Topology: p.Topology}}
+			d.group = point.CanaryKey(p)
 			deps[key] = d
 			order = append(order, key)
 		}
 		d.step.Nodes = max(d.step.Nodes, p.Nodes)
 		d.step.Concs = append(d.step.Concs, p.Conc)
 	}
-	c.Deployments = len(order)
 	hours := func(d time.Duration) float64 { return d.Hours() }
 	nodeTime := map[string]time.Duration{}
 	for _, e := range tl.Events {
 		if e.Kind == "" {
 			continue
 		}
-		d := deps[workflows.DeploymentKey(e.Point)]
+		d := deps[span(e.Point, canaries)]
 		if d != nil {
 			if !d.seen || e.Start.Before(d.start) {
 				d.start = e.Start
@@ -212,9 +244,10 @@ func (c *Cluster) summarize(pts []point.Spec, tl *Timeline) {
 
 // criticalPath walks back from the deployment that ends last: each
 // deployment on it started when an earlier one ended (the sweep starts
-// queued deployments only when nodes are released), back to one that
-// started with the sweep. Of several that ended at that instant, the
-// largest released the nodes that mattered.
+// queued deployments only when nodes are released, or, in a canary
+// sweep, when their group's canary passed), back to one that started with
+// the sweep. Of several that ended at that instant, the canary of its
+// group held it; else the largest released the nodes that mattered.
 func criticalPath(order []string, deps map[string]*deployment, start time.Time) []Step {
 	var last *deployment
 	for _, key := range order {
@@ -231,7 +264,11 @@ func criticalPath(order []string, deps map[string]*deployment, start time.Time) 
 		var prev *deployment
 		for _, key := range order {
 			e := deps[key]
-			if e.seen && e != d && e.end.Equal(d.start) && (prev == nil || e.step.Nodes > prev.step.Nodes) {
+			if !e.seen || e == d || !e.end.Equal(d.start) {
+				continue
+			}
+			holds := func(x *deployment) bool { return x.step.Canary && !d.step.Canary && x.group == d.group }
+			if prev == nil || holds(e) && !holds(prev) || holds(e) == holds(prev) && e.step.Nodes > prev.step.Nodes {
 				prev = e
 			}
 		}

@@ -72,8 +72,12 @@ func (r *Report) Write(out io.Writer) error {
 }
 
 func (c *Cluster) write(out io.Writer) error {
-	fmt.Fprintf(out, "cluster %s (%d nodes x %d GPUs): %d points, %d deployments, %d bring-ups, %d eval restarts\n",
-		c.Name, c.Nodes, c.GPUsPerNode, c.Points, c.Deployments, c.BringUps, c.EvalRestarts)
+	with := ""
+	if c.Canary != nil && c.Canary.Headline {
+		with = ", canaries first"
+	}
+	fmt.Fprintf(out, "cluster %s (%d nodes x %d GPUs%s): %d points, %d deployments, %d bring-ups, %d eval restarts\n",
+		c.Name, c.Nodes, c.GPUsPerNode, with, c.Points, c.Deployments, c.BringUps, c.EvalRestarts)
 	if c.Points > 0 {
 		fmt.Fprintf(out, "  %-12s %11s %11s\n", "STAGE", "NODE-HOURS", "GPU-HOURS")
 		for _, k := range Kinds {
@@ -82,18 +86,26 @@ func (c *Cluster) write(out io.Writer) error {
 		fmt.Fprintf(out, "  %-12s %11.1f %11.1f\n", "total", c.NodeHours, c.GPUHours)
 		fmt.Fprintf(out, "  makespan %s on %d nodes; lower bound %s = max(longest deployment %s, node-hours / nodes %s); makespan / lower bound %.3f\n",
 			hm(c.MakespanHours), c.Nodes, hm(c.LowerBoundHours), hm(c.LongestDeploymentHours), hm(c.NodeBoundHours), c.Ratio)
-		fmt.Fprintf(out, "  critical path (each starts when the one before releases its nodes):\n")
-		multiKey := false
+		multiKey, canary := false, ""
 		for _, s := range c.CriticalPath {
 			multiKey = multiKey || s.ConfigKey != c.CriticalPath[0].ConfigKey
+			if s.Canary {
+				canary = ", or its canary passes"
+			}
 		}
+		fmt.Fprintf(out, "  critical path (each starts when the one before releases its nodes%s):\n", canary)
 		for _, s := range c.CriticalPath {
 			key := ""
 			if multiKey || len(c.CriticalPath) == 1 {
 				key = " " + s.ConfigKey
 			}
-			fmt.Fprintf(out, "    %s-%s  %s %s c%s, %d nodes%s\n", hm(s.StartHours), hm(s.EndHours), s.Deployment, s.Topology, concs(s.Concs), s.Nodes, key)
+			dep := s.Deployment
+			if s.Canary {
+				dep += " canary"
+			}
+			fmt.Fprintf(out, "    %s-%s  %s %s c%s, %d nodes%s\n", hm(s.StartHours), hm(s.EndHours), dep, s.Topology, concs(s.Concs), s.Nodes, key)
 		}
+		c.Canary.write(out)
 		fmt.Fprintln(out, "  where the figures come from:")
 		for _, s := range c.Sources {
 			fmt.Fprintf(out, "    %-12s %8s  %s, %d run%s\n", s.Time, fmtDur(minutes(s.Minutes)), s.From, s.Runs, plural(s.Runs))
@@ -127,4 +139,45 @@ func concs(cs []int) string {
 		s[i] = strconv.Itoa(c)
 	}
 	return strings.Join(s, ",")
+}
+
+// write prints the canary comparison: the figures with canaries and what
+// they add, then each canary and what its failure would save.
+func (cf *Canary) write(out io.Writer) {
+	if cf == nil {
+		return
+	}
+	head := "with canaries (--canary)"
+	if cf.Headline {
+		head = "canaries first, against none"
+	}
+	fmt.Fprintf(out, "  %s: %d canar%s; makespan %s, %s; %.1f node-hours, %+.1f (%+d bring-up%s, %+d eval restart%s)\n",
+		head, len(cf.Groups), map[bool]string{true: "y", false: "ies"}[len(cf.Groups) == 1], hm(cf.MakespanHours), later(cf.DelayHours),
+		cf.NodeHours, cf.ExtraNodeHours, cf.ExtraBringUps, plural(abs(cf.ExtraBringUps)), cf.ExtraEvalRestarts, plural(abs(cf.ExtraEvalRestarts)))
+	for _, g := range cf.Groups {
+		fails := "the only point of its image and backend"
+		if n := g.Points - 1; n > 0 {
+			fails = fmt.Sprintf("if it fails: %d point%s not started, %.1f node-hours saved", n, plural(n), g.SavedNodeHours)
+		}
+		fmt.Fprintf(out, "    %s-%s  canary %s c%d, %d nodes, %.1f node-hours (%s %s); %s\n",
+			hm(g.StartHours), hm(g.EndHours), g.Topology, g.Conc, g.Nodes, g.NodeHours, g.Backend, g.Image, fails)
+	}
+}
+
+// later says how much later (or sooner) a sweep ends, in h:mm.
+func later(h float64) string {
+	switch {
+	case hm(h) == "0:00" || hm(-h) == "0:00":
+		return "ends no later"
+	case h < 0:
+		return hm(-h) + " sooner"
+	}
+	return hm(h) + " later"
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

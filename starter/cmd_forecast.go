@@ -37,13 +37,19 @@ Stage times: perf from each row's duration (--perf when it has none), bring-up
 from the profile's bring-up-time (the recipe's health_check budget bounds it),
 warmup, eval, queue wait, checkpoint staging and teardown from the flags
 below; --from-ledger replaces them by the medians the ledger measured for the
-same deployments. The output says where each figure came from.`,
+same deployments. The output says where each figure came from.
+
+Each cluster's forecast also runs the sweep as "sweep start --canary" would
+(each image and backend's cheapest point first, on an allocation of its
+own) and says what the canaries add in node-hours and bring-ups, how much
+later the sweep ends, and what each failed canary would save; --canary makes
+that sweep the headline.`,
 		Annotations: map[string]string{annotationListFlags: "config-files,config-keys"},
 		Args:        noArgs}
 	var f planFlags
 	var clusters multiFlag
 	var lf ledgerFlags
-	var fromLedger bool
+	var fromLedger, canary bool
 	a := forecast.DefaultAssumptions()
 	fs := c.Flags()
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
@@ -63,6 +69,7 @@ same deployments. The output says where each figure came from.`,
 	fs.DurationVar(&a.Checkpoint, "checkpoint", a.Checkpoint, "checkpoint staging before bring-up (assumed; counted as bring-up; default 0s)")
 	fs.DurationVar(&a.Teardown, "teardown", a.Teardown, "teardown per allocation (assumed; default 0s)")
 	fs.BoolVar(&fromLedger, "from-ledger", false, "replace assumed stage times by those the ledger measured for the same deployments")
+	fs.BoolVar(&canary, "canary", false, "headline the sweep with canaries (sweep start --canary); without it, a line compares them")
 	lf.bind(fs)
 	fs.BoolVar(&f.jsonOut, "json", false, "JSON for machines")
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -80,7 +87,7 @@ same deployments. The output says where each figure came from.`,
 			return err
 		}
 		ctx := context.Background()
-		req := control.ForecastRequest{Sweep: s, Clusters: clusters, RecipesRoot: f.recipesRoot, Assumptions: a}
+		req := control.ForecastRequest{Sweep: s, Clusters: clusters, RecipesRoot: f.recipesRoot, Assumptions: a, Canary: canary}
 		if f.changelog.Path != "" {
 			req.Changelog = &f.changelog
 		}

@@ -128,3 +128,108 @@ func TestForecastFromLedgerFlag(t *testing.T) {
 	assert.Equal(t, 1, runIO(args, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "no results store at")
 }
+
+// TestForecastSeedCanary: the forecast of the seed sweep also runs it as
+// `sweep start --canary` would, and says what the canary costs. The seed
+// is one image and backend (dynamo-sglang), so one canary: the cheapest
+// point on an allocation of its own (PointAlone: nodes x (bring-up 20 +
+// warmup 5 + perf 60, + restart 20 + eval 10 when it evals)) is c1 or c4,
+// 2 x 85 = 170 node-minutes each, and the tie goes to the lower
+// concurrency: c1. c1 is already a deployment of its own (B1), so taking
+// it out costs no bring-up: 0 extra node-hours. It delays the sweep by
+// all of its 85 minutes: without canaries B1 runs 0:00-1:25 on the two
+// nodes the 16-node B6 leaves free, so it delays nothing; with it, every
+// other point waits for it, and the same schedule (B6 and B2, then B5
+// with B3, then B4) starts at 1:25 instead of 0:00: 7:55 + 1:25 = 9:20.
+// A failed canary leaves the other 7 points not started: the sweep's 7020
+// node-minutes less c1's 170 = 6850 = 114.17 node-hours not spent.
+func TestForecastSeedCanary(t *testing.T) {
+	in := []string{"forecast", "--sweep", "../configs/sweeps/dsv4-gb200-agentx.yaml", "--cluster", "../configs/clusters/gb200-nvl72.yaml"}
+	type canary struct {
+		Headline bool `json:"headline"`
+		Groups   []struct {
+			Backend        string  `json:"backend"`
+			PointID        string  `json:"point_id"`
+			Conc           int     `json:"conc"`
+			Nodes          int     `json:"nodes"`
+			Points         int     `json:"points"`
+			NodeHours      float64 `json:"node_hours"`
+			StartHours     float64 `json:"start_hours"`
+			EndHours       float64 `json:"end_hours"`
+			SavedNodeHours float64 `json:"saved_node_hours"`
+		} `json:"groups"`
+		NodeHours      float64 `json:"node_hours"`
+		BringUps       int     `json:"bring_ups"`
+		Makespan       float64 `json:"makespan_hours"`
+		ExtraNodeHours float64 `json:"extra_node_hours"`
+		ExtraBringUps  int     `json:"extra_bring_ups"`
+		Delay          float64 `json:"delay_hours"`
+	}
+	type cluster struct {
+		NodeHours    float64 `json:"node_hours"`
+		Makespan     float64 `json:"makespan_hours"`
+		CriticalPath []struct {
+			Deployment string `json:"deployment"`
+			Canary     bool   `json:"canary"`
+		} `json:"critical_path"`
+		Canary *canary `json:"canary"`
+	}
+	forecastJSON := func(args ...string) cluster {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, runIO(append(append(in, "--json"), args...), &stdout, &stderr), stderr.String())
+		var fc struct{ Clusters []cluster }
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &fc), stdout.String())
+		require.Len(t, fc.Clusters, 1)
+		require.NotNil(t, fc.Clusters[0].Canary)
+		return fc.Clusters[0]
+	}
+
+	c := forecastJSON()
+	cf := c.Canary
+	assert.False(t, cf.Headline)
+	assert.InDelta(t, 7+55.0/60, c.Makespan, 1e-9, "the headline stays the sweep without canaries")
+	require.Len(t, cf.Groups, 1)
+	g := cf.Groups[0]
+	assert.Equal(t, "dynamo-sglang", g.Backend)
+	assert.Regexp(t, `^dsv4_p1x8_d0x8_conc1_`, g.PointID)
+	assert.Equal(t, []int{1, 2, 8}, []int{g.Conc, g.Nodes, g.Points})
+	assert.InDelta(t, 170.0/60, g.NodeHours, 1e-9)
+	assert.InDelta(t, 0, g.StartHours, 1e-9)
+	assert.InDelta(t, 85.0/60, g.EndHours, 1e-9)
+	assert.InDelta(t, 6850.0/60, g.SavedNodeHours, 1e-9)
+	assert.InDelta(t, 117.0, cf.NodeHours, 1e-9)
+	assert.Equal(t, 6, cf.BringUps)
+	assert.InDelta(t, 0, cf.ExtraNodeHours, 1e-9)
+	assert.Zero(t, cf.ExtraBringUps)
+	assert.InDelta(t, 9+20.0/60, cf.Makespan, 1e-9)
+	assert.InDelta(t, 85.0/60, cf.Delay, 1e-9)
+
+	// --canary: the sweep with the canary is the headline, its critical
+	// path starts with the canary, and the comparison is the same.
+	h := forecastJSON("--canary")
+	assert.True(t, h.Canary.Headline)
+	assert.InDelta(t, 9+20.0/60, h.Makespan, 1e-9)
+	assert.InDelta(t, 117.0, h.NodeHours, 1e-9)
+	var path []string
+	for _, s := range h.CriticalPath {
+		path = append(path, s.Deployment+map[bool]string{true: " canary"}[s.Canary])
+	}
+	assert.Equal(t, []string{"B1 canary", "B6", "B5", "B4"}, path)
+	h.Canary.Headline = false
+	assert.Equal(t, cf, h.Canary)
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, runIO(in, &stdout, &stderr), stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "  with canaries (--canary): 1 canary; makespan 9:20, 1:25 later; 117.0 node-hours, +0.0 (+0 bring-ups, +0 eval restarts)\n")
+	assert.Regexp(t, `\n    0:00-1:25  canary TP8 agg c1, 2 nodes, 2\.8 node-hours \(dynamo-sglang lmsysorg/sglang:\S+\); if it fails: 7 points not started, 114\.2 node-hours saved\n`, out)
+
+	stdout.Reset()
+	require.Equal(t, 0, runIO(append(in, "--canary"), &stdout, &stderr), stderr.String())
+	out = stdout.String()
+	assert.Contains(t, out, "cluster gb200-nvl72 (18 nodes x 4 GPUs, canaries first): 8 points, 6 deployments, 6 bring-ups, 4 eval restarts")
+	assert.Contains(t, out, "  makespan 9:20 on 18 nodes;")
+	assert.Contains(t, out, "    0:00-1:25  B1 canary TP8 agg c1, 2 nodes dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-agg\n")
+	assert.Contains(t, out, "  canaries first, against none: 1 canary; makespan 9:20, 1:25 later;")
+}
