@@ -34,9 +34,9 @@ func pinTraces(t *testing.T) []Trace {
 // for seeded single-lane runs, so a change in how prompts and bodies are
 // built cannot change what is sent. The digests were recorded from the
 // implementation that built each prompt into a text buffer and escaped it
-// into the body afterwards.
+// into the body afterwards. It is CPU-heavy (16 MB of bodies), so it runs
+// before the parallel, timing-sensitive tests rather than beside them.
 func TestReplayBodiesPinned(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		endpoint string
@@ -47,7 +47,6 @@ func TestReplayBodiesPinned(t *testing.T) {
 		{"completions with extra fields", "/v1/completions", map[string]any{"temperature": 0.5, "max_tokens": 7}, "537860e057f2a95b4ce2233e03f53984890973212d2a753a0e7de75d2d0eb872"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			srv := newFakeServer(t, &fakeServer{tokensPerChunk: 100, completions: tc.endpoint != ""})
 			res, err := Run(context.Background(), Options{
 				BaseURL: srv.URL(), Endpoint: tc.endpoint, Model: "m", Concurrency: 1, Trace: pinTraces(t),

@@ -168,6 +168,32 @@ func (b *bodyBuilder) build(dst []byte, msgs []message, maxTokens int, ignoreEOS
 		}
 		dst = append(dst, '"')
 	}
+	return b.appendTail(dst, maxTokens, ignoreEOS)
+}
+
+// openUser appends the body of a request whose only message is a user
+// message up to the inside of that message's JSON string: the caller
+// appends the JSON-escaped text, then closeUser. The result equals build's
+// for the same text, without a separate text buffer.
+func (b *bodyBuilder) openUser(dst []byte) []byte {
+	dst = append(dst, b.prefix...)
+	if b.chat {
+		return append(dst, `,"messages":[{"role":"user","content":"`...)
+	}
+	return append(dst, `,"prompt":"`...)
+}
+
+// closeUser ends a body openUser began.
+func (b *bodyBuilder) closeUser(dst []byte, maxTokens int, ignoreEOS bool) []byte {
+	if b.chat {
+		dst = append(dst, `"}]`...)
+	} else {
+		dst = append(dst, '"')
+	}
+	return b.appendTail(dst, maxTokens, ignoreEOS)
+}
+
+func (b *bodyBuilder) appendTail(dst []byte, maxTokens int, ignoreEOS bool) []byte {
 	if !b.extraMax && maxTokens > 0 {
 		dst = append(dst, `,"max_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(maxTokens), 10)
