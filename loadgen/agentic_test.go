@@ -375,3 +375,32 @@ func TestReplayParallelSubagents(t *testing.T) {
 	}
 	assert.Equal(t, 4*3*2, subs, "four plays, three subagents of two calls each")
 }
+
+// A body sized by userSize holds its call without growing, and not much
+// more: main calls and subagent calls of the default workload.
+func TestReplayBodySizeEstimate(t *testing.T) {
+	t.Parallel()
+	bodies, err := newBodyBuilder("deepseek-ai/DeepSeek-V4-Pro-0813", true, nil)
+	require.NoError(t, err)
+	var shared sync.Map
+	calls := 0
+	for _, rt := range prepareTraces(DefaultTrace(1)[:4], 10) {
+		p := &play{rt: rt, marker: "[rid:0123456789ab]", seen: map[uint64]struct{}{}}
+		for _, st := range rt.steps {
+			group := [][]*Request{{st.call}}
+			if st.call == nil {
+				group = st.subs
+			}
+			for _, cs := range group {
+				for _, c := range cs {
+					need := bodies.userSize(c.In)
+					b, _, _ := p.appendBody(make([]byte, 0, need), bodies, c, st.call == nil, &shared)
+					require.LessOrEqual(t, len(b), need, "in %d", c.In)
+					require.Less(t, float64(need), 1.05*float64(len(b))+1024, "in %d", c.In)
+					calls++
+				}
+			}
+		}
+	}
+	assert.Greater(t, calls, 100)
+}

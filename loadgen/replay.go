@@ -574,11 +574,17 @@ type prepared struct {
 	body *[]byte
 }
 
-// prepare builds call r of play p into a body from the pool.
+// prepare builds call r of play p into a body from the pool. A buffer
+// too small for the call is replaced by one sized for it: growing a
+// fresh buffer to a third of a megabyte by append would copy it over and
+// over and leave each step's copy as garbage.
 func (rr *replayRun) prepare(p *play, r *Request, turn int, sub bool) prepared {
 	body, _ := rr.bodyPool.Get().(*[]byte)
 	if body == nil {
 		body = new([]byte)
+	}
+	if need := rr.rc.bodies.userSize(r.In); cap(*body) < need {
+		*body = make([]byte, 0, need)
 	}
 	var tokens, cached int
 	*body, tokens, cached = p.appendBody((*body)[:0], rr.rc.bodies, r, sub, &rr.shared)

@@ -183,6 +183,23 @@ func (b *bodyBuilder) openUser(dst []byte) []byte {
 	return append(dst, `,"prompt":"`...)
 }
 
+// userSize is a little more than the size of a body openUser and
+// closeUser make around a prompt of the vocabulary's words, tokens of
+// them: enough that building it seldom grows the buffer.
+func (b *bodyBuilder) userSize(tokens int) int {
+	return len(b.prefix) + 128 + int(float64(tokens+64)*meanWordBytes*1.02)
+}
+
+// meanWordBytes is the mean size of a word of the vocabulary with the
+// space after it.
+var meanWordBytes = func() float64 {
+	n := 0
+	for _, w := range words {
+		n += len(w) + 1
+	}
+	return float64(n) / float64(len(words))
+}()
+
 // closeUser ends a body openUser began.
 func (b *bodyBuilder) closeUser(dst []byte, maxTokens int, ignoreEOS bool) []byte {
 	if b.chat {
