@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/internal/jsonesc"
 )
 
 func loadFixture(t *testing.T) []Trace {
@@ -279,4 +281,126 @@ func TestReplayWindowShorterThanCalls(t *testing.T) {
 	assert.Equal(t, 2, a.Completed, "one call per lane, each finishing after the window")
 	assert.Equal(t, 2, a.DrainedAfterLimit)
 	assert.Greater(t, a.MedianE2EL, a.DurationLimit)
+}
+
+// Prompts go into request bodies unescaped: every word of the vocabulary
+// and the marker must be its own JSON escape and one token.
+func TestPromptTextIsJSONSafe(t *testing.T) {
+	t.Parallel()
+	for _, w := range append(words[:], "[rid:0123456789ab]") {
+		assert.Equal(t, w, string(jsonesc.Append(nil, w)), "%q needs escaping", w)
+		assert.Equal(t, 1, CountTokens([]byte(w)), "%q is one token", w)
+	}
+}
+
+// The block cache changes no text, with or without budget left, and keeps
+// to its budget.
+func TestBlockCacheSameTextAndBudget(t *testing.T) {
+	t.Parallel()
+	tr := loadFixture(t)
+	r := &tr[0].Requests[3] // 4300 tokens: 67 whole blocks and a partial one
+	build := func(budget int64) (string, *replayTrace) {
+		rt := prepareTrace(&tr[0], 10)
+		rt.blocks.budget.Store(budget)
+		p := &play{rt: rt, marker: "[rid:aaaaaaaaaaaa]", seen: map[uint64]struct{}{}}
+		var shared sync.Map
+		out, _, _ := p.prompt([]byte("x"), r, false, &shared)
+		again, _, _ := p.prompt([]byte("x"), r, false, &shared)
+		require.Equal(t, string(out), string(again), "a cached block is the block")
+		return string(out), rt
+	}
+	uncached, rt0 := build(0)
+	cached, rt := build(blockCacheBytes)
+	assert.Equal(t, uncached, cached)
+	assert.NotEqual(t, byte(' '), cached[1], "the prompt opens with a word, whatever precedes it in the buffer")
+	assert.Equal(t, int64(0), rt0.blocks.budget.Load(), "no budget, nothing cached")
+	used := blockCacheBytes - rt.blocks.budget.Load()
+	perBlock := int64(len(appendBlock(nil, rt.scope, 0, 64))) + blockEntryOverhead
+	assert.Greater(t, used, 60*perBlock/2, "67 whole blocks cached")
+	assert.Less(t, used, 67*perBlock*2)
+
+	// A budget for about three blocks caches three.
+	_, small := build(3*perBlock + 10)
+	n := 0
+	small.blocks.m.Range(func(_, _ any) bool { n++; return true })
+	assert.Equal(t, 3, n)
+	assert.GreaterOrEqual(t, small.blocks.budget.Load(), int64(0))
+}
+
+// TestBlockCacheDefaultTraceSize measures what caching every whole block
+// of the default workload takes (the figure blockCacheBytes's comment
+// quotes) and checks it fits the budget. CPU-heavy: not beside the
+// parallel, timing-sensitive tests.
+func TestBlockCacheDefaultTraceSize(t *testing.T) {
+	rts := prepareTraces(DefaultTrace(1), 10)
+	for _, rt := range rts {
+		for _, st := range rt.steps {
+			calls := [][]*Request{{st.call}}
+			if st.call == nil {
+				calls = st.subs
+			}
+			for _, cs := range calls {
+				for _, c := range cs {
+					for j, id := range c.HashIDs {
+						if (j+1)*rt.t.BlockSize <= c.In {
+							rt.blocks.appendBlock(nil, uint64(id), rt.t.BlockSize, true)
+						}
+					}
+				}
+			}
+		}
+	}
+	used := blockCacheBytes - rts[0].blocks.budget.Load()
+	t.Logf("default workload: %.1f MB of cached blocks", float64(used)/1e6)
+	assert.Greater(t, used, int64(15e6))
+	assert.Less(t, used, int64(30e6))
+}
+
+// A group's subagents run at once and build their prompts from one play.
+func TestReplayParallelSubagents(t *testing.T) {
+	t.Parallel()
+	srv := newFakeServer(t, &fakeServer{tokensPerChunk: 100})
+	x := loadFixture(t)[0]
+	sub := x.Requests[2] // two calls
+	x.Requests = append(append(append([]Request(nil), x.Requests[:3]...), sub, sub), x.Requests[3:]...)
+	res, err := Run(context.Background(), Options{BaseURL: srv.URL(), Model: "m", Concurrency: 2, Trace: []Trace{x},
+		NumPrompts: 4, TimeScale: 1e-6, StartAtBeginning: true})
+	require.NoError(t, err)
+	require.NoError(t, res.Gate())
+	subs := 0
+	for _, r := range res.Requests {
+		if r.Subagent {
+			subs++
+		}
+	}
+	assert.Equal(t, 4*3*2, subs, "four plays, three subagents of two calls each")
+}
+
+// A body sized by userSize holds its call without growing, and not much
+// more: main calls and subagent calls of the default workload.
+func TestReplayBodySizeEstimate(t *testing.T) {
+	t.Parallel()
+	bodies, err := newBodyBuilder("deepseek-ai/DeepSeek-V4-Pro-0813", true, nil)
+	require.NoError(t, err)
+	var shared sync.Map
+	calls := 0
+	for _, rt := range prepareTraces(DefaultTrace(1)[:4], 10) {
+		p := &play{rt: rt, marker: "[rid:0123456789ab]", seen: map[uint64]struct{}{}}
+		for _, st := range rt.steps {
+			group := [][]*Request{{st.call}}
+			if st.call == nil {
+				group = st.subs
+			}
+			for _, cs := range group {
+				for _, c := range cs {
+					need := bodies.userSize(c.In)
+					b, _, _ := p.appendBody(make([]byte, 0, need), bodies, c, st.call == nil, &shared)
+					require.LessOrEqual(t, len(b), need, "in %d", c.In)
+					require.Less(t, float64(need), 1.05*float64(len(b))+1024, "in %d", c.In)
+					calls++
+				}
+			}
+		}
+	}
+	assert.Greater(t, calls, 100)
 }

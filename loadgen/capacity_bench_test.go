@@ -97,12 +97,11 @@ func BenchmarkReplayPrompt(b *testing.B) {
 	}
 	var shared sync.Map
 	p := &play{rt: rt, marker: "[rid:000000000000]", seen: map[uint64]struct{}{}}
-	var text, body []byte
+	var body []byte
 	var bytesOut int64
 	for i := 0; b.Loop(); i++ {
 		r := rt.steps[rt.mains[i%len(rt.mains)]].call
-		text, _, _ = p.prompt(text[:0], r, false, &shared)
-		body = bodies.build(body, []message{{role: "user", content: text}}, r.Out, true)
+		body, _, _ = p.appendBody(body[:0], bodies, r, false, &shared)
 		bytesOut += int64(len(body))
 	}
 	b.ReportMetric(float64(bytesOut)/float64(b.N)/1e3, "KB/call")

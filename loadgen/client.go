@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sweepflow/sweepflow/loadgen/sse"
@@ -66,7 +67,6 @@ func (c *client) now() int64 { return int64(time.Since(c.epoch)) }
 // conn is a worker's reusable per-stream state, so the hot path allocates
 // nothing per chunk.
 type conn struct {
-	trace  reqTrace
 	rd     *sse.Reader
 	p      sse.Parser
 	ch     sse.Chunk
@@ -77,36 +77,75 @@ type conn struct {
 }
 
 func (c *client) newConn() *conn {
-	w := &conn{rd: sse.NewReader(nil, time.Time{})}
-	w.trace.ct = httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			w.trace.rec.NewConnection = !info.Reused
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			w.trace.rec.WrittenNs = c.now()
-		},
-	}
-	return w
+	return &conn{rd: sse.NewReader(nil, time.Time{})}
 }
 
-// reqTrace is a worker's reusable httptrace hook set; rec is the request
-// currently in flight on that worker.
+// reqTrace is one request's httptrace hooks. The transport's write loop
+// reports the write, possibly after Do has returned (a timeout, a server
+// that answers before reading the whole body), so each request has its
+// own, its figures are atomics and do copies them into the record when the
+// request is over.
+//
+// It also tells when the transport is done with the request body. The
+// transport reads the body only while it writes the request on a
+// connection it got (GotConn), and reports the end of every such write,
+// complete or failed (WroteRequest); a retry or redirect inside Do takes
+// another connection and writes again. So holds counts Do plus the writes
+// under way, and sent runs when it drops to zero: after Do has returned
+// and the last write ended. A connection handed out but never written on
+// keeps its hold, and the body is then left to the garbage collector.
 type reqTrace struct {
-	ct  httptrace.ClientTrace
-	rec *RequestRecord
+	ct      httptrace.ClientTrace
+	newConn atomic.Bool
+	written atomic.Int64
+	holds   atomic.Int64
+	sent    func()
+}
+
+func (c *client) newTrace(sent func()) *reqTrace {
+	t := &reqTrace{sent: sent}
+	t.holds.Store(1) // Do's
+	t.ct = httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			t.holds.Add(1)
+			t.newConn.Store(!info.Reused)
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			t.written.Store(c.now())
+			t.drop()
+		},
+	}
+	return t
+}
+
+func (t *reqTrace) drop() {
+	if t.holds.Add(-1) == 0 && t.sent != nil {
+		t.sent()
+	}
 }
 
 // do sends one request and fills rec. runCtx is the run's context: its
-// cancellation marks the request "canceled" rather than "timeout".
-func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRecord) {
+// cancellation marks the request "canceled" rather than "timeout". sent,
+// if set, is called once the transport is done with body (see reqTrace),
+// usually before the first token, possibly from the transport's goroutine
+// and possibly after do returns; the caller may reuse body from then on.
+func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRecord, sent func()) {
 	rec.FirstTokenNs, rec.LastTokenNs = -1, -1
 	ctx, cancel := context.WithTimeout(runCtx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		rec.ErrorKind, rec.Error = ErrKindTransport, err.Error()
+	// The trace splits client-side send overhead (pool wait, write) from
+	// the server's time, notes whether a pooled connection was reused and
+	// tells when body is free.
+	tr := c.newTrace(sent)
+	defer func() {
+		rec.NewConnection, rec.WrittenNs = tr.newConn.Load(), tr.written.Load()
 		rec.EndNs = c.now()
 		rec.finish()
+	}()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		tr.drop()
+		rec.ErrorKind, rec.Error = ErrKindTransport, err.Error()
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -114,16 +153,12 @@ func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRe
 	if rec.Warmup {
 		req.Header.Set(WarmupHeader, "1")
 	}
-	// The trace splits client-side send overhead (pool wait, write) from
-	// the server's time and notes whether a pooled connection was reused.
-	w.trace.rec = rec
-	req = req.WithContext(httptrace.WithClientTrace(ctx, &w.trace.ct))
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &tr.ct))
 	rec.SendNs = c.now()
 	resp, err := c.hc.Do(req)
+	tr.drop()
 	if err != nil {
 		c.fail(runCtx, ctx, rec, err)
-		rec.EndNs = c.now()
-		rec.finish()
 		return
 	}
 	rec.Status = resp.StatusCode
@@ -135,14 +170,10 @@ func (c *client) do(runCtx context.Context, w *conn, body []byte, rec *RequestRe
 		rec.ErrorKind = ErrKindHTTP
 		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine(w.errBuf[:n]))
 		drain(resp.Body)
-		rec.EndNs = c.now()
-		rec.finish()
 		return
 	}
 	c.stream(runCtx, ctx, w, resp.Body, rec)
 	drain(resp.Body)
-	rec.EndNs = c.now()
-	rec.finish()
 }
 
 // stream reads the SSE body. Each chunk's time is when the Read that

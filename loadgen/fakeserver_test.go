@@ -3,6 +3,7 @@ package loadgen
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +35,7 @@ type fakeServer struct {
 	warmups  atomic.Int64 // requests marked with WarmupHeader
 	mu       sync.Mutex
 	bodies   []map[string]any
+	raw      [][]byte // request bodies as received, in arrival order
 	conns    map[string]bool
 }
 
@@ -77,13 +79,19 @@ func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
 	var body map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+	if err := json.Unmarshal(raw, &body); err != nil {
 		http.Error(w, err.Error(), 400)
 		return
 	}
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
+	f.raw = append(f.raw, raw)
 	f.mu.Unlock()
 	mode := ""
 	if f.fault != nil {
@@ -167,6 +175,12 @@ func (f *fakeServer) requestBodies() []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]map[string]any(nil), f.bodies...)
+}
+
+func (f *fakeServer) rawBodies() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.raw...)
 }
 
 func (f *fakeServer) connCount() int {

@@ -36,7 +36,9 @@ import (
 //     and a prefix cache sees the recorded reuse. A per-play marker
 //     "[rid:<12 hex>]" (one extra token) follows the declared system and
 //     tool prefix (or opens the prompt when none is declared), so plays share
-//     at most that prefix.
+//     at most that prefix. A run generates each whole block once
+//     (blockCache) and writes prompts straight into request bodies, which
+//     go back to a pool once the transport has sent them.
 //   - max_tokens = out with ignore_eos; recorded replies are not resent
 //     (the next call's hash ids stand for them).
 //   - After Duration no new call starts; calls in flight finish and count,
@@ -51,11 +53,13 @@ const (
 	DefaultTrajectoryStartMax = 0.75
 )
 
-// replayTrace is a trace prepared for replay; lanes share it read-only.
+// replayTrace is a trace prepared for replay; lanes share it read-only
+// (its block cache is safe for concurrent use).
 type replayTrace struct {
 	t        *Trace
-	scope    uint64 // hash namespace: the trace for "local", 0 for "global"
-	markerAt int    // blocks before the cache-bust marker in main calls
+	scope    uint64      // hash namespace: the trace for "local", 0 for "global"
+	blocks   *blockCache // text of scope's whole blocks
+	markerAt int         // blocks before the cache-bust marker in main calls
 	steps    []replayStep
 	mains    []int // indices of main-call steps
 }
@@ -70,19 +74,35 @@ type replayStep struct {
 	turn  int          // 1-based main-call number; 0 for subagent groups
 }
 
+// prepareTraces prepares a run's traces; their block caches share one
+// budget, and "global" scope traces share one cache.
 func prepareTraces(traces []Trace, capS float64) []*replayTrace {
+	budget := newBlockBudget()
+	var global *blockCache
 	out := make([]*replayTrace, len(traces))
 	for i := range traces {
-		out[i] = prepareTrace(&traces[i], capS)
+		rt := prepareTrace(&traces[i], capS)
+		switch {
+		case rt.scope != 0:
+			rt.blocks = newBlockCache(rt.scope, budget)
+		case global == nil:
+			global = newBlockCache(0, budget)
+			fallthrough
+		default:
+			rt.blocks = global
+		}
+		out[i] = rt
 	}
 	return out
 }
 
+// prepareTrace prepares one trace with a block cache of its own.
 func prepareTrace(t *Trace, capS float64) *replayTrace {
 	rt := &replayTrace{t: t}
 	if t.HashIDScope != "global" {
 		rt.scope = hashString64(t.ID) | 1
 	}
+	rt.blocks = newBlockCache(rt.scope, newBlockBudget())
 	if decl := t.SystemTokens + t.ToolTokens; decl > 0 {
 		rt.markerAt = decl / t.BlockSize
 	}
@@ -171,14 +191,31 @@ type play struct {
 	rt     *replayTrace
 	id     string
 	marker string
+	// mu serialises prompts: a group's subagents build theirs at once.
+	mu     sync.Mutex
 	seen   map[uint64]struct{} // chain keys this play has sent after its marker
 	filler uint64              // state for text of calls without hash ids
 }
 
+// appendBody appends the request body of call r: the prompt goes straight
+// into the body's JSON string, which its text needs no escaping for. It
+// returns the body with the prompt's token count and cached prefix, as
+// prompt does.
+func (p *play) appendBody(dst []byte, bodies *bodyBuilder, r *Request, sub bool, shared *sync.Map) ([]byte, int, int) {
+	dst = bodies.openUser(dst)
+	dst, tokens, cached := p.prompt(dst, r, sub, shared)
+	return bodies.closeUser(dst, r.Out, true), tokens, cached
+}
+
 // prompt appends r's synthesised prompt and returns it with its token
 // count and the leading tokens an ideal prefix cache already holds
-// (whole blocks the run sent before with the same preceding text).
+// (whole blocks the run sent before with the same preceding text). The
+// text is words of the vocabulary and the marker, single-space separated:
+// plain ASCII that is its own JSON escape (TestPromptTextIsJSONSafe).
 func (p *play) prompt(dst []byte, r *Request, sub bool, shared *sync.Map) ([]byte, int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := len(dst)
 	bs := p.rt.t.BlockSize
 	nb := (r.In + bs - 1) / bs
 	markerAt := p.rt.markerAt
@@ -191,7 +228,7 @@ func (p *play) prompt(dst []byte, r *Request, sub bool, shared *sync.Map) ([]byt
 	tokens := 0
 	for j := 0; j <= nb; j++ {
 		if j == markerAt {
-			if len(dst) > 0 {
+			if len(dst) > start {
 				dst = append(dst, ' ')
 			}
 			dst = append(dst, p.marker...)
@@ -203,10 +240,13 @@ func (p *play) prompt(dst []byte, r *Request, sub bool, shared *sync.Map) ([]byt
 		}
 		n := min(bs, r.In-j*bs)
 		full := n == bs
+		if len(dst) > start {
+			dst = append(dst, ' ')
+		}
 		var key uint64
 		if j < len(r.HashIDs) {
 			id := uint64(r.HashIDs[j])
-			dst = appendBlock(dst, p.rt.scope, id, n)
+			dst = p.rt.blocks.appendBlock(dst, id, n, n == bs)
 			chain = mix(chain, id+1)
 			key = chain
 		} else {
@@ -222,7 +262,10 @@ func (p *play) prompt(dst []byte, r *Request, sub bool, shared *sync.Map) ([]byt
 		}
 		var seen bool
 		if j < markerAt {
-			_, seen = shared.LoadOrStore(key, struct{}{})
+			// Load first: most keys are there, and storing boxes the key.
+			if _, seen = shared.Load(key); !seen {
+				_, seen = shared.LoadOrStore(key, struct{}{})
+			}
 		} else {
 			_, seen = p.seen[key]
 			p.seen[key] = struct{}{}
@@ -236,17 +279,67 @@ func (p *play) prompt(dst []byte, r *Request, sub bool, shared *sync.Map) ([]byt
 	return dst, tokens, cached
 }
 
-// appendBlock appends the first n words of block id in namespace scope.
-// The words depend only on (scope, id), so a block's text is the same
-// wherever the id appears; n < block size gives a prefix of it.
+// appendBlock appends the first n words of block id in namespace scope,
+// single-space separated. The words depend only on (scope, id), so a
+// block's text is the same wherever the id appears; n < block size gives a
+// prefix of it.
 func appendBlock(dst []byte, scope, id uint64, n int) []byte {
 	var src rand.PCG
 	src.Seed(scope, id)
-	for range n {
-		if len(dst) > 0 {
+	for i := range n {
+		if i > 0 {
 			dst = append(dst, ' ')
 		}
 		dst = append(dst, words[src.Uint64()%uint64(len(words))]...)
+	}
+	return dst
+}
+
+// blockCacheBytes bounds the block text a run caches. The default
+// workload's blocks take about 25 MB (TestBlockCacheDefaultTraceSize); a
+// corpus larger than the budget caches the blocks it meets first and
+// generates the rest on every call, as without a cache.
+const blockCacheBytes = 256 << 20
+
+// blockEntryOverhead is what a cache entry costs besides its text (map
+// node, boxed key and string header), charged to the budget too.
+const blockEntryOverhead = 64
+
+func newBlockBudget() *atomic.Int64 {
+	b := new(atomic.Int64)
+	b.Store(blockCacheBytes)
+	return b
+}
+
+// blockCache holds the text of the whole blocks of one hash-id namespace.
+// A session resends most of its context on every call, so caching turns
+// the word-by-word synthesis of a prompt into a copy per block.
+type blockCache struct {
+	scope  uint64
+	m      sync.Map      // hash id (uint64) -> block text (string)
+	budget *atomic.Int64 // bytes the run may still cache
+}
+
+func newBlockCache(scope uint64, budget *atomic.Int64) *blockCache {
+	return &blockCache{scope: scope, budget: budget}
+}
+
+// appendBlock appends the first n words of block id, as appendBlock does;
+// whole blocks come from (and go into) the cache.
+func (bc *blockCache) appendBlock(dst []byte, id uint64, n int, whole bool) []byte {
+	if !whole {
+		return appendBlock(dst, bc.scope, id, n)
+	}
+	if v, ok := bc.m.Load(id); ok {
+		return append(dst, v.(string)...)
+	}
+	start := len(dst)
+	dst = appendBlock(dst, bc.scope, id, n)
+	size := int64(len(dst)-start) + blockEntryOverhead
+	if bc.budget.Load() >= size && bc.budget.Add(-size) >= 0 {
+		if _, dup := bc.m.LoadOrStore(id, string(dst[start:])); dup {
+			bc.budget.Add(size) // another lane cached it first
+		}
 	}
 	return dst
 }
@@ -283,6 +376,10 @@ type replayRun struct {
 	deadline time.Time
 	started  chan struct{} // closed when measurement starts
 	shared   sync.Map      // chain keys of blocks before markers
+	// bodyPool recycles request bodies (*[]byte): a body is held from
+	// its prompt's synthesis until the transport has written it, not for
+	// the whole run by every connection.
+	bodyPool sync.Pool
 }
 
 // runReplay executes the agentic warmup and measured phases.
@@ -380,7 +477,7 @@ func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (
 	// theirs in the instant measurement starts (client lag, not server time).
 	var ready *prepared
 	if st := &rt.steps[first]; st.call != nil {
-		pr := rr.prepare(w, p, st.call, st.turn, false)
+		pr := rr.prepare(p, st.call, st.turn, false)
 		ready = &pr
 	}
 	warmWG.Done()
@@ -409,7 +506,7 @@ func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (
 			if st.call != nil {
 				pr := ready
 				if pr == nil {
-					x := rr.prepare(w, p, st.call, st.turn, false)
+					x := rr.prepare(p, st.call, st.turn, false)
 					pr = &x
 				}
 				ready = nil
@@ -470,18 +567,28 @@ func (rr *replayRun) runGroup(ctx context.Context, p *play, st *replayStep, due 
 	return out
 }
 
-// prepared is a call whose body sits in its conn's buffer.
+// prepared is a call ready to send: its record and its body, which
+// belongs to the run's body pool.
 type prepared struct {
-	rec RequestRecord
+	rec  RequestRecord
+	body *[]byte
 }
 
-// prepare builds call r of play p into w's body buffer.
-func (rr *replayRun) prepare(w *conn, p *play, r *Request, turn int, sub bool) prepared {
-	text, tokens, cached := p.prompt(w.text[:0], r, sub, &rr.shared)
-	w.text = text
-	msgs := [1]message{{role: "user", content: text}}
-	w.body = rr.rc.bodies.build(w.body, msgs[:], r.Out, true)
-	return prepared{rec: RequestRecord{
+// prepare builds call r of play p into a body from the pool. A buffer
+// too small for the call is replaced by one sized for it: growing a
+// fresh buffer to a third of a megabyte by append would copy it over and
+// over and leave each step's copy as garbage.
+func (rr *replayRun) prepare(p *play, r *Request, turn int, sub bool) prepared {
+	body, _ := rr.bodyPool.Get().(*[]byte)
+	if body == nil {
+		body = new([]byte)
+	}
+	if need := rr.rc.bodies.userSize(r.In); cap(*body) < need {
+		*body = make([]byte, 0, need)
+	}
+	var tokens, cached int
+	*body, tokens, cached = p.appendBody((*body)[:0], rr.rc.bodies, r, sub, &rr.shared)
+	return prepared{body: body, rec: RequestRecord{
 		SessionID: p.id, Turn: turn, Subagent: sub, RequestedPromptTokens: tokens, MaxTokens: r.Out,
 		ChunkNs:     make([]int64, 0, r.Out/2+2),
 		ChunkTokens: make([]int32, 0, r.Out/2+2),
@@ -489,11 +596,14 @@ func (rr *replayRun) prepare(w *conn, p *play, r *Request, turn int, sub bool) p
 	}}
 }
 
-// do sends the call prepared in w and returns its record.
+// do sends prepared call pr on w and returns its record; pr's body goes
+// back to the pool as soon as the transport is done with it.
 func (rr *replayRun) do(ctx context.Context, c *client, w *conn, pr *prepared, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
 	rec := pr.rec
 	rec.Index, rec.Warmup, rec.DispatchNs = int(idx.Add(1)-1), warmup, due
-	c.do(ctx, w, w.body, &rec)
+	body := pr.body
+	pr.body = nil
+	c.do(ctx, w, *body, &rec, func() { rr.bodyPool.Put(body) })
 	if !warmup {
 		rr.done.Add(1)
 	}
@@ -502,6 +612,6 @@ func (rr *replayRun) do(ctx context.Context, c *client, w *conn, pr *prepared, d
 
 // send prepares and sends one call of play p.
 func (rr *replayRun) send(ctx context.Context, c *client, w *conn, p *play, r *Request, turn int, sub bool, due int64, warmup bool, idx *atomic.Int64) RequestRecord {
-	pr := rr.prepare(w, p, r, turn, sub)
+	pr := rr.prepare(p, r, turn, sub)
 	return rr.do(ctx, c, w, &pr, due, warmup, idx)
 }

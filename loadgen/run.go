@@ -466,7 +466,7 @@ func (ph *phase) runRandom(ctx context.Context, w *conn, u int, dueNs int64) Req
 		ChunkNs:     make([]int64, 0, osl+1),
 		ChunkTokens: make([]int32, 0, osl+1),
 	}
-	ph.c.do(ctx, w, w.body, &rec)
+	ph.c.do(ctx, w, w.body, &rec, nil)
 	ph.done.Add(1)
 	return rec
 }

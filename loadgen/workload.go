@@ -168,6 +168,49 @@ func (b *bodyBuilder) build(dst []byte, msgs []message, maxTokens int, ignoreEOS
 		}
 		dst = append(dst, '"')
 	}
+	return b.appendTail(dst, maxTokens, ignoreEOS)
+}
+
+// openUser appends the body of a request whose only message is a user
+// message up to the inside of that message's JSON string: the caller
+// appends the JSON-escaped text, then closeUser. The result equals build's
+// for the same text, without a separate text buffer.
+func (b *bodyBuilder) openUser(dst []byte) []byte {
+	dst = append(dst, b.prefix...)
+	if b.chat {
+		return append(dst, `,"messages":[{"role":"user","content":"`...)
+	}
+	return append(dst, `,"prompt":"`...)
+}
+
+// userSize is a little more than the size of a body openUser and
+// closeUser make around a prompt of the vocabulary's words, tokens of
+// them: enough that building it seldom grows the buffer.
+func (b *bodyBuilder) userSize(tokens int) int {
+	return len(b.prefix) + 128 + int(float64(tokens+64)*meanWordBytes*1.02)
+}
+
+// meanWordBytes is the mean size of a word of the vocabulary with the
+// space after it.
+var meanWordBytes = func() float64 {
+	n := 0
+	for _, w := range words {
+		n += len(w) + 1
+	}
+	return float64(n) / float64(len(words))
+}()
+
+// closeUser ends a body openUser began.
+func (b *bodyBuilder) closeUser(dst []byte, maxTokens int, ignoreEOS bool) []byte {
+	if b.chat {
+		dst = append(dst, `"}]`...)
+	} else {
+		dst = append(dst, '"')
+	}
+	return b.appendTail(dst, maxTokens, ignoreEOS)
+}
+
+func (b *bodyBuilder) appendTail(dst []byte, maxTokens int, ignoreEOS bool) []byte {
 	if !b.extraMax && maxTokens > 0 {
 		dst = append(dst, `,"max_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(maxTokens), 10)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/internal/jsonesc"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -115,4 +116,23 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Fatalf("valid UTF-8 changed: %q -> %q", s, got)
 		}
 	})
+}
+
+// openUser, the escaped text, then closeUser is build's body for one user
+// message, for both endpoints and with extra fields.
+func TestOpenUserCloseUserMatchesBuild(t *testing.T) {
+	t.Parallel()
+	text := []byte("plain words \"quoted\" back\\slash\nnew\tline \x01 é \xff")
+	for _, chat := range []bool{true, false} {
+		for _, extra := range []map[string]any{nil, {"temperature": 0.2, "ignore_eos": false}} {
+			bb, err := newBodyBuilder("m", chat, extra)
+			require.NoError(t, err)
+			want := bb.build(nil, []message{{role: "user", content: text}}, 77, true)
+			got := bb.openUser(nil)
+			got = jsonesc.AppendBytes(got, text)
+			got = bb.closeUser(got, 77, true)
+			assert.Equal(t, string(want), string(got), "chat %v extra %v", chat, extra)
+			assert.True(t, json.Valid(got))
+		}
+	}
 }
