@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -211,5 +212,29 @@ func TestListenAndServeDieAndShutdown(t *testing.T) {
 			resp.Body.Close()
 			t.Fatalf("still serving after shutdown: %s", strings.TrimSpace(string(b)))
 		}
+	})
+	t.Run("a connection without a request does not hold shutdown", func(t *testing.T) {
+		s, err := New(Config{FastMode: true})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		addrc := make(chan string, 1)
+		errc := make(chan error, 1)
+		go func() { errc <- s.ListenAndServe(ctx, "127.0.0.1:0", func(a string) { addrc <- a }) }()
+		// A client's spare connection: dialled, never used. net/http's
+		// Shutdown alone would wait 5 s for it.
+		conn, err := net.Dial("tcp", <-addrc)
+		require.NoError(t, err)
+		defer conn.Close()
+		time.Sleep(50 * time.Millisecond) // let the server accept it
+		cancel()
+		select {
+		case err := <-errc:
+			require.NoError(t, err)
+		case <-time.After(4 * time.Second):
+			t.Fatal("shutdown waited for a connection that never sent a request")
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "the server closed the idle new connection")
 	})
 }

@@ -348,11 +348,13 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(add
 		return err
 	}
 	s.started.Store(time.Now().UnixNano())
+	fresh := &freshConns{m: map[net.Conn]struct{}{}}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+		ConnState:         fresh.track,
 	}
 	s.log.Info("simulated engine listening", zap.String("addr", ln.Addr().String()))
 	if ready != nil {
@@ -364,6 +366,10 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(add
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		// Shutdown counts a connection that has not sent a request yet as
+		// busy for its first 5 s (net/http issue 22682); a client's spare
+		// connection would hold every teardown that long.
+		fresh.close()
 		if err := srv.Shutdown(sctx); err != nil {
 			_ = srv.Close()
 		}
@@ -477,4 +483,29 @@ func writeError(w http.ResponseWriter, status int, msg, typ string) {
 		"error":     map[string]any{"message": msg, "type": typ, "param": nil, "code": status},
 		"simulated": true,
 	})
+}
+
+// freshConns tracks connections that have not started a request yet.
+type freshConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.m[c] = struct{}{}
+	} else {
+		delete(f.m, c)
+	}
+}
+
+// close closes every connection still waiting for its first request.
+func (f *freshConns) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.m {
+		_ = c.Close()
+	}
 }
