@@ -253,6 +253,24 @@ func TestReplayDurationRecyclesLanes(t *testing.T) {
 	assert.Greater(t, len(sessions), len(tr), "the lane recycles to new plays, each a new session")
 }
 
+// A lane idle at the deadline (its next call is 30 s away) ends the run
+// when the window does: it does not sleep through the gap to send nothing.
+func TestReplayEndsAtTheWindowNotAfterTheIdleGap(t *testing.T) {
+	t.Parallel()
+	srv := newFakeServer(t, &fakeServer{ttft: time.Millisecond})
+	tr := []Trace{{ID: "gap", BlockSize: 64, Requests: []Request{
+		{T: 0, Type: ReqNormal, In: 64, Out: 4, HashIDs: []int64{1}},
+		{T: 30, Type: ReqNormal, In: 128, Out: 4, HashIDs: []int64{1, 2}},
+	}}}
+	t0 := time.Now()
+	res, err := Run(context.Background(), Options{BaseURL: srv.URL(), Model: "m", Concurrency: 1, Trace: tr,
+		Duration: 500 * time.Millisecond, IdleGapCap: time.Minute, StartAtBeginning: true})
+	require.NoError(t, err)
+	took := time.Since(t0)
+	require.Len(t, res.Requests, 1, "the call 30 s in is past the window")
+	assert.Less(t, took, 15*time.Second, "the run ends with its window, not 30 s later")
+}
+
 func TestReplayPlayLimitAndFailedCall(t *testing.T) {
 	t.Parallel()
 	srv := newFakeServer(t, &fakeServer{fault: func(n int, _ map[string]any) string {

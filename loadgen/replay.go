@@ -445,6 +445,17 @@ func (rr *replayRun) newPlay(rt *replayTrace, n int, rng *rand.Rand) *play {
 	}
 }
 
+// waitSend waits until at, when a lane or subagent sends its next call. It
+// reports false at once when at is at or past the deadline, where the call
+// would not be sent: a lane idle at the deadline does not sleep through its
+// idle gap (up to IdleGapCap) before the run can end.
+func (rr *replayRun) waitSend(ctx context.Context, at time.Time) bool {
+	if !rr.deadline.IsZero() && !at.Before(rr.deadline) {
+		return false
+	}
+	return sleepUntil(ctx, at)
+}
+
 func (rr *replayRun) pastDeadline() bool {
 	return !rr.deadline.IsZero() && !time.Now().Before(rr.deadline)
 }
@@ -495,7 +506,7 @@ func (rr *replayRun) lane(ctx context.Context, li int, warmWG *sync.WaitGroup) (
 			// gap too, which also spreads the lanes' first sends.
 			if i > first || pos > 0 && rc.NumWarmups > 0 {
 				at := time.Now().Add(time.Duration(st.delay * rc.TimeScale * 1e9))
-				if !sleepUntil(ctx, at) {
+				if !rr.waitSend(ctx, at) {
 					return warm, meas
 				}
 				due = int64(at.Sub(rr.meas.epoch))
@@ -548,7 +559,7 @@ func (rr *replayRun) runGroup(ctx context.Context, p *play, st *replayStep, due 
 				} else {
 					at = time.Now().Add(time.Duration(st.waits[k][j] * rr.rc.TimeScale * 1e9))
 				}
-				if !sleepUntil(ctx, at) || rr.pastDeadline() {
+				if !rr.waitSend(ctx, at) || rr.pastDeadline() {
 					return
 				}
 				rec := rr.send(ctx, rr.meas, conns[k], p, c, 0, true, int64(at.Sub(rr.meas.epoch)), false, &rr.measIdx)
