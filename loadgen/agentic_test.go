@@ -269,6 +269,8 @@ func TestReplayEndsAtTheWindowNotAfterTheIdleGap(t *testing.T) {
 	took := time.Since(t0)
 	require.Len(t, res.Requests, 1, "the call 30 s in is past the window")
 	assert.Less(t, took, 15*time.Second, "the run ends with its window, not 30 s later")
+	assert.GreaterOrEqual(t, res.Aggregate.Window, 0.5, "the window the lane was measured over still ran to the deadline")
+	assert.Less(t, res.Aggregate.Window, 15.0)
 }
 
 func TestReplayPlayLimitAndFailedCall(t *testing.T) {

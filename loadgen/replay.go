@@ -375,7 +375,10 @@ type replayRun struct {
 	done     atomic.Int64
 	deadline time.Time
 	started  chan struct{} // closed when measurement starts
-	shared   sync.Map      // chain keys of blocks before markers
+	// idleAtDeadline: some lane's next call fell past the deadline, so it
+	// ended before the deadline came.
+	idleAtDeadline atomic.Bool
+	shared         sync.Map // chain keys of blocks before markers
 	// bodyPool recycles request bodies (*[]byte): a body is held from
 	// its prompt's synthesis until the transport has written it, not for
 	// the whole run by every connection.
@@ -383,7 +386,7 @@ type replayRun struct {
 }
 
 // runReplay executes the agentic warmup and measured phases.
-func runReplay(ctx context.Context, rc *runConfig, hc *http.Client) (warm, meas []RequestRecord, epoch time.Time) {
+func runReplay(ctx context.Context, rc *runConfig, hc *http.Client) (warm, meas []RequestRecord, epoch, end time.Time) {
 	capS := rc.IdleGapCap.Seconds()
 	if rc.IdleGapCap < 0 {
 		capS = -1
@@ -419,12 +422,18 @@ func runReplay(ctx context.Context, rc *runConfig, hc *http.Client) (warm, meas 
 	close(rr.started)
 	laneWG.Wait()
 	stop()
+	// Lanes idle at the deadline end without waiting for it; the window
+	// they were measured over still ran to the deadline.
+	end = time.Now()
+	if rr.idleAtDeadline.Load() && end.Before(rr.deadline) {
+		end = rr.deadline
+	}
 	for li, recs := range measRecs {
 		for i := range recs {
 			recs[i].Lane = li + 1
 		}
 	}
-	return mergeByIndex(warmRecs), mergeByIndex(measRecs), rr.meas.epoch
+	return mergeByIndex(warmRecs), mergeByIndex(measRecs), rr.meas.epoch, end
 }
 
 // takePlay hands out the next play's trace, or false when the run's play
@@ -451,6 +460,7 @@ func (rr *replayRun) newPlay(rt *replayTrace, n int, rng *rand.Rand) *play {
 // idle gap (up to IdleGapCap) before the run can end.
 func (rr *replayRun) waitSend(ctx context.Context, at time.Time) bool {
 	if !rr.deadline.IsZero() && !at.Before(rr.deadline) {
+		rr.idleAtDeadline.Store(true)
 		return false
 	}
 	return sleepUntil(ctx, at)

@@ -241,8 +241,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
+	var end time.Time // when the measured phase ended (zero: now)
 	if rc.agentic {
-		res.Warmups, res.Requests, res.StartedAt = runReplay(ctx, rc, hc)
+		res.Warmups, res.Requests, res.StartedAt, end = runReplay(ctx, rc, hc)
 	} else {
 		if rc.NumWarmups > 0 {
 			res.Warmups = newPhase(rc, hc, true).run(ctx, rc.NumWarmups)
@@ -256,7 +257,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res.Aggregate = rc.metadata(res)
 	if !res.StartedAt.IsZero() {
-		res.Aggregate.Window = time.Since(res.StartedAt).Seconds()
+		if end.IsZero() {
+			end = time.Now()
+		}
+		res.Aggregate.Window = end.Sub(res.StartedAt).Seconds()
 	}
 	scenario := ScenarioFixedSeqLen
 	if rc.agentic {
