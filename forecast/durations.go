@@ -258,7 +258,8 @@ func (c *clock) sources(tl *Timeline) []Source {
 	for _, e := range tl.Events {
 		name, from := c.describe(e.Call)
 		if name != "" {
-			count[k{name, from, c.Duration(e.Call)}]++
+			// To the second, as the simulation counted it.
+			count[k{name, from, c.Duration(e.Call).Round(grid)}]++
 		}
 	}
 	var out []Source

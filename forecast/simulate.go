@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -72,11 +74,13 @@ var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Simulate runs the real SweepWorkflow (with DeploymentWorkflow and
 // PointWorkflow as its children) in the SDK's time-skipping test
-// environment. Every stage activity first waits clock's duration on a
-// workflow timer, which the environment skips in virtual time once every
-// workflow is blocked, then runs a stub registered under the activity's
-// real name that returns at once. So the order, the concurrency and the
-// node budget are the sweep's own: there is no second scheduler.
+// environment. Every stage activity first waits clock's duration (to the
+// second) on a workflow timer, which the environment skips in virtual time
+// once every workflow is blocked, then answers with a stub of the
+// activity's real name that returns at once. So the order, the
+// concurrency and the node budget are the sweep's own: there is no second
+// scheduler. Stages that end at one instant end in plan order (see
+// recorder), so the same input gives the same timeline.
 func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	if in.SweepID == "" {
 		in.SweepID = "forecast"
@@ -86,7 +90,12 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	// its points; what an earlier run did is not this forecast's.
 	in.HistoryLimit, in.PointsPerRun = math.MaxInt32, 0
 	in.PlanRef, in.PlanOffset, in.PlanTotal, in.Done, in.Runs = "", 0, 0, nil, 0
-	rec := &recorder{clock: clock}
+	rec := &recorder{clock: clock, stubs: &stubs{}, index: map[string]int{}}
+	for i, p := range in.Points {
+		if _, ok := rec.index[p.PointID]; !ok {
+			rec.index[p.PointID] = i
+		}
+	}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := suite.NewTestWorkflowEnvironment()
@@ -97,7 +106,7 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	env.RegisterWorkflow(workflows.SweepWorkflow)
 	env.RegisterWorkflow(workflows.DeploymentWorkflow)
 	env.RegisterWorkflow(workflows.PointWorkflow)
-	env.RegisterActivity(&stubs{})
+	env.RegisterActivity(rec.stubs)
 	env.SetOnChildWorkflowCompletedListener(func(info *workflow.Info, _ converter.EncodedValue, _ error) {
 		if info.WorkflowType.Name == "PointWorkflow" {
 			rec.finished(info.WorkflowExecution.ID)
@@ -114,7 +123,11 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	if err := env.GetWorkflowResult(&t.Result); err != nil {
 		return nil, fmt.Errorf("forecast: the simulated sweep's result: %w", err)
 	}
-	t.End = t.Result.FinishedAt
+	// The sweep ended at its last stage's nominal end plus that stage's
+	// tie-breaker.
+	if t.End = t.Result.FinishedAt; !t.End.IsZero() {
+		t.End = nominal(t.End)
+	}
 	prefix := in.SweepID + "/"
 	for _, wid := range rec.order {
 		t.Finished = append(t.Finished, wid[len(prefix):])
@@ -122,11 +135,46 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	return t, nil
 }
 
+// grid is the resolution a forecast counts stage times at: each stage
+// takes whole seconds, so every instant a stage starts or ends at (the
+// sweep's start plus stage times) is a whole second, its nominal instant,
+// and the tie-breakers (below a millisecond) never move one to the next.
+//
+// A second, not less: while a child workflow starts on its goroutines,
+// the environment's main loop waits and meanwhile fires the next timer
+// once as much wall time has passed as virtual time lies before it. That
+// timer ends at the same nominal instant (harmless: a stage counts from
+// its nominal instant, not from when its workflow got to it) or a second
+// or more later: a child would have to take a second of wall time to
+// start for a later instant to come first.
+const grid = time.Second
+
+// slots is how many stage activities of one point have a tie-breaker.
+const slots = 8
+
+// nominal is the instant a virtual time stands for: the whole second at or
+// before it (it is that instant plus a tie-breaker).
+func nominal(t time.Time) time.Time {
+	return epoch.Add(t.Sub(epoch).Truncate(grid))
+}
+
 // recorder is the worker interceptor that puts each stage activity behind
 // a timer of its forecast duration and records what ran when.
+//
+// Stage timers that end at one instant would fire in the order they were
+// created, which follows the order in which the environment's goroutines
+// started the children that created them: the order in which points
+// ending at one instant reach the sweep, and so what it starts next, would
+// change from run to run. So each stage ends at its nominal end plus a
+// tie-breaker of nanoseconds by its point's plan order (tie): every stage
+// ends at an instant of its own, those of one nominal instant in plan
+// order. Events and the makespan are taken at the nominal instants.
 type recorder struct {
 	interceptor.WorkerInterceptorBase
-	clock  Clock
+	clock Clock
+	stubs *stubs
+	// index is each point's position in the plan.
+	index  map[string]int
 	mu     sync.Mutex
 	events []Event
 	order  []string
@@ -136,6 +184,39 @@ func (r *recorder) finished(wid string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.order = append(r.order, wid)
+}
+
+func (r *recorder) record(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+// tie is a stage's tie-breaker: nanoseconds by its point's plan order,
+// then the stage (below a millisecond up to 125,000 points).
+func (r *recorder) tie(c Call) time.Duration {
+	i, ok := r.index[c.Point.PointID]
+	if !ok {
+		i = len(r.index)
+	}
+	slot := slots - 1
+	switch c.Activity {
+	case "Allocate":
+		slot = 0
+	case "StageCheckpoint":
+		slot = 1
+	case "BringUp":
+		slot = 2
+	case "Warmup":
+		slot = 3
+	case "Perf":
+		slot = 4
+	case "Eval":
+		slot = 5
+	case "Teardown":
+		slot = 6
+	}
+	return time.Duration(1 + (i*slots+slot)%int(grid-1))
 }
 
 func (r *recorder) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
@@ -156,36 +237,41 @@ type outbound struct {
 	r *recorder
 }
 
-// ExecuteActivity waits the stage's duration on a timer, then runs the
-// stub activity; the future the workflow gets settles with the stub's
-// result.
+// ExecuteActivity waits the stage's duration on a timer, then answers
+// with the stub activity's result; the future the workflow gets settles
+// with it. The stub is called here, in the workflow's coroutine, not run
+// as an activity: the environment runs activities on goroutines of their
+// own, and the order in which those report back is the scheduler's, not
+// the sweep's.
 func (o *outbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
 	var arg any
 	if len(args) > 0 {
 		arg = args[0]
 	}
 	c, ok := Classify(activityType, arg)
-	if !ok {
+	if !ok || !o.r.stubs.answers(activityType, args) {
 		return o.Next.ExecuteActivity(ctx, activityType, args...)
 	}
-	d := o.r.clock.Duration(c)
-	start := o.Next.Now(ctx)
+	d := o.r.clock.Duration(c).Round(grid)
+	start := nominal(o.Next.Now(ctx))
+	ev := Event{Call: c, Start: start, End: start.Add(d)}
 	fut, set := workflow.NewFuture(ctx)
+	if d <= 0 {
+		o.r.record(ev)
+		set.Set(o.r.stubs.answer(activityType, args))
+		return fut
+	}
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		if d > 0 {
-			if err := o.Next.NewTimer(gctx, d).Get(gctx, nil); err != nil {
-				set.Set(nil, err)
-				return
-			}
+		// The stage ends at its nominal end plus its tie-breaker: of the
+		// stages that end at one instant, the first point in plan order
+		// ends first.
+		wait := ev.End.Add(o.r.tie(c)).Sub(o.Next.Now(gctx))
+		if err := o.Next.NewTimer(gctx, wait).Get(gctx, nil); err != nil {
+			set.Set(nil, err)
+			return
 		}
-		res := o.Next.ExecuteActivity(gctx, activityType, args...)
-		// Record the stage once the stub has answered (nil: no decoding).
-		if res.Get(gctx, nil) == nil {
-			o.r.mu.Lock()
-			o.r.events = append(o.r.events, Event{Call: c, Start: start, End: o.Next.Now(gctx)})
-			o.r.mu.Unlock()
-		}
-		set.Chain(res)
+		o.r.record(ev)
+		set.Set(o.r.stubs.answer(activityType, args))
 	})
 	return fut
 }
@@ -238,6 +324,43 @@ func Classify(activity string, arg any) (Call, bool) {
 // stubs are the stage activities under their real names: they do nothing
 // and answer at once with what the next stage needs.
 type stubs struct{}
+
+// answers reports whether the stub of that name takes these arguments as
+// they are.
+func (s *stubs) answers(name string, args []any) bool {
+	m := reflect.ValueOf(s).MethodByName(name)
+	if !m.IsValid() || m.Type().NumIn() != len(args)+1 {
+		return false
+	}
+	for i, a := range args {
+		if a == nil || !reflect.TypeOf(a).AssignableTo(m.Type().In(i+1)) {
+			return false
+		}
+	}
+	return true
+}
+
+// answer calls the stub of that name (answers is true) and returns its
+// result as an activity returns it to a workflow: encoded, then decoded
+// by the future's Get into the workflow's variable.
+func (s *stubs) answer(name string, args []any) (any, error) {
+	in := []reflect.Value{reflect.ValueOf(context.Background())}
+	for _, a := range args {
+		in = append(in, reflect.ValueOf(a))
+	}
+	out := reflect.ValueOf(s).MethodByName(name).Call(in)
+	if err, _ := out[len(out)-1].Interface().(error); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "forecast", err)
+	}
+	if len(out) == 1 {
+		return nil, nil
+	}
+	payloads, err := converter.GetDefaultDataConverter().ToPayloads(out[0].Interface())
+	if err != nil {
+		return nil, err
+	}
+	return payloads, nil
+}
 
 func (*stubs) Allocate(_ context.Context, p point.Spec) (activities.Allocation, error) {
 	a := activities.Allocation{JobID: "forecast-" + p.PointID, Backend: "forecast"}
