@@ -55,6 +55,9 @@ RuntimeError: CUDA error: an illegal memory access was encountered
                                       [--host HOST] [--port PORT] [--tp-size TP_SIZE]
 python3 -m sglang.launch_server: error: unrecognized arguments: --enable-dspark-hicache --foo
 `, RefusedFlag, "error: unrecognized arguments: --enable-dspark-hicache --foo"},
+	{"refused-flag-parser-error", `usage: sglang [-h] --model-path MODEL_PATH ...
+sglang: error: --disaggregation-mode prefill needs --disaggregation-bootstrap-port
+`, RefusedFlag, "sglang: error: --disaggregation-mode prefill"},
 	{"python-error", `[2026-01-12 06:01:00] server_args=ServerArgs(model_path='/models/dsv4', tp_size=16, dp_size=16)
 Traceback (most recent call last):
   File "<frozen runpy>", line 198, in _run_module_as_main

@@ -40,9 +40,10 @@ var builtin = Table{
 	// NCCL INFO lines are printed by every healthy run: only warnings,
 	// errors and the watchdog's timeouts count.
 	sig(NCCL, `NCCL WARN|NCCL error|nccl(?:System|Internal|Remote|InvalidUsage|UnhandledCuda)Error|ProcessGroupNCCL.*(?:[Tt]imeout|[Ee]rror)|Watchdog caught collective operation timeout`),
-	// argparse refusing the engine's flags ("sglang.launch_server: error:
+	// argparse refusing the engine's flags: "PROG: error: MESSAGE" after
+	// its usage line ("python3 -m sglang.launch_server: error:
 	// unrecognized arguments: --foo").
-	sig(RefusedFlag, `\berror: (?:unrecognized arguments|argument -|the following arguments are required|invalid choice)`),
+	sig(RefusedFlag, `^[\w./ -]+: error: |\berror: (?:unrecognized arguments|argument -|the following arguments are required|invalid choice)`),
 	// A Python traceback's last line: the exception and its message.
 	sig(PythonError, `^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s.*)?$`),
 }
