@@ -10,6 +10,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Class is a failure class, the value of the FailureClass search attribute.
@@ -112,3 +113,11 @@ var classRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
 // ValidClass reports whether s can name a class: lower-case letters, digits
 // and '-', at most 40 bytes (it is a search attribute keyword).
 func ValidClass(s string) bool { return classRe.MatchString(s) }
+
+// Attempt is one failed attempt of a stage as the point workflow saw it:
+// the class, its evidence and when the attempt ended. Stage runs list
+// them; the ledger keeps one row each.
+type Attempt struct {
+	Failure
+	At time.Time `json:"at"`
+}
