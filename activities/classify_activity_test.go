@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -199,4 +200,32 @@ func TestClassifyPassesCancellationThrough(t *testing.T) {
 		assert.Same(t, err, classify(err))
 	}
 	assert.NoError(t, classify(nil))
+}
+
+// TestRecordPointKeepsFailedAttempts: the point record's failed attempts
+// reach the ledger, one row each, through the RecordPoint activity.
+func TestRecordPointKeepsFailedAttempts(t *testing.T) {
+	a := newLedgerActs(t)
+	at := time.Date(2026, 1, 12, 3, 14, 10, 0, time.UTC)
+	nf := failure.Attempt{Failure: failure.Failure{Class: failure.NodeFail, Excerpt: "slurm job 42 is NODE_FAIL (NodeDown)"}, At: at}
+	oom := failure.Attempt{Failure: failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory."}, At: at.Add(time.Minute)}
+	rec := PointRecord{Point: point.Spec{SweepID: "s", PointID: "p", Identity: "id-c64"}, Status: "completed", At: at.Add(time.Hour),
+		Stages: []StageTiming{
+			{Stage: StagePerf, Outcome: "allocation lost", Rounds: 1, Failures: []failure.Attempt{nf}, Started: at.Add(-time.Minute), Ended: at},
+			{Stage: StageAllocate, Outcome: "ok", Rounds: 1, Started: at, Ended: at},
+			{Stage: StageBringUp, Outcome: "ok", Rounds: 2, Failures: []failure.Attempt{oom}, Started: at, Ended: at.Add(2 * time.Minute)},
+		}}
+	env := newActivityEnv(a)
+	_, err := env.ExecuteActivity(a.RecordPoint, rec)
+	require.NoError(t, err)
+	got, err := a.Store.StageFailures(context.Background(), "s")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, StagePerf, got[0].Stage)
+	assert.Equal(t, 0, got[0].Seq)
+	assert.Equal(t, nf.Failure, got[0].Failure)
+	assert.Equal(t, StageBringUp, got[1].Stage)
+	assert.Equal(t, 2, got[1].Seq)
+	assert.Equal(t, oom.Failure, got[1].Failure)
+	assert.True(t, oom.At.Equal(got[1].At))
 }
