@@ -20,6 +20,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/artifacts"
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/gsm8k"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
@@ -106,7 +107,8 @@ func ContextLogger(ctx context.Context, l *zap.Logger) *zap.Logger {
 }
 
 // classify turns backend and package errors into Temporal application errors
-// whose type the retry policy understands.
+// whose type the retry policy understands. Each carries its failure class and
+// evidence as details (failure.Failure), which the point workflow reads.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -114,19 +116,41 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	f := FailureOf(err)
 	switch {
 	case errors.Is(err, cluster.ErrBadConfig):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadConfig, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadConfig, err, f)
 	case errors.Is(err, cluster.ErrChecksum):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrChecksumMismatch, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrChecksumMismatch, err, f)
 	case errors.Is(err, cluster.ErrOOM):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrOutOfMemory, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrOutOfMemory, err, f)
 	case errors.Is(err, results.ErrConflict):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err, f)
 	case errors.Is(err, cluster.ErrAllocationLost):
-		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err)
+		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err, f)
 	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err)
+	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err, f)
+}
+
+// FailureOf is err's failure class: the one a backend attached from its
+// evidence, else the one its error class implies, with the message as the
+// excerpt.
+func FailureOf(err error) failure.Failure {
+	if f, ok := failure.Of(err); ok {
+		return f
+	}
+	c := failure.Transient
+	switch {
+	case errors.Is(err, cluster.ErrBadConfig), errors.Is(err, results.ErrConflict):
+		c = failure.ConfigError
+	case errors.Is(err, cluster.ErrChecksum):
+		c = failure.Checksum
+	case errors.Is(err, cluster.ErrOOM):
+		c = failure.HostOOM
+	case errors.Is(err, cluster.ErrAllocationLost):
+		c = failure.JobLost
+	}
+	return failure.Failure{Class: c, Excerpt: failure.Clip(err.Error())}
 }
 
 // heartbeater records the latest details every interval until stopped, so
@@ -257,7 +281,8 @@ func (a *Activities) injectFault(p point.Spec, stage string) error {
 			return err
 		}
 		if n <= f.Times {
-			return temporal.NewApplicationError(fmt.Sprintf("injected fault in %s (%d of %d)", stage, n, f.Times), "InjectedFault")
+			msg := fmt.Sprintf("injected fault in %s (%d of %d)", stage, n, f.Times)
+			return temporal.NewApplicationError(msg, "InjectedFault", failure.Failure{Class: failure.Injected, Excerpt: msg})
 		}
 	}
 	return nil

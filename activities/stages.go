@@ -264,7 +264,7 @@ func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 	runs := make([]results.StageRun, 0, len(rec.Stages))
 	for i, s := range rec.Stages {
 		runs = append(runs, results.StageRun{SweepID: p.SweepID, PointID: p.PointID, Seq: i, Stage: s.Stage,
-			Outcome: s.Outcome, Rounds: s.Rounds, Error: s.Error, StartedAt: s.Started, EndedAt: s.Ended})
+			Outcome: s.Outcome, Rounds: s.Rounds, Error: s.Error, StartedAt: s.Started, EndedAt: s.Ended, Failures: s.Failures})
 	}
 	return classify(a.Store.PutStageRuns(ctx, p.SweepID, p.PointID, runs))
 }

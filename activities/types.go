@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -110,12 +111,14 @@ type PointRecord struct {
 
 // StageTiming is one stage of a point as the report shows it.
 type StageTiming struct {
-	Stage   string    `json:"stage"`
-	Outcome string    `json:"outcome"`
-	Rounds  int       `json:"rounds"`
-	Error   string    `json:"error,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitempty"`
+	Stage   string `json:"stage"`
+	Outcome string `json:"outcome"`
+	Rounds  int    `json:"rounds"`
+	Error   string `json:"error,omitempty"`
+	// Failures are the stage's failed attempts with class and evidence.
+	Failures []failure.Attempt `json:"failures,omitempty"`
+	Started  time.Time         `json:"started"`
+	Ended    time.Time         `json:"ended,omitempty"`
 }
 
 // SweepRecord is the ledger row of a sweep.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/failure"
 )
 
 // Cluster is a cluster profile: the partition sweeps run on, how jobs are
@@ -53,6 +54,10 @@ type Cluster struct {
 	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.
 	// Node-minute estimates (`starter bench nodeminutes`) use it.
 	BringUpTime time.Duration
+	// FailureSignatures are the profile's own engine-crash signatures
+	// (yaml "failure-signatures: [{class, pattern}]"); they are tried
+	// before the built-in ones of package failure.
+	FailureSignatures []failure.Signature
 }
 
 // Emulation maps rendered engine commands to simulator roles.
@@ -94,7 +99,8 @@ var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
 		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
 		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
-		"bring-up-time"}
+		"bring-up-time", "failure-signatures"}
+	signatureFields  = []string{"class", "pattern"}
 	modelFields      = []string{"path", "source"}
 	emulationFields  = []string{"entrypoints"}
 	entrypointFields = []string{"match", "role"}
@@ -220,6 +226,7 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 		}
 	}
 	d.launchFields(m, c, dir)
+	d.signatures(m, c)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
@@ -286,6 +293,41 @@ func (d *decoder) launchFields(m *strictyaml.Mapping, c *Cluster, dir string) {
 	}
 	if c.Backend == BackendLocal && c.Emulation != nil {
 		d.Errorf(m.Values["emulation"], "emulation", "only for the slurm backend")
+	}
+}
+
+// signatures reads failure-signatures: each a class and a regular
+// expression matched against one line of a role's log tail.
+func (d *decoder) signatures(m *strictyaml.Mapping, c *Cluster) {
+	n := m.Get("failure-signatures")
+	if n == nil {
+		return
+	}
+	items, ok := d.Seq(n, "failure-signatures")
+	if !ok {
+		return
+	}
+	for i, it := range items {
+		f := strictyaml.Index("failure-signatures", i)
+		sm := d.Mapping(it, f, signatureFields)
+		if sm == nil {
+			continue
+		}
+		class, pattern := sm.ReqStr("class"), sm.ReqStr("pattern")
+		if !sm.Has("class") || !sm.Has("pattern") {
+			continue
+		}
+		s, err := failure.NewSignature(class, pattern, d.Pos(it).String())
+		if err != nil {
+			field := sm.Field("pattern")
+			node := sm.Values["pattern"]
+			if !failure.ValidClass(class) {
+				field, node = sm.Field("class"), sm.Values["class"]
+			}
+			d.Errorf(node, field, "%v", err)
+			continue
+		}
+		c.FailureSignatures = append(c.FailureSignatures, s)
 	}
 }
 

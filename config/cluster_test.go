@@ -75,6 +75,9 @@ func TestSeedFilesLoad(t *testing.T) {
 		assert.Equal(t, 4, rec.Resources.GPUsPerNode, p)
 		assert.Equal(t, 6, rec.Backend.DraftTokens, p)
 		assert.Equal(t, 4*time.Hour, rec.HealthCheck.Timeout(), p)
+		lines := strings.Split(string(rec.Raw), "\n")
+		require.Greater(t, rec.HealthCheck.Pos.Line, 1, p)
+		assert.True(t, strings.HasPrefix(lines[rec.HealthCheck.Pos.Line-1], "health_check:"), "%s: health_check at %s", p, rec.HealthCheck.Pos)
 		assert.Contains(t, string(rec.Raw), "enable-hierarchical-cache: true", p)
 		assert.Equal(t, "dsv4-pro-0813-nvme", rec.Model.Path, p)
 		assert.NotContains(t, string(rec.Raw), "SGLANG_SIMULATE_ACC", "synthetic acceptance must not be baked into recipes")
@@ -129,6 +132,10 @@ func TestParseClusterErrors(t *testing.T) {
 		{"empty emulation", "nodes: 18\n", "nodes: 18\nemulation:\n  entrypoints: []\n", "emulation.entrypoints: an emulated partition needs at least one entry point"},
 		{"entrypoint without role", "nodes: 18\n", "nodes: 18\nemulation:\n  entrypoints:\n    - {match: nginx}\n", "emulation.entrypoints[0].role: required field is missing"},
 		{"bad bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: soon\n", "c.yaml:4: bring-up-time: expected a positive duration"},
+		{"bad signature regexp", "nodes: 18\n", "nodes: 18\nfailure-signatures:\n  - class: disk-full\n    pattern: 'No space (left'\n", "c.yaml:6: failure-signatures[0].pattern: pattern \"No space (left\": error parsing regexp: missing closing )"},
+		{"bad signature class", "nodes: 18\n", "nodes: 18\nfailure-signatures:\n  - {class: Disk Full, pattern: No space}\n", "c.yaml:5: failure-signatures[0].class: class \"Disk Full\""},
+		{"signature without pattern", "nodes: 18\n", "nodes: 18\nfailure-signatures:\n  - {class: disk-full}\n", "failure-signatures[0].pattern: required field is missing"},
+		{"signature unknown field", "nodes: 18\n", "nodes: 18\nfailure-signatures:\n  - {class: disk-full, pattern: x, retry: no}\n", "failure-signatures[0].retry: unknown field"},
 		{"negative bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: -5m\n", "bring-up-time: expected a positive duration"},
 	}
 	for _, tc := range cases {
@@ -142,6 +149,13 @@ func TestParseClusterErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "sbatch", c.Launcher, "default launcher")
 	assert.Equal(t, "cluster-c1", c.TaskQueue, "default task queue")
+
+	c, err = ParseCluster("c.yaml", "/x/c.yaml", []byte(baseCluster+"failure-signatures:\n  - {class: disk-full, pattern: 'No space left on device'}\n"))
+	require.NoError(t, err)
+	require.Len(t, c.FailureSignatures, 1)
+	assert.Equal(t, "disk-full", string(c.FailureSignatures[0].Class))
+	assert.Equal(t, "c.yaml:9", c.FailureSignatures[0].Source)
+	assert.True(t, c.FailureSignatures[0].Pattern.MatchString("OSError: [Errno 28] No space left on device"))
 }
 
 func TestSlurmEmuCluster(t *testing.T) {

@@ -93,6 +93,9 @@ type Benchmark struct {
 
 // HealthCheck is srt-slurm's health_check section (defaults 180 x 10 s).
 type HealthCheck struct {
+	// Pos is where the budget is written: the health_check section, or
+	// the recipe's first line when it takes the defaults.
+	Pos             strictyaml.Pos
 	MaxAttempts     int
 	IntervalSeconds int
 }
@@ -269,8 +272,9 @@ func (d *decoder) recipe(r *Recipe, doc *yaml.Node) {
 			}
 		}
 	}
-	r.HealthCheck = HealthCheck{MaxAttempts: 180, IntervalSeconds: 10}
+	r.HealthCheck = HealthCheck{MaxAttempts: 180, IntervalSeconds: 10, Pos: strictyaml.Pos{File: d.File, Line: 1}}
 	if n := m.Get("health_check"); n != nil {
+		r.HealthCheck.Pos = d.Pos(m.KeyNodes["health_check"])
 		if hm := d.Mapping(n, "health_check", healthCheckFields); hm != nil {
 			if v, ok := hm.OptInt("max_attempts"); ok {
 				if v <= 0 {

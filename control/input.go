@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/plan/budgetcheck"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -183,4 +186,15 @@ func preflightRecipe(cl *config.Cluster, root string, p point.Spec, meaning stri
 		return fmt.Errorf("%s: recipe %s does not launch on %s%s: %v", p.ExpName, p.RecipePath, cl.Name, meaning, err)
 	}
 	return nil
+}
+
+// HealthBudgets plans a sweep file and checks each deployment's
+// health_check budget against the bring-ups the ledger holds for it
+// (budgetcheck.DefaultMargin).
+func HealthBudgets(ctx context.Context, store *results.Store, sweepFile, clusterFile string) ([]budgetcheck.Warning, error) {
+	_, p, err := Build(Request{SweepFile: sweepFile, ClusterFile: clusterFile})
+	if err != nil {
+		return nil, err
+	}
+	return budgetcheck.Check(ctx, store, p, budgetcheck.DefaultMargin)
 }

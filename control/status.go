@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -32,6 +33,12 @@ type PointView struct {
 	Perf      *activities.PerfSummary `json:"perf,omitempty"`
 	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
 	LastError string                  `json:"last_error,omitempty"`
+	// FailureClass and FailureExcerpt are the point's latest failure (its
+	// class and evidence, package failure); Failures lists every failed
+	// attempt the point met, stage by stage.
+	FailureClass   string        `json:"failure_class,omitempty"`
+	FailureExcerpt string        `json:"failure_excerpt,omitempty"`
+	Failures       []FailureView `json:"failures,omitempty"`
 	// Reason says why a not-started point never started ("canary failed:
 	// ...").
 	Reason string `json:"reason,omitempty"`
@@ -69,14 +76,24 @@ type AutoRetryView struct {
 	Error   string `json:"error,omitempty"`
 }
 
+// FailureView is one failed attempt of a point's stage.
+type FailureView struct {
+	Stage string `json:"stage"`
+	failure.Attempt
+}
+
 // fromState copies what a finished and a running point's state have in
 // common; the callers add what only one of them shows (a finished point's
 // missing outputs, a running point's allocation).
 func (pv *PointView) fromState(s *workflows.PointState) {
 	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
 	pv.ReuseNotes, pv.Skipped, pv.RecordError = s.ReuseNotes, s.Skipped, s.RecordError
-	pv.Reused, pv.AutoRetries = nil, nil
+	pv.FailureClass, pv.FailureExcerpt = s.FailureClass, s.FailureExcerpt
+	pv.Reused, pv.AutoRetries, pv.Failures = nil, nil, nil
 	for _, r := range s.Stages {
+		for _, f := range r.Failures {
+			pv.Failures = append(pv.Failures, FailureView{Stage: r.Stage, Attempt: f})
+		}
 		if r.Outcome == "reused" {
 			pv.Reused = append(pv.Reused, ReuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
 		}
@@ -216,7 +233,7 @@ func Print(w io.Writer, v *SweepView) {
 	fmt.Fprintf(w, "sweep %s (%s) on %s: %s, %d/%d points done, %d/%d nodes in use, %s elapsed\n",
 		v.SweepID, v.Name, v.Cluster, v.Workflow, done, len(v.Points), v.NodesInUse, v.NodeBudget, (time.Duration(v.Elapsed) * time.Second).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tGSM8K STRICT/FLEX\t")
+	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tFAILURE\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tGSM8K STRICT/FLEX\t")
 	simulated := false
 	for _, p := range v.Points {
 		att, el := "-", "-"
@@ -250,7 +267,11 @@ func Print(w io.Writer, v *SweepView) {
 		} else if !p.Eval {
 			ev = "(no eval)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), att, el, out, inter, ttft, ev)
+		fc := "-"
+		if p.FailureClass != "" {
+			fc = p.FailureClass
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), fc, att, el, out, inter, ttft, ev)
 	}
 	tw.Flush()
 	if simulated {
@@ -277,7 +298,11 @@ func Print(w io.Writer, v *SweepView) {
 	PrintCanaries(w, v.Canaries)
 	for _, p := range v.Points {
 		if p.Status == point.StatusAwaitingOperator {
-			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n    starter retry|skip|abort %s\n", p.PointID, p.Stage, p.LastError, p.WorkflowID)
+			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n", p.PointID, p.Stage, p.LastError)
+			if p.FailureClass != "" {
+				fmt.Fprintf(w, "    failure class %s: %s\n", p.FailureClass, p.FailureExcerpt)
+			}
+			fmt.Fprintf(w, "    starter retry|skip|abort %s\n", p.WorkflowID)
 			switch {
 			case p.Released:
 				fmt.Fprintf(w, "    its nodes were released while it waited: retry allocates again (retry --hold keeps them at the next gate)\n")

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -97,4 +99,35 @@ func TestStatusShowsCanaries(t *testing.T) {
 	require.Contains(t, string(b), `"reason":"canary failed: sg_c1 aborted at allocate: injected fault"`)
 	require.Contains(t, string(b), `"saved_node_hours":14.5`)
 	require.Contains(t, string(b), `"verdict":"failed"`)
+}
+
+// A failed attempt's class is a table column, the gate line quotes its
+// evidence, and --json has the class, the excerpt and every attempt.
+func TestStatusShowsFailureClass(t *testing.T) {
+	var pv PointView
+	pv.PointID, pv.WorkflowID, pv.Status = "p-c64", "s/p-c64", point.StatusAwaitingOperator
+	at := time.Date(2026, 1, 12, 3, 14, 10, 0, time.UTC)
+	oom := failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
+	pv.fromState(&workflows.PointState{Stage: "bringup", FailedStage: "bringup", LastError: "decode_w0 ran out of memory",
+		FailureClass: string(oom.Class), FailureExcerpt: oom.Excerpt,
+		Stages: []workflows.StageRun{
+			{Stage: "allocate", Outcome: "ok"},
+			{Stage: "bringup", Outcome: "running", Failures: []failure.Attempt{{Failure: oom, At: at}}},
+		}})
+	var buf bytes.Buffer
+	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
+	out := buf.String()
+	require.Regexp(t, `(?m)^POINT\s.*\sSTATUS\s+FAILURE\s+ATT\s`, out)
+	require.Regexp(t, `(?m)^p-c64\s.*\sawaiting-operator\s+cuda-oom\s`, out)
+	require.Contains(t, out, "    failure class cuda-oom: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+
+	b, err := json.Marshal(pv)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"failure_class":"cuda-oom","failure_excerpt":"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"`)
+	require.Contains(t, string(b), `"failures":[{"stage":"bringup","class":"cuda-oom","excerpt":"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB","at":"2026-01-12T03:14:10Z"}]`)
+
+	buf.Reset()
+	pv.FailureClass = ""
+	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
+	require.Regexp(t, `(?m)^p-c64\s.*\sawaiting-operator\s+-\s`, buf.String(), "no class: a dash")
 }

@@ -16,7 +16,10 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/report"
+	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -74,10 +77,14 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		name, point, id, wid string
 		at                   time.Time
 		done                 bool
+		// class is the failure class the lost attempt must carry, with
+		// the job state in its evidence.
+		class failure.Class
+		state string
 	}
 	faults := []*fault{
-		{name: "scontrol update state=down (one node of the set)", point: downPoint},
-		{name: "scancel of the holder job", point: scancelPoint},
+		{name: "scontrol update state=down (one node of the set)", point: downPoint, class: failure.NodeFail, state: "NODE_FAIL"},
+		{name: "scancel of the holder job", point: scancelPoint, class: failure.Cancelled, state: "CANCELLED"},
 	}
 	for _, f := range faults {
 		f.id = slurmID(t, f.point)
@@ -159,10 +166,45 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 
+	// The class and its evidence, in status (--json's fields), the ledger
+	// (one row per failed attempt) and the report.
+	view, err := control.Collect(context.Background(), e.c, in.SweepID)
+	require.NoError(t, err)
+	store := e.ledger()
+	fails, err := store.StageFailures(context.Background(), in.SweepID)
+	require.NoError(t, err)
+	run, err := report.Load(context.Background(), store, in.SweepID, "")
+	require.NoError(t, err)
+	var page strings.Builder
+	require.NoError(t, report.Render(&page, run))
+	for _, f := range faults {
+		var pv *control.PointView
+		for i := range view.Points {
+			if view.Points[i].PointID == f.id {
+				pv = &view.Points[i]
+			}
+		}
+		require.NotNil(t, pv, "%s in status", f.id)
+		assert.Equal(t, string(f.class), pv.FailureClass, "%s: status failure_class", f.name)
+		assert.Contains(t, pv.FailureExcerpt, "is "+f.state, "%s: status failure_excerpt", f.name)
+		var rows []results.StageFailure
+		for _, r := range fails {
+			if r.PointID == f.id {
+				rows = append(rows, r)
+			}
+		}
+		require.Len(t, rows, 1, "%s: one failed attempt in the ledger: %+v", f.name, rows)
+		assert.Equal(t, f.class, rows[0].Class, "%s: ledger class", f.name)
+		assert.Equal(t, "perf", rows[0].Stage)
+		assert.Contains(t, rows[0].Excerpt, "is "+f.state)
+		assert.Contains(t, page.String(), "<code>"+string(f.class)+"</code>", "%s: class in the report", f.name)
+		assert.Contains(t, page.String(), "is "+f.state, "%s: evidence in the report", f.name)
+		t.Logf("%s: class %s, evidence %q", f.name, rows[0].Class, rows[0].Excerpt)
+	}
+
 	// Nothing left: no job in squeue; one row per point identity and stage.
 	require.Eventually(t, func() bool { return len(part.Squeue(t)) == 0 }, 30*time.Second, 200*time.Millisecond,
 		"jobs left in squeue: %v", part.Squeue(t))
-	store := e.ledger()
 	perf, err := store.Perf(context.Background(), in.SweepID)
 	require.NoError(t, err)
 	assert.Len(t, perf, 2, "one perf row per point")

@@ -113,3 +113,16 @@ func walk(runs []results.StageRun, fn func(name string, r results.StageRun)) {
 		}
 	}
 }
+
+// BringUps lists the first bring-ups (launch to healthy) of one
+// deployment's stage runs that completed, oldest first; eval restarts,
+// shared and reused bring-ups are left out.
+func BringUps(runs []results.StageRun) []time.Duration {
+	var out []time.Duration
+	walk(runs, func(name string, r results.StageRun) {
+		if name == TimeBringUp && r.Outcome == "ok" {
+			out = append(out, r.Duration())
+		}
+	})
+	return out
+}

@@ -82,10 +82,49 @@ type page struct {
 	CheckFailures []string
 	// Canaries: a canary sweep's groups.
 	Canaries []canaryView
+	// FailureClasses ranks the failure classes by attempts; Failures is
+	// every failed attempt with its evidence.
+	FailureClasses []summaryRow
+	Failures       []failureView
 	// Forecast is the forecast against what the sweep took;
 	// ForecastNote what it assumed or why there is none.
 	Forecast     []forecastView
 	ForecastNote string
+}
+
+// failureView is one failed stage attempt.
+type failureView struct {
+	PointID, Stage, Class, Excerpt, At string
+}
+
+// failureViews ranks the classes (most attempts first, then by name) and
+// lists the attempts in ledger order.
+func failureViews(fs []results.StageFailure) ([]summaryRow, []failureView) {
+	counts := map[string]int{}
+	var views []failureView
+	for _, f := range fs {
+		counts[string(f.Class)]++
+		at := "-"
+		if !f.At.IsZero() {
+			at = f.At.UTC().Format(time.RFC3339)
+		}
+		views = append(views, failureView{PointID: f.PointID, Stage: f.Stage, Class: string(f.Class), Excerpt: f.Excerpt, At: at})
+	}
+	classes := make([]string, 0, len(counts))
+	for c := range counts {
+		classes = append(classes, c)
+	}
+	sort.Slice(classes, func(i, j int) bool {
+		if counts[classes[i]] != counts[classes[j]] {
+			return counts[classes[i]] > counts[classes[j]]
+		}
+		return classes[i] < classes[j]
+	})
+	var rows []summaryRow
+	for _, c := range classes {
+		rows = append(rows, summaryRow{c, fmt.Sprint(counts[c])})
+	}
+	return rows, views
 }
 
 // canaryView is one canary group's row.
@@ -143,6 +182,14 @@ func build(in *Input) page {
 				NodeHours: point.FormatNodeHours(c.NodeHours), Verdict: c.Verdict, Reason: c.Reason,
 				SavedNodeHours: point.FormatNodeHours(c.SavedNodeHours), Points: c.Points, NotStarted: c.NotStarted})
 		}
+	}
+	if len(cur.Failures) > 0 {
+		p.FailureClasses, p.Failures = failureViews(cur.Failures)
+		var parts []string
+		for _, r := range p.FailureClasses {
+			parts = append(parts, r.Name+" "+r.Value)
+		}
+		p.Summary = append(p.Summary, summaryRow{"Failed attempts", fmt.Sprintf("%d (%s)", len(cur.Failures), strings.Join(parts, ", "))})
 	}
 	cov := in.Coverage()
 	p.Factor = strconv.FormatFloat(in.factor(), 'g', -1, 64)
@@ -614,6 +661,16 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>image</th><th>backend</th><th>canary</th><th>node-hours</th><th>verdict</th><th>points</th><th>not started</th><th>node-hours saved</th></tr>
 {{range .Canaries}}<tr class="canary-row"><td><code>{{.Image}}</code></td><td>{{.Backend}}</td><td>{{.PointID}}</td><td class="n">{{.NodeHours}}</td>
 <td class="canary-{{.Verdict}}">{{.Verdict}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td><td class="n">{{.Points}}</td><td class="n">{{.NotStarted}}</td><td class="n">{{.SavedNodeHours}}</td></tr>
+{{end}}</table>
+{{end}}{{if .Failures}}<h2 id="failures">Failed attempts</h2>
+<div class="muted">Every stage attempt that failed, with its failure class and the evidence it was read from (the Slurm job state, the health phase reached, a line of the role's log, the validity gate, a heartbeat timeout). Classes by attempts:</div>
+<table id="failure-classes">
+<tr><th>class</th><th>attempts</th></tr>
+{{range .FailureClasses}}<tr class="failure-class-row"><td><code>{{.Name}}</code></td><td class="n">{{.Value}}</td></tr>
+{{end}}</table>
+<table id="failure-table">
+<tr><th>point</th><th>stage</th><th>class</th><th>evidence</th><th>at</th></tr>
+{{range .Failures}}<tr class="failure-row"><td>{{.PointID}}</td><td>{{.Stage}}</td><td><code>{{.Class}}</code></td><td><code>{{.Excerpt}}</code></td><td>{{.At}}</td></tr>
 {{end}}</table>
 {{end}}<h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>

@@ -37,6 +37,9 @@ type Run struct {
 	// (verdicts, reasons, the points a failed canary kept from starting
 	// and their node-hours).
 	Canaries []point.Canary
+	// Failures are the sweep's failed stage attempts with class and
+	// evidence (ledger table stage_failures).
+	Failures []results.StageFailure
 }
 
 // Simulated is true when any figure of the run came from the simulator.
@@ -100,6 +103,9 @@ func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error
 		return nil, err
 	}
 	if r.Outputs, err = s.StageOutputs(ctx, sweepID); err != nil {
+		return nil, err
+	}
+	if r.Failures, err = s.StageFailures(ctx, sweepID); err != nil {
 		return nil, err
 	}
 	rep, ok, err := s.GetRegressionReport(ctx, sweepID)

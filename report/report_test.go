@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/point"
@@ -436,4 +437,35 @@ func TestReportForecastAgainstActual(t *testing.T) {
 	assert.Contains(t, page, `<table id="forecast">`)
 	assert.Regexp(t, `<th>node-hours</th><td class="n">12.0</td><td class="n">13.2</td><td class="n">1.10</td>`, page)
 	assert.Contains(t, page, "the sweep workflow in virtual time")
+}
+
+// TestReportShowsFailedAttempts: the ledger's failed attempts reach the page
+// with their class and evidence, classes ranked by attempts, and the
+// summary counts them.
+func TestReportShowsFailedAttempts(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "sw", Status: "completed", StartedAt: start}))
+	require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: "sw", PointID: "p", Identity: "x-c64", ConfigKey: disaggKey, Conc: 64, Status: "completed"}))
+	oom := failure.Attempt{Failure: failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}, At: start.Add(3 * time.Minute)}
+	budget := failure.Attempt{Failure: failure.Failure{Class: failure.HealthBudget, Excerpt: "budget 30m0s ran out: 3/4 workers registered (prefill 2/2, decode 1/2), phase loading weights"}, At: start.Add(40 * time.Minute)}
+	oom2 := oom
+	oom2.At = start.Add(5 * time.Minute)
+	require.NoError(t, s.PutStageRuns(ctx, "sw", "p", []results.StageRun{
+		{Stage: "allocate", Outcome: "ok", Rounds: 1, StartedAt: start, EndedAt: start.Add(time.Minute)},
+		{Stage: "bringup", Outcome: "ok", Rounds: 3, StartedAt: start.Add(time.Minute), EndedAt: start.Add(50 * time.Minute),
+			Failures: []failure.Attempt{oom, oom2, budget}},
+	}))
+	in, err := Load(ctx, s, "sw", "")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+	assert.Contains(t, page, `<h2 id="failures">Failed attempts</h2>`)
+	assert.Regexp(t, `(?s)<table id="failure-classes">.*<code>cuda-oom</code></td><td class="n">2</td>.*<code>health-budget</code></td><td class="n">1</td>.*</table>`, page)
+	assert.Equal(t, 3, strings.Count(page, `<tr class="failure-row">`))
+	assert.Contains(t, page, "<code>budget 30m0s ran out: 3/4 workers registered (prefill 2/2, decode 1/2), phase loading weights</code>")
+	assert.Contains(t, page, "Failed attempts</th><td>3 (cuda-oom 2, health-budget 1)")
 }

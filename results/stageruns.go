@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sweepflow/sweepflow/failure"
 )
 
 // StageRun is one stage of one point as the point workflow ran it: when it
@@ -19,6 +21,17 @@ type StageRun struct {
 	Error            string
 	StartedAt        time.Time
 	EndedAt          time.Time // zero while running
+	// Failures are the run's failed attempts, each with its class and
+	// evidence (table stage_failures, one row each).
+	Failures []failure.Attempt
+}
+
+// StageFailure is one failed attempt of a stage as the ledger lists it.
+type StageFailure struct {
+	SweepID, PointID string
+	Seq, N           int // the stage run's position, the failure's within it
+	Stage            string
+	failure.Attempt
 }
 
 // Duration is EndedAt-StartedAt, or 0 when either is unknown.
@@ -48,15 +61,24 @@ func (s *Store) PutStageRuns(ctx context.Context, sweepID, pointID string, runs 
 			return err
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, s.d.rebind(`DELETE FROM stage_runs WHERE sweep_id = ? AND point_id = ?`), sweepID, pointID); err != nil {
-			return err
+		for _, table := range []string{"stage_runs", "stage_failures"} {
+			if _, err := tx.ExecContext(ctx, s.d.rebind(`DELETE FROM `+table+` WHERE sweep_id = ? AND point_id = ?`), sweepID, pointID); err != nil {
+				return err
+			}
 		}
+		insF := s.d.rebind(`INSERT INTO stage_failures (sweep_id, point_id, seq, n, stage, class, excerpt, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		ins := s.d.rebind(`INSERT INTO stage_runs (sweep_id, point_id, seq, stage, outcome, rounds, error, started_at, ended_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		for i, r := range runs {
 			if _, err := tx.ExecContext(ctx, ins, sweepID, pointID, i, r.Stage, r.Outcome, r.Rounds, r.Error,
 				nullTime(r.StartedAt), nullTime(r.EndedAt)); err != nil {
 				return err
+			}
+			for n, f := range r.Failures {
+				if _, err := tx.ExecContext(ctx, insF, sweepID, pointID, i, n, r.Stage, string(f.Class), f.Excerpt, nullTime(f.At)); err != nil {
+					return err
+				}
 			}
 		}
 		return tx.Commit()
@@ -84,6 +106,29 @@ func (s *Store) StageRuns(ctx context.Context, sweepID string) ([]StageRun, erro
 		}
 		r.StartedAt, r.EndedAt = fromNull(started), fromNull(ended)
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// StageFailures lists a sweep's failed stage attempts by point, stage run
+// and order.
+func (s *Store) StageFailures(ctx context.Context, sweepID string) ([]StageFailure, error) {
+	rows, err := s.query(ctx, `SELECT sweep_id, point_id, seq, n, stage, class, excerpt, at
+		FROM stage_failures WHERE sweep_id = ? ORDER BY point_id, seq, n`, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("results: stage failures of %s: %w", sweepID, err)
+	}
+	defer rows.Close()
+	var out []StageFailure
+	for rows.Next() {
+		var f StageFailure
+		var class string
+		var at sql.NullInt64
+		if err := rows.Scan(&f.SweepID, &f.PointID, &f.Seq, &f.N, &f.Stage, &class, &f.Excerpt, &at); err != nil {
+			return nil, fmt.Errorf("results: stage failures of %s: %w", sweepID, err)
+		}
+		f.Class, f.At = failure.Class(class), fromNull(at)
+		out = append(out, f)
 	}
 	return out, rows.Err()
 }

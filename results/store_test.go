@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/failure"
+
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -696,4 +698,45 @@ func knownMigrations(t *testing.T) int {
 	entries, err := fs.ReadDir(migrationsFS(sqliteDialect), ".")
 	require.NoError(t, err)
 	return len(entries)
+}
+
+// TestStageFailuresOnePerAttempt: each failed attempt of a stage run is a
+// row with its class and evidence, replaced with the point's stage runs.
+func TestStageFailuresOnePerAttempt(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		t0 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
+		oom := failure.Attempt{Failure: failure.Failure{Class: failure.CUDAOOM,
+			Excerpt: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}, At: t0.Add(40 * time.Second)}
+		lost := failure.Attempt{Failure: failure.Failure{Class: failure.LostWorker, Excerpt: "no heartbeat within the heartbeat timeout"}, At: t0.Add(20 * time.Second)}
+		nodeFail := failure.Attempt{Failure: failure.Failure{Class: failure.NodeFail, Excerpt: "slurm job 12 is NODE_FAIL (NodeDown)"}, At: t0.Add(60 * time.Second)}
+		runs := []StageRun{
+			{Stage: "allocate", Outcome: "ok", Rounds: 1, StartedAt: t0, EndedAt: t0.Add(time.Second)},
+			{Stage: "bringup", Outcome: "ok", Rounds: 2, StartedAt: t0.Add(time.Second), EndedAt: t0.Add(50 * time.Second), Failures: []failure.Attempt{lost, oom}},
+			{Stage: "perf", Outcome: "allocation lost", Rounds: 1, StartedAt: t0.Add(50 * time.Second), EndedAt: t0.Add(60 * time.Second), Failures: []failure.Attempt{nodeFail}},
+		}
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", runs))
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", runs)) // idempotent
+		got, err := s.StageFailures(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		want := []struct {
+			seq, n int
+			stage  string
+			a      failure.Attempt
+		}{{1, 0, "bringup", lost}, {1, 1, "bringup", oom}, {2, 0, "perf", nodeFail}}
+		for i, w := range want {
+			assert.Equal(t, w.seq, got[i].Seq)
+			assert.Equal(t, w.n, got[i].N)
+			assert.Equal(t, w.stage, got[i].Stage)
+			assert.Equal(t, w.a.Failure, got[i].Failure)
+			assert.True(t, w.a.At.Equal(got[i].At), "at of %d", i)
+		}
+		// The point's next record without the failures replaces them.
+		require.NoError(t, s.PutStageRuns(ctx, "sw", "p1", runs[:1]))
+		got, err = s.StageFailures(ctx, "sw")
+		require.NoError(t, err)
+		assert.Empty(t, got)
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
+	"github.com/sweepflow/sweepflow/plan/budgetcheck"
+	"github.com/sweepflow/sweepflow/results"
 )
 
 func init() {
@@ -59,6 +62,9 @@ type checkFlags struct {
 	configFiles, configKeys                                                            listFlag
 	allow                                                                              multiFlag
 	thinking, jsonOut                                                                  bool
+	// home and results name the ledger whose bring-up times judge the
+	// recipes' health_check budgets (skipped when there is none).
+	home, results string
 }
 
 func (f *checkFlags) bind(fs *flag.FlagSet) {
@@ -79,6 +85,8 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.changelog, "changelog", "", "InferenceX perf-changelog.yaml: check the chosen entries and the keys they select")
 	fs.IntVar(&f.entry, "entry", 0, "with --changelog: check entry N (1-based; negative counts from the end)")
 	fs.IntVar(&f.since, "since", 0, "with --changelog: check entries N to the last")
+	fs.StringVar(&f.home, "home", envOr("SWEEPFLOW_HOME", ".sweepflow"), "local state directory (its results.db judges health_check budgets)")
+	fs.StringVar(&f.results, "results", os.Getenv("SWEEPFLOW_RESULTS"), "results store DSN whose bring-up times judge the recipes' health_check budgets (default: <home>/results.db when it exists)")
 }
 
 // checkOptions turns the flags (and the sweep file) into review options.
@@ -152,14 +160,23 @@ func runCheck(out io.Writer, f *checkFlags, fs *flag.FlagSet) error {
 	if err != nil {
 		return err
 	}
+	warnings, err := healthBudgets(f)
+	if err != nil {
+		// The reviewer rules stand on their own: a sweep that does not
+		// plan here leaves the budgets unjudged, with why.
+		rep.Notes = append(rep.Notes, "health_check budgets not judged against the ledger: "+oneLineErr(err))
+	}
 	if f.jsonOut {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(checkJSON{Report: rep, Failures: rep.Failures(), Pass: rep.Failures() == 0}); err != nil {
+		if err := enc.Encode(checkJSON{Report: rep, Failures: rep.Failures(), Pass: rep.Failures() == 0, HealthBudgets: warnings}); err != nil {
 			return err
 		}
 	} else {
 		rep.Write(out)
+		for _, w := range warnings {
+			fmt.Fprintf(out, "warning: %s\n", w)
+		}
 	}
 	if n := rep.Failures(); n > 0 {
 		return &exitError{code: exitFailure, msg: fmt.Sprintf("%d failing finding(s)", n)}
@@ -171,7 +188,34 @@ type checkJSON struct {
 	*checklist.Report
 	Failures int  `json:"failures"`
 	Pass     bool `json:"pass"`
+	// HealthBudgets are warnings, not failures: budgets below the
+	// observed bring-up p90 plus a margin.
+	HealthBudgets []budgetcheck.Warning `json:"health_budget_warnings,omitempty"`
 }
+
+// healthBudgets judges the sweep's health_check budgets by the ledger's
+// bring-up times, when there is a sweep and a ledger.
+func healthBudgets(f *checkFlags) ([]budgetcheck.Warning, error) {
+	if f.sweep == "" || f.changelog != "" {
+		return nil, nil
+	}
+	dsn := f.results
+	if dsn == "" {
+		dsn = filepath.Join(f.home, "results.db")
+		if _, err := os.Stat(dsn); err != nil {
+			return nil, nil
+		}
+	}
+	ctx := context.Background()
+	store, err := results.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	return control.HealthBudgets(ctx, store, f.sweep, f.cluster)
+}
+
+func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 // With a changelog, the keys its chosen entries select are checked, and

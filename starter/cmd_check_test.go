@@ -2,15 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
+	"github.com/sweepflow/sweepflow/results"
 )
 
 const fixtures = "../inferencex/checklist/testdata/"
@@ -96,4 +101,48 @@ func TestSweepStartReviewMemo(t *testing.T) {
 	assert.True(t, strings.HasPrefix(waived[0], "upstream-image "), waived[0])
 	_, err = json.Marshal(memo) // Temporal encodes memos as JSON payloads
 	require.NoError(t, err)
+}
+
+// With a ledger whose bring-ups of one seed deployment took 3.5 h, the 4 h
+// health_check budget is below p90 + margin: `starter check` warns, naming
+// the recipe line and the figures, and still passes.
+func TestCheckWarnsOnTightHealthBudget(t *testing.T) {
+	const sweepFile = "../configs/sweeps/dsv4-gb200-agentx.yaml"
+	_, p, err := control.Build(control.Request{SweepFile: sweepFile})
+	require.NoError(t, err)
+	pt := p.Points[0]
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "results.db")
+	store, err := results.Open(ctx, dsn)
+	require.NoError(t, err)
+	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	for i, m := range []int{200, 210, 190} {
+		sweep := fmt.Sprintf("old-%d", i)
+		require.NoError(t, store.UpsertPoint(ctx, results.Point{SweepID: sweep, PointID: pt.ID, Identity: pt.Identity, Status: "completed"}))
+		require.NoError(t, store.PutStageRuns(ctx, sweep, pt.ID, []results.StageRun{
+			{Stage: "bringup", Outcome: "ok", Rounds: 1, StartedAt: t0, EndedAt: t0.Add(time.Duration(m) * time.Minute)}}))
+	}
+	require.NoError(t, store.Close())
+
+	var stdout, stderr bytes.Buffer
+	code := runIO([]string{"check", "--sweep", sweepFile, "--results", dsn}, &stdout, &stderr)
+	require.Equal(t, 0, code, "a warning does not fail the check: %s", stderr.String())
+	line := fmt.Sprintf("%s:%d", pt.Recipe.HealthCheck.Pos.File, pt.Recipe.HealthCheck.Pos.Line)
+	assert.Contains(t, stdout.String(), "warning: health-budget "+line+": health_check budget 4h0m0s is below the observed bring-up p90 3h30m0s + margin 52m30s over 3 run(s)")
+	assert.Contains(t, stdout.String(), "want >= 4h22m30s")
+	assert.Equal(t, 1, strings.Count(stdout.String(), "warning: health-budget"), "only the deployment the ledger knows")
+
+	stdout.Reset()
+	code = runIO([]string{"check", "--sweep", sweepFile, "--results", dsn, "--json"}, &stdout, &stderr)
+	require.Equal(t, 0, code)
+	var out struct {
+		Warnings []struct {
+			Deployment string `json:"deployment"`
+			P90        int64  `json:"p90_ns"`
+		} `json:"health_budget_warnings"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Len(t, out.Warnings, 1)
+	assert.Equal(t, pt.DeploymentHash, out.Warnings[0].Deployment)
+	assert.Equal(t, int64(210*time.Minute), out.Warnings[0].P90)
 }

@@ -16,6 +16,9 @@ var (
 	SAStage       = temporal.NewSearchAttributeKeyKeyword("Stage")
 	SAPointStatus = temporal.NewSearchAttributeKeyKeyword("PointStatus")
 	SAKind        = temporal.NewSearchAttributeKeyKeyword("SweepflowKind")
+	// FailureClass is a point's latest failure class (package failure);
+	// unset on a point that never failed.
+	SAFailureClass = temporal.NewSearchAttributeKeyKeyword("FailureClass")
 	// RegressionCount is set by nightly sweeps after the baseline comparison.
 	SARegressionCount = temporal.NewSearchAttributeKeyInt64("RegressionCount")
 )
@@ -32,6 +35,7 @@ func SearchAttributeTypes() map[string]string {
 		SAPointStatus.GetName():     "Keyword",
 		SAKind.GetName():            "Keyword",
 		SARegressionCount.GetName(): "Int",
+		SAFailureClass.GetName():    "Keyword",
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -86,6 +87,9 @@ type StageRun struct {
 	// after a heartbeat timeout (infraRetry).
 	AutoRetries int    `json:"auto_retries,omitempty"`
 	Error       string `json:"error,omitempty"`
+	// Failures lists the stage's failed attempts as the workflow saw them
+	// (the last attempt of each retry budget), with class and evidence.
+	Failures []failure.Attempt `json:"failures,omitempty"`
 	// ReusedFrom and ReusedRun name the sweep and run a reused output was
 	// measured in.
 	ReusedFrom string `json:"reused_from,omitempty"`
@@ -94,16 +98,20 @@ type StageRun struct {
 
 // PointState answers the state query and is the point's final result.
 type PointState struct {
-	PointID     string                  `json:"point_id"`
-	WorkflowID  string                  `json:"workflow_id"`
-	Status      string                  `json:"status"`
-	Stage       string                  `json:"stage"`
-	FailedStage string                  `json:"failed_stage,omitempty"`
-	LastError   string                  `json:"last_error,omitempty"`
-	Stages      []StageRun              `json:"stages"`
-	Perf        *activities.PerfSummary `json:"perf,omitempty"`
-	Eval        *activities.EvalSummary `json:"eval,omitempty"`
-	Reused      []string                `json:"reused,omitempty"`
+	PointID     string `json:"point_id"`
+	WorkflowID  string `json:"workflow_id"`
+	Status      string `json:"status"`
+	Stage       string `json:"stage"`
+	FailedStage string `json:"failed_stage,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
+	// FailureClass and FailureExcerpt are the point's latest failure (it
+	// stays after a retry succeeds: it says where the GPU time went).
+	FailureClass   string                  `json:"failure_class,omitempty"`
+	FailureExcerpt string                  `json:"failure_excerpt,omitempty"`
+	Stages         []StageRun              `json:"stages"`
+	Perf           *activities.PerfSummary `json:"perf,omitempty"`
+	Eval           *activities.EvalSummary `json:"eval,omitempty"`
+	Reused         []string                `json:"reused,omitempty"`
 	// ReuseNotes say why a durable stage was not reused on a rerun.
 	ReuseNotes []string `json:"reuse_notes,omitempty"`
 	// Skipped lists the stages an operator skipped; Missing the planned
@@ -502,6 +510,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			r.state.Status = point.StatusCancelled
 			return false, err
 		}
+		r.recordFailure(ctx, run, err)
 		if name != activities.StageAllocate && isAllocationLost(err) && r.reallocations < maxReallocations {
 			run.Outcome, run.Ended, run.Error = "allocation lost", workflow.Now(ctx), RootMessage(err)
 			return false, err
@@ -578,6 +587,56 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			return false, fmt.Errorf("aborted at %s: %s", name, r.state.LastError)
 		}
 	}
+}
+
+// recordFailure adds a failed attempt, with its class and evidence, to the
+// stage run and makes it the point's latest failure.
+func (r *pointRun) recordFailure(ctx workflow.Context, run *StageRun, err error) {
+	f := FailureOf(err)
+	run.Failures = append(run.Failures, failure.Attempt{Failure: f, At: workflow.Now(ctx)})
+	r.state.FailureClass, r.state.FailureExcerpt = string(f.Class), f.Excerpt
+}
+
+// FailureOf is the failure class of a stage's error as the workflow gets it:
+// a heartbeat timeout is a lost worker or server, an invalid result and an
+// injected fault are known by their type, and every other activity error
+// carries its class as details (activities.classify). An error from an
+// older worker without details gets the class its type implies.
+func FailureOf(err error) failure.Failure {
+	msg := failure.Clip(RootMessage(err))
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		if to.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
+			return failure.Failure{Class: failure.LostWorker, Excerpt: "no heartbeat within the heartbeat timeout"}
+		}
+		return failure.Failure{Class: failure.Transient, Excerpt: msg}
+	}
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		return failure.Failure{Class: failure.Transient, Excerpt: msg}
+	}
+	switch app.Type() {
+	case point.InvalidResultType:
+		return failure.Failure{Class: failure.InvalidResult, Excerpt: failure.Clip(app.Message())}
+	case "InjectedFault":
+		return failure.Failure{Class: failure.Injected, Excerpt: failure.Clip(app.Message())}
+	}
+	var f failure.Failure
+	if app.HasDetails() && app.Details(&f) == nil && f.Class != "" {
+		return f
+	}
+	c := failure.Transient
+	switch app.Type() {
+	case activities.ErrBadConfig, activities.ErrRecipeMismatch, activities.ErrResultConflict:
+		c = failure.ConfigError
+	case activities.ErrChecksumMismatch:
+		c = failure.Checksum
+	case activities.ErrOutOfMemory:
+		c = failure.HostOOM
+	case "AllocationLost":
+		c = failure.JobLost
+	}
+	return failure.Failure{Class: c, Excerpt: msg}
 }
 
 // autoRetries is how many fresh retry budgets a stage gets by itself after
@@ -687,7 +746,7 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 		Error: r.state.LastError, At: workflow.Now(dctx)}
 	for _, s := range r.state.Stages {
 		rec.Stages = append(rec.Stages, activities.StageTiming{Stage: s.Stage, Outcome: s.Outcome, Rounds: s.Rounds,
-			Error: s.Error, Started: s.Started, Ended: s.Ended})
+			Error: s.Error, Failures: s.Failures, Started: s.Started, Ended: s.Ended})
 	}
 	lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
 	// A record out of retries tries again after a pause (the
@@ -776,9 +835,17 @@ func (r *pointRun) watchStages(ctx workflow.Context) {
 // publish mirrors the point's stage and status into search attributes and the
 // current details shown in the Web UI.
 func (r *pointRun) publish(ctx workflow.Context) {
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
+	updates := []temporal.SearchAttributeUpdate{
 		temporalx.SAStage.ValueSet(r.state.Stage),
-		temporalx.SAPointStatus.ValueSet(r.state.Status))
+		temporalx.SAPointStatus.ValueSet(r.state.Status),
+	}
+	// Only a point that met a failure carries FailureClass; it rides on
+	// this upsert, never one of its own, so the command sequence of every
+	// recorded history stays as it was.
+	if r.state.FailureClass != "" {
+		updates = append(updates, temporalx.SAFailureClass.ValueSet(r.state.FailureClass))
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, updates...)
 	r.publishedStatus = r.state.Status
 	r.publishedSeq = r.stageSeq
 	r.setDetails(ctx)
@@ -789,6 +856,9 @@ func (r *pointRun) publish(ctx workflow.Context) {
 func (r *pointRun) setDetails(ctx workflow.Context) {
 	details := fmt.Sprintf("**%s** — stage `%s`, status `%s`", r.in.Point.PointID, r.state.Stage, r.state.Status)
 	if r.state.LastError != "" && r.state.Status == point.StatusAwaitingOperator {
+		if r.state.FailureClass != "" {
+			details += "\n\nfailure class: `" + r.state.FailureClass + "` — " + r.state.FailureExcerpt
+		}
 		details += "\n\nlast error: " + r.state.LastError + "\n\n`starter retry|skip|abort " + r.state.WorkflowID + "`"
 		if r.state.Released {
 			details += "\n\nnodes released while waiting: retry allocates again"

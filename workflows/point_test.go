@@ -25,9 +25,14 @@ type fakeStages struct {
 	mu       sync.Mutex
 	failures map[string]int // stage -> failures left (-1: always)
 	errType  map[string]string
-	calls    map[string]int
-	order    []string
-	block    map[string]bool // stage blocks until its context ends
+	// errDetails are the planted application error's details (a
+	// failure.Failure, as activities.classify attaches one).
+	errDetails map[string]any
+	// records are the ledger records the point wrote.
+	records []activities.PointRecord
+	calls   map[string]int
+	order   []string
+	block   map[string]bool // stage blocks until its context ends
 	// after: how long a stage takes on the workflow clock (the testsuite
 	// skips it), set before pointEnv.
 	after    map[string]time.Duration
@@ -38,7 +43,7 @@ type fakeStages struct {
 }
 
 func newFake() *fakeStages {
-	return &fakeStages{failures: map[string]int{}, errType: map[string]string{}, calls: map[string]int{}, block: map[string]bool{}, after: map[string]time.Duration{}, evalPass: true}
+	return &fakeStages{failures: map[string]int{}, errType: map[string]string{}, errDetails: map[string]any{}, calls: map[string]int{}, block: map[string]bool{}, after: map[string]time.Duration{}, evalPass: true}
 }
 
 func (f *fakeStages) hit(ctx context.Context, stage string) error {
@@ -51,6 +56,7 @@ func (f *fakeStages) hit(ctx context.Context, stage string) error {
 	}
 	block := f.block[stage]
 	typ := f.errType[stage]
+	details := f.errDetails[stage]
 	f.mu.Unlock()
 	if block {
 		<-ctx.Done()
@@ -59,6 +65,9 @@ func (f *fakeStages) hit(ctx context.Context, stage string) error {
 	if left != 0 {
 		if typ == timeoutHeartbeat {
 			return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		}
+		if typ != "" && details != nil {
+			return temporal.NewNonRetryableApplicationError("planted "+stage+" failure", typ, nil, details)
 		}
 		if typ != "" {
 			return temporal.NewNonRetryableApplicationError("planted "+stage+" failure", typ, nil)
@@ -124,6 +133,7 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.calls["record:"+rec.Status]++
+		f.records = append(f.records, rec)
 		if left := f.failures[stageRecord]; left != 0 {
 			if left > 0 {
 				f.failures[stageRecord] = left - 1

@@ -2,6 +2,7 @@ package slurm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
 // TestEmulatedPartition drives the backend against real Slurm daemons: the
@@ -187,6 +190,40 @@ func TestEmulatedPartition(t *testing.T) {
 			return err != nil && strings.Contains(err.Error(), "NODE_FAIL")
 		}, 20*time.Second, 200*time.Millisecond)
 		require.ErrorIs(t, b.Check(ctx, alloc), cluster.ErrAllocationLost)
+		require.NoError(t, b.Teardown(ctx, alloc))
+		noJobs(t)
+	})
+
+	// A worker that dies of a CUDA OOM while the server comes up (the
+	// simulator's injected crash): not retryable, class cuda-oom, the torch
+	// line as the evidence.
+	t.Run("worker dies of a CUDA OOM", func(t *testing.T) {
+		slurmemu.RequireRoles(t)
+		l := emuLaunch(t, root, tmp)
+		l.SimEnv[simrole.EnvCrash] = "cuda-oom"
+		b, err := slurm.New(slurm.Config{
+			Partition: part.Name, SharedRoot: filepath.Join(tmp, "shared"), NodeLocalRoot: filepath.Join(tmp, "nvme", "%n"),
+			RecipesRoot: filepath.Join(root, "configs"), Poll: 200 * time.Millisecond, StarterBin: starter, JobPrefix: "sftest", Launch: l,
+		})
+		require.NoError(t, err)
+		alloc, err := b.Allocate(ctx, cluster.AllocRequest{SweepID: "unit", PointID: "oom", Nodes: 2})
+		require.NoError(t, err)
+		defer b.Teardown(ctx, alloc) //nolint:errcheck
+		const ref = "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml"
+		raw, err := os.ReadFile(filepath.Join(root, "configs", ref))
+		require.NoError(t, err)
+		srv, err := b.BringUp(ctx, alloc, cluster.ServeSpec{Model: "m", GPUsPerNode: 4, SyntheticAL: 3.77, RecipePath: ref, RecipeDigest: config.RecipeDigest(raw)})
+		require.NoError(t, err)
+		var herr error
+		require.Eventually(t, func() bool {
+			_, herr = b.Health(ctx, alloc, srv)
+			return herr != nil && errors.Is(herr, cluster.ErrOOM)
+		}, 60*time.Second, 200*time.Millisecond, "last: %v", herr)
+		f, ok := failure.Of(herr)
+		require.True(t, ok, "%v", herr)
+		assert.Equal(t, failure.CUDAOOM, f.Class)
+		assert.Contains(t, f.Excerpt, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+		t.Logf("class %s, evidence %q; error: %v", f.Class, f.Excerpt, herr)
 		require.NoError(t, b.Teardown(ctx, alloc))
 		noJobs(t)
 	})

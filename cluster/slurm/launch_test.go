@@ -18,6 +18,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
@@ -280,6 +281,10 @@ func TestHealthWaitsForRegisteredWorkers(t *testing.T) {
 	require.ErrorIs(t, err, cluster.ErrAllocationLost)
 	assert.ErrorContains(t, err, "health_check budget 1h0m0s")
 	assert.ErrorContains(t, err, "gb200-01_prefill_w0.out: loading shard 3/96 | NCCL WARN stuck")
+	f, ok := failure.Of(err)
+	require.True(t, ok)
+	assert.Equal(t, failure.HealthBudget, f.Class, "every step still runs: the budget, not the NCCL line, is the evidence")
+	assert.Equal(t, "budget 1h0m0s ran out: 1/3 workers registered (prefill 0/2, decode 1/1), phase loading weights", f.Excerpt)
 
 	// A role that exits: its log's tail, and a refused configuration is
 	// not retryable.
@@ -292,6 +297,32 @@ func TestHealthWaitsForRegisteredWorkers(t *testing.T) {
 	require.ErrorIs(t, err, cluster.ErrBadConfig)
 	assert.ErrorContains(t, err, "gb200-03_decode_w0 of slurm job 7 refused its configuration")
 	assert.ErrorContains(t, err, "needs --disaggregation-bootstrap-port")
+	f, _ = failure.Of(err)
+	assert.Equal(t, failure.Failure{Class: failure.RefusedFlag, Excerpt: "sglang: error: --disaggregation-mode prefill needs --disaggregation-bootstrap-port"}, f)
+
+	// A worker that dies of a CUDA OOM: not retryable (as before), class
+	// cuda-oom with the torch line as the evidence.
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("Capture cuda graph begin.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 184.00 GiB\n"), 0o644))
+	_, err = b.Health(ctx, alloc, srv)
+	require.ErrorIs(t, err, cluster.ErrOOM)
+	f, _ = failure.Of(err)
+	assert.Equal(t, failure.CUDAOOM, f.Class)
+	assert.Contains(t, f.Excerpt, "Tried to allocate 2.00 GiB")
+
+	// A profile signature comes before the built-ins; a role that exits
+	// with nothing recognisable is engine-exit with its last lines.
+	disk, err := failure.NewSignature("disk-full", `No space left on device`, "c.yaml:9")
+	require.NoError(t, err)
+	b.cfg.Signatures = failure.Builtin().With(disk)
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("OSError: [Errno 28] No space left on device: '/tmp/x'\n"), 0o644))
+	_, err = b.Health(ctx, alloc, srv)
+	f, _ = failure.Of(err)
+	assert.Equal(t, failure.Class("disk-full"), f.Class)
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("serving\nshutting down\n"), 0o644))
+	_, err = b.Health(ctx, alloc, srv)
+	require.ErrorIs(t, err, cluster.ErrAllocationLost)
+	f, _ = failure.Of(err)
+	assert.Equal(t, failure.Failure{Class: failure.EngineExit, Excerpt: "gb200-03_decode_w0: serving | shutting down"}, f)
 }
 
 func errorsIsAny(err error) bool {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/hostlist"
 )
 
@@ -92,19 +93,22 @@ func StateError(jobID string, st JobState, reason string) error {
 	case StateRunning, StateConfiguring, StateSuspended, "RESIZING", "SIGNALING":
 		return nil
 	case StateOOM:
-		return fmt.Errorf("%w: %s", cluster.ErrOOM, detail)
+		return failure.Wrap(fmt.Errorf("%w: %s", cluster.ErrOOM, detail), failure.HostOOM, detail)
 	case StateTimeout, StateDeadline:
-		return fmt.Errorf("%w: %s: the time limit is too short for this point (raise slurm.time_limit in the recipe or default-time-limit in the cluster profile)", cluster.ErrBadConfig, detail)
-	case StateNodeFail, StatePreempted, StateBootFail:
-		return fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail)
+		return failure.Wrap(fmt.Errorf("%w: %s: the time limit is too short for this point (raise slurm.time_limit in the recipe or default-time-limit in the cluster profile)", cluster.ErrBadConfig, detail),
+			failure.SlurmTimeout, detail)
+	case StateNodeFail, StateBootFail:
+		return failure.Wrap(fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail), failure.NodeFail, detail)
+	case StatePreempted:
+		return failure.Wrap(fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail), failure.Preempted, detail)
 	case StateCancelled:
-		return fmt.Errorf("%w: %s: cancelled outside sweepflow", cluster.ErrAllocationLost, detail)
+		return failure.Wrap(fmt.Errorf("%w: %s: cancelled outside sweepflow", cluster.ErrAllocationLost, detail), failure.Cancelled, detail)
 	case StatePending, StateRequeued, "REQUEUE_HOLD":
-		return fmt.Errorf("%w: %s: the job was requeued and lost its nodes", cluster.ErrAllocationLost, detail)
+		return failure.Wrap(fmt.Errorf("%w: %s: the job was requeued and lost its nodes", cluster.ErrAllocationLost, detail), failure.JobLost, detail)
 	}
 	// FAILED, COMPLETED (the holder exited), COMPLETING and anything else:
 	// the nodes are gone or going.
-	return fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail)
+	return failure.Wrap(fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail), failure.JobLost, detail)
 }
 
 var sbatchRe = regexp.MustCompile(`^\s*(?:Submitted batch job\s+)?(\d+)(?:;(\S+))?\s*$`)

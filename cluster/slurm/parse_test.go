@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 )
 
 func TestParseSbatch(t *testing.T) {
@@ -69,17 +70,19 @@ func TestStateError(t *testing.T) {
 	for _, tc := range []struct {
 		state JobState
 		want  error // nil: alive
+		class failure.Class
 	}{
-		{StateRunning, nil},
-		{StateConfiguring, nil},
-		{StateNodeFail, cluster.ErrAllocationLost},
-		{StatePreempted, cluster.ErrAllocationLost},
-		{StateCancelled, cluster.ErrAllocationLost},
-		{StateFailed, cluster.ErrAllocationLost},
-		{StateCompleted, cluster.ErrAllocationLost},
-		{StatePending, cluster.ErrAllocationLost}, // requeued after holding nodes
-		{StateOOM, cluster.ErrOOM},
-		{StateTimeout, cluster.ErrBadConfig},
+		{StateRunning, nil, ""},
+		{StateConfiguring, nil, ""},
+		{StateNodeFail, cluster.ErrAllocationLost, failure.NodeFail},
+		{StateBootFail, cluster.ErrAllocationLost, failure.NodeFail},
+		{StatePreempted, cluster.ErrAllocationLost, failure.Preempted},
+		{StateCancelled, cluster.ErrAllocationLost, failure.Cancelled},
+		{StateFailed, cluster.ErrAllocationLost, failure.JobLost},
+		{StateCompleted, cluster.ErrAllocationLost, failure.JobLost},
+		{StatePending, cluster.ErrAllocationLost, failure.JobLost}, // requeued after holding nodes
+		{StateOOM, cluster.ErrOOM, failure.HostOOM},
+		{StateTimeout, cluster.ErrBadConfig, failure.SlurmTimeout},
 	} {
 		t.Run(string(tc.state), func(t *testing.T) {
 			err := StateError("12", tc.state, "NodeDown")
@@ -89,6 +92,10 @@ func TestStateError(t *testing.T) {
 			}
 			require.ErrorIs(t, err, tc.want)
 			assert.Contains(t, err.Error(), "slurm job 12 is "+string(tc.state))
+			f, ok := failure.Of(err)
+			require.True(t, ok, "no failure class on %v", err)
+			assert.Equal(t, tc.class, f.Class)
+			assert.Equal(t, "slurm job 12 is "+string(tc.state)+" (NodeDown)", f.Excerpt)
 			for _, other := range []error{cluster.ErrAllocationLost, cluster.ErrOOM, cluster.ErrBadConfig} {
 				if other != tc.want {
 					assert.False(t, errors.Is(err, other), "%v must not also be %v", err, other)

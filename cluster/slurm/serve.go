@@ -22,6 +22,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
 )
 
 // stepPrefix names the serving job steps, so a retry or the switch from the
@@ -713,13 +714,19 @@ func (b *Backend) stepDied(ctx context.Context, alloc cluster.Allocation, name, 
 			logPath = srunLog
 		}
 	}
+	// The retry decision stays with the coarse patterns; the class and its
+	// evidence come from the signature table.
+	f, ok := b.cfg.Signatures.Match(string(data))
+	if !ok {
+		f = failure.Failure{Class: failure.EngineExit, Excerpt: role + ": " + last}
+	}
 	switch {
 	case oomRe.Match(data):
-		return fmt.Errorf("%w: %s of slurm job %s ran out of memory (%s): %s", cluster.ErrOOM, role, alloc.JobID, logPath, last)
+		return failure.Wrap(fmt.Errorf("%w: %s of slurm job %s ran out of memory (%s): %s", cluster.ErrOOM, role, alloc.JobID, logPath, last), f.Class, f.Excerpt)
 	case refusedRe.Match(data):
-		return fmt.Errorf("%w: %s of slurm job %s refused its configuration (%s): %s", cluster.ErrBadConfig, role, alloc.JobID, logPath, last)
+		return failure.Wrap(fmt.Errorf("%w: %s of slurm job %s refused its configuration (%s): %s", cluster.ErrBadConfig, role, alloc.JobID, logPath, last), f.Class, f.Excerpt)
 	}
-	return fmt.Errorf("%w: %s of slurm job %s exited (%s): %s", cluster.ErrAllocationLost, role, alloc.JobID, logPath, last)
+	return failure.Wrap(fmt.Errorf("%w: %s of slurm job %s exited (%s): %s", cluster.ErrAllocationLost, role, alloc.JobID, logPath, last), f.Class, f.Excerpt)
 }
 
 // steps lists the job's steps whose names start with one of prefixes
@@ -843,8 +850,11 @@ func (b *Backend) Health(ctx context.Context, alloc cluster.Allocation, srv clus
 				break
 			}
 		}
-		return line, fmt.Errorf("%w: slurm job %s: not healthy within the recipe's health_check budget %s: %s; %s: %s",
-			cluster.ErrAllocationLost, alloc.JobID, budget, line, filepath.Base(failing.Output), tail(failing.Output, 5))
+		// Every step still runs (a dead one is stepDied's): the budget is
+		// the evidence, with how far the deployment got.
+		return line, failure.Wrap(fmt.Errorf("%w: slurm job %s: not healthy within the recipe's health_check budget %s: %s; %s: %s",
+			cluster.ErrAllocationLost, alloc.JobID, budget, line, filepath.Base(failing.Output), tail(failing.Output, 5)),
+			failure.HealthBudget, fmt.Sprintf("budget %s ran out: %s", budget, line))
 	}
 	return line, fmt.Errorf("%s", line)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
 )
 
 // LauncherSbatch is how the holder job is submitted. (srt-slurm's `srtctl
@@ -62,6 +63,9 @@ type Config struct {
 	Launch Launch
 	// JobPrefix namespaces job names (default "sweepflow").
 	JobPrefix string
+	// Signatures name the failure class of a role that died from its log
+	// tail (nil: failure.Builtin()).
+	Signatures failure.Table
 }
 
 // Backend implements cluster.Backend on a Slurm partition.
@@ -76,6 +80,9 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if cfg.Launcher == "" {
 		cfg.Launcher = LauncherSbatch
+	}
+	if cfg.Signatures == nil {
+		cfg.Signatures = failure.Builtin()
 	}
 	if cfg.Launcher != LauncherSbatch {
 		return nil, fmt.Errorf("slurm backend: launcher %q: expected sbatch", cfg.Launcher)

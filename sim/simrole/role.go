@@ -156,6 +156,9 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 	if err != nil {
 		return err
 	}
+	if c := o.Getenv(EnvCrash); c != "" && (role == RoleWorker || role == RoleTRTLLM || role == RoleVLLM) {
+		return crash(o.Stdout, c)
+	}
 	switch role {
 	case RoleInfra:
 		err = runInfra(ctx, argv, o, mounts)

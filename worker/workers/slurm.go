@@ -6,6 +6,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
 )
 
 // slurmBackend serves a slurm cluster profile: the backend launches the
@@ -44,5 +45,6 @@ func (c *Config) slurmBackend(cl *config.Cluster, gsm8kTest string) (cluster.Bac
 		Partition: cl.Partition, Account: cl.Account, SharedRoot: cl.SharedRoot, NodeLocalRoot: cl.NodeLocalRoot,
 		RecipesRoot: cl.RecipesRoot, Launcher: cl.Launcher, DefaultTimeLimit: cl.DefaultTimeLimit,
 		QueueWait: c.SlurmQueueWait, StarterBin: bin, Launch: l, JobPrefix: "sweepflow",
+		Signatures: failure.Builtin().With(cl.FailureSignatures...),
 	})
 }
