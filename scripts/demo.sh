@@ -81,7 +81,7 @@ server_started=1
 bin/starter server start
 
 echo "== worker for the simulated GB200 partition (log: $home/worker.log)"
-args=(--cluster "configs/clusters/$profile.yaml" --sim-time-scale "${SWEEPFLOW_TIME_SCALE:-1}" --perf-duration "${SWEEPFLOW_PERF_DURATION:-15s}")
+args=(--cluster "configs/clusters/$profile.yaml" --sim-time-scale "${SWEEPFLOW_TIME_SCALE:-1}" --perf-duration "${SWEEPFLOW_PERF_DURATION:-10s}")
 [ -n "${SWEEPFLOW_GSM8K_DIR:-}" ] && args+=(--gsm8k-dir "$SWEEPFLOW_GSM8K_DIR")
 nohup bin/worker "${args[@]}" >"$home/worker.log" 2>&1 &
 worker_pid=$!
