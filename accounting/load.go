@@ -221,3 +221,27 @@ func (l *loader) reusedCost(ctx context.Context, sweepID, identity, stage string
 	c := l.costs[k]
 	return c, c >= 0, nil
 }
+
+// ParseSince reads --since: an RFC 3339 time, a date (2026-12-01, UTC), or
+// a duration back from now (168h, or 7d for days).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && days >= 0 && fmt.Sprint(days) == n {
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time, a date (2006-01-02) or a duration back from now (168h, 7d)", s)
+}

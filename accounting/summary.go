@@ -175,7 +175,7 @@ func (s Summary) WriteText(w io.Writer) error {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CLUSTER\tCONFIG-KEY\tDEPLOYMENT\tQUEUE N\tP50\tP90\tBRING-UP N\tP50\tP90")
 		for _, t := range s.Timings {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%d\t%.0f\t%.0f\n", orDash(t.Cluster), orDash(t.ConfigKey), short(t.Deployment),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%.1f\t%d\t%.1f\t%.1f\n", orDash(t.Cluster), orDash(t.ConfigKey), short(t.Deployment),
 				t.QueueN, t.QueueP50, t.QueueP90, t.BringUpN, t.BringUpP50, t.BringUpP90)
 		}
 		tw.Flush()
