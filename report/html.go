@@ -90,6 +90,8 @@ type page struct {
 	// ForecastNote what it assumed or why there is none.
 	Forecast     []forecastView
 	ForecastNote string
+	// NodeHours is where the allocations' node-hours went (nil: none).
+	NodeHours *nodeHoursView
 }
 
 // failureView is one failed stage attempt.
@@ -216,6 +218,7 @@ func build(in *Input) page {
 		p.Summary = append(p.Summary, summaryRow{"Baseline", in.Baseline.Sweep.ID}, summaryRow{"Regression findings", fmt.Sprint(len(fs))})
 	}
 	p.Points = points(cur)
+	p.NodeHours = buildNodeHours(in.NodeHours)
 	return p
 }
 
@@ -594,10 +597,11 @@ func sortedKeys(m map[string]int) []string {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"num": num,
-	"pct": func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"f4":  func(v float64) string { return fmt.Sprintf("%.4f", v) },
-	"f2":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"num":   num,
+	"short": short,
+	"pct":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f4":    func(v float64) string { return fmt.Sprintf("%.4f", v) },
+	"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"pass": func(b bool) string {
 		if b {
 			return "pass"
@@ -672,6 +676,19 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>point</th><th>stage</th><th>class</th><th>evidence</th><th>at</th></tr>
 {{range .Failures}}<tr class="failure-row"><td>{{.PointID}}</td><td>{{.Stage}}</td><td><code>{{.Class}}</code></td><td><code>{{.Excerpt}}</code></td><td>{{.At}}</td></tr>
 {{end}}</table>
+{{end}}{{with .NodeHours}}<h2 id="node-hours">Where the node-hours went</h2>
+<div id="node-hours-headline">{{.Headline}}</div>
+<div class="chart">{{.Chart}}</div>
+<div class="muted">Every node-minute from an allocation's grant to its teardown, booked once (points of one deployment share their allocation and bring-up): green made figures, blue set up or tore down, amber waited for an operator on held nodes, red went to failed attempts. The same as <code>starter stats --sweep</code>; how minutes are split: docs/results.md.</div>
+{{if .Classes}}<table id="node-hours-classes">
+<tr><th>failure class</th><th>attempts</th><th>node-minutes lost</th></tr>
+{{range .Classes}}<tr class="node-hours-class-row"><td><code>{{.Class}}</code></td><td class="n">{{.Attempts}}</td><td class="n">{{printf "%.1f" .NodeMinutes}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Timings}}<table id="node-hours-timings">
+<tr><th>cluster</th><th>config key</th><th>deployment</th><th>queue wait n</th><th>p50 s</th><th>p90 s</th><th>bring-up n</th><th>p50 s</th><th>p90 s</th></tr>
+{{range .Timings}}<tr class="node-hours-timing-row"><td>{{.Cluster}}</td><td>{{.ConfigKey}}</td><td><code>{{short .Deployment}}</code></td><td class="n">{{.QueueN}}</td><td class="n">{{printf "%.1f" .QueueP50}}</td><td class="n">{{printf "%.1f" .QueueP90}}</td><td class="n">{{.BringUpN}}</td><td class="n">{{printf "%.1f" .BringUpP50}}</td><td class="n">{{printf "%.1f" .BringUpP90}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Notes}}<div class="muted">note: {{.}}</div>{{end}}
 {{end}}<h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>
 <div class="muted">Each point is a concurrency. Each config key's curve is its Pareto frontier (no other point of the key has both more throughput and more interactivity); small faded markers are dominated points. The wide grey band is the frontier across config keys. Shaded bands are interactivity coverage gaps.{{if .HasBaseline}} Dashed curves with hollow markers, and the dashed grey band: baseline {{.BaselineID}}.{{end}}</div>

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sweepflow/sweepflow/accounting"
 	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
@@ -78,6 +79,9 @@ type Input struct {
 	// there is none.
 	Forecast     *forecast.Cluster
 	ForecastNote string
+	// NodeHours is where the current sweep's node-hours went (package
+	// accounting); nil: the section is left out.
+	NodeHours *accounting.Summary
 }
 
 // ErrNoSweep is returned when the store has nothing for a sweep ID.
@@ -152,6 +156,12 @@ func Load(ctx context.Context, s *results.Store, sweepID, baselineID string) (*I
 			return nil, fmt.Errorf("baseline: %w", err)
 		}
 	}
+	ps, sweeps, err := accounting.Load(ctx, s, accounting.Filter{Sweep: sweepID})
+	if err != nil {
+		return nil, fmt.Errorf("report: node-hours of %s: %w", sweepID, err)
+	}
+	sum := accounting.Summarize(accounting.Book(ps, in.Generated), sweeps)
+	in.NodeHours = &sum
 	return in, nil
 }
 

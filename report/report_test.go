@@ -469,3 +469,41 @@ func TestReportShowsFailedAttempts(t *testing.T) {
 	assert.Contains(t, page, "<code>budget 30m0s ran out: 3/4 workers registered (prefill 2/2, decode 1/2), phase loading weights</code>")
 	assert.Contains(t, page, "Failed attempts</th><td>3 (cuda-oom 2, health-budget 1)")
 }
+
+// TestReportShowsNodeHours: the node-hours section books a 2-node point
+// whose bring-up hit two CUDA OOMs and a health budget. By hand (minutes
+// from the start, x2 nodes): allocation [1,51] = 100; OOM attempts [1,3]
+// and [3,5] 8; operator hold [5,38] 66 (the third attempt is taken to last
+// as long as the first, 2 min); health budget [38,40] 4; hold [40,48] 16;
+// bring-up [48,50] 4; teardown [50,51] 2.
+func TestReportShowsNodeHours(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	at := func(min int) time.Time { return start.Add(time.Duration(min) * time.Minute) }
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "sw", Status: "completed", StartedAt: start}))
+	require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: "sw", PointID: "p", Identity: "x-c64", ConfigKey: disaggKey, Conc: 64,
+		Status: "completed", SpecJSON: []byte(`{"nodes":2}`)}))
+	f := func(c failure.Class, min int) failure.Attempt {
+		return failure.Attempt{Failure: failure.Failure{Class: c, Excerpt: string(c)}, At: at(min)}
+	}
+	require.NoError(t, s.PutStageRuns(ctx, "sw", "p", []results.StageRun{
+		{Stage: "allocate", Outcome: "ok", Rounds: 1, StartedAt: at(0), EndedAt: at(1)},
+		{Stage: "bringup", Outcome: "ok", Rounds: 3, StartedAt: at(1), EndedAt: at(50),
+			Failures: []failure.Attempt{f(failure.CUDAOOM, 3), f(failure.CUDAOOM, 5), f(failure.HealthBudget, 40)}},
+		{Stage: "teardown", Outcome: "ok", Rounds: 1, StartedAt: at(50), EndedAt: at(51)},
+	}))
+	in, err := Load(ctx, s, "sw", "")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+	assert.Contains(t, page, `<h2 id="node-hours">Where the node-hours went</h2>`)
+	assert.Contains(t, page, "100.0 node-minutes (1.67 node-hours) in 1 allocations; useful fraction 0.0 %")
+	for cat, v := range map[string]string{"held-for-operator": "82.000", "failed:cuda-oom": "8.000", "failed:health-budget": "4.000", "bring-up": "4.000", "teardown": "2.000"} {
+		assert.Contains(t, page, `<rect class="nh-bar" data-category="`+cat+`" data-node-minutes="`+v+`"`)
+	}
+	assert.Equal(t, 5, strings.Count(page, `class="nh-bar"`))
+	assert.Regexp(t, `(?s)<table id="node-hours-classes">.*<code>cuda-oom</code></td><td class="n">2</td><td class="n">8.0</td>.*<code>health-budget</code></td><td class="n">1</td><td class="n">4.0</td>`, page)
+}
