@@ -126,7 +126,7 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2,
 			stderr: []string{`starter: unknown command "frobnicate" (see starter --help)`}},
 		{name: "unknown command suggests", args: []string{"statsu", "X"}, code: 2,
-			stderr: []string{`starter: unknown command "statsu X"`, "did you mean status?"}},
+			stderr: []string{`starter: unknown command "statsu X"`, "did you mean stats or status?"}},
 		{name: "unknown subcommand", args: []string{"schedule", "frob"}, code: 2,
 			stderr: []string{`starter schedule: unknown command "frob" (see starter schedule --help)`}},
 		{name: "group without subcommand", args: []string{"sweep"}, code: 2, stderr: []string{"starter sweep [command]"}},
