@@ -44,10 +44,16 @@ func categoryColour(c string) string {
 		return "#e0a100"
 	case strings.HasPrefix(c, accounting.FailedPrefix):
 		return "#c0392b"
-	case c == accounting.Teardown:
-		return "#9aa5b1"
+	case c == accounting.Staging:
+		return "#8fb3e0"
+	case c == accounting.BringUp:
+		return "#4a78b5"
+	case c == accounting.Warmup:
+		return "#6d96cc"
+	case c == accounting.EvalRestart:
+		return "#2f5d99"
 	}
-	return "#4a78b5"
+	return "#9aa5b1" // teardown
 }
 
 // nodeHoursChart draws one stacked bar of all node-minutes by category and,
@@ -70,6 +76,9 @@ func nodeHoursChart(s accounting.Summary) string {
 		cw := (w - 2) * s.Categories[c] / s.TotalNodeMinutes
 		fmt.Fprintf(&b, `<rect class="nh-stack" data-category="%s" x="%.2f" y="26" width="%.2f" height="22" fill="%s" stroke="#fff" stroke-width="1"><title>%s: %.1f node-min (%.1f %%)</title></rect>`,
 			template.HTMLEscapeString(c), x, cw, categoryColour(c), template.HTMLEscapeString(c), s.Categories[c], 100*s.Categories[c]/s.TotalNodeMinutes)
+		if cw > 70 {
+			fmt.Fprintf(&b, `<text x="%.2f" y="41" fill="#fff" pointer-events="none">%s</text>`, x+5, template.HTMLEscapeString(c))
+		}
 		x += cw
 	}
 	maxV := 0.0
