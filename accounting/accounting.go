@@ -7,6 +7,7 @@ package accounting
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -378,6 +379,6 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	k := int(float64(len(s))*p/100+0.999999999) - 1
+	k := int(math.Ceil(float64(len(s))*p/100)) - 1
 	return s[max(0, min(k, len(s)-1))]
 }
