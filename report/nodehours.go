@@ -59,7 +59,7 @@ func categoryColour(c string) string {
 // nodeHoursChart draws one stacked bar of all node-minutes by category and,
 // under it, one bar per category with its node-minutes and share.
 func nodeHoursChart(s accounting.Summary) string {
-	const w, left, barW, rowH, top = 760.0, 190.0, 440.0, 24.0, 70.0
+	const w, left, barW, rowH, top = 760.0, 190.0, 400.0, 24.0, 70.0
 	var cats []string
 	for _, c := range s.CategoryOrder {
 		if s.Categories[c] > 0 {
