@@ -335,6 +335,11 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	evals, attempts := e.activityRuns(pointWID, "Eval")
 	require.Equal(t, 2, evals, "eval scheduled once, then once more after the operator's retry")
 	require.Equal(t, 3, attempts, "2 failed attempts, then 1 successful")
+	// The eval's spent budget is a failed attempt of class injected; the
+	// wait for the retry held the nodes.
+	cats := e.requireNodeHoursAddUp(id)
+	require.Greater(t, cats["failed:injected"], 0.0, "%v", cats)
+	require.Greater(t, cats["held-for-operator"], 0.0, "%v", cats)
 
 	e.recordHistories(map[string]string{
 		"sweep-gate.json":           id,
