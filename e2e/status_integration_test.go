@@ -158,6 +158,12 @@ func TestIntegrationNodesReleasedWhileWaiting(t *testing.T) {
 	}
 	_, attempts := e.activityRuns(pointWID, "Perf")
 	require.Equal(t, 3, attempts, "2 failed attempts on the first nodes, 1 on the fresh ones")
+	// Node-hours: the failed budget, then the hold until the release's
+	// teardown (the node hold, 2 s), then nothing until the fresh allocation.
+	cats := e.requireNodeHoursAddUp(id)
+	require.Greater(t, cats["failed:injected"], 0.0, "%v", cats)
+	require.Greater(t, cats["held-for-operator"], 0.0, "%v", cats)
+	require.Less(t, cats["held-for-operator"]*60/float64(p.Nodes), 10.0, "held about the 2 s node hold, not the whole wait: %v", cats)
 
 	// The new code path is deterministic: replay its history.
 	hist := e.c.GetWorkflowHistory(context.Background(), pointWID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
