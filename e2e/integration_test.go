@@ -335,11 +335,12 @@ func TestIntegrationOperatorGateAndRerun(t *testing.T) {
 	evals, attempts := e.activityRuns(pointWID, "Eval")
 	require.Equal(t, 2, evals, "eval scheduled once, then once more after the operator's retry")
 	require.Equal(t, 3, attempts, "2 failed attempts, then 1 successful")
-	// The eval's spent budget is a failed attempt of class injected; the
-	// wait for the retry held the nodes.
+	// The eval's spent budget is a failed attempt of class injected. (The
+	// wait for the retry is booked as held only beyond the retried attempt,
+	// taken to last as long as the failed budget: with a quick operator it
+	// may be 0.)
 	cats := e.requireNodeHoursAddUp(id)
 	require.Greater(t, cats["failed:injected"], 0.0, "%v", cats)
-	require.Greater(t, cats["held-for-operator"], 0.0, "%v", cats)
 
 	e.recordHistories(map[string]string{
 		"sweep-gate.json":           id,

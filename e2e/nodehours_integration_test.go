@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -15,20 +16,27 @@ import (
 )
 
 // historyNodeMinutes is the node-minutes of a sweep's allocations read from
-// Temporal history, not from the ledger: for each point workflow, the span
-// from each Allocate activity's completion to the next Teardown activity's
-// end, times the point's nodes. (Points of one deployment group would hand
-// allocations over; this is for sweeps whose points run alone.)
+// Temporal history, not from the ledger: the points of one deployment use
+// one allocation at a time (handed from point to point in a deployment
+// group), so each Allocate activity's completion in any of its point
+// workflows opens one and the next Teardown activity's end closes it;
+// times the deployment's nodes.
 func (e *itEnv) historyNodeMinutes(store *results.Store, sweepID string) float64 {
 	ps, err := store.Points(context.Background(), sweepID)
 	require.NoError(e.t, err)
-	total := 0.0
+	type event struct {
+		at       time.Time
+		teardown bool
+	}
+	events := map[string][]event{}
+	nodes := map[string]int{}
 	for _, p := range ps {
 		var spec point.Spec
 		require.NoError(e.t, json.Unmarshal(p.SpecJSON, &spec), p.PointID)
+		dep := spec.DeploymentHash
+		nodes[dep] = spec.Nodes
 		it := e.c.GetWorkflowHistory(context.Background(), workflows.PointWorkflowID(sweepID, p.PointID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		types := map[int64]string{}
-		var granted time.Time
 		for it.HasNext() {
 			ev, err := it.Next()
 			require.NoError(e.t, err)
@@ -41,17 +49,29 @@ func (e *itEnv) historyNodeMinutes(store *results.Store, sweepID string) float64
 			} else if a := ev.GetActivityTaskFailedEventAttributes(); a != nil && types[a.GetScheduledEventId()] == "Teardown" {
 				sched = a.GetScheduledEventId()
 			}
-			switch at := ev.GetEventTime().AsTime(); types[sched] {
+			switch types[sched] {
 			case "Allocate":
-				granted = at
+				events[dep] = append(events[dep], event{at: ev.GetEventTime().AsTime()})
 			case "Teardown":
-				if !granted.IsZero() {
-					total += float64(spec.Nodes) * at.Sub(granted).Minutes()
-					granted = time.Time{}
-				}
+				events[dep] = append(events[dep], event{at: ev.GetEventTime().AsTime(), teardown: true})
 			}
 		}
-		require.True(e.t, granted.IsZero(), "point %s: an allocation with no teardown in its history", p.PointID)
+	}
+	total := 0.0
+	for dep, evs := range events {
+		sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+		var granted time.Time
+		for _, ev := range evs {
+			switch {
+			case !ev.teardown:
+				require.True(e.t, granted.IsZero(), "deployment %s: two allocations at once", dep)
+				granted = ev.at
+			case !granted.IsZero():
+				total += float64(nodes[dep]) * ev.at.Sub(granted).Minutes()
+				granted = time.Time{}
+			}
+		}
+		require.True(e.t, granted.IsZero(), "deployment %s: an allocation with no teardown in history", dep)
 	}
 	return total
 }

@@ -137,6 +137,11 @@ func TestIntegrationSeedSweepSharesBringUps(t *testing.T) {
 	}
 	assert.Len(t, tputs, 3, "c768, c1024 and c1280 measured separately on the shared server")
 
+	// Node-hours: shared allocations and bring-ups are booked once, so the
+	// books equal the allocations' node-minutes in history.
+	cats := e.requireNodeHoursAddUp(id)
+	assert.Greater(t, cats["eval-restart"], 0.0, "%v", cats)
+
 	// Nothing is left running or held.
 	assert.Empty(t, e.list(`SweepflowKind = "deployment" AND ExecutionStatus = "Running"`))
 }
