@@ -2,6 +2,7 @@ package simrole
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,6 +53,10 @@ func ParseLog(r io.Reader) (argv []string, env map[string]string, err error) {
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	line := 0
 	var haveArgv, haveEnv bool
+	// A multi-node step's tasks share one output file, and a task's write can
+	// land over another's, so a damaged line is skipped if an intact one of
+	// the same kind follows; the first damage is the error otherwise.
+	var damaged error
 	for sc.Scan() {
 		line++
 		rest, ok := strings.CutPrefix(sc.Text(), LogPrefix)
@@ -61,12 +66,16 @@ func ParseLog(r io.Reader) (argv []string, env map[string]string, err error) {
 		switch {
 		case !haveArgv && strings.HasPrefix(rest, "argv="):
 			if err := json.Unmarshal([]byte(rest[len("argv="):]), &argv); err != nil {
-				return nil, nil, fmt.Errorf("simrole: log line %d: argv: %v", line, err)
+				argv = nil
+				damaged = cmp.Or(damaged, fmt.Errorf("simrole: log line %d: argv: %v", line, err))
+				continue
 			}
 			haveArgv = true
 		case !haveEnv && strings.HasPrefix(rest, "env="):
 			if err := json.Unmarshal([]byte(rest[len("env="):]), &env); err != nil {
-				return nil, nil, fmt.Errorf("simrole: log line %d: env: %v", line, err)
+				env = nil
+				damaged = cmp.Or(damaged, fmt.Errorf("simrole: log line %d: env: %v", line, err))
+				continue
 			}
 			haveEnv = true
 		}
@@ -76,6 +85,9 @@ func ParseLog(r io.Reader) (argv []string, env map[string]string, err error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, nil, fmt.Errorf("simrole: reading log: %w", err)
+	}
+	if damaged != nil {
+		return nil, nil, damaged
 	}
 	switch {
 	case !haveArgv && !haveEnv:

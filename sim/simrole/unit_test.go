@@ -35,6 +35,7 @@ func TestParseLogErrors(t *testing.T) {
 		{"argv only", "sweepflow-sim-role: argv=[\"x\"]\n", "no sweepflow-sim-role: env= line"},
 		{"env only", "sweepflow-sim-role: env={}\n", "no sweepflow-sim-role: argv= line"},
 		{"bad json", "x\nsweepflow-sim-role: argv=[\"x\"\n", "log line 2: argv"},
+		{"damaged env, no intact one", "sweepflow-sim-role: argv=[\"x\"]\nsweepflow-sim-role: env={\"A\":\n", "log line 2: env"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +44,19 @@ func TestParseLogErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// Two tasks of a multi-node step share one output file; one task's lines
+// can be overwritten in part by the other's. An intact pair still parses.
+func TestParseLogSkipsALineAnotherTaskDamaged(t *testing.T) {
+	log := "sweepflow-sim-role: argv=[\"python3\",\"-m\"]\n" +
+		"sweepflow-sim-role: env={\"DECODE_TP\":\n" + // cut by the other task's write
+		"sweepflow-sim-role: argv=[\"python3\",\"-m\"]\n" +
+		"sweepflow-sim-role: env={\"DECODE_TP\":\"8\"}\n"
+	argv, env, err := ParseLog(strings.NewReader(log))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"python3", "-m"}, argv)
+	assert.Equal(t, map[string]string{"DECODE_TP": "8"}, env)
 }
 
 func TestShellWordsAndEntryWords(t *testing.T) {
