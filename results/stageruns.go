@@ -96,18 +96,7 @@ func (s *Store) StageRuns(ctx context.Context, sweepID string) ([]StageRun, erro
 	if err != nil {
 		return nil, fmt.Errorf("results: stage runs of %s: %w", sweepID, err)
 	}
-	defer rows.Close()
-	var out []StageRun
-	for rows.Next() {
-		var r StageRun
-		var started, ended sql.NullInt64
-		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Seq, &r.Stage, &r.Outcome, &r.Rounds, &r.Error, &started, &ended); err != nil {
-			return nil, fmt.Errorf("results: stage runs of %s: %w", sweepID, err)
-		}
-		r.StartedAt, r.EndedAt = fromNull(started), fromNull(ended)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanStageRuns(rows, sweepID)
 }
 
 // StageFailures lists a sweep's failed stage attempts by point, stage run
@@ -149,13 +138,19 @@ func (s *Store) DeploymentStageRuns(ctx context.Context, deploymentHash string) 
 	if err != nil {
 		return nil, fmt.Errorf("results: stage runs of deployment %s: %w", deploymentHash, err)
 	}
+	return scanStageRuns(rows, "deployment "+deploymentHash)
+}
+
+// scanStageRuns reads stage_runs rows selected in their column order; of
+// names what was asked for in errors.
+func scanStageRuns(rows *sql.Rows, of string) ([]StageRun, error) {
 	defer rows.Close()
 	var out []StageRun
 	for rows.Next() {
 		var r StageRun
 		var started, ended sql.NullInt64
 		if err := rows.Scan(&r.SweepID, &r.PointID, &r.Seq, &r.Stage, &r.Outcome, &r.Rounds, &r.Error, &started, &ended); err != nil {
-			return nil, fmt.Errorf("results: stage runs of deployment %s: %w", deploymentHash, err)
+			return nil, fmt.Errorf("results: stage runs of %s: %w", of, err)
 		}
 		r.StartedAt, r.EndedAt = fromNull(started), fromNull(ended)
 		out = append(out, r)
