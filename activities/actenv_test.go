@@ -75,6 +75,7 @@ type fakeBackend struct {
 	mu       sync.Mutex
 	resumes  []map[string][]string
 	allocs   int // Allocate calls
+	lastReq  cluster.AllocRequest
 	bringUps int // BringUp calls
 }
 
@@ -85,6 +86,7 @@ func (f *fakeBackend) Name() string { return "fake" }
 func (f *fakeBackend) Allocate(_ context.Context, req cluster.AllocRequest) (cluster.Allocation, error) {
 	f.mu.Lock()
 	f.allocs++
+	f.lastReq = req
 	f.mu.Unlock()
 	if f.allocErr != nil {
 		return cluster.Allocation{}, f.allocErr

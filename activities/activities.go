@@ -23,6 +23,7 @@ import (
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/gsm8k"
 	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/nodehealth"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -87,7 +88,12 @@ type Activities struct {
 	RecipesRoot    string
 	RequireRecipes bool
 	HealthInterval time.Duration
-	Logger         *zap.Logger
+	// Cluster is the profile's name: node faults are charged to its nodes
+	// and its excluded nodes kept out of allocations under BadNodes
+	// (package nodehealth). "" turns bad-node tracking off.
+	Cluster  string
+	BadNodes nodehealth.Policy
+	Logger   *zap.Logger
 }
 
 func (a *Activities) log(ctx context.Context) *zap.Logger { return ContextLogger(ctx, a.Logger) }

@@ -215,7 +215,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Env: env, ResultFilename: rf, Conc: p.Conc,
 			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s, Refused: refused}) }})
 	if err != nil {
-		return PerfSummary{}, classify(err)
+		return PerfSummary{}, a.nodeFailure(ctx, StagePerf, in.Alloc, err)
 	}
 	out, gate, err := readBenchmarkResult(path)
 	if err != nil {

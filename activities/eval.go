@@ -50,7 +50,7 @@ func (a *Activities) Eval(ctx context.Context, in StageInput) (_ EvalSummary, er
 		Progress: func(done, total int) { hb.set(evalProgress{done, total}) },
 	})
 	if lost := watch(err != nil); lost != nil {
-		return EvalSummary{}, classify(lost)
+		return EvalSummary{}, a.nodeFailure(ctx, StageEval, in.Alloc, lost)
 	}
 	var failed *gsm8k.FailedRequestsError
 	if errors.As(err, &failed) {

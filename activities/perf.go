@@ -155,7 +155,7 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) (err error) {
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)
 	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
-		return classify(lost)
+		return a.nodeFailure(ctx, StageWarmup, in.Alloc, lost)
 	}
 	if err != nil {
 		return classify(err)
@@ -202,7 +202,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)
 	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
-		return PerfSummary{}, classify(lost)
+		return PerfSummary{}, a.nodeFailure(ctx, StagePerf, in.Alloc, lost)
 	}
 	if err != nil {
 		return PerfSummary{}, classify(err)

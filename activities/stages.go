@@ -35,10 +35,8 @@ func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, 
 	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
 	defer hb.Finish(&err)
-	al, err := a.Backend.Allocate(ctx, cluster.AllocRequest{
-		SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest,
-		Status: func(s string) { hb.set(s) },
-	})
+	al, err := a.Backend.Allocate(ctx, a.allocRequest(ctx, p.SweepID, p.PointID, p.Nodes, p.RecipePath, p.RecipeDigest,
+		func(s string) { hb.set(s) }))
 	if err != nil {
 		return Allocation{}, classify(err)
 	}
@@ -115,7 +113,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 		hb.set(cp)
 	})
 	if err != nil {
-		return CheckpointOutput{}, classify(err)
+		return CheckpointOutput{}, a.nodeFailure(ctx, StageCheckpoint, in.Alloc, err)
 	}
 	a.log(ctx).Info("checkpoint staged", zap.Int("nodes", rep.Nodes), zap.Int64("bytes_copied", rep.BytesCopied), zap.Int64("bytes_skipped", rep.BytesSkipped))
 	return rep, nil
@@ -150,7 +148,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
-		return Endpoint{}, classify(err)
+		return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, err)
 	}
 	interval := a.HealthInterval
 	if interval <= 0 {
@@ -163,7 +161,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 			break
 		}
 		if errors.Is(herr, cluster.ErrAllocationLost) || errors.Is(herr, cluster.ErrOOM) || errors.Is(herr, cluster.ErrBadConfig) {
-			return Endpoint{}, classify(herr)
+			return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, herr)
 		}
 		select {
 		case <-ctx.Done():
@@ -313,6 +311,7 @@ func (a *Activities) CheckServer(ctx context.Context, in StageInput) (ServerChec
 	alloc := in.Alloc
 	if err := a.Backend.Check(ctx, alloc); err != nil {
 		if errors.Is(err, cluster.ErrAllocationLost) {
+			a.recordNodeFaults(ctx, "check-server", alloc, err)
 			return ServerCheck{Reason: err.Error()}, nil
 		}
 		return ServerCheck{}, classify(err)

@@ -22,6 +22,9 @@ type AllocRequest struct {
 	// RecipeDigest is the sha256 of the recipe bytes the point was planned
 	// from; a backend that reads the recipe refuses a file without them.
 	RecipeDigest string
+	// Exclude are nodes the allocation must not get (package nodehealth's
+	// excluded nodes); a backend without node names ignores it.
+	Exclude []string
 	// Status is called with a human line while the request waits (e.g. the
 	// Slurm pending reason); the activity heartbeats it.
 	Status func(string)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/nodehealth"
 )
 
 // Cluster is a cluster profile: the partition sweeps run on, how jobs are
@@ -58,6 +59,10 @@ type Cluster struct {
 	// (yaml "failure-signatures: [{class, pattern}]"); they are tried
 	// before the built-in ones of package failure.
 	FailureSignatures []failure.Signature
+	// BadNodes says when a node with hardware-like failures is kept out of
+	// new allocations (yaml "bad-nodes: {attempts: 2, window: 24h}";
+	// default nodehealth.DefaultPolicy).
+	BadNodes nodehealth.Policy
 }
 
 // Emulation maps rendered engine commands to simulator roles.
@@ -99,7 +104,8 @@ var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
 		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
 		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
-		"bring-up-time", "failure-signatures"}
+		"bring-up-time", "failure-signatures", "bad-nodes"}
+	badNodeFields    = []string{"attempts", "window"}
 	signatureFields  = []string{"class", "pattern"}
 	modelFields      = []string{"path", "source"}
 	emulationFields  = []string{"entrypoints"}
@@ -194,6 +200,7 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 		c.TaskQueue = "cluster-" + c.Name
 	}
 	c.BringUpTime = d.durationField(m, "bring-up-time")
+	d.badNodes(m, c)
 	c.DefaultTimeLimit = 6 * time.Hour
 	if n := m.Get("default-time-limit"); n != nil {
 		if v, ok := d.Scalar(n, "default-time-limit"); ok {
@@ -293,6 +300,36 @@ func (d *decoder) launchFields(m *strictyaml.Mapping, c *Cluster, dir string) {
 	}
 	if c.Backend == BackendLocal && c.Emulation != nil {
 		d.Errorf(m.Values["emulation"], "emulation", "only for the slurm backend")
+	}
+}
+
+// badNodes reads bad-nodes: how many hardware-like failures within which
+// window exclude a node; either may be left out for its default.
+func (d *decoder) badNodes(m *strictyaml.Mapping, c *Cluster) {
+	c.BadNodes = nodehealth.DefaultPolicy
+	n := m.Get("bad-nodes")
+	if n == nil {
+		return
+	}
+	bm := d.Mapping(n, "bad-nodes", badNodeFields)
+	if bm == nil {
+		return
+	}
+	if v, ok := bm.OptInt("attempts"); ok {
+		if v < 0 {
+			d.Errorf(bm.Values["attempts"], bm.Field("attempts"), "expected 0 (never exclude) or more, got %d", v)
+		}
+		c.BadNodes.Attempts = int(v)
+	}
+	if wn := bm.Get("window"); wn != nil {
+		if v, ok := d.Scalar(wn, bm.Field("window")); ok {
+			dur, err := time.ParseDuration(fmt.Sprint(v))
+			if err != nil || dur <= 0 {
+				d.Errorf(wn, bm.Field("window"), "expected a positive duration such as 24h, got %q", fmt.Sprint(v))
+			} else {
+				c.BadNodes.Window = dur
+			}
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
+	"github.com/sweepflow/sweepflow/nodehealth"
 )
 
 // repoFile returns a path under the repository's configs/ directory.
@@ -137,6 +138,9 @@ func TestParseClusterErrors(t *testing.T) {
 		{"signature without pattern", "nodes: 18\n", "nodes: 18\nfailure-signatures:\n  - {class: disk-full}\n", "failure-signatures[0].pattern: required field is missing"},
 		{"signature unknown field", "nodes: 18\n", "nodes: 18\nfailure-signatures:\n  - {class: disk-full, pattern: x, retry: no}\n", "failure-signatures[0].retry: unknown field"},
 		{"negative bring-up time", "nodes: 18\n", "nodes: 18\nbring-up-time: -5m\n", "bring-up-time: expected a positive duration"},
+		{"bad-nodes window", "nodes: 18\n", "nodes: 18\nbad-nodes: {attempts: 2, window: a day}\n", "c.yaml:4: bad-nodes.window: expected a positive duration such as 24h, got \"a day\""},
+		{"bad-nodes negative attempts", "nodes: 18\n", "nodes: 18\nbad-nodes:\n  attempts: -1\n", "c.yaml:5: bad-nodes.attempts: expected 0 (never exclude) or more, got -1"},
+		{"bad-nodes unknown field", "nodes: 18\n", "nodes: 18\nbad-nodes: {attempt: 3}\n", "bad-nodes.attempt: unknown field"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,6 +160,14 @@ func TestParseClusterErrors(t *testing.T) {
 	assert.Equal(t, "disk-full", string(c.FailureSignatures[0].Class))
 	assert.Equal(t, "c.yaml:9", c.FailureSignatures[0].Source)
 	assert.True(t, c.FailureSignatures[0].Pattern.MatchString("OSError: [Errno 28] No space left on device"))
+	assert.Equal(t, nodehealth.DefaultPolicy, c.BadNodes, "bad-nodes left out: the defaults")
+
+	c, err = ParseCluster("c.yaml", "/x/c.yaml", []byte(baseCluster+"bad-nodes:\n  attempts: 3\n"))
+	require.NoError(t, err)
+	assert.Equal(t, nodehealth.Policy{Attempts: 3, Window: 24 * time.Hour}, c.BadNodes, "a field left out keeps its default")
+	c, err = ParseCluster("c.yaml", "/x/c.yaml", []byte(baseCluster+"bad-nodes: {attempts: 0, window: 168h}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, nodehealth.Policy{Attempts: 0, Window: 168 * time.Hour}, c.BadNodes)
 }
 
 func TestSlurmEmuCluster(t *testing.T) {

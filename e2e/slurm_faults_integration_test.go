@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +29,22 @@ import (
 )
 
 // The Slurm cases of the fault matrix (issue 14; the stack cases are
-// deploy/composetest TestFaultMatrix): one sweep of two seed points on the
-// emulated partition, one node of the first set DOWN during its perf stage
-// and the holder job of the second cancelled from outside (scancel) during
-// its perf stage. Both points complete on fresh allocations, the ledger
-// holds one row per point identity and stage, squeue is empty, and it
-// prints a figures table.
+// deploy/composetest TestFaultMatrix) and of the failure classes (issue 27):
+// one sweep of five seed points on the emulated partition.
+//   - c64: one node of its set DOWN during perf (node-fail);
+//   - c256: its holder job cancelled from outside (scancel) during perf
+//     (cancelled). Both complete on fresh allocations;
+//   - c1: its worker dies with a CUDA out-of-memory line (cuda-oom);
+//   - c4: its worker never registers and the recipe's health budget (cut to
+//     10 s in a copy of the configs) runs out (health-budget);
+//   - c128: its engine sends no usage, so no output tokens are counted, and
+//     the validity gate refuses the figures (invalid-result).
+//
+// The last three wait for an operator, who aborts them. Each class comes
+// with its evidence in status, the ledger and the report; `starter stats`
+// books node-minutes that add up to the allocations' in history, to the
+// minute, with every class ranked. The ledger holds one row per point
+// identity and stage, squeue ends empty, and it prints a figures table.
 func TestSlurmFaultMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
@@ -40,7 +54,17 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	// The slurm backend launches the recipe's process set; on the emulated
 	// partition each process is a simulator role of this build.
 	slurmemu.RequireRoles(t)
-	const profile = "../configs/clusters/slurm-emu.yaml"
+	// A copy of the configs in which the c4 recipe waits 10 s (2 x 5 s)
+	// for its workers instead of 4 h.
+	configs := filepath.Join(t.TempDir(), "configs")
+	require.NoError(t, os.CopyFS(configs, os.DirFS("../configs")))
+	c4Recipe := filepath.Join(configs, "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c4-dspark6-hicache.yaml")
+	raw, err := os.ReadFile(c4Recipe)
+	require.NoError(t, err)
+	short := strings.Replace(strings.Replace(string(raw), "max_attempts: 1440", "max_attempts: 2", 1), "interval_seconds: 10", "interval_seconds: 5", 1)
+	require.NotEqual(t, string(raw), short, "the c4 recipe's health_check changed")
+	require.NoError(t, os.WriteFile(c4Recipe, []byte(short), 0o644))
+	profile := filepath.Join(configs, "clusters", "slurm-emu.yaml")
 	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
 		e.home+"/slurm-emu/shared/models/DeepSeek-V4-Pro-0813", "--shards", "3", "--shard-mib", "1").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -48,6 +72,9 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	cfg := e.workerConfig()
 	cfg.ClusterFile = profile
 	cfg.PerfDuration = 6 * time.Second
+	// Worker roles of three points fail as real engines do; the job name
+	// holds the point ID ("conc1_" is c1's alone).
+	cfg.SimCrash = "cuda-oom@job=conc1_,hang@job=conc4_,zero-usage@job=conc128_"
 	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
 	require.NoError(t, err)
 	w, err := workers.Start(e.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
@@ -58,18 +85,28 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	const (
 		downPoint    = "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache"    // 6 nodes
 		scancelPoint = "dsv4_p1x16ep16dpa_d1x32ep32dpa_conc256_kvdram-hicache" // 12 nodes
+		oomPoint     = "dsv4_p1x8_d0x8_conc1_kvdram-hicache"                   // 2 nodes
+		hangPoint    = "dsv4_p1x8_d0x8_conc4_kvdram-hicache"                   // 2 nodes
+		gatePoint    = "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"   // 6 nodes
 	)
-	in, _, err := control.Build(control.Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: profile, ID: "slurm-faults",
+	in, _, err := control.Build(control.Request{SweepFile: filepath.Join(configs, "sweeps", "dsv4-gb200-agentx.yaml"), ClusterFile: profile, ID: "slurm-faults",
 		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
 	require.NoError(t, err)
 	var pts []point.Spec
 	for _, p := range in.Points {
-		if p.ExpName == downPoint || p.ExpName == scancelPoint {
+		switch p.ExpName {
+		case downPoint, scancelPoint, oomPoint, hangPoint, gatePoint:
 			pts = append(pts, p)
 		}
 	}
-	require.Len(t, pts, 2)
+	require.Len(t, pts, 5)
 	in.Points = pts
+	// Point IDs carry the recipe's digest: the c4 recipe of the copy is not
+	// the repository's, so they come from this plan.
+	idOf := map[string]string{}
+	for _, p := range pts {
+		idOf[p.ExpName] = p.PointID
+	}
 	e.start(in)
 	t0 := time.Now()
 
@@ -87,7 +124,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		{name: "scancel of the holder job", point: scancelPoint, class: failure.Cancelled, state: "CANCELLED"},
 	}
 	for _, f := range faults {
-		f.id = slurmID(t, f.point)
+		f.id = idOf[f.point]
 		f.wid = workflows.PointWorkflowID(in.SweepID, f.id)
 	}
 	inPerf := func(wid string) bool { return activityStarted(e.c, wid, "Perf") }
@@ -141,11 +178,62 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		}
 		return all
 	})
+	// The worker-side faults end at the operator gate: each is aborted
+	// there, with its class and evidence in status first.
+	type workerFault struct {
+		name, point, id   string
+		class             failure.Class
+		stage, evidence   string
+		statusClass, seen string
+	}
+	wfaults := []*workerFault{
+		{name: "worker exits with a CUDA OOM line", point: oomPoint, class: failure.CUDAOOM, stage: "bringup",
+			evidence: "torch.OutOfMemoryError: CUDA out of memory"},
+		{name: "health budget runs out", point: hangPoint, class: failure.HealthBudget, stage: "bringup",
+			evidence: "budget 10s ran out"},
+		{name: "the gate refuses the result", point: gatePoint, class: failure.InvalidResult, stage: "perf",
+			evidence: "output_tokens: 0 output tokens"},
+	}
+	for _, f := range wfaults {
+		f.id = idOf[f.point]
+	}
+	lastLog = time.Now()
+	e.eventually("the worker-side faults reach the operator gate", 12*time.Minute, func() bool {
+		view, err := control.Collect(context.Background(), e.c, in.SweepID)
+		require.NoError(t, err)
+		if time.Since(lastLog) > 30*time.Second {
+			lastLog = time.Now()
+			for _, pv := range view.Points {
+				t.Logf("%s: %s, stage %s, failure %s %q", pv.PointID, pv.Status, pv.Stage, pv.FailureClass, pv.FailureExcerpt)
+			}
+			t.Logf("squeue: %v", part.Squeue(t))
+		}
+		all := true
+		for _, f := range wfaults {
+			if f.seen != "" {
+				continue
+			}
+			all = false
+			for _, pv := range view.Points {
+				if pv.PointID == f.id && pv.Status == point.StatusAwaitingOperator {
+					f.statusClass, f.seen = pv.FailureClass, pv.FailureExcerpt
+					out, code := e.cli("abort", workflows.PointWorkflowID(in.SweepID, f.id), "--reason", "fault matrix: "+f.name)
+					require.Equal(t, 0, code, out)
+					t.Logf("%s: at the gate with %s %q; aborted", f.name, pv.FailureClass, pv.FailureExcerpt)
+				}
+			}
+		}
+		return all
+	})
 	pr := e.wait(in.SweepID, 8*time.Minute)
 	assert.Equal(t, 2, pr.Counts[point.StatusCompleted], "%+v", pr)
+	for _, f := range wfaults {
+		assert.Equal(t, string(f.class), f.statusClass, "%s: status failure_class at the gate", f.name)
+		assert.Contains(t, f.seen, f.evidence, "%s: status failure_excerpt", f.name)
+	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "Slurm fault matrix (emulated partition): 2 points, %s\n| fault | stage | recovery s | outcome |\n|---|---|---|---|\n", time.Since(t0).Round(time.Second))
+	fmt.Fprintf(&b, "Slurm fault matrix (emulated partition): %d points, %s\n| fault | stage | recovery s | outcome |\n|---|---|---|---|\n", len(pts), time.Since(t0).Round(time.Second))
 	for _, f := range faults {
 		// Recovery: from the fault to the fresh allocation's request.
 		var realloc []time.Time
@@ -202,12 +290,62 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		t.Logf("%s: class %s, evidence %q", f.name, rows[0].Class, rows[0].Excerpt)
 	}
 
+	for _, f := range wfaults {
+		var rows []results.StageFailure
+		for _, r := range fails {
+			if r.PointID == f.id {
+				rows = append(rows, r)
+			}
+		}
+		require.NotEmpty(t, rows, "%s: failed attempts in the ledger", f.name)
+		for _, r := range rows {
+			assert.Equal(t, f.class, r.Class, "%s: ledger class", f.name)
+			assert.Equal(t, f.stage, r.Stage, "%s: ledger stage", f.name)
+			assert.Contains(t, r.Excerpt, f.evidence, "%s: ledger evidence", f.name)
+		}
+		assert.Contains(t, page.String(), "<code>"+string(f.class)+"</code>", "%s: class in the report", f.name)
+		assert.Contains(t, page.String(), html.EscapeString(f.evidence), "%s: evidence in the report", f.name)
+		t.Logf("%s: %d failed attempts, class %s, evidence %q", f.name, len(rows), rows[0].Class, rows[0].Excerpt)
+	}
+	if dir := os.Getenv("SWEEPFLOW_E2E_REPORT_DIR"); dir != "" {
+		// For a person to look at (issue 27: the chart, in Chromium).
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "slurm-fault-matrix.html"), []byte(page.String()), 0o644))
+	}
+
+	// starter stats: the allocations' node-minutes in history, to the
+	// minute, and every class's lost node-minutes ranked.
+	e.requireNodeHoursAddUp(in.SweepID)
+	statsOut, code := e.cli("stats", "--sweep", in.SweepID, "--json")
+	require.Equal(t, 0, code, statsOut)
+	var stats struct {
+		Useful  float64 `json:"useful_fraction"`
+		Classes []struct {
+			Class       string  `json:"class"`
+			Attempts    int     `json:"attempts"`
+			NodeMinutes float64 `json:"node_minutes"`
+		} `json:"failure_classes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(statsOut), &stats), statsOut)
+	ranked := map[string]bool{}
+	for i, c := range stats.Classes {
+		ranked[c.Class] = true
+		if i > 0 {
+			assert.LessOrEqual(t, c.NodeMinutes, stats.Classes[i-1].NodeMinutes, "ranked by node-minutes lost")
+		}
+	}
+	for _, c := range []failure.Class{failure.NodeFail, failure.Cancelled, failure.CUDAOOM, failure.HealthBudget, failure.InvalidResult} {
+		assert.True(t, ranked[string(c)], "stats ranks %s: %s", c, statsOut)
+	}
+	assert.Greater(t, stats.Useful, 0.0)
+	assert.Less(t, stats.Useful, 1.0)
+	t.Logf("stats: useful fraction %.3f, classes %+v", stats.Useful, stats.Classes)
+
 	// Nothing left: no job in squeue; one row per point identity and stage.
 	require.Eventually(t, func() bool { return len(part.Squeue(t)) == 0 }, 30*time.Second, 200*time.Millisecond,
 		"jobs left in squeue: %v", part.Squeue(t))
 	perf, err := store.Perf(context.Background(), in.SweepID)
 	require.NoError(t, err)
-	assert.Len(t, perf, 2, "one perf row per point")
+	assert.Len(t, perf, 2, "one perf row per completed point")
 	for _, stage := range []string{"perf", "eval"} {
 		n, err := store.CountStageOutputs(context.Background(), in.SweepID, stage)
 		require.NoError(t, err)

@@ -55,6 +55,9 @@ const (
 type Failure struct {
 	Class   Class  `json:"class"`
 	Excerpt string `json:"excerpt,omitempty"`
+	// Nodes are the nodes the evidence names (a NODE_FAIL's down node, the
+	// host on an Xid or NCCL line); package nodehealth counts them.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // MaxExcerpt bounds an excerpt: it goes into search-attribute-adjacent
@@ -97,6 +100,36 @@ func Wrap(err error, c Class, excerpt string) error {
 		return err
 	}
 	return &Error{Failure: Failure{Class: c, Excerpt: Clip(excerpt)}, Err: err}
+}
+
+// WithNodes records on err's failure the nodes its evidence names (err
+// unchanged when it has no failure or nodes is empty).
+func WithNodes(err error, nodes ...string) error {
+	var fe *Error
+	if len(nodes) > 0 && errors.As(err, &fe) {
+		fe.Nodes = append([]string(nil), nodes...)
+	}
+	return err
+}
+
+// Amend adds more evidence to the excerpt of err's failure ("; more").
+func Amend(err error, more string) error {
+	var fe *Error
+	if more != "" && errors.As(err, &fe) {
+		fe.Excerpt = Clip(fe.Excerpt + "; " + more)
+	}
+	return err
+}
+
+// Hardware reports whether a class points at a node's hardware (a node
+// failure, a GPU Xid, NCCL or NVLink errors): the classes that count
+// against the node the evidence names.
+func Hardware(c Class) bool {
+	switch c {
+	case NodeFail, GPUXid, NCCL, NVLink:
+		return true
+	}
+	return false
 }
 
 // Of returns the failure attached to err, if any.

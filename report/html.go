@@ -686,7 +686,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{end}}</table>{{end}}
 {{if .Timings}}<table id="node-hours-timings">
 <tr><th>cluster</th><th>config key</th><th>deployment</th><th>queue wait n</th><th>p50 s</th><th>p90 s</th><th>bring-up n</th><th>p50 s</th><th>p90 s</th></tr>
-{{range .Timings}}<tr class="node-hours-timing-row"><td>{{.Cluster}}</td><td>{{.ConfigKey}}</td><td><code>{{short .Deployment}}</code></td><td class="n">{{.QueueN}}</td><td class="n">{{printf "%.1f" .QueueP50}}</td><td class="n">{{printf "%.1f" .QueueP90}}</td><td class="n">{{.BringUpN}}</td><td class="n">{{printf "%.1f" .BringUpP50}}</td><td class="n">{{printf "%.1f" .BringUpP90}}</td></tr>
+{{range .Timings}}<tr class="node-hours-timing-row"><td>{{or .Cluster "-"}}</td><td>{{or .ConfigKey "-"}}</td><td><code>{{short .Deployment}}</code></td><td class="n">{{.QueueN}}</td><td class="n">{{printf "%.1f" .QueueP50}}</td><td class="n">{{printf "%.1f" .QueueP90}}</td><td class="n">{{.BringUpN}}</td><td class="n">{{printf "%.1f" .BringUpP50}}</td><td class="n">{{printf "%.1f" .BringUpP90}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Notes}}<div class="muted">note: {{.}}</div>{{end}}
 {{end}}<h2>Output throughput per GPU vs interactivity</h2>

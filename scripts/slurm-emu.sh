@@ -104,7 +104,12 @@ MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
-ReturnToService=2
+# A node set DOWN by an admin (or a test: scontrol update state=down) stays
+# down until resumed, as on a production cluster; only a node that stopped
+# responding comes back when its slurmd registers again. (With 2 the
+# emulated slurmd, still running, re-registered the node within a second,
+# and nothing could tell which node a NODE_FAIL job lost.)
+ReturnToService=1
 # Scheduling reacts within a second or two, and a cancelled job's
 # processes get SIGKILL 2 s after SIGTERM, so tests and demos stay quick.
 SchedulerType=sched/backfill

@@ -478,6 +478,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 		out = newSSEWriter(w, rec.id, chunkObject, created, s.cfg.Model, chat, pr.prompt.tokens, opts != nil && opts.ContinuousUsageStats)
+		out.zeroCompletion = f.ZeroUsage
 		out.flush() // headers go out now, as uvicorn does; the body starts at the first token
 	}
 	ended := func(err error) {
@@ -553,7 +554,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 	rec.completion = total
 	rec.finish = plan.finish
 	s.metrics.genToks.Add(int64(total))
-	usage := usageJSON(pr.prompt.tokens, total, rec.cached)
+	counted := total
+	if f.ZeroUsage {
+		counted = 0
+	}
+	usage := usageJSON(pr.prompt.tokens, counted, rec.cached)
 	if out != nil {
 		if err := out.finish(usage, opts != nil && opts.IncludeUsage); err != nil {
 			ended(err)

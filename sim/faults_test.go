@@ -238,3 +238,32 @@ func TestListenAndServeDieAndShutdown(t *testing.T) {
 		assert.ErrorIs(t, err, io.EOF, "the server closed the idle new connection")
 	})
 }
+
+func TestFaultZeroUsage(t *testing.T) {
+	t.Parallel()
+	_, url := startServer(t, Config{FastMode: true, Faults: Faults{ZeroUsage: true}})
+	body := chatBody("hi", 20, true)
+	body["stream_options"] = map[string]any{"include_usage": true, "continuous_usage_stats": true}
+	r := post(t, url+"/v1/chat/completions", body)
+	require.NoError(t, r.readErr)
+	require.Equal(t, 200, r.status)
+	tokens, usages := 0, 0
+	for _, e := range r.events {
+		tokens += e.tokens()
+		if u, ok := e.json["usage"].(map[string]any); ok {
+			usages++
+			assert.Equal(t, 0.0, u["completion_tokens"], "usage counts nothing: %s", e.data)
+			assert.Greater(t, u["prompt_tokens"], 0.0)
+		}
+	}
+	assert.Equal(t, 20, tokens, "the reply itself is whole")
+	assert.Greater(t, usages, 20, "usage on every chunk and at the end")
+
+	status, got, _ := postJSON(t, url+"/v1/chat/completions", chatBody("hi", 20, false))
+	require.Equal(t, 200, status)
+	assert.Equal(t, 0.0, got["usage"].(map[string]any)["completion_tokens"])
+
+	_, plain := startServer(t, Config{FastMode: true})
+	_, got, _ = postJSON(t, plain+"/v1/chat/completions", chatBody("hi", 20, false))
+	assert.Equal(t, 20.0, got["usage"].(map[string]any)["completion_tokens"], "without the fault usage counts the reply")
+}

@@ -32,6 +32,7 @@ type ServeFlags struct {
 	healthFail, stallFor                         time.Duration
 	dieAfter, errStatus, errEvery, burstStart    int
 	burstLen, midEvery, stallEvery, cutEvery     int
+	zeroUsage                                    bool
 }
 
 // RegisterFlags adds the flags, with their defaults, to fs.
@@ -76,6 +77,7 @@ func (f *ServeFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&f.cutEvery, "cut-stream-every", 0, "fault: every Nth stream resets its connection half-way (no error event, no [DONE])")
 	fs.IntVar(&f.stallEvery, "stall-every", 0, "fault: every Nth stream pauses half-way for --stall-for")
 	fs.DurationVar(&f.stallFor, "stall-for", time.Second, "fault: stall length (scaled by --time-scale)")
+	fs.BoolVar(&f.zeroUsage, "zero-usage", false, "fault: usage reports 0 completion tokens though the reply is whole (broken token accounting)")
 	fs.StringVar(&f.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&f.LogJSON, "log-json", false, "log JSON lines instead of console text")
 }
@@ -108,7 +110,7 @@ func (f *ServeFlags) Config(getenv func(string) string, stderr io.Writer) (Confi
 		FastMode:  f.fast || set["ttft-ms"] || set["itl-ms"],
 		Faults: Faults{
 			HealthFailFor: f.healthFail, DieAfter: f.dieAfter, ErrorStatus: f.errStatus, ErrorEvery: f.errEvery,
-			ErrorBurstStart: f.burstStart, ErrorBurstLen: f.burstLen, MidStreamErrorEvery: f.midEvery, CutStreamEvery: f.cutEvery,
+			ErrorBurstStart: f.burstStart, ErrorBurstLen: f.burstLen, MidStreamErrorEvery: f.midEvery, CutStreamEvery: f.cutEvery, ZeroUsage: f.zeroUsage,
 			StallEvery: f.stallEvery, StallFor: f.stallFor,
 		},
 	}

@@ -77,6 +77,10 @@ type Faults struct {
 	// TimeScale) about half-way through its output.
 	StallEvery int
 	StallFor   time.Duration
+	// ZeroUsage: usage reports 0 completion tokens though the reply is
+	// whole (broken token accounting): clients that take output tokens from
+	// usage count none, and the validity gate refuses the figures.
+	ZeroUsage bool
 }
 
 // Config configures a simulated engine.

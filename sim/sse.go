@@ -20,6 +20,8 @@ type sseWriter struct {
 	prompt     int
 	continuous bool
 	sent       int // tokens sent so far
+	// zeroCompletion reports 0 completion tokens in usage (Faults.ZeroUsage).
+	zeroCompletion bool
 }
 
 func newSSEWriter(w http.ResponseWriter, id, object string, created int64, model string, chat bool, prompt int, continuous bool) *sseWriter {
@@ -104,7 +106,11 @@ func (s *sseWriter) tokens(plan outputPlan, i, k int, last bool) error {
 	b = append(b, `}],"usage":`...)
 	s.sent += k
 	if s.continuous {
-		b = appendUsage(b, s.prompt, s.sent, -1)
+		counted := s.sent
+		if s.zeroCompletion {
+			counted = 0
+		}
+		b = appendUsage(b, s.prompt, counted, -1)
 	} else {
 		b = append(b, "null"...)
 	}

@@ -189,8 +189,38 @@ func TestEmulatedPartition(t *testing.T) {
 			err := b.Check(ctx, alloc)
 			return err != nil && strings.Contains(err.Error(), "NODE_FAIL")
 		}, 20*time.Second, 200*time.Millisecond)
-		require.ErrorIs(t, b.Check(ctx, alloc), cluster.ErrAllocationLost)
+		nf := b.Check(ctx, alloc)
+		require.ErrorIs(t, nf, cluster.ErrAllocationLost)
+		f, ok := failure.Of(nf)
+		require.True(t, ok, "%v", nf)
+		assert.Equal(t, failure.NodeFail, f.Class)
+		assert.Equal(t, []string{alloc.Nodes[1]}, f.Nodes, "sinfo names the node that went down: %s", f.Excerpt)
+		assert.Contains(t, f.Excerpt, "node "+alloc.Nodes[1]+" down")
+		assert.Contains(t, f.Excerpt, "sweepflow-test", "with the reason it was set down")
 		require.NoError(t, b.Teardown(ctx, alloc))
+		noJobs(t)
+	})
+
+	// Excluded nodes (package nodehealth) are never allocated: sbatch
+	// --exclude; excluding so many that the request cannot be met is a
+	// configuration error that says which nodes are excluded.
+	t.Run("excluded nodes", func(t *testing.T) {
+		b := newBackend(t, 0)
+		first, err := b.Allocate(ctx, cluster.AllocRequest{SweepID: "unit", PointID: "plain", Nodes: 2})
+		require.NoError(t, err)
+		require.NoError(t, b.Teardown(ctx, first))
+		noJobs(t)
+		alloc, err := b.Allocate(ctx, cluster.AllocRequest{SweepID: "unit", PointID: "excl", Nodes: 2, Exclude: first.Nodes})
+		require.NoError(t, err)
+		for _, n := range first.Nodes {
+			assert.NotContains(t, alloc.Nodes, n, "excluded node allocated")
+		}
+		require.NoError(t, b.Teardown(ctx, alloc))
+		noJobs(t)
+		all := strings.Fields(part.Run(t, "sinfo", "-h", "-N", "-p", part.Name, "-o", "%N"))
+		_, err = b.Allocate(ctx, cluster.AllocRequest{SweepID: "unit", PointID: "toomany", Nodes: 2, Exclude: all[:len(all)-1]})
+		require.ErrorIs(t, err, cluster.ErrBadConfig)
+		assert.ErrorContains(t, err, "starter nodes clear")
 		noJobs(t)
 	})
 

@@ -323,6 +323,36 @@ func TestHealthWaitsForRegisteredWorkers(t *testing.T) {
 	require.ErrorIs(t, err, cluster.ErrAllocationLost)
 	f, _ = failure.Of(err)
 	assert.Equal(t, failure.Failure{Class: failure.EngineExit, Excerpt: "gb200-03_decode_w0: serving | shutting down"}, f)
+
+	// Hardware evidence names the node it happened on: the kernel's Xid as
+	// syslog forwards it, NCCL's host prefix. Only the allocation's nodes
+	// count, as whole names.
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("Load weight begin.\nDec  5 03:12:01 gb200-02 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=48213, name=python3, GPU has fallen off the bus.\nRuntimeError: CUDA error: unspecified launch failure\n"), 0o644))
+	_, err = b.Health(ctx, alloc, srv)
+	require.ErrorIs(t, err, cluster.ErrAllocationLost)
+	f, _ = failure.Of(err)
+	assert.Equal(t, failure.GPUXid, f.Class)
+	assert.Equal(t, []string{"gb200-02"}, f.Nodes)
+	require.NoError(t, os.WriteFile(st.Steps[3].Output, []byte("gb200-010:2231:2598 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<41287> with status=12\n"), 0o644))
+	_, err = b.Health(ctx, alloc, srv)
+	f, _ = failure.Of(err)
+	assert.Equal(t, failure.NCCL, f.Class)
+	assert.Empty(t, f.Nodes, "gb200-010 is not gb200-01")
+}
+
+func TestNamedNodes(t *testing.T) {
+	nodes := []string{"gb200-01", "gb200-02", "gb200-10"}
+	for line, want := range map[string][]string{
+		"gb200-02:2231:2598 [0] NCCL WARN NET/IB":                 {"gb200-02"},
+		"Dec  5 03:12:01 gb200-10 kernel: NVRM: Xid 79":           {"gb200-10"},
+		"node gb200-01 down (not responding), node gb200-02 down": {"gb200-01", "gb200-02"},
+		"gb200-010:1:1 NCCL WARN":                                 nil,
+		"xgb200-01 NCCL WARN":                                     nil,
+		"NVRM: Xid (PCI:0000:1b:00): 79":                          nil,
+		"lost gb200-01.":                                          {"gb200-01"},
+	} {
+		assert.Equal(t, want, namedNodes(line, nodes), line)
+	}
 }
 
 func errorsIsAny(err error) bool {

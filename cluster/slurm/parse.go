@@ -134,6 +134,56 @@ type QueueEntry struct {
 	Name   string
 }
 
+// sinfoFormat is what the backend asks sinfo -N for: node, long state and
+// the reason (ParseSinfoNodes).
+const sinfoFormat = "%N|%T|%E"
+
+// NodeState is one node as sinfo -N lists it.
+type NodeState struct {
+	Name, State, Reason string
+}
+
+// Bad reports a node slurmctld took out of service: down (an admin or an
+// unresponsive slurmd), drained or draining, or failing. Slurm appends
+// flags such as "*" (not responding) or "+drain" to the long state.
+func (n NodeState) Bad() bool {
+	s := strings.ToLower(n.State)
+	return strings.Contains(s, "down") || strings.Contains(s, "drain") || strings.Contains(s, "fail")
+}
+
+// ParseSinfoNodes reads sinfo -h -N -o sinfoFormat output; a node listed
+// once per partition is kept once.
+func ParseSinfoNodes(out string) []NodeState {
+	var nodes []NodeState
+	seen := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.SplitN(strings.TrimSpace(l), "|", 3)
+		if len(f) < 2 || f[0] == "" || seen[f[0]] {
+			continue
+		}
+		seen[f[0]] = true
+		n := NodeState{Name: f[0], State: f[1]}
+		if len(f) == 3 && f[2] != "none" {
+			n.Reason = f[2]
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// describeNodes is the evidence line of bad nodes: "node gb200-07 down
+// (reason)".
+func describeNodes(nodes []NodeState) string {
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		parts[i] = "node " + n.Name + " " + n.State
+		if n.Reason != "" {
+			parts[i] += " (" + n.Reason + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // squeueFormat is what the backend asks squeue for; ParseSqueue reads it.
 const squeueFormat = "%i|%T|%r|%N|%j"
 

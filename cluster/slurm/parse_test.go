@@ -181,3 +181,18 @@ func TestFormatTimeLimitAndJobName(t *testing.T) {
 	}
 	assert.Equal(t, "sweepflow.s_1.dsv4_p1x8_conc4", JobName("sweepflow", "s/1", "dsv4_p1x8_conc4"))
 }
+
+func TestParseSinfoNodes(t *testing.T) {
+	out := "gb200-01|allocated|none\ngb200-02|down*|Not responding\ngb200-02|down*|Not responding\ngb200-03|drained|sweepflow-test\ngb200-04|idle|none\ngb200-05|mixed+drain|Kill task failed\n"
+	nodes := ParseSinfoNodes(out)
+	require.Len(t, nodes, 5, "a node listed for two partitions is kept once")
+	var bad []string
+	for _, n := range nodes {
+		if n.Bad() {
+			bad = append(bad, n.Name)
+		}
+	}
+	assert.Equal(t, []string{"gb200-02", "gb200-03", "gb200-05"}, bad)
+	assert.Equal(t, "", nodes[0].Reason, "sinfo's none is no reason")
+	assert.Equal(t, "node gb200-02 down* (Not responding), node gb200-03 drained (sweepflow-test)", describeNodes(nodes[1:3]))
+}

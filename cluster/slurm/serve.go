@@ -603,6 +603,11 @@ func (b *Backend) startStep(alloc cluster.Allocation, s step, extra []kv, exited
 		return err
 	}
 	defer logf.Close()
+	if s.SimRole != "" && alloc.WorkDir != "" {
+		// Which holder job a simulator role serves (fault injection selects
+		// points by it): a step's own SLURM_JOB_NAME is the step's name.
+		extra = append(extra, kv{"SWEEPFLOW_SIM_JOB", filepath.Base(alloc.WorkDir)})
+	}
 	cmd := exec.Command("srun", b.cfg.Launch.srunArgs(s, alloc.JobID, b.cfg.StarterBin)...)
 	cmd.Stdout, cmd.Stderr, cmd.Env, cmd.Dir = logf, logf, b.cfg.Launch.stepEnv(s, extra), dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -720,13 +725,43 @@ func (b *Backend) stepDied(ctx context.Context, alloc cluster.Allocation, name, 
 	if !ok {
 		f = failure.Failure{Class: failure.EngineExit, Excerpt: role + ": " + last}
 	}
+	var err error
 	switch {
 	case oomRe.Match(data):
-		return failure.Wrap(fmt.Errorf("%w: %s of slurm job %s ran out of memory (%s): %s", cluster.ErrOOM, role, alloc.JobID, logPath, last), f.Class, f.Excerpt)
+		err = fmt.Errorf("%w: %s of slurm job %s ran out of memory (%s): %s", cluster.ErrOOM, role, alloc.JobID, logPath, last)
 	case refusedRe.Match(data):
-		return failure.Wrap(fmt.Errorf("%w: %s of slurm job %s refused its configuration (%s): %s", cluster.ErrBadConfig, role, alloc.JobID, logPath, last), f.Class, f.Excerpt)
+		err = fmt.Errorf("%w: %s of slurm job %s refused its configuration (%s): %s", cluster.ErrBadConfig, role, alloc.JobID, logPath, last)
+	default:
+		err = fmt.Errorf("%w: %s of slurm job %s exited (%s): %s", cluster.ErrAllocationLost, role, alloc.JobID, logPath, last)
 	}
-	return failure.Wrap(fmt.Errorf("%w: %s of slurm job %s exited (%s): %s", cluster.ErrAllocationLost, role, alloc.JobID, logPath, last), f.Class, f.Excerpt)
+	return failure.WithNodes(failure.Wrap(err, f.Class, f.Excerpt), namedNodes(f.Excerpt, alloc.Nodes)...)
+}
+
+// namedNodes are the allocation's nodes an evidence line names as a whole
+// word: NCCL prefixes its lines with the host, syslog forwards a driver's
+// Xid with it.
+func namedNodes(line string, nodes []string) []string {
+	var out []string
+	for _, n := range nodes {
+		for i := 0; n != ""; {
+			j := strings.Index(line[i:], n)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(n)
+			if (j == 0 || !nameByte(line[j-1])) && (end == len(line) || !nameByte(line[end])) {
+				out = append(out, n)
+				break
+			}
+			i = j + 1
+		}
+	}
+	return out
+}
+
+func nameByte(c byte) bool {
+	return c == '-' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // steps lists the job's steps whose names start with one of prefixes

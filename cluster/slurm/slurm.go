@@ -266,8 +266,15 @@ func (b *Backend) submit(ctx context.Context, req cluster.AllocRequest, name, di
 	if account != "" {
 		args = append(args, "--account", account)
 	}
+	if len(req.Exclude) > 0 {
+		args = append(args, "--exclude", strings.Join(req.Exclude, ","))
+	}
 	out, err := run(ctx, nil, "sbatch", args...)
 	if err != nil {
+		if len(req.Exclude) > 0 && strings.Contains(err.Error(), "Requested node configuration is not available") {
+			return "", fmt.Errorf("%w: %v (bad nodes %s are excluded: `starter nodes` shows why, `starter nodes clear NAME` lets one back in)",
+				cluster.ErrBadConfig, err, strings.Join(req.Exclude, ","))
+		}
 		if strings.Contains(err.Error(), "Requested node configuration is not available") ||
 			strings.Contains(err.Error(), "invalid partition") || strings.Contains(err.Error(), "Invalid account") {
 			return "", fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
@@ -314,7 +321,37 @@ func (b *Backend) Check(ctx context.Context, alloc cluster.Allocation) error {
 	if err != nil {
 		return err
 	}
-	return StateError(alloc.JobID, e.State, e.Reason)
+	serr := StateError(alloc.JobID, e.State, e.Reason)
+	if f, ok := failure.Of(serr); ok && f.Class == failure.NodeFail {
+		// The job state does not say which node failed; sinfo does.
+		if bad := b.downNodes(ctx, alloc.Nodes); len(bad) > 0 {
+			names := make([]string, len(bad))
+			for i, n := range bad {
+				names[i] = n.Name
+			}
+			return failure.WithNodes(failure.Amend(serr, describeNodes(bad)), names...)
+		}
+	}
+	return serr
+}
+
+// downNodes are the nodes among nodes that sinfo reports down, drained or
+// failing, with the reason an admin or slurmctld gave.
+func (b *Backend) downNodes(ctx context.Context, nodes []string) []NodeState {
+	if len(nodes) == 0 {
+		return nil
+	}
+	out, err := run(ctx, nil, "sinfo", "-h", "-N", "-n", strings.Join(nodes, ","), "-o", sinfoFormat)
+	if err != nil {
+		return nil
+	}
+	var bad []NodeState
+	for _, n := range ParseSinfoNodes(out) {
+		if n.Bad() {
+			bad = append(bad, n)
+		}
+	}
+	return bad
 }
 
 // cancel scancels a job, ignoring the caller's cancellation.

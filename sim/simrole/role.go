@@ -157,7 +157,9 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 		return err
 	}
 	if c := o.Getenv(EnvCrash); c != "" && (role == RoleWorker || role == RoleTRTLLM || role == RoleVLLM) {
-		return crash(o.Stdout, c)
+		if err := crash(ctx, o.Stdout, o.Getenv, c); err != nil {
+			return err // crashed, hung until stopped, or a malformed value
+		}
 	}
 	switch role {
 	case RoleInfra:

@@ -324,6 +324,7 @@ func (w *worker) simConfig() error {
 		AcceptanceLength: w.s.AL, ContextLength: w.s.ContextLength, Logger: w.o.Logger,
 		Deployment: sim.Deployment{GPUsPerNode: int(gpn)},
 	}
+	engineFault(g, &w.cfg.Faults)
 	return nil
 }
 

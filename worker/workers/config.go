@@ -68,6 +68,10 @@ type Config struct {
 	// slower engine): a worker-side knob, as a new engine build would be, so
 	// nightly regression tests change nothing in the workflow input.
 	SimSlowdown float64
+	// SimCrash makes engine worker roles on an emulated Slurm partition
+	// die the way a real engine does (SWEEPFLOW_SIM_CRASH: "gpu-xid@node=
+	// gb200-03", "cuda-oom@job=conc64", "hang"; docs/faults.md).
+	SimCrash string
 	// MetricsAddr serves Prometheus /metrics when set (see Dial).
 	MetricsAddr string
 
@@ -97,6 +101,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.SimAccuracy, "sim-accuracy", 0.95, "simulated cluster: probability a GSM8K answer is right")
 	fs.Float64Var(&c.SimSlowdown, "sim-slowdown", 1, "simulated cluster: multiply every engine latency (1.2 = a 20% slower engine)")
 	fs.StringVar(&c.SimEngineFlags, "sim-engine-flags", env("SWEEPFLOW_SIM_ENGINE_FLAGS", ""), "simulated local cluster: extra `starter sim serve` flags for every engine, e.g. engine faults \"--error-burst-start 40 --error-burst-len 30 --cut-stream-every 25\"")
+	fs.StringVar(&c.SimCrash, "sim-crash", env("SWEEPFLOW_SIM_CRASH", ""), "emulated Slurm partition only: worker roles crash, e.g. gpu-xid@node=gb200-03, cuda-oom@job=conc64 or hang (comma-separated; docs/faults.md)")
 	fs.DurationVar(&c.SimStageTime, "sim-stage-time", 0, "simulated clusters only: every stage lasts at least this long, heartbeating (fault tests kill workers mid-stage)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("SWEEPFLOW_METRICS_ADDR", ""), "serve Prometheus metrics on ADDR/metrics, e.g. 127.0.0.1:9464 (SDK and sweepflow metrics)")
 	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "simulated clusters only: cap an agentic perf run's dispatch window (0: 20 s of engine time); real clusters always run the matrix row's duration and refuse this flag")
@@ -175,6 +180,7 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		// from its own profile's root and launches it only when the bytes
 		// match. Real engines are rendered from it, so Slurm requires one.
 		RecipesRoot: cl.RecipesRoot, RequireRecipes: cl.Backend == config.BackendSlurm,
+		Cluster: cl.Name, BadNodes: cl.BadNodes,
 	}
 	if c.TraceFile != "" {
 		if acts.Load.Trace, acts.Load.TraceName, err = loadTraceFile(c.TraceFile); err != nil {
@@ -184,6 +190,11 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 	}
 	switch cl.Backend {
 	case config.BackendLocal:
+		if c.SimCrash != "" {
+			store.Close()
+			return nil, nil, fmt.Errorf("%s: --sim-crash needs an emulated Slurm partition (its worker roles crash); the local backend has none: use --sim-engine-flags",
+				strictyaml.DisplayPath(c.ClusterFile))
+		}
 		b, err := c.localBackend(cl, home, ev.TestPath)
 		if err != nil {
 			store.Close()
@@ -253,6 +264,9 @@ func (c *Config) refuseSimOnly(cl *config.Cluster) error {
 	}
 	if c.SimAccuracy != 0.95 {
 		bad = append(bad, fmt.Sprintf("--sim-accuracy %g", c.SimAccuracy))
+	}
+	if c.SimCrash != "" {
+		bad = append(bad, "--sim-crash")
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s: cluster %s runs real engines: %s only apply to simulated clusters (perf runs the matrix row's duration, bring-up the recipe's health_check budget)",

@@ -7,6 +7,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/sim/simrole"
 )
 
 // slurmBackend serves a slurm cluster profile: the backend launches the
@@ -39,6 +40,9 @@ func (c *Config) slurmBackend(cl *config.Cluster, gsm8kTest string) (cluster.Bac
 		}
 		if gsm8kTest != "" {
 			l.SimEnv["SWEEPFLOW_SIM_GSM8K"] = gsm8kTest
+		}
+		if c.SimCrash != "" {
+			l.SimEnv[simrole.EnvCrash] = c.SimCrash
 		}
 	}
 	return slurm.New(slurm.Config{

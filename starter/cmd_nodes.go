@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/nodehealth"
+	"github.com/sweepflow/sweepflow/results"
+)
+
+func init() {
+	register("nodes", newNodesCmd)
+	register("nodes clear", newNodesClearCmd)
+}
+
+// nodesFlags name the ledger and the cluster whose nodes are judged.
+type nodesFlags struct {
+	lf      ledgerFlags
+	cluster string
+}
+
+func (f *nodesFlags) bind(c *cobra.Command, clusterHelp string) {
+	f.lf.bind(c.Flags())
+	c.Flags().StringVar(&f.cluster, "cluster", "", clusterHelp)
+}
+
+// profile is the cluster's name and bad-node policy ("" and the defaults
+// without --cluster).
+func (f *nodesFlags) profile() (string, nodehealth.Policy, error) {
+	if f.cluster == "" {
+		return "", nodehealth.DefaultPolicy, nil
+	}
+	cl, err := config.LoadCluster(f.cluster)
+	if err != nil {
+		return "", nodehealth.Policy{}, err
+	}
+	return cl.Name, cl.BadNodes, nil
+}
+
+func (f *nodesFlags) open(ctx context.Context) (*results.Store, error) {
+	store, _, _, err := f.lf.open(ctx)
+	return store, err
+}
+
+func newNodesCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "nodes",
+		Short: "bad nodes: the nodes kept out of new allocations and the suspects, with their evidence",
+		Long: `nodes lists every node named in the evidence of a failed attempt that points at
+its hardware (node failure, GPU Xid, NCCL or NVLink errors) within the policy's
+window: excluded nodes (sbatch --exclude for every new holder job) and
+suspects, each with the failures that count. The cluster profile's bad-nodes
+section sets the policy (default: 2 attempts within 24h).`,
+		Args: noArgs,
+	}
+	var f nodesFlags
+	f.bind(c, "cluster profile whose nodes and bad-nodes policy to use (default: every cluster in the ledger, default policy)")
+	asJSON := c.Flags().Bool("json", false, "print the policy and the nodes as JSON")
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		name, policy, err := f.profile()
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		store, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		nodes, err := store.NodeHealth(ctx, name, policy, time.Now())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return nodehealth.WriteJSON(cmd.OutOrStdout(), policy, nodes)
+		}
+		return nodehealth.WriteText(cmd.OutOrStdout(), policy, nodes)
+	}
+	return c
+}
+
+func newNodesClearCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "clear NAME...",
+		Short: "let nodes back into new allocations: their failures so far no longer count",
+		Args:  cobra.MinimumNArgs(1),
+	}
+	var f nodesFlags
+	f.bind(c, "cluster profile the nodes belong to (required)")
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if f.cluster == "" {
+			return usageError("--cluster PROFILE is required: node names are unique within a cluster only")
+		}
+		name, policy, err := f.profile()
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		store, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		known := map[string]nodehealth.Verdict{}
+		if nodes, err := store.NodeHealth(ctx, name, policy, time.Now()); err == nil {
+			for _, n := range nodes {
+				known[n.Node] = n.Verdict
+			}
+		}
+		by := os.Getenv("USER")
+		if u, err := user.Current(); err == nil {
+			by = u.Username
+		}
+		now := time.Now()
+		for _, node := range args {
+			if err := store.PutNodeClear(ctx, nodehealth.Clear{Cluster: name, Node: node, At: now, By: by}); err != nil {
+				return err
+			}
+			was := known[node]
+			if was == "" {
+				was = "not listed"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cleared %s on %s (was %s): its failures so far no longer count\n", node, name, was)
+		}
+		return nil
+	}
+	return c
+}
