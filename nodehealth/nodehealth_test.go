@@ -24,8 +24,8 @@ func TestJudge(t *testing.T) {
 		f("gb200-07", failure.GPUXid, 3*time.Hour),
 		f("gb200-07", failure.NCCL, time.Hour), // second hardware-like attempt: excluded
 		f("gb200-03", failure.NodeFail, 2*time.Hour),
-		f("gb200-03", failure.NVLink, 30*time.Hour),   // outside the 24 h window
-		f("gb200-05", failure.CUDAOOM, time.Hour),     // not hardware: the recipe's memory, not the node
+		f("gb200-03", failure.NVLink, 30*time.Hour),    // outside the 24 h window
+		f("gb200-05", failure.CUDAOOM, time.Hour),      // not hardware: the recipe's memory, not the node
 		f("gb200-05", failure.HealthBudget, time.Hour), // not hardware either
 		f("gb200-09", failure.GPUXid, 5*time.Hour),
 		f("gb200-09", failure.GPUXid, 4*time.Hour), // cleared after this one
