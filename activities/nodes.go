@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/nodehealth"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // excludedNodes are the cluster's nodes the bad-node policy keeps out of
@@ -86,8 +87,8 @@ func (a *Activities) recordNodeFaults(ctx context.Context, stage string, alloc A
 
 // allocRequest is the backend's request for p's nodes, without the
 // excluded ones.
-func (a *Activities) allocRequest(ctx context.Context, sweepID, pointID string, nodes int, recipePath, recipeDigest string, status func(string)) cluster.AllocRequest {
-	req := cluster.AllocRequest{SweepID: sweepID, PointID: pointID, Nodes: nodes, RecipePath: recipePath, RecipeDigest: recipeDigest, Status: status}
+func (a *Activities) allocRequest(ctx context.Context, p point.Spec, status func(string)) cluster.AllocRequest {
+	req := cluster.AllocRequest{SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Status: status}
 	if req.Exclude = a.excludedNodes(ctx); len(req.Exclude) > 0 {
 		a.log(ctx).Info("allocating without bad nodes", zap.Strings("excluded", req.Exclude))
 	}

@@ -35,8 +35,7 @@ func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, 
 	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
 	defer hb.Finish(&err)
-	al, err := a.Backend.Allocate(ctx, a.allocRequest(ctx, p.SweepID, p.PointID, p.Nodes, p.RecipePath, p.RecipeDigest,
-		func(s string) { hb.set(s) }))
+	al, err := a.Backend.Allocate(ctx, a.allocRequest(ctx, p, func(s string) { hb.set(s) }))
 	if err != nil {
 		return Allocation{}, classify(err)
 	}

@@ -15,15 +15,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
-	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/worker/workers"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // TestSlurmBadNode (issue 27, bad nodes): on the emulated partition one
@@ -55,24 +51,11 @@ func TestSlurmBadNode(t *testing.T) {
 	cfg.ClusterFile = profile
 	cfg.PerfDuration = 4 * time.Second
 	cfg.SimCrash = "gpu-xid@node=" + victim
-	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
-	require.NoError(t, err)
-	w, err := workers.Start(e.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
-	require.NoError(t, err)
-	t.Cleanup(func() { w.Stop(); closeFn() })
+	e.startWorkerWith(e.c, cfg)
 
 	const tp8c1 = "dsv4_p1x8_d0x8_conc1_kvdram-hicache" // 2 nodes
-	in, _, err := control.Build(control.Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: profile, ID: "slurm-badnode",
-		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
-	require.NoError(t, err)
-	var pts []point.Spec
-	for _, p := range in.Points {
-		if p.ExpName == tp8c1 {
-			pts = append(pts, p)
-		}
-	}
-	require.Len(t, pts, 1)
-	in.Points = pts
+	in := slurmSweep(t, "../configs/sweeps/dsv4-gb200-agentx.yaml", profile, "slurm-badnode", tp8c1)
+	pts := in.Points
 	e.start(in)
 	pr := e.wait(in.SweepID, 8*time.Minute)
 	require.Equal(t, 1, pr.Counts[point.StatusCompleted], "the sweep completes on other nodes: %+v", pr)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
@@ -24,7 +24,6 @@ import (
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/report"
 	"github.com/sweepflow/sweepflow/results"
-	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -75,11 +74,7 @@ func TestSlurmFaultMatrix(t *testing.T) {
 	// Worker roles of three points fail as real engines do; the job name
 	// holds the point ID ("conc1_" is c1's alone).
 	cfg.SimCrash = "cuda-oom@job=conc1_,hang@job=conc4_,zero-usage@job=conc128_"
-	acts, closeFn, err := cfg.Activities(context.Background(), zap.NewNop())
-	require.NoError(t, err)
-	w, err := workers.Start(e.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
-	require.NoError(t, err)
-	t.Cleanup(func() { w.Stop(); closeFn() })
+	e.startWorkerWith(e.c, cfg)
 
 	// 6 + 12 nodes: both sets fit the 18-node partition at once.
 	const (
@@ -89,18 +84,9 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		hangPoint    = "dsv4_p1x8_d0x8_conc4_kvdram-hicache"                   // 2 nodes
 		gatePoint    = "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc128_kvdram-hicache"   // 6 nodes
 	)
-	in, _, err := control.Build(control.Request{SweepFile: filepath.Join(configs, "sweeps", "dsv4-gb200-agentx.yaml"), ClusterFile: profile, ID: "slurm-faults",
-		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
-	require.NoError(t, err)
-	var pts []point.Spec
-	for _, p := range in.Points {
-		switch p.ExpName {
-		case downPoint, scancelPoint, oomPoint, hangPoint, gatePoint:
-			pts = append(pts, p)
-		}
-	}
-	require.Len(t, pts, 5)
-	in.Points = pts
+	in := slurmSweep(t, filepath.Join(configs, "sweeps", "dsv4-gb200-agentx.yaml"), profile, "slurm-faults",
+		downPoint, scancelPoint, oomPoint, hangPoint, gatePoint)
+	pts := in.Points
 	// Point IDs carry the recipe's digest: the c4 recipe of the copy is not
 	// the repository's, so they come from this plan.
 	idOf := map[string]string{}
@@ -351,4 +337,21 @@ func TestSlurmFaultMatrix(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 2, n, "one %s output per point identity", stage)
 	}
+}
+
+// slurmSweep plans the sweep for an emulated-partition profile with the
+// fault tests' quick retries and keeps the points of expNames, one each.
+func slurmSweep(t *testing.T, sweepFile, profile, id string, expNames ...string) *workflows.SweepInput {
+	in, _, err := control.Build(control.Request{SweepFile: sweepFile, ClusterFile: profile, ID: id,
+		Tuning: workflows.Tuning{RetryInterval: time.Second, MaxAttempts: 3, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}})
+	require.NoError(t, err)
+	var pts []point.Spec
+	for _, p := range in.Points {
+		if slices.Contains(expNames, p.ExpName) {
+			pts = append(pts, p)
+		}
+	}
+	require.Len(t, pts, len(expNames))
+	in.Points = pts
+	return in
 }

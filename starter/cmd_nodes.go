@@ -43,9 +43,23 @@ func (f *nodesFlags) profile() (string, nodehealth.Policy, error) {
 	return cl.Name, cl.BadNodes, nil
 }
 
-func (f *nodesFlags) open(ctx context.Context) (*results.Store, error) {
+// health opens the ledger and judges the cluster's nodes now; the caller
+// closes the store.
+func (f *nodesFlags) health(ctx context.Context) (*results.Store, string, nodehealth.Policy, []nodehealth.Node, error) {
+	name, policy, err := f.profile()
+	if err != nil {
+		return nil, "", policy, nil, err
+	}
 	store, _, _, err := f.lf.open(ctx)
-	return store, err
+	if err != nil {
+		return nil, "", policy, nil, err
+	}
+	nodes, err := store.NodeHealth(ctx, name, policy, time.Now())
+	if err != nil {
+		store.Close()
+		return nil, "", policy, nil, err
+	}
+	return store, name, policy, nodes, nil
 }
 
 func newNodesCmd() *cobra.Command {
@@ -63,20 +77,11 @@ section sets the policy (default: 2 attempts within 24h).`,
 	f.bind(c, "cluster profile whose nodes and bad-nodes policy to use (default: every cluster in the ledger, default policy)")
 	asJSON := c.Flags().Bool("json", false, "print the policy and the nodes as JSON")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		name, policy, err := f.profile()
+		store, _, policy, nodes, err := f.health(context.Background())
 		if err != nil {
 			return err
 		}
-		ctx := context.Background()
-		store, err := f.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		nodes, err := store.NodeHealth(ctx, name, policy, time.Now())
-		if err != nil {
-			return err
-		}
+		store.Close()
 		if *asJSON {
 			return nodehealth.WriteJSON(cmd.OutOrStdout(), policy, nodes)
 		}
@@ -97,21 +102,15 @@ func newNodesClearCmd() *cobra.Command {
 		if f.cluster == "" {
 			return usageError("--cluster PROFILE is required: node names are unique within a cluster only")
 		}
-		name, policy, err := f.profile()
-		if err != nil {
-			return err
-		}
 		ctx := context.Background()
-		store, err := f.open(ctx)
+		store, name, _, nodes, err := f.health(ctx)
 		if err != nil {
 			return err
 		}
 		defer store.Close()
 		known := map[string]nodehealth.Verdict{}
-		if nodes, err := store.NodeHealth(ctx, name, policy, time.Now()); err == nil {
-			for _, n := range nodes {
-				known[n.Node] = n.Verdict
-			}
+		for _, n := range nodes {
+			known[n.Node] = n.Verdict
 		}
 		by := os.Getenv("USER")
 		if u, err := user.Current(); err == nil {
