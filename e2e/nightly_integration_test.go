@@ -54,7 +54,7 @@ func (e *itEnv) waitNightly(id string, within time.Duration) nightly.Result {
 
 // TestIntegrationNightlyRegression backfills three nights of a nightly
 // schedule created with the CLI on the real dev server. Night 2 runs on a
-// 1.2x slower simulated engine (the worker's --sim-slowdown, set by
+// 1.5x slower simulated engine (the worker's --sim-slowdown, set by
 // restarting the worker between nights, as a new engine build would
 // arrive). Night 2 must report both points as regressed against night 1,
 // set RegressionCount and POST the summary to the webhook; night 1 has no
@@ -101,7 +101,7 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	night1, night2, night3 := "nightly-it-dsv4-agg-test-2025-06-01T02:00:00Z", "nightly-it-dsv4-agg-test-2025-06-02T02:00:00Z",
 		"nightly-it-dsv4-agg-test-2025-06-03T02:00:00Z"
 	res1 := night(1, 1)
-	res2 := night(2, 1.2)
+	res2 := night(2, 1.5)
 	// Night 3 is back to normal speed: faster than night 2, its baseline.
 	res3 := night(3, 1)
 	e.recordHistories(map[string]string{"nightly-regressed.json": night2})
@@ -129,10 +129,11 @@ func TestIntegrationNightlyRegression(t *testing.T) {
 	}
 	for _, p := range points {
 		require.Contains(t, kinds, p)
-		// A 1.2x slower engine: interactivity -17 % (throughput per GPU
-		// drops 6-8 %: agentic think time dominates it).
+		// A 1.5x slower engine: interactivity -33 %. (At 1.2x, -17 %, CI
+		// once saw c4 drop under the 5 % threshold: a loaded host slowed
+		// night 1 by over 12 %. 1.5x leaves a margin of 28 points.)
 		require.Contains(t, kinds[p], regress.KindInteractivity, "%s: %v", p, kinds[p])
-		assert.Less(t, kinds[p][regress.KindInteractivity], -10.0)
+		assert.Less(t, kinds[p][regress.KindInteractivity], -20.0)
 	}
 	assert.Empty(t, res2.WebhookError)
 

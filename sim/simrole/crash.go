@@ -94,8 +94,12 @@ func Crashes() []string {
 // the engine's faults when it is an engine fault (a malformed value was
 // refused by crash before the engine starts).
 func engineFault(getenv func(string) string, f *sim.Faults) {
-	entries, err := parseCrash(getenv(EnvCrash))
-	if getenv(EnvCrash) == "" || err != nil {
+	v := getenv(EnvCrash)
+	if v == "" {
+		return
+	}
+	entries, err := parseCrash(v)
+	if err != nil {
 		return
 	}
 	for _, e := range entries {
