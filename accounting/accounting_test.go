@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,4 +225,25 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, time.Duration(5), Percentile(ds, 50))
 	assert.Equal(t, time.Duration(9), Percentile(ds, 90))
 	assert.Equal(t, time.Duration(0), Percentile(nil, 90))
+}
+
+// TestWriteText: the failure classes print ranked as booked, and a sweep
+// without a failed attempt says so instead of leaving the section out.
+func TestWriteText(t *testing.T) {
+	var b strings.Builder
+	sum := Summarize(Book(nil, m(1)), nil)
+	require.NoError(t, sum.WriteText(&b))
+	assert.Contains(t, b.String(), "failure classes by node-minutes lost: none (no failed attempt)")
+
+	s := ledger(t)
+	ps, sweeps, err := Load(context.Background(), s, Filter{Sweep: "s1"})
+	require.NoError(t, err)
+	b.Reset()
+	require.NoError(t, Summarize(Book(ps, m(1000)), sweeps).WriteText(&b))
+	out := b.String()
+	assert.Contains(t, out, "192.0 node-minutes (3.20 node-hours) in 3 allocations of 1 sweeps")
+	assert.Contains(t, out, "useful fraction: 20.8 %")
+	assert.NotContains(t, out, "none (no failed attempt)")
+	i, j := strings.Index(out, "invalid-result  1"), strings.Index(out, "python-error    1")
+	require.True(t, i > 0 && j > i, "ranked classes:\n%s", out)
 }

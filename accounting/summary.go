@@ -161,7 +161,9 @@ func (s Summary) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if len(s.FailureClasses) > 0 {
+	if len(s.FailureClasses) == 0 {
+		fmt.Fprintln(w, "\nfailure classes by node-minutes lost: none (no failed attempt)")
+	} else {
 		fmt.Fprintln(w, "\nfailure classes by node-minutes lost:")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "CLASS\tATTEMPTS\tNODE-MIN")
