@@ -154,12 +154,14 @@ func TestClockScaleReportsEngineTime(t *testing.T) {
 			// The simulator's first chunk never comes early; on a 2-core
 			// host running the whole suite beside it, wall scheduling
 			// delays it by 1 ms alone and past 20 ms at worst, and its 4 ms
-			// (wall) gaps overshoot by up to 60 %. A wrong conversion is off
+			// (wall) gaps overshoot by up to 60 %. A first chunk sent late
+			// shortens the gaps after it (the engine keeps its schedule): CI
+			// saw a mean ITL of 3.67 ms for 4. A wrong conversion is off
 			// by 5x and a chunk-stamping fault reads 0: both still fail
-			// bounds of [want, 2.5 x want).
+			// bounds of [want, 2.5 x want) and [want/2, 2.5 x want).
 			assert.GreaterOrEqual(t, a.MedianTTFT, tc.wantTTFT)
 			assert.Less(t, a.MedianTTFT, tc.wantTTFT*2.5)
-			assert.GreaterOrEqual(t, a.MeanITL, tc.wantITL*0.95)
+			assert.GreaterOrEqual(t, a.MeanITL, tc.wantITL*0.5)
 			assert.Less(t, a.MeanITL, tc.wantITL*2.5)
 			assert.Equal(t, tc.clockScale, a.ClockScale)
 		})
