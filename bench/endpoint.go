@@ -290,6 +290,11 @@ func printBenchTable(w io.Writer, a *loadgen.Aggregate) {
 	tw.Flush()
 	fmt.Fprintln(w, "Interactivity = 1000 / TPOT_ms of the same statistic (InferenceX); p99 is the slow-tail user.")
 	fmt.Fprintf(w, "Client queue (dispatch to send): mean %.3f ms, p99 %.3f ms, max %.3f ms\n", 1000*a.MeanClientQueue, 1000*a.P99ClientQueue, 1000*a.MaxClientQueue)
+	fmt.Fprintf(w, "Chunk gaps unseen: client lag %.1f%% (bound %.0f%%)", 100*a.ClientLag, 100*point.MaxClientLag)
+	if a.ServerLag > 0 {
+		fmt.Fprintf(w, "; the server wrote %.1f%% back to back, behind its schedule (host slower than the model)", 100*a.ServerLag)
+	}
+	fmt.Fprintln(w)
 	if a.DrainedAfterLimit > 0 {
 		fmt.Fprintf(w, "Drained: %d requests sent within the %.0f s window finished after it (included, as aiperf's grace period)\n", a.DrainedAfterLimit, a.DurationLimit)
 	}

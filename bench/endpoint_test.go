@@ -75,7 +75,7 @@ func TestBenchAgainstSimulated2P1DAtC768(t *testing.T) {
 	for _, want := range []string{
 		"SIMULATED", "TTFT", "TPOT", "ITL (per chunk)", "ITL (per token)", "E2EL", "Interactivity",
 		"mean", "median", "p90", "p99", "p99.9",
-		"Per GPU (64 GPUs: 32 prefill, 32 decode)", "Errors: none", "concurrency 768",
+		"Per GPU (64 GPUs: 32 prefill, 32 decode)", "Errors: none", "concurrency 768", "Chunk gaps unseen: client lag ",
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -220,6 +220,7 @@ func TestBenchRefusesHeldBackStream(t *testing.T) {
 		"6 completed, 48 output tokens, ", msg[:strings.Index(msg, "window")])
 	assert.Contains(t, msg, "client lag 100.0%")
 	assert.Contains(t, stdout.String(), "TPOT", "the figures are still printed")
+	assert.Contains(t, stdout.String(), "Chunk gaps unseen: client lag 100.0% (bound 25%)\n", "a server that does not say it caught up")
 }
 
 func TestBenchTraceGenDeterministic(t *testing.T) {

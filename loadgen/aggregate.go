@@ -175,12 +175,18 @@ type Aggregate struct {
 	// gaps between token chunks that the client did not see, because the
 	// later chunk was already buffered behind the earlier one when the
 	// client read (RequestRecord.UnseenGaps over all gaps of successful
-	// requests). Such a gap reads 0 in ITL and moves first and last chunk
-	// times, so TTFT, TPOT and interactivity are only as good as this is
-	// small. 0 when every chunk was seen arriving.
+	// requests), less those the server wrote back to back itself
+	// (CatchUpGaps, per request). Such a gap reads 0 in ITL and moves first
+	// and last chunk times, so TTFT, TPOT and interactivity are only as good
+	// as this is small. 0 when every chunk was seen arriving.
 	ClientLag  float64 `json:"client_lag"`
 	UnseenGaps int     `json:"unseen_gaps"`
 	ChunkGaps  int     `json:"chunk_gaps"`
+	// ServerLag is the fraction of chunk gaps the server (the simulator)
+	// wrote back to back because it was behind its own schedule: a host too
+	// slow for the model, which makes latencies exceed it.
+	ServerLag   float64 `json:"server_lag,omitempty"`
+	CatchUpGaps int     `json:"catch_up_gaps,omitempty"`
 	// LanesFinished (agentic replay) counts lanes with at least one
 	// successful measured call.
 	LanesFinished int `json:"lanes_finished,omitempty"`
@@ -323,7 +329,7 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 	agg.ErrorCategories = map[string]int{}
 	var ttft, tpot, e2el, itl, queue, write []float64
 	var itlTok []weighted
-	var chunks int
+	var chunks, clientUnseen int
 	var maxEnd int64
 	lanes := map[int]bool{}
 	for i := range recs {
@@ -362,8 +368,11 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 		}
 		chunks += len(r.ChunkNs)
 		if n := len(r.ChunkNs); n > 1 {
+			unseen, caught := min(r.UnseenGaps, n-1), min(r.CatchUpGaps, n-1)
 			agg.ChunkGaps += n - 1
-			agg.UnseenGaps += min(r.UnseenGaps, n-1)
+			agg.UnseenGaps += unseen
+			agg.CatchUpGaps += caught
+			clientUnseen += max(unseen-caught, 0)
 		}
 		if r.Lane > 0 {
 			lanes[r.Lane] = true
@@ -382,7 +391,8 @@ func computeAggregate(agg *Aggregate, recs []RequestRecord, scenario string) {
 	agg.MeanRequestedInputTokens = safeDiv(float64(agg.TotalRequestedInputTokens), float64(agg.Completed))
 	agg.MeanOutputTokens = safeDiv(float64(agg.TotalOutputTokens), float64(agg.Completed))
 	agg.MeanChunksPerRequest = safeDiv(float64(chunks), float64(agg.Completed))
-	agg.ClientLag = safeDiv(float64(agg.UnseenGaps), float64(agg.ChunkGaps))
+	agg.ClientLag = safeDiv(float64(clientUnseen), float64(agg.ChunkGaps))
+	agg.ServerLag = safeDiv(float64(agg.CatchUpGaps), float64(agg.ChunkGaps))
 	agg.LanesFinished = len(lanes)
 
 	agg.Duration = float64(maxEnd) / 1e9

@@ -231,6 +231,9 @@ func (c *client) stream(runCtx, ctx context.Context, w *conn, body io.Reader, re
 				allUsage = false
 			}
 		}
+		if ch.CatchUpGaps > 0 {
+			rec.CatchUpGaps = ch.CatchUpGaps
+		}
 		if ch.HasUsage {
 			rec.usageSeen = true
 			rec.PromptTokens = ch.PromptTokens

@@ -25,7 +25,10 @@ type fakeServer struct {
 	// fault, if set, picks a behaviour for the n-th request (1-based):
 	// "" normal, "http500", "stream_error", "empty", "no_usage", "comments",
 	// "buffered" (nothing flushed before the stream ends, as a buffering
-	// proxy delivers it).
+	// proxy delivers it), "pairs" (token chunks written two at a time, the
+	// second right behind the first: a server behind its schedule),
+	// "pairs_reported" (the same, and the usage chunk says so in
+	// catch_up_gaps, as the simulator does).
 	fault func(n int, body map[string]any) string
 
 	srv      *httptest.Server
@@ -114,9 +117,11 @@ func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(SimulatedHeader, "true")
 	fl := w.(http.Flusher)
 	id := fmt.Sprintf("chatcmpl-test-%d", n)
+	pairs := mode == "pairs" || mode == "pairs_reported"
+	held, catchUps := false, 0 // pairs: a token chunk written and not flushed
 	send := func(s string) {
 		fmt.Fprintf(w, "data: %s\n\n", s)
-		if mode != "buffered" {
+		if mode != "buffered" && !held {
 			fl.Flush()
 		}
 	}
@@ -143,9 +148,12 @@ func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	done := 0
 	for done < maxTokens {
-		if done > 0 && !sleep(f.itl) {
+		if done > 0 && held {
+			catchUps++
+		} else if done > 0 && !sleep(f.itl) {
 			return
 		}
+		held = pairs && !held
 		k := min(f.tokensPerChunk, maxTokens-done)
 		text := strings.Repeat(" tok", k)
 		done += k
@@ -164,9 +172,14 @@ func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	held = false
 	send(fmt.Sprintf(`{"id":%q,"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, id))
+	reported := ""
+	if mode == "pairs_reported" {
+		reported = fmt.Sprintf(`,"catch_up_gaps":%d`, catchUps)
+	}
 	if mode != "no_usage" {
-		send(fmt.Sprintf(`{"id":%q,"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":0}}}`, id, prompt, done))
+		send(fmt.Sprintf(`{"id":%q,"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":0}}%s}`, id, prompt, done, reported))
 	}
 	send("[DONE]")
 }

@@ -137,7 +137,7 @@ func (a *Aggregate) Evidence() point.PerfEvidence {
 	ev := point.PerfEvidence{
 		Client: point.PerfClientLoadgen, Completed: a.Completed, OutputTokens: a.TotalOutputTokens,
 		WindowSec: a.Window, MeanPromptTokens: a.MeanInputTokens, MeanOutputTokens: a.MeanOutputTokens,
-		ITLMedianMs: a.MedianITL * 1000, ClientLag: &lag, LanesFinished: -1,
+		ITLMedianMs: a.MedianITL * 1000, ClientLag: &lag, ServerLag: a.ServerLag, LanesFinished: -1,
 	}
 	if a.ScenarioType == ScenarioAgentic {
 		ev.LanesFinished = a.LanesFinished

@@ -62,6 +62,11 @@ type RequestRecord struct {
 	// arrive: its time is when the client got to it, and the gap before it
 	// reads 0 (client lag: a starved client or a buffering proxy).
 	UnseenGaps int `json:"unseen_gaps,omitempty"`
+	// CatchUpGaps counts the gaps the server said it wrote back to back,
+	// behind its own schedule (the simulator's catch_up_gaps; 0 from other
+	// servers). Those are unseen whatever the client does, so they count as
+	// the server's lag, not the client's.
+	CatchUpGaps int `json:"catch_up_gaps,omitempty"`
 
 	RequestedPromptTokens int `json:"requested_prompt_tokens"`
 	PromptTokens          int `json:"prompt_tokens"`

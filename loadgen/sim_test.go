@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -166,4 +167,24 @@ func TestClockScaleReportsEngineTime(t *testing.T) {
 			assert.Equal(t, tc.clockScale, a.ClockScale)
 		})
 	}
+}
+
+// TestAgainstSimulatorBehindItsSchedule: a simulator whose 1 µs steps are
+// shorter than a write is behind its schedule on every step and writes its
+// chunks back to back, so the client reads many in one read. The stream
+// reports those gaps (catch_up_gaps) and they are the server's lag: the
+// raw unseen share would refuse the run, the client's own lag does not.
+func TestAgainstSimulatorBehindItsSchedule(t *testing.T) {
+	t.Parallel()
+	_, url := startSim(t, sim.Config{FastMode: true, FixedTTFT: 2 * time.Millisecond, FixedITL: time.Microsecond, Seed: 1})
+	o := Options{BaseURL: url, Concurrency: 4, NumPrompts: 16, NumWarmups: 0, ISL: 64, OSL: 200, IgnoreEOS: true, Seed: 3}
+	res, err := Run(context.Background(), o)
+	require.NoError(t, err)
+	a := res.Aggregate
+	require.Equal(t, 16*199, a.ChunkGaps)
+	assert.Greater(t, a.ServerLag, 0.9, "nearly every step was already due")
+	assert.Greater(t, float64(a.UnseenGaps)/float64(a.ChunkGaps), point.MaxClientLag, "the client read the catch-up chunks together")
+	assert.Less(t, a.ClientLag, 0.1, "those gaps are not the client's")
+	ev := a.Evidence()
+	assert.Equal(t, a.ServerLag, ev.ServerLag, "the evidence carries the server's lag")
 }

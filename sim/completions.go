@@ -131,6 +131,10 @@ type pacer struct {
 	running  bool
 	steps    int64
 	stepToks int64
+	// catchUps counts decode steps that were already due when the stream
+	// got to them, so their chunk went out right behind the one before:
+	// the host was behind the model, and no client could see that gap.
+	catchUps int
 }
 
 func (p *pacer) sleepUntil(t time.Time) error {
@@ -235,6 +239,9 @@ func (p *pacer) nextStep() (int, error) {
 		// overdue chunks at once, so mean ITL, E2E and throughput follow
 		// the model even at tiny time scales.
 		p.next = now
+	}
+	if !p.next.After(now) {
+		p.catchUps++
 	}
 	if err := p.sleepUntil(p.next); err != nil {
 		return 0, err
@@ -560,7 +567,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, rec *record, pr
 	}
 	usage := usageJSON(pr.prompt.tokens, counted, rec.cached)
 	if out != nil {
-		if err := out.finish(usage, opts != nil && opts.IncludeUsage); err != nil {
+		if err := out.finish(usage, pc.catchUps, opts != nil && opts.IncludeUsage); err != nil {
 			ended(err)
 			return
 		}

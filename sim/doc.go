@@ -86,4 +86,9 @@
 // For every request the server records arrival and the wall time after
 // each chunk's Flush returned (Timeline, GET /sim/timeline?id=, GET
 // /sim/timelines), so a load generator can check its own clock.
+//
+// A stream's usage chunk carries catch_up_gaps: how many of its chunks were
+// already due when the stream got to them (a host behind the model) and so
+// went out right behind the chunk before. No client can see those gaps
+// arrive; the load generator does not count them as its own lag.
 package sim

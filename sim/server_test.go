@@ -466,3 +466,35 @@ func FuzzCompletionBody(f *testing.F) {
 		}
 	})
 }
+
+// TestCatchUpGapsReported: the usage chunk says how many chunk gaps the
+// stream wrote back to back because it was behind its schedule. On a 50 ms
+// schedule none are; on a 1 µs one (shorter than a write) nearly every
+// step is already due when the stream gets to it.
+func TestCatchUpGapsReported(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		itl     time.Duration
+		tokens  int
+		atLeast float64 // fraction of the gaps
+		atMost  float64
+	}{
+		{"on schedule", 50 * time.Millisecond, 6, 0, 0},
+		{"behind", time.Microsecond, 200, 0.9, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, url := startServer(t, Config{FastMode: true, FixedTTFT: 2 * time.Millisecond, FixedITL: tc.itl, Seed: 7})
+			res := post(t, url+"/v1/chat/completions", chatBody(words(20, ""), tc.tokens, true))
+			require.NoError(t, res.readErr)
+			require.GreaterOrEqual(t, len(res.events), 3)
+			usage := res.events[len(res.events)-2].json
+			require.Contains(t, usage, "catch_up_gaps")
+			got := usage["catch_up_gaps"].(float64)
+			gaps := float64(tc.tokens - 1)
+			assert.GreaterOrEqual(t, got, tc.atLeast*gaps)
+			assert.LessOrEqual(t, got, tc.atMost*gaps)
+		})
+	}
+}

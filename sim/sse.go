@@ -120,12 +120,17 @@ func (s *sseWriter) tokens(plan outputPlan, i, k int, last bool) error {
 }
 
 // finish sends the usage chunk (choices: []) when asked for, then [DONE].
-func (s *sseWriter) finish(u usageBlock, includeUsage bool) error {
+// The usage chunk also says how many chunk gaps the stream wrote as a
+// catch-up (catch_up_gaps), so a client can tell the simulator's lag from
+// its own.
+func (s *sseWriter) finish(u usageBlock, catchUps int, includeUsage bool) error {
 	b := s.buf[:0]
 	if includeUsage {
 		b = append(b, s.head...)
 		b = append(b, `,"choices":[],"usage":`...)
 		b = appendUsage(b, u.PromptTokens, u.CompletionTokens, u.PromptTokensDetails.CachedTokens)
+		b = append(b, `,"catch_up_gaps":`...)
+		b = strconv.AppendInt(b, int64(catchUps), 10)
 		b = append(b, `,"simulated":true}`+"\n\n"...)
 	}
 	b = append(b, "data: [DONE]\n\n"...)

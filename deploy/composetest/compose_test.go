@@ -364,6 +364,30 @@ func upStack(t *testing.T, ctx context.Context, name string, extra map[string]st
 		})
 	}
 	t.Cleanup(func() { down(t) })
+	// Runs before down: on a failure, the state and last log lines of the
+	// services the workers depend on (a hang after a restart shows there).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, svc := range []string{"temporal", "postgresql"} {
+			c, err := stack.ServiceContainer(ctx, svc)
+			if err != nil {
+				t.Logf("--- %s: %v", svc, err)
+				continue
+			}
+			if in, err := c.Inspect(ctx); err == nil && in.State != nil {
+				t.Logf("--- %s: status %s, restarts %d, exit %d, started %s, error %q", svc, in.State.Status, in.RestartCount, in.State.ExitCode, in.State.StartedAt, in.State.Error)
+			}
+			if r, err := c.Logs(ctx); err == nil {
+				b, _ := io.ReadAll(r)
+				r.Close()
+				t.Logf("--- %s: last log lines\n%s", svc, lastLines(string(b), 100))
+			}
+		}
+	})
 	stack.WithEnv(env).
 		WaitForService("worker", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute)).
 		WaitForService("worker-2", wait.ForLog("worker ready").WithStartupTimeout(5*time.Minute))

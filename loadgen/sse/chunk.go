@@ -29,6 +29,11 @@ type Chunk struct {
 	CompletionTokens int
 	CachedTokens     int // usage.prompt_tokens_details.cached_tokens
 
+	// CatchUpGaps is the simulator's catch_up_gaps (sent beside usage): the
+	// stream's chunk gaps it wrote back to back because it was behind its
+	// schedule. 0 from any other server.
+	CatchUpGaps int
+
 	// IsError is set for {"error": <non-null>} and {"object": "error"}
 	// payloads; Error is the raw JSON of the error value (or of the whole
 	// payload for the "object" form).
@@ -73,6 +78,9 @@ func (p *Parser) Parse(data []byte, c *Chunk) error {
 			return p.strInto(&p.id, &c.ID)
 		case "system_fingerprint":
 			return p.strInto(&p.fp, &c.SystemFingerprint)
+		case "catch_up_gaps":
+			c.CatchUpGaps = max(s.intOrSkip(), 0)
+			return s.err
 		case "object":
 			v, ok, err := p.str(&p.obj)
 			if err != nil {

@@ -18,7 +18,7 @@ func TestParseChunk(t *testing.T) {
 	type want struct {
 		id, content, reasoning, finish, fp string
 		choices, usage, isErr              bool
-		pt, ct, cached                     int
+		pt, ct, cached, catchUp            int
 	}
 	cases := []struct {
 		name string
@@ -61,6 +61,9 @@ func TestParseChunk(t *testing.T) {
 			want{content: "a", choices: true}},
 		{"float token counts", `{"usage":{"prompt_tokens":3.0,"completion_tokens":1e2}}`,
 			want{usage: true, pt: 3, ct: 100}},
+		{"simulator usage with catch-up gaps", `{"id":"c1","system_fingerprint":"sweepflow-simulated","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":9},"catch_up_gaps":4,"simulated":true}`,
+			want{id: "c1", fp: "sweepflow-simulated", usage: true, pt: 4, ct: 9, catchUp: 4}},
+		{"negative catch-up gaps read 0", `{"catch_up_gaps":-3}`, want{}},
 		{"whitespace", " { \"choices\" : [ { \"delta\" : { \"content\" : \"x\" } } ] } \n",
 			want{content: "x", choices: true}},
 	}
@@ -73,7 +76,7 @@ func TestParseChunk(t *testing.T) {
 				id: string(c.ID), content: string(c.Content), reasoning: string(c.Reasoning),
 				finish: string(c.FinishReason), fp: string(c.SystemFingerprint),
 				choices: c.HasChoices, usage: c.HasUsage, isErr: c.IsError,
-				pt: c.PromptTokens, ct: c.CompletionTokens, cached: c.CachedTokens,
+				pt: c.PromptTokens, ct: c.CompletionTokens, cached: c.CachedTokens, catchUp: c.CatchUpGaps,
 			}
 			assert.Equal(t, tc.want, got)
 			if tc.want.isErr {
