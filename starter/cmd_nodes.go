@@ -43,23 +43,31 @@ func (f *nodesFlags) profile() (string, nodehealth.Policy, error) {
 	return cl.Name, cl.BadNodes, nil
 }
 
-// health opens the ledger and judges the cluster's nodes now; the caller
-// closes the store.
-func (f *nodesFlags) health(ctx context.Context) (*results.Store, string, nodehealth.Policy, []nodehealth.Node, error) {
+// nodeHealth is the cluster's nodes as judged now, with the open ledger
+// they were read from (the caller closes it).
+type nodeHealth struct {
+	store   *results.Store
+	cluster string
+	policy  nodehealth.Policy
+	nodes   []nodehealth.Node
+}
+
+// health opens the ledger and judges the cluster's nodes now.
+func (f *nodesFlags) health(ctx context.Context) (nodeHealth, error) {
 	name, policy, err := f.profile()
 	if err != nil {
-		return nil, "", policy, nil, err
+		return nodeHealth{}, err
 	}
 	store, _, _, err := f.lf.open(ctx)
 	if err != nil {
-		return nil, "", policy, nil, err
+		return nodeHealth{}, err
 	}
 	nodes, err := store.NodeHealth(ctx, name, policy, time.Now())
 	if err != nil {
 		store.Close()
-		return nil, "", policy, nil, err
+		return nodeHealth{}, err
 	}
-	return store, name, policy, nodes, nil
+	return nodeHealth{store: store, cluster: name, policy: policy, nodes: nodes}, nil
 }
 
 func newNodesCmd() *cobra.Command {
@@ -77,15 +85,15 @@ section sets the policy (default: 2 attempts within 24h).`,
 	f.bind(c, "cluster profile whose nodes and bad-nodes policy to use (default: every cluster in the ledger, default policy)")
 	asJSON := c.Flags().Bool("json", false, "print the policy and the nodes as JSON")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		store, _, policy, nodes, err := f.health(context.Background())
+		h, err := f.health(context.Background())
 		if err != nil {
 			return err
 		}
-		store.Close()
+		h.store.Close()
 		if *asJSON {
-			return nodehealth.WriteJSON(cmd.OutOrStdout(), policy, nodes)
+			return nodehealth.WriteJSON(cmd.OutOrStdout(), h.policy, h.nodes)
 		}
-		return nodehealth.WriteText(cmd.OutOrStdout(), policy, nodes)
+		return nodehealth.WriteText(cmd.OutOrStdout(), h.policy, h.nodes)
 	}
 	return c
 }
@@ -103,13 +111,13 @@ func newNodesClearCmd() *cobra.Command {
 			return usageError("--cluster PROFILE is required: node names are unique within a cluster only")
 		}
 		ctx := context.Background()
-		store, name, _, nodes, err := f.health(ctx)
+		h, err := f.health(ctx)
 		if err != nil {
 			return err
 		}
-		defer store.Close()
+		defer h.store.Close()
 		known := map[string]nodehealth.Verdict{}
-		for _, n := range nodes {
+		for _, n := range h.nodes {
 			known[n.Node] = n.Verdict
 		}
 		by := os.Getenv("USER")
@@ -118,14 +126,14 @@ func newNodesClearCmd() *cobra.Command {
 		}
 		now := time.Now()
 		for _, node := range args {
-			if err := store.PutNodeClear(ctx, nodehealth.Clear{Cluster: name, Node: node, At: now, By: by}); err != nil {
+			if err := h.store.PutNodeClear(ctx, nodehealth.Clear{Cluster: h.cluster, Node: node, At: now, By: by}); err != nil {
 				return err
 			}
 			was := known[node]
 			if was == "" {
 				was = "not listed"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cleared %s on %s (was %s): its failures so far no longer count\n", node, name, was)
+			fmt.Fprintf(cmd.OutOrStdout(), "cleared %s on %s (was %s): its failures so far no longer count\n", node, h.cluster, was)
 		}
 		return nil
 	}
