@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
@@ -20,6 +19,7 @@ import (
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/point"
+	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -65,19 +65,7 @@ func (s *timedStages) take(ctx context.Context, name string, arg any) error {
 	d := time.Duration(float64(s.clock.Duration(c)) / float64(time.Minute) * float64(s.scale))
 	// Heartbeat as the real stages do: a stage longer than the worker-loss
 	// heartbeat timeout (5 s) would otherwise be retried.
-	done := time.After(d)
-	beat := time.NewTicker(time.Second)
-	defer beat.Stop()
-	for {
-		select {
-		case <-done:
-			return nil
-		case <-beat.C:
-			activity.RecordHeartbeat(ctx)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return temporalx.HoldBeating(ctx, d)
 }
 
 func (s *timedStages) Allocate(ctx context.Context, p point.Spec) (activities.Allocation, error) {

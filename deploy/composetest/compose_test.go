@@ -381,10 +381,8 @@ func upStack(t *testing.T, ctx context.Context, name string, extra map[string]st
 			if in, err := c.Inspect(ctx); err == nil && in.State != nil {
 				t.Logf("--- %s: status %s, restarts %d, exit %d, started %s, error %q", svc, in.State.Status, in.RestartCount, in.State.ExitCode, in.State.StartedAt, in.State.Error)
 			}
-			if r, err := c.Logs(ctx); err == nil {
-				b, _ := io.ReadAll(r)
-				r.Close()
-				t.Logf("--- %s: last log lines\n%s", svc, lastLines(string(b), 100))
+			if logs, err := containerLogs(ctx, c); err == nil {
+				t.Logf("--- %s: last log lines\n%s", svc, lastLines(logs, 100))
 			}
 		}
 	})
@@ -404,13 +402,11 @@ func upStack(t *testing.T, ctx context.Context, name string, extra map[string]st
 			if err != nil {
 				continue
 			}
-			r, err := c.Logs(ctx)
+			logs, err := containerLogs(ctx, c)
 			if err != nil {
 				continue
 			}
-			fmt.Fprintf(&b, "--- %s\n", svc)
-			_, _ = io.Copy(&b, r)
-			r.Close()
+			fmt.Fprintf(&b, "--- %s\n%s", svc, logs)
 		}
 		return b.String()
 	}
@@ -434,6 +430,17 @@ func upStack(t *testing.T, ctx context.Context, name string, extra map[string]st
 
 	return &stackUnderTest{root: root, certs: certs, addr: addr, results: results, password: password, project: project,
 		stack: stack, clientEnv: clientEnv, starter: starter, workerLogs: workerLogs, down: down}
+}
+
+// containerLogs is everything c has logged so far.
+func containerLogs(ctx context.Context, c *testcontainers.DockerContainer) (string, error) {
+	r, err := c.Logs(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	return string(b), err
 }
 
 func lastLines(s string, n int) string {

@@ -2,11 +2,12 @@ package workers
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
+
+	"github.com/sweepflow/sweepflow/temporalx"
 )
 
 // simStageActivities are the activities of the point's stage chain that
@@ -37,35 +38,9 @@ type simStageInbound struct {
 
 func (s *simStageInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	if simStageActivities[activity.GetInfo(ctx).ActivityType.Name] {
-		if err := holdBeating(ctx, s.d); err != nil {
+		if err := temporalx.HoldBeating(ctx, s.d); err != nil {
 			return nil, err
 		}
 	}
 	return s.Next.ExecuteActivity(ctx, in)
-}
-
-// holdBeating waits d, heartbeating every 500 ms with the attempt's
-// inherited details (or none).
-func holdBeating(ctx context.Context, d time.Duration) error {
-	var details []any
-	if activity.HasHeartbeatDetails(ctx) {
-		var raw json.RawMessage
-		if err := activity.GetHeartbeatDetails(ctx, &raw); err == nil && len(raw) > 0 {
-			details = []any{raw}
-		}
-	}
-	end := time.NewTimer(d)
-	defer end.Stop()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		activity.RecordHeartbeat(ctx, details...)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-end.C:
-			return nil
-		case <-tick.C:
-		}
-	}
 }
