@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
 const (
@@ -351,4 +352,66 @@ func TestEmulatedAndRealSlurmShareNoIdentity(t *testing.T) {
 		assert.False(t, keys[p.BaselineKey], "point %d: the emulation shares a nightly baseline key with the real rack", i)
 		assert.Equal(t, real.Points[i].Nodes, p.Nodes, "same allocation, point %d", i)
 	}
+}
+
+// TestOnePointPerKey: a fleet bring-up plans each key's lowest
+// concurrency, on the first row that has it, and keeps the key's eval there.
+func TestOnePointPerKey(t *testing.T) {
+	dir := filepath.Join("..", "configs")
+	full, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	s, err := config.LoadSweep(filepath.Join(dir, seedSweep))
+	require.NoError(t, err)
+	c, err := config.LoadCluster(filepath.Join(dir, seedCluster))
+	require.NoError(t, err)
+	p, err := Build(Options{Sweep: s, Cluster: c, OnePointPerKey: true})
+	require.NoError(t, err)
+	require.Len(t, p.Points, len(s.ConfigKeys))
+	for i, key := range s.ConfigKeys {
+		var want *Point
+		evals := false
+		for j := range full.Points {
+			pt := &full.Points[j]
+			if pt.ConfigKey != key {
+				continue
+			}
+			evals = evals || pt.Eval
+			if want == nil || pt.Conc < want.Conc {
+				want = pt
+			}
+		}
+		got := p.Points[i]
+		assert.Equal(t, key, got.ConfigKey)
+		assert.Equal(t, want.Conc, got.Conc, key)
+		assert.Equal(t, want.Identity, got.Identity, key)
+		assert.Equal(t, evals, got.Eval, key)
+		assert.Equal(t, i, got.Index)
+	}
+
+	// The eval moves to the kept concurrency when InferenceX picked another.
+	m, err := ixconfig.LoadMaster(s.ConfigFiles...)
+	require.NoError(t, err)
+	r, err := ixconfig.LoadRunners(s.RunnerConfig)
+	require.NoError(t, err)
+	rows, err := matrix.Generate(m, r, matrix.Options{Keys: s.ConfigKeys})
+	require.NoError(t, err)
+	require.Equal(t, []int{1}, rows[0].Conc())
+	require.Equal(t, []int{4}, rows[1].Conc())
+	kept, at := onePerKey(rows, map[int]int{1: 4})
+	require.Len(t, kept, 2)
+	assert.Same(t, rows[0], kept[0], "the agg key's conc-1 row")
+	assert.Equal(t, map[int]int{0: 1}, at, "its eval, picked at conc 4, runs at conc 1")
+}
+
+// TestRecipeGPUsLaunch: where the row's tp and the recipe disagree on GPUs
+// per worker, the recipe launches (as InferenceX's launcher runs it): the
+// plan takes the allocation from the recipe; `starter check` reports it.
+func TestRecipeGPUsLaunch(t *testing.T) {
+	dir := copySeed(t)
+	edit(t, filepath.Join(dir, seedMaster), "          num-worker: 1\n          tp: 8\n", "          num-worker: 1\n          tp: 4\n")
+	p, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	assert.Equal(t, "TP4 agg", p.Points[0].Topology, "the row's own label")
+	assert.Equal(t, 8, p.Points[0].GPUs, "the recipe's TP8 worker")
+	assert.Equal(t, 2, p.Points[0].Nodes)
 }
