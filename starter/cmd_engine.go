@@ -55,9 +55,6 @@ func newEngineRenderCmd() *cobra.Command {
 	var checkouts recipesFlags
 	checkouts.bindCheckouts(fs)
 	c.RunE = func(c *cobra.Command, _ []string) error {
-		if *recipeFile == "" || (*nodesFlag == "" && !*placeholders) {
-			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
-		}
 		// With the checkouts, --recipe is a CONFIG_FILE value in the root
 		// they compose, rendered with their srt-slurm and InferenceX paths.
 		if checkouts.inferencex == "" && checkouts.srtSlurm != "" {
@@ -67,9 +64,12 @@ func newEngineRenderCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if o != nil {
+		if o != nil && *recipeFile != "" {
 			*recipeFile = filepath.Join(o.Dir, filepath.FromSlash(strings.TrimSpace(*recipeFile)))
 			*srtRoot, *infmax = cmp.Or(*srtRoot, o.SrtSlurm), cmp.Or(*infmax, o.InferenceX)
+		}
+		if *recipeFile == "" || (*nodesFlag == "" && !*placeholders) {
+			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
 		}
 		return engineRenderRun(c.OutOrStdout(), engineRenderFlags{
 			recipe: *recipeFile, nodes: *nodesFlag, json: *asJSON, al: *al, placeholders: *placeholders,
