@@ -74,6 +74,7 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (GPUs per node per runner)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
 	f.recipes.bind(fs)
+	fs.Lookup("inferencex").Usage = "InferenceX checkout: MODELS.md and golden_al_distribution/ come from it unless given; with --srt-slurm (or when it pins srt-slurm at utils/srt-slurm) its recipes are laid over srt-slurm's as its launchers lay them"
 	fs.StringVar(&f.golden, "golden-al", "", "golden AL file or directory (InferenceX golden_al_distribution/); default: the sweep's golden-al")
 	fs.BoolVar(&f.thinking, "thinking", true, "compare with thinking_on golden values (false: thinking_off); default: the sweep's")
 	fs.StringVar(&f.models, "models", "", "InferenceX MODELS.md for the deprecation rule (skipped when not given)")
