@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -509,7 +510,41 @@ func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, e
 		return m.Node, nil
 	}
 	if selector == "" {
-		return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: "override-format recipe: CONFIG_FILE must pick a variant with :override_<name>, :zip_override_<name>[i] or :base"}
+		// srtctl apply submits every override_* and zip_override_* variant
+		// (base excluded), one job each. One variant is one deployment, as
+		// a matrix row is; several cannot be one row.
+		var variants []string
+		for _, k := range m.Keys {
+			if strings.HasPrefix(k, "override_") {
+				variants = append(variants, k)
+			}
+		}
+		slices.Sort(variants)
+		var zips []string
+		for _, k := range m.Keys {
+			if strings.HasPrefix(k, "zip_override_") {
+				zips = append(zips, k)
+			}
+		}
+		slices.Sort(zips)
+		for _, k := range zips {
+			n, err := zipLength(strictyaml.Deref(m.Values[k]))
+			if err != nil {
+				return nil, &strictyaml.Error{Pos: d.Pos(m.Values[k]), Field: k, Msg: err.Error()}
+			}
+			for i := range n {
+				variants = append(variants, fmt.Sprintf("%s[%d]", k, i))
+			}
+		}
+		switch len(variants) {
+		case 1:
+			return d.applySelector(root, variants[0])
+		case 0:
+			return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: "override-format recipe with no override_* or zip_override_* variant: srtctl apply would submit nothing; pick the base with CONFIG_FILE=FILE:base"}
+		}
+		return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: fmt.Sprintf(
+			"override-format recipe named without a variant: srtctl apply would submit all %d (%s), one job each, but a matrix row is one deployment; pick one with CONFIG_FILE=FILE:<variant> (FILE:override_<name>, FILE:zip_override_<name>[i] or FILE:base)",
+			len(variants), strings.Join(variants, ", "))}
 	}
 	base := strictyaml.Deref(m.Values["base"])
 	if base.Kind != yaml.MappingNode {
