@@ -133,8 +133,9 @@ func SplitRecipeRef(ref string) (p, selector string) {
 	return p, selector
 }
 
-// LoadRecipe reads the recipe ref (a CONFIG_FILE value) under root.
-func LoadRecipe(root, ref string) (*Recipe, error) {
+// LoadRecipe reads the recipe ref (a CONFIG_FILE value) under root and
+// applies sets (--set dotted.key=value) to it.
+func LoadRecipe(root, ref string, sets ...string) (*Recipe, error) {
 	file, clean, selector, err := recipeFile(root, ref)
 	if err != nil {
 		return nil, err
@@ -143,7 +144,7 @@ func LoadRecipe(root, ref string) (*Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseRecipeAt(ref, clean, file, selector, data)
+	return parseRecipeAt(ref, clean, file, selector, data, sets...)
 }
 
 // recipeFile resolves a CONFIG_FILE value to its file under root, refusing
@@ -183,8 +184,8 @@ func readRecipe(root, clean, file string) ([]byte, error) {
 	return data, nil
 }
 
-func parseRecipeAt(ref, clean, file, selector string, data []byte) (*Recipe, error) {
-	r, err := ParseRecipe(strictyaml.DisplayPath(file), data, selector)
+func parseRecipeAt(ref, clean, file, selector string, data []byte, sets ...string) (*Recipe, error) {
+	r, err := ParseRecipe(strictyaml.DisplayPath(file), data, selector, sets...)
 	if err != nil {
 		return nil, err
 	}
@@ -546,30 +547,44 @@ func ParseSlurmTime(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// RecipeDigest is the sha256 (hex) of a recipe file's bytes: the part of a
-// point's identity that says what the recipe was when the sweep was planned.
+// RecipeDigest is the sha256 (hex) of a recipe file's bytes: what points
+// planned before recipes were identified by their resolved form carry.
 func RecipeDigest(raw []byte) string {
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])
 }
 
 // LoadPlannedRecipe loads the recipe a planned point names, for launching:
-// the file must stay inside root after symbolic links are resolved, and its
-// bytes must be the ones the point's identity was computed from (digest, a
-// RecipeDigest). A worker launches nothing else, so neither a path from
-// workflow input nor a file edited after planning reaches a cluster.
-func LoadPlannedRecipe(root, ref, digest string) (*Recipe, error) {
+// the file must stay inside root after symbolic links are resolved, and it
+// must resolve (with the point's --set overrides) to the recipe the point's
+// identity was computed from (digest, a Recipe.ResolvedDigest; a point
+// planned by an older starter carries the file's RecipeDigest, and then
+// the bytes must match). A worker launches nothing else, so neither a path
+// from workflow input nor a file edited after planning reaches a cluster.
+func LoadPlannedRecipe(root, ref, digest string, sets ...string) (*Recipe, error) {
 	data, file, clean, selector, err := plannedRecipeBytes(root, ref, digest)
 	if err != nil {
 		return nil, err
 	}
-	return parseRecipeAt(ref, clean, file, selector, data)
+	r, perr := parseRecipeAt(ref, clean, file, selector, data, sets...)
+	if digest == RecipeDigest(data) {
+		return r, perr
+	}
+	if perr != nil {
+		return nil, &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s changed since the point was planned and no longer loads (%v); plan the sweep again",
+			clean, strictyaml.DisplayPath(root), perr)}
+	}
+	if got := r.ResolvedDigest(); got != digest {
+		return nil, &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s resolves to sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
+			clean, strictyaml.DisplayPath(root), got, digest)}
+	}
+	return r, nil
 }
 
-// VerifyPlannedRecipe is LoadPlannedRecipe's check without the parse, for
-// a worker that launches from the file later (or not at all).
-func VerifyPlannedRecipe(root, ref, digest string) error {
-	_, _, _, _, err := plannedRecipeBytes(root, ref, digest)
+// VerifyPlannedRecipe is LoadPlannedRecipe's check, for a worker that
+// launches from the file later (or not at all).
+func VerifyPlannedRecipe(root, ref, digest string, sets ...string) error {
+	_, err := LoadPlannedRecipe(root, ref, digest, sets...)
 	return err
 }
 
@@ -597,12 +612,6 @@ func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, sel
 			return nil, "", "", "", missingRecipe{err.(*strictyaml.Error)}
 		}
 		return nil, "", "", "", err
-	}
-	// Bytes first: a tampered file is reported as such, not as whatever
-	// parse error the edit caused.
-	if got := RecipeDigest(data); got != digest {
-		return nil, "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
-			clean, strictyaml.DisplayPath(root), got, digest)}
 	}
 	return data, file, clean, selector, nil
 }

@@ -279,6 +279,20 @@ func migrateInfra(v, base *yaml.Node, override bool) {
 		return
 	}
 	infra := v.Content[i+1]
+	if strictyaml.IsNull(infra) {
+		// A variant deleting the base's infra: the default placement, spelled
+		// out so the variant's list replaces the base's services. (srt-slurm's
+		// migration leaves the null under a router, where it no longer
+		// deletes anything.)
+		if override {
+			services := servicesList(v, "infra")
+			for _, name := range []string{"etcd", "nats"} {
+				setPlacement(serviceEntry(services, name), NodeInfra)
+			}
+		}
+		popKey(v, "infra")
+		return
+	}
 	plane := true
 	for _, src := range []*yaml.Node{v, base} {
 		if t := mapGet(mapGet(src, "frontend"), "type"); t != nil && !strictyaml.IsNull(t) {
@@ -296,16 +310,6 @@ func migrateInfra(v, base *yaml.Node, override bool) {
 				popKey(v, "infra")
 			}
 		}
-		return
-	}
-	if strictyaml.IsNull(infra) {
-		if override {
-			services := servicesList(v, "infra")
-			for _, name := range []string{"etcd", "nats"} {
-				setPlacement(serviceEntry(services, name), NodeInfra)
-			}
-		}
-		popKey(v, "infra")
 		return
 	}
 	if infra.Kind != yaml.MappingNode {
