@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/internal/reftest"
@@ -87,4 +88,48 @@ func TestMigrateMatchesSrtSlurm(t *testing.T) {
 		}
 	}
 	require.Equal(t, 38+9, n)
+}
+
+// TestInferenceXSchema2Examples: the four schema-2 recipes InferenceX
+// committed resolve, every variant of its override file included, into
+// the roles their names promise.
+func TestInferenceXSchema2Examples(t *testing.T) {
+	dir := filepath.Join(reftest.InferenceX(t, "schema2-examples"), "schema2-examples")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 4)
+	variants := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		sels, err := RecipeVariants(f, data)
+		require.NoError(t, err)
+		if sels == nil {
+			sels = []string{""}
+		} else {
+			sels = append([]string{"base"}, sels...)
+		}
+		for _, sel := range sels {
+			r, err := ParseRecipe(f, data, sel)
+			require.NoError(t, err, "%s:%s", filepath.Base(f), sel)
+			require.Equal(t, SchemaV2, r.Schema)
+			_, err = r.Footprint(0)
+			require.NoError(t, err, "%s:%s", filepath.Base(f), sel)
+			variants++
+		}
+	}
+	require.Equal(t, 3+12, variants, "three plain recipes, and base plus 11 variants")
+
+	agentx := func(name string) *Recipe {
+		return loadFile(t, filepath.Join(dir, "benchmarks__multi_node__srt-slurm-recipes__dsv4__sglang__gb200-fp4__agentx__"+name+".yaml"))
+	}
+	agg := agentx("agg-gb200-tp8-c1-mtp-hicache")
+	require.NotNil(t, agg.Roles.Agg)
+	assert.Equal(t, [3]int{2, 1, 8}, [3]int{agg.Roles.Agg.Nodes, agg.Roles.Agg.Workers, agg.Roles.Agg.GPUs}, "TP8 over two 4-GPU nodes")
+	dis := agentx("disagg-gb200-1p1d-dep8-dep16-c64-mtp-kvoffload")
+	assert.Equal(t, [3]int{2, 1, 8}, [3]int{dis.Roles.Prefill.Nodes, dis.Roles.Prefill.Workers, dis.Roles.Prefill.GPUs}, "DEP8 prefill")
+	assert.Equal(t, [3]int{4, 1, 16}, [3]int{dis.Roles.Decode.Nodes, dis.Roles.Decode.Workers, dis.Roles.Decode.GPUs}, "DEP16 decode")
+	assert.Equal(t, NodeDedicated, dis.Services.InfraNode)
+	assert.Equal(t, 32, dis.Services.NATSMaxPayloadMB)
+	assert.Equal(t, DynamoSource{Kind: SourceWheel, Value: "1.5.0.dev20260910"}, dis.Dynamo.Source)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 )
 
 // srt-slurm's defaults (v1.0.68's, which the recipes sweepflow launches were
@@ -86,12 +87,16 @@ func (d *recipeDecoder) resolve(r *Recipe) {
 // the --set overrides themselves (their effect is in) are left out.
 func (r *Recipe) Canonical() []byte {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(canonicalRecipe{r}); err != nil {
-		// Every value in a typed recipe encodes; a failure is a bug.
-		panic("config: canonical recipe: " + err.Error())
+	b.WriteByte('[')
+	for i, p := range r.canonicalParts() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`["` + p.name + `",`)
+		b.Write(p.json)
+		b.WriteByte(']')
 	}
+	b.WriteString("]\n")
 	return b.Bytes()
 }
 
@@ -102,72 +107,94 @@ func (r *Recipe) ResolvedDigest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// canonicalRecipe is the part of a Recipe that launches.
-type canonicalRecipe struct{ r *Recipe }
+// RecipeDiff names the first part in which two resolved recipes differ,
+// with both values; "" when they resolve alike.
+func RecipeDiff(a, b *Recipe) string {
+	pa, pb := a.canonicalParts(), b.canonicalParts()
+	short := func(j []byte) string {
+		if len(j) > 160 {
+			return string(j[:160]) + "..."
+		}
+		return string(j)
+	}
+	for i := 0; i < max(len(pa), len(pb)); i++ {
+		switch {
+		case i >= len(pa):
+			return fmt.Sprintf("%s: only in the second", pb[i].name)
+		case i >= len(pb):
+			return fmt.Sprintf("%s: only in the first", pa[i].name)
+		case pa[i].name != pb[i].name:
+			return fmt.Sprintf("%s in the first, %s in the second", pa[i].name, pb[i].name)
+		case !bytes.Equal(pa[i].json, pb[i].json):
+			return fmt.Sprintf("%s: %s vs %s", pa[i].name, short(pa[i].json), short(pb[i].json))
+		}
+	}
+	return ""
+}
 
-func (c canonicalRecipe) MarshalJSON() ([]byte, error) {
-	r := c.r
-	type role struct {
-		Name      string
-		Nodes     int
-		Colocate  bool
-		Workers   int
-		GPUs      int
-		Env       *Map
-		Args      *Map
-		ExtraArgs list
-		KVEvents  value
+type canonicalPart struct {
+	name string
+	json []byte
+}
+
+// canonicalParts is the part of a Recipe that launches, named by where a
+// recipe writes it, with recipe values encoded with their Python types.
+func (r *Recipe) canonicalParts() []canonicalPart {
+	var parts []canonicalPart
+	add := func(name string, v any) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			// Every value in a typed recipe encodes; a failure is a bug.
+			panic("config: canonical recipe: " + err.Error())
+		}
+		parts = append(parts, canonicalPart{name, bytes.TrimSuffix(b.Bytes(), []byte("\n"))})
 	}
-	roles := []role{}
+	res, e, f, bm, dy := r.Resources, r.Engine, r.Frontend, r.Benchmark, r.Dynamo
+	add("name", r.Name)
+	add("model", []string{r.Model.Path, r.Model.Container, r.Model.Precision})
+	add("identity", r.Identity)
+	add("resources", []any{res.GPUType, res.GPUsPerNode, res.SpreadWorkers, res.HetJobs, res.PackMultinodeWorkers, res.Disaggregated})
 	for _, ro := range r.Roles.All() {
-		roles = append(roles, role{ro.Name, ro.Nodes, ro.Colocate, ro.Workers, ro.GPUs, ro.Env, ro.Args, ro.ExtraArgs, value{ro.KVEvents}})
+		p := "roles." + ro.Name + "."
+		add(p+"topology", []any{ro.Nodes, ro.Colocate, ro.Workers, ro.GPUs})
+		add(p+"env", ro.Env)
+		add(p+"args", ro.Args)
+		add(p+"extra_args", list(ro.ExtraArgs))
+		add(p+"kv_events", value{ro.KVEvents})
 	}
-	e := r.Engine
-	var mooncake any
+	add("engine", []any{e.Type, value{e.Connector}, e.SetCUDAVisibleDevices, e.DPLaunchMode, e.AllowPrefillDecodeColocation,
+		e.AllowPrefillDecodeColocationAcrossNodes, e.PublishEventsAndMetrics, e.SequentialNodeStart, e.NUMAMemoryBind, e.GPUType, e.Other})
+	add("services.etcd_nats", []any{r.Services.InfraNode, r.Services.NATSMaxPayloadMB})
 	if mc := r.Services.Mooncake; mc != nil {
-		mooncake = struct {
-			Container   string
-			Args        list
-			StoreConfig *Map
-		}{mc.Container, mc.Args, mc.StoreConfig}
+		add("services.mooncake-master", []any{mc.Container, list(mc.Args), mc.StoreConfig})
 	}
-	f, b, dy, res := r.Frontend, r.Benchmark, r.Dynamo, r.Resources
-	return json.Marshal(struct {
-		Name      string
-		Model     RecipeModel
-		Identity  *Map
-		Resources any
-		Roles     []role
-		Engine    any
-		Services  any
-		Frontend  any
-		Benchmark any
-		Dynamo    any
-		Health    [2]int
-		Slurm     Slurm
-		Env       *Map
-		Srun      *Map
-		Sbatch    *Map
-		Mounts    []string
-		Setup     string
-		ConfigDmp bool
-		Other     []*Map
-	}{
-		Name: r.Name, Model: r.Model, Identity: r.Identity,
-		Resources: []any{res.GPUType, res.GPUsPerNode, res.SpreadWorkers, res.HetJobs, res.PackMultinodeWorkers, res.Disaggregated},
-		Roles:     roles,
-		Engine: []any{e.Type, value{e.Connector}, e.SetCUDAVisibleDevices, e.DPLaunchMode, e.AllowPrefillDecodeColocation,
-			e.AllowPrefillDecodeColocationAcrossNodes, e.PublishEventsAndMetrics, e.SequentialNodeStart, e.NUMAMemoryBind, e.GPUType, e.Other},
-		Services: []any{r.Services.InfraNode, r.Services.NATSMaxPayloadMB, mooncake},
-		Frontend: []any{f.Type, f.Placement, f.EnableMultipleFrontends, f.NumAdditionalFrontends, f.NginxContainer, f.NginxRaiseUlimit,
-			f.NginxSessionAffinity, f.NginxSessionAffinityHeader, f.NginxKeepaliveTimeout, f.Args, f.Env, f.Other},
-		Benchmark: []any{b.Type, b.Placement, b.ColocateWithFrontend, b.Command, b.ContainerImage, b.Env, b.AIPerfPackage, b.AIPerfArgs, b.Fields},
-		Dynamo:    []any{dy.Install, dy.Source.Kind, dy.Source.Value, list(dy.Source.Patches), dy.RequestPlane, dy.EventPlane},
-		Health:    [2]int{r.HealthCheck.MaxAttempts, r.HealthCheck.IntervalSeconds},
-		Slurm:     r.Slurm, Env: r.Environment, Srun: r.SrunOptions, Sbatch: r.SbatchDirectives,
-		Mounts: r.ExtraMounts, Setup: r.SetupScript, ConfigDmp: r.EnableConfigDump,
-		Other: []*Map{r.ContainerMounts, r.Profiling, r.Observability, r.Telemetry, r.Output, r.Reporting},
-	})
+	add("frontend", []any{f.Type, f.Placement, f.EnableMultipleFrontends, f.NumAdditionalFrontends, f.NginxContainer, f.NginxRaiseUlimit,
+		f.NginxSessionAffinity, f.NginxSessionAffinityHeader, f.NginxKeepaliveTimeout, f.Other})
+	add("frontend.args", f.Args)
+	add("frontend.env", f.Env)
+	add("benchmark", []any{bm.Type, bm.Placement, bm.ColocateWithFrontend, bm.Command, bm.ContainerImage, bm.AIPerfPackage})
+	add("benchmark.env", bm.Env)
+	add("benchmark.aiperf_args", bm.AIPerfArgs)
+	add("benchmark.fields", bm.Fields)
+	add("dynamo", []any{dy.Install, dy.Source.Kind, dy.Source.Value, list(dy.Source.Patches), dy.RequestPlane, dy.EventPlane})
+	add("health_check", []int{r.HealthCheck.MaxAttempts, r.HealthCheck.IntervalSeconds})
+	add("slurm", []string{r.Slurm.TimeLimit, r.Slurm.Account, r.Slurm.Partition})
+	add("environment", r.Environment)
+	add("srun_options", r.SrunOptions)
+	add("sbatch_directives", r.SbatchDirectives)
+	add("extra_mount", r.ExtraMounts)
+	add("setup_script", r.SetupScript)
+	add("enable_config_dump", r.EnableConfigDump)
+	for _, o := range []struct {
+		name string
+		m    *Map
+	}{{"container_mounts", r.ContainerMounts}, {"profiling", r.Profiling}, {"observability", r.Observability},
+		{"telemetry", r.Telemetry}, {"output", r.Output}, {"reporting", r.Reporting}} {
+		add(o.name, o.m)
+	}
+	return parts
 }
 
 // list and value encode recipe values with their Python types kept.

@@ -365,7 +365,7 @@ func TestPlannedRecipe(t *testing.T) {
 }
 
 // TestCanonicalCoversTheTypes fails when a typed field is added without
-// deciding whether it is part of the resolved recipe (canonicalRecipe).
+// deciding whether it is part of the resolved recipe (canonicalParts).
 func TestCanonicalCoversTheTypes(t *testing.T) {
 	for typ, n := range map[reflect.Type]int{
 		reflect.TypeFor[Recipe](): 36, reflect.TypeFor[Role](): 12, reflect.TypeFor[Engine](): 12, reflect.TypeFor[Services](): 4,
@@ -373,6 +373,6 @@ func TestCanonicalCoversTheTypes(t *testing.T) {
 		reflect.TypeFor[Dynamo](): 5, reflect.TypeFor[DynamoSource](): 3, reflect.TypeFor[Resources](): 16,
 		reflect.TypeFor[RecipeModel](): 3, reflect.TypeFor[HealthCheck](): 3, reflect.TypeFor[Slurm](): 3,
 	} {
-		assert.Equal(t, n, typ.NumField(), "%s changed: update canonicalRecipe and this count", typ)
+		assert.Equal(t, n, typ.NumField(), "%s changed: update canonicalParts and this count", typ)
 	}
 }
