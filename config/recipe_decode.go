@@ -243,6 +243,12 @@ func (d *recipeDecoder) engine(r *Recipe, m *strictyaml.Mapping) {
 		e.Type = "sglang"
 	}
 	d.engineSources = sources
+	switch e.Type {
+	case "sglang", "trtllm", "vllm", "mocker":
+	default:
+		d.Errs.Add(e.Pos, "engine", "unknown engine type %q (srt-slurm knows sglang, trtllm, vllm, mocker)", e.Type)
+		return
+	}
 	wide := engineWideFields[e.Type]
 	seen := map[string]string{}
 	for _, s := range sources {
@@ -269,11 +275,6 @@ func (d *recipeDecoder) engine(r *Recipe, m *strictyaml.Mapping) {
 			}
 			d.engineWide(r, s, k)
 		}
-	}
-	switch e.Type {
-	case "sglang", "trtllm", "vllm", "mocker":
-	default:
-		d.Errs.Add(e.Pos, "engine", "unknown engine type %q (srt-slurm knows sglang, trtllm, vllm, mocker)", e.Type)
 	}
 }
 

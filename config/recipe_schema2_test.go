@@ -376,3 +376,15 @@ func TestCanonicalCoversTheTypes(t *testing.T) {
 		assert.Equal(t, n, typ.NumField(), "%s changed: update canonicalParts and this count", typ)
 	}
 }
+
+// TestMergeKeys: a YAML merge key in an environment or engine args merges
+// as PyYAML merges it: merged keys first, the mapping's own keys win, and
+// of a list of anchors the earlier wins.
+func TestMergeKeys(t *testing.T) {
+	src := strings.Replace(v1Recipe, "  prefill_environment: {A: \"1\", B: \"2\"}\n  decode_environment: {A: \"1\"}\n",
+		"  prefill_environment: &pe {A: \"1\", B: \"2\"}\n  decode_environment:\n    <<: [{B: \"x\", C: \"3\"}, *pe]\n    A: \"9\"\n", 1)
+	r := parse(t, src)
+	env := r.Roles.Decode.Env
+	assert.Equal(t, []string{"A", "B", "C"}, env.Keys)
+	assert.Equal(t, []any{"9", "x", "3"}, []any{env.Vals["A"], env.Vals["B"], env.Vals["C"]})
+}

@@ -204,7 +204,7 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 // pyValue converts n into the value PyYAML's safe_load builds, with
 // mappings as *Map (positions and quoting kept). Keys are their text, as
 // srt-slurm's flag builders see them.
-func (d *decoder) pyValue(n *yaml.Node, field string, depth int) (any, bool) {
+func (d *recipeDecoder) pyValue(n *yaml.Node, field string, depth int) (any, bool) {
 	n = strictyaml.Deref(n)
 	if n == nil {
 		return nil, true
@@ -233,19 +233,15 @@ func (d *decoder) pyValue(n *yaml.Node, field string, depth int) (any, bool) {
 	case yaml.MappingNode:
 		m := NewMap()
 		ok := true
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			kn, vn := strictyaml.Deref(n.Content[i]), strictyaml.Deref(n.Content[i+1])
+		pairs := d.flatten(n, field, depth)
+		for i := 0; i+1 < len(pairs); i += 2 {
+			kn, vn := strictyaml.Deref(pairs[i]), strictyaml.Deref(pairs[i+1])
 			if kn.Kind != yaml.ScalarNode {
 				d.Errorf(kn, field, "keys must be scalars, got %s", strictyaml.KindName(kn))
 				ok = false
 				continue
 			}
 			k := kn.Value
-			if k == "<<" && kn.Style == 0 {
-				d.Errorf(kn, strictyaml.Join(field, k), "YAML merge keys are not supported; write the fields out")
-				ok = false
-				continue
-			}
 			v, vok := d.pyValue(vn, strictyaml.Join(field, k), depth+1)
 			ok = ok && vok
 			m.Set(k, v)
@@ -268,8 +264,42 @@ func (d *decoder) pyValue(n *yaml.Node, field string, depth int) (any, bool) {
 	return nil, false
 }
 
+// flatten is a mapping's key and value nodes with YAML merge keys (<<:
+// *anchor, <<: [*a, *b]) expanded as PyYAML expands them: the merged pairs
+// first (of a list of anchors, the earlier wins), then the mapping's own,
+// which win.
+func (d *recipeDecoder) flatten(n *yaml.Node, field string, depth int) []*yaml.Node {
+	if depth > 64 {
+		return nil
+	}
+	var merged, own []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := strictyaml.Deref(n.Content[i]), strictyaml.Deref(n.Content[i+1])
+		if !(kn.Kind == yaml.ScalarNode && kn.Value == "<<" && kn.Style == 0) {
+			own = append(own, n.Content[i], n.Content[i+1])
+			continue
+		}
+		switch vn.Kind {
+		case yaml.MappingNode:
+			merged = append(merged, d.flatten(vn, field, depth+1)...)
+		case yaml.SequenceNode:
+			for j := len(vn.Content) - 1; j >= 0; j-- {
+				sub := strictyaml.Deref(vn.Content[j])
+				if sub.Kind != yaml.MappingNode {
+					d.Errorf(sub, strictyaml.Join(field, "<<"), "expected a mapping to merge, got %s", strictyaml.KindName(sub))
+					continue
+				}
+				merged = append(merged, d.flatten(sub, field, depth+1)...)
+			}
+		default:
+			d.Errorf(vn, strictyaml.Join(field, "<<"), "expected a mapping to merge, got %s", strictyaml.KindName(vn))
+		}
+	}
+	return append(merged, own...)
+}
+
 // anyMap reads a mapping with Python-typed values; nil when n is absent or null.
-func (d *decoder) anyMap(n *yaml.Node, field string) *Map {
+func (d *recipeDecoder) anyMap(n *yaml.Node, field string) *Map {
 	if n == nil || strictyaml.IsNull(n) {
 		return nil
 	}
@@ -286,7 +316,7 @@ func (d *decoder) anyMap(n *yaml.Node, field string) *Map {
 // stay typed (the launcher prints them with Python's str()), null values
 // are left out as srt-slurm leaves them out, and a list or mapping value is
 // an error. nil when n is absent or null.
-func (d *decoder) envMap(n *yaml.Node, field string) *Map {
+func (d *recipeDecoder) envMap(n *yaml.Node, field string) *Map {
 	m := d.anyMap(n, field)
 	if m == nil {
 		return nil
