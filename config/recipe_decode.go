@@ -23,6 +23,14 @@ const (
 	SchemaV2 = 2
 )
 
+// unknownField is the refusal of a key the recipe's schema does not have.
+func unknownField(schema int) string {
+	if schema >= SchemaV2 {
+		return "unknown field, or one of srt-slurm 2.x's that sweepflow does not launch yet"
+	}
+	return "unknown field (srt-slurm rejects it)"
+}
+
 // notLaunched is the one-line refusal of a field srt-slurm 2.x accepts and
 // sweepflow cannot launch yet.
 const notLaunched = "srt-slurm 2.x's %s is not launched by sweepflow yet"
@@ -167,7 +175,7 @@ func (d *recipeDecoder) decodeRecipe(r *Recipe, doc *yaml.Node) {
 		case k == "base" || strings.HasPrefix(k, "override_") || strings.HasPrefix(k, "zip_override_"):
 			d.Errorf(m.KeyNodes[k], k, "variant sections belong at the top level of an override file, next to base")
 		default:
-			d.Errorf(m.KeyNodes[k], k, "unknown field (srt-slurm rejects it)")
+			d.Errorf(m.KeyNodes[k], k, "%s", unknownField(r.Schema))
 		}
 	}
 }
@@ -270,7 +278,7 @@ func (d *recipeDecoder) engine(r *Recipe, m *strictyaml.Mapping) {
 				continue
 			}
 			if !slices.Contains(wide, k) {
-				d.Errorf(s.KeyNodes[k], s.Field(k), "unknown field for engine %s (srt-slurm rejects it)", e.Type)
+				d.Errorf(s.KeyNodes[k], s.Field(k), "%s for engine %s", unknownField(r.Schema), e.Type)
 				continue
 			}
 			d.engineWide(r, s, k)
@@ -702,6 +710,9 @@ func (d *recipeDecoder) services(r *Recipe, m *strictyaml.Mapping) {
 					}
 				}
 			case "mooncake-master":
+				if t := r.Engine.Type; t != "sglang" && t != "vllm" {
+					d.Errorf(sm.Node, f, notLaunched, "mooncake-master with engine "+t)
+				}
 				if node == NodeDedicated {
 					d.Errs.Add(npos, sm.Field("placement.node"), notLaunched, "a dedicated mooncake-master node")
 				}
@@ -720,6 +731,10 @@ func (d *recipeDecoder) services(r *Recipe, m *strictyaml.Mapping) {
 				}
 				if on := sm.Get("options"); on != nil {
 					if om := d.Mapping(on, sm.Field("options"), []string{"store_config"}); om != nil {
+						if om.Has("store_config") && r.Engine.Type != "vllm" {
+							// srt-slurm v1.0.68 configures the store for vLLM only.
+							d.Errorf(om.KeyNodes["store_config"], om.Field("store_config"), notLaunched, "store_config for engine "+r.Engine.Type)
+						}
 						mc.StoreConfig = d.anyMap(om.Get("store_config"), om.Field("store_config"))
 					}
 				}
