@@ -634,15 +634,10 @@ func (r *Recipe) ModelDir(c *Cluster) string {
 // ModelName names {MODEL_DIR:...} without a profile: the checkpoint
 // repository's base name from the recipe's identity, else the alias.
 func (r *Recipe) ModelName() string {
-	var id struct {
-		Identity struct {
-			Model struct {
-				Repo string `yaml:"repo"`
-			} `yaml:"model"`
-		} `yaml:"identity"`
-	}
-	if r.Doc != nil && r.Doc.Decode(&id) == nil && id.Identity.Model.Repo != "" {
-		return filepath.Base(id.Identity.Model.Repo)
+	if v, _ := r.Identity.Get("model"); v != nil {
+		if m, ok := v.(*Map); ok && m.Str("repo") != "" {
+			return filepath.Base(m.Str("repo"))
+		}
 	}
 	return filepath.Base(r.Model.Path)
 }

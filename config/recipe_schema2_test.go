@@ -392,3 +392,21 @@ func TestMergeKeys(t *testing.T) {
 	assert.Equal(t, []string{"A", "B", "C"}, env.Keys)
 	assert.Equal(t, []any{"9", "x", "3"}, []any{env.Vals["A"], env.Vals["B"], env.Vals["C"]})
 }
+
+// TestRepoRecipesMigrate: each of the repository's recipes (the seed and
+// backends sweeps') migrates to schema 2 and resolves to itself.
+func TestRepoRecipesMigrate(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "configs", "recipes", "*", "*", "*", "*", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 9)
+	for _, f := range files {
+		a := loadFile(t, f)
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out, err := MigrateRecipe(f, data)
+		require.NoError(t, err)
+		b, err := ParseRecipe("migrated "+f, out, "")
+		require.NoError(t, err, "%s", out)
+		assert.Empty(t, RecipeDiff(a, b), f)
+	}
+}
