@@ -347,19 +347,19 @@ func (d *recipeDecoder) legacyMooncake(r *Recipe, n *yaml.Node, field string) {
 	if mm == nil {
 		return
 	}
-	mc := &MooncakeMaster{Pos: d.Pos(mm.Node)}
-	mc.Container, _ = mm.OptStr("container")
-	if a := mm.Get("master_extra_args"); a != nil {
-		v, _ := d.pyValue(a, mm.Field("master_extra_args"), 0)
-		if l, ok := v.([]any); ok {
-			mc.Args = l
-		} else {
-			d.Errorf(a, mm.Field("master_extra_args"), "expected a list, got %s", strictyaml.KindName(a))
-		}
-	}
-	mc.StoreConfig = d.anyMap(mm.Get("store_config"), mm.Field("store_config"))
-	r.Services.Mooncake = mc
+	r.Services.Mooncake = d.mooncakeMaster(mm, "master_extra_args", mm)
 	d.mooncakeEnv = d.envMap(mm.Get("env"), mm.Field("env"))
+}
+
+// mooncakeMaster reads the master's container and arguments (argsKey) from
+// m and its store_config from opts (nil: none).
+func (d *recipeDecoder) mooncakeMaster(m *strictyaml.Mapping, argsKey string, opts *strictyaml.Mapping) *MooncakeMaster {
+	mc := &MooncakeMaster{Pos: d.Pos(m.Node), Args: d.list(m, argsKey)}
+	mc.Container, _ = m.OptStr("container")
+	if opts != nil {
+		mc.StoreConfig = d.anyMap(opts.Get("store_config"), opts.Field("store_config"))
+	}
+	return mc
 }
 
 // roles builds the worker roles from schema 1's resources and backend keys
@@ -565,14 +565,7 @@ func (d *recipeDecoder) v2Role(r *Recipe, name string, n *yaml.Node, field strin
 		}
 	}
 	ro.Args = d.anyMap(rm.Get("args"), rm.Field("args"))
-	if n := rm.Get("extra_args"); n != nil {
-		v, _ := d.pyValue(n, rm.Field("extra_args"), 0)
-		if l, ok := v.([]any); ok {
-			ro.ExtraArgs = l
-		} else {
-			d.Errorf(n, rm.Field("extra_args"), "expected a list, got %s", strictyaml.KindName(n))
-		}
-	}
+	ro.ExtraArgs = d.list(rm, "extra_args")
 	if n := rm.Get("kv_events"); n != nil {
 		v, _ := d.pyValue(n, rm.Field("kv_events"), 0)
 		switch v.(type) {
@@ -592,6 +585,20 @@ func (d *recipeDecoder) v2Role(r *Recipe, name string, n *yaml.Node, field strin
 			d.Errorf(rm.KeyNodes[k], rm.Field(k), notLaunched, "roles.*."+k)
 		}
 	}
+}
+
+// list reads a list value of m (nil when absent or null).
+func (d *recipeDecoder) list(m *strictyaml.Mapping, k string) []any {
+	n := m.Get(k)
+	if n == nil {
+		return nil
+	}
+	v, _ := d.pyValue(n, m.Field(k), 0)
+	l, ok := v.([]any)
+	if !ok {
+		d.Errorf(n, m.Field(k), "expected a list, got %s", strictyaml.KindName(n))
+	}
+	return l
 }
 
 // count reads a non-negative integer field (0 when absent).
@@ -719,26 +726,14 @@ func (d *recipeDecoder) services(r *Recipe, m *strictyaml.Mapping) {
 				if s.Mooncake != nil {
 					d.Errorf(sm.Node, f, "a second mooncake master (backend.mooncake_kv_store gives one already)")
 				}
-				mc := &MooncakeMaster{Pos: d.Pos(sm.Node)}
-				mc.Container, _ = sm.OptStr("container")
-				if a := sm.Get("args"); a != nil {
-					v, _ := d.pyValue(a, sm.Field("args"), 0)
-					if l, ok := v.([]any); ok {
-						mc.Args = l
-					} else {
-						d.Errorf(a, sm.Field("args"), "expected a list, got %s", strictyaml.KindName(a))
-					}
-				}
+				var opts *strictyaml.Mapping
 				if on := sm.Get("options"); on != nil {
-					if om := d.Mapping(on, sm.Field("options"), []string{"store_config"}); om != nil {
-						if om.Has("store_config") && r.Engine.Type != "vllm" {
-							// srt-slurm v1.0.68 configures the store for vLLM only.
-							d.Errorf(om.KeyNodes["store_config"], om.Field("store_config"), notLaunched, "store_config for engine "+r.Engine.Type)
-						}
-						mc.StoreConfig = d.anyMap(om.Get("store_config"), om.Field("store_config"))
+					if opts = d.Mapping(on, sm.Field("options"), []string{"store_config"}); opts != nil && opts.Has("store_config") && r.Engine.Type != "vllm" {
+						// srt-slurm v1.0.68 configures the store for vLLM only.
+						d.Errorf(opts.KeyNodes["store_config"], opts.Field("store_config"), notLaunched, "store_config for engine "+r.Engine.Type)
 					}
 				}
-				s.Mooncake = mc
+				s.Mooncake = d.mooncakeMaster(sm, "args", opts)
 			}
 		}
 	}
@@ -949,15 +944,7 @@ func (d *recipeDecoder) dynamo(r *Recipe, m *strictyaml.Mapping) {
 	wheel, hasWheel := dm.OptStr("wheel")
 	version, hasVersion := dm.OptStr("version")
 	tot, _ := dm.OptBool("top_of_tree")
-	var patches []any
-	if pn := dm.Get("cargo_patches"); pn != nil {
-		v, _ := d.pyValue(pn, "dynamo.cargo_patches", 0)
-		if l, ok := v.([]any); ok {
-			patches = l
-		} else {
-			d.Errorf(pn, "dynamo.cargo_patches", "expected a list, got %s", strictyaml.KindName(pn))
-		}
-	}
+	patches := d.list(dm, "cargo_patches")
 	if hasHash {
 		legacy = append(legacy, "hash")
 	}
@@ -994,12 +981,7 @@ func (d *recipeDecoder) dynamo(r *Recipe, m *strictyaml.Mapping) {
 			if dy.Source.Kind != SourceRev {
 				d.Errorf(pn, "dynamo.source.patches", "needs a source build: give dynamo.source.rev")
 			}
-			v, _ := d.pyValue(pn, "dynamo.source.patches", 0)
-			if l, ok := v.([]any); ok {
-				dy.Source.Patches = l
-			} else {
-				d.Errorf(pn, "dynamo.source.patches", "expected a list, got %s", strictyaml.KindName(pn))
-			}
+			dy.Source.Patches = d.list(sm, "patches")
 		}
 	} else {
 		switch {
