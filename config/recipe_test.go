@@ -34,7 +34,6 @@ backend:
   sglang_config:
     prefill: {speculative-algorithm: DSPARK, speculative-num-draft-tokens: 6}
     decode: {speculative-algorithm: DSPARK, speculative-num-draft-tokens: 6}
-whatever_srt_slurm_adds: {kept: verbatim}
 `
 
 func TestParseRecipe(t *testing.T) {
@@ -46,11 +45,13 @@ func TestParseRecipe(t *testing.T) {
 	assert.Equal(t, 4*time.Hour, r.HealthCheck.Timeout())
 	assert.Equal(t, "8:00:00", r.Slurm.TimeLimit)
 	assert.Equal(t, 6, r.Backend.DraftTokens)
-	assert.Equal(t, "DSPARK", r.Backend.SpeculativeAlgorithm)
-	assert.Equal(t, "8000", r.Benchmark.Env["PORT"])
+	assert.Equal(t, "DSPARK", r.Roles.Decode.Args.Str("speculative-algorithm"))
+	assert.Equal(t, "8000", r.Benchmark.Env.Str("PORT"))
 	assert.Equal(t, []byte(disaggRecipe), r.Raw, "the document is kept byte for byte")
 	assert.Equal(t, []byte(disaggRecipe), r.Resolved)
-	require.NotNil(t, mapGet(r.Doc, "whatever_srt_slurm_adds"), "unknown top-level sections are kept for launchers")
+
+	_, err = ParseRecipe("r.yaml", []byte(disaggRecipe+"whatever_srt_slurm_adds: {x: 1}\n"), "")
+	require.ErrorContains(t, err, "r.yaml:24: whatever_srt_slurm_adds: unknown field (srt-slurm rejects it)")
 }
 
 func TestFootprint(t *testing.T) {

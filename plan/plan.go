@@ -142,8 +142,9 @@ type Point struct {
 
 	RecipePath string `json:"recipe"`      // root-relative CONFIG_FILE path
 	RecipeFile string `json:"recipe-file"` // absolute path on this machine
-	// RecipeDigest is the sha256 of the recipe bytes in the identity; a
-	// worker launches the recipe only when its file still has these bytes.
+	// RecipeDigest is the sha256 of the resolved recipe in the identity
+	// (config.Recipe.ResolvedDigest); a worker launches the recipe only
+	// when its file still resolves to it.
 	RecipeDigest string         `json:"recipe-sha256,omitempty"`
 	Recipe       *config.Recipe `json:"-"`
 	Source       strictyaml.Pos `json:"source"` // the search-space entry in the master config
@@ -719,7 +720,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 
 		RecipePath:   recipe.Path,
 		RecipeFile:   recipe.File,
-		RecipeDigest: config.RecipeDigest(recipe.Raw),
+		RecipeDigest: recipe.ResolvedDigest(),
 		Recipe:       recipe,
 		Source:       s.Pos,
 		Row:          rowJSON,
@@ -840,8 +841,8 @@ func workerLabel(w *ixconfig.Worker) string {
 }
 
 // DeploymentOf is the deployment a row launches: the canonical row minus
-// conc and exp-name, the recipe's root-relative path and bytes, image,
-// model, launcher version and backend kind (see point.Deployment).
+// conc and exp-name, the recipe's root-relative path and resolved form,
+// image, model, launcher version and backend kind (see point.Deployment).
 func DeploymentOf(row *matrix.Row, r *config.Recipe, launcherVersion, backend string) point.Deployment {
 	ref := r.Path
 	if r.Selector != "" {
@@ -850,7 +851,7 @@ func DeploymentOf(row *matrix.Row, r *config.Recipe, launcherVersion, backend st
 	return point.Deployment{
 		Row:         matrix.Canonical(row.Fields.Without("conc", "exp-name")),
 		BaselineRow: matrix.Canonical(row.Fields.Without("conc", "exp-name", "image")),
-		RecipeRef:   ref, Recipe: r.Raw,
+		RecipeRef:   ref, Recipe: r.Canonical(),
 		Image: row.Entry.Image, Model: row.Entry.Model,
 		Launcher: launcherVersion, Backend: backend,
 	}

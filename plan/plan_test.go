@@ -173,9 +173,22 @@ func TestIdentityStableAndRecipeSensitive(t *testing.T) {
 		assert.NotEqual(t, ref.Points[i].RecipeFile, moved.Points[i].RecipeFile)
 	}
 
-	// One changed byte in one recipe (a comment, even) changes exactly the
-	// points that use it.
+	// A comment, or the recipe's schema-2 spelling, is the same deployment:
+	// the identity hashes what the recipe resolves to.
 	edit(t, filepath.Join(dir, bigRecipe), "# DeepSeek-V4-Pro-0813", "# DeepSeek-V4-Pro-0814")
+	data, err := os.ReadFile(filepath.Join(dir, bigRecipe))
+	require.NoError(t, err)
+	v2, err := config.MigrateRecipe(bigRecipe, data)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, bigRecipe), v2, 0o644))
+	respelled, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	for i := range ref.Points {
+		assert.Equal(t, ref.Points[i].Identity, respelled.Points[i].Identity, i)
+	}
+
+	// One changed value in one recipe changes exactly the points that use it.
+	edit(t, filepath.Join(dir, bigRecipe), "mem-fraction-static: 0.85", "mem-fraction-static: 0.86")
 	changed, err := build(t, dir, seedCluster)
 	require.NoError(t, err)
 	for i := range ref.Points {

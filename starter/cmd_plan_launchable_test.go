@@ -41,7 +41,7 @@ func TestLaunchableTable(t *testing.T) {
 	}, lines[:4])
 	// The engine's own wording may change; ours may not.
 	assert.True(t, strings.HasPrefix(lines[4], `lx-refused  yes    3/3      no       recipe recipes/refused.yaml: `), lines[4])
-	assert.Contains(t, lines[4], `"mystery-engine"`)
+	assert.Contains(t, lines[4], `"mocker"`)
 	assert.True(t, strings.HasSuffix(lines[4], " (1 more recipe does not render)"), lines[4])
 	assert.Equal(t, []string{
 		"lx-missing  no     0/1      -        recipe recipes/missing.yaml not found",
