@@ -80,8 +80,41 @@ type Grid struct {
 // request names no budget.
 const DefaultAdaptivePoints = 3
 
+// String is the request as start and status print it.
+func (a Adaptive) String() string {
+	s := a.ConfigKey
+	if a.Topology != "" {
+		s += " (" + a.Topology + ")"
+	}
+	switch a.Mode {
+	case AdaptiveFill:
+		f := a.Factor
+		if f == 0 {
+			f = 2
+		}
+		s += fmt.Sprintf(": fill gaps wider than x%g", f)
+	case AdaptiveSLO:
+		if a.SLO != nil {
+			s += ": slo " + a.SLO.String()
+		}
+		lo, hi := "lowest planned", "recipe's claim"
+		if a.Grid.Min > 0 {
+			lo = "c" + strconv.Itoa(a.Grid.Min)
+		}
+		if a.Grid.Max > 0 {
+			hi = "c" + strconv.Itoa(a.Grid.Max)
+		}
+		s += fmt.Sprintf(" on %s..%s step %d", lo, hi, a.Grid.Step)
+	}
+	s += fmt.Sprintf(", up to %d added points", a.MaxPoints)
+	if a.MaxNodeHours > 0 {
+		s += fmt.Sprintf(" and %g node-hours", a.MaxNodeHours)
+	}
+	return s
+}
+
 // Validate checks a request on its own (that its key and topology exist
-// is the plan's to say). field prefixes each message.
+// is the plan's to say). Each message starts with the field it is about.
 func (a Adaptive) Validate() error {
 	switch {
 	case a.ConfigKey == "":
