@@ -196,55 +196,70 @@ func (a *adaptiveRun) answer(ctx workflow.Context, s *sweepRun, ask AdaptiveAsk)
 		k.Ended(ask.Deployment, next.Reason)
 		return next
 	}
-	dec := k.Ask(ask.Deployment, ask.Points, ask.Up, ask.Why)
-	next.Reason = dec.Reason
-	if dec.Conc == 0 {
-		return next
-	}
 	ui := slices.IndexFunc(s.running, func(u unit) bool { return u.key == ask.Deployment })
 	if ui < 0 {
 		next.Reason = "deployment " + ask.Deployment + " is not running"
 		return next
 	}
-	spec, err := addedSpec(ctx, s.running[ui].points[0], dec)
+	d, err := decide(ctx, k, s.running[ui].points[0], ask)
 	if err != nil {
-		next.Reason = fmt.Sprintf("cannot add c%d: %v", dec.Conc, err)
+		next.Reason = "adaptive decision failed: " + err.Error()
+		k.Ended(ask.Deployment, next.Reason)
 		return next
 	}
-	k.Name(spec.PointID)
-	s.running[ui].points = append(s.running[ui].points, spec)
-	s.points = append(s.points, spec)
-	s.planned = nil
-	next.Point = &spec
+	*k = d.Key
+	next.Reason = d.Decision.Reason
+	if d.Spec != nil {
+		s.running[ui].points = append(s.running[ui].points, *d.Spec)
+		s.points = append(s.points, *d.Spec)
+		s.planned = nil
+		next.Point = d.Spec
+	}
 	return next
 }
 
-// addedSpec builds the added point's spec from a planned point of its
-// deployment, once: the spec (its identity and hashes) is recorded as a
-// side effect, so a replay starts the same child workflow even after the
-// hashing of identities and profiles changed.
-func addedSpec(ctx workflow.Context, tmpl point.Spec, dec adaptive.Decision) (point.Spec, error) {
-	type built struct {
-		Spec  point.Spec `json:"spec"`
-		Error string     `json:"error,omitempty"`
-	}
-	var b built
+// decided is one decision of a key's search as the sweep records it.
+type decided struct {
+	Key      adaptive.Key      `json:"key"`
+	Decision adaptive.Decision `json:"decision"`
+	Spec     *point.Spec       `json:"spec,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// decide runs the key's search for an ask and builds the added point's
+// spec from a planned point of its deployment (tmpl), recorded as one side
+// effect: the search's state after the decision, the decision and the
+// spec. A replay takes them from history, so a sweep decided by one
+// revision of package adaptive (or of the identity hashes) runs on under
+// the next; GetVersion(adaptive-points) guards the protocol itself.
+func decide(ctx workflow.Context, k *adaptive.Key, tmpl point.Spec, ask AdaptiveAsk) (decided, error) {
+	var d decided
 	err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		next := *k
+		next.Deployments = slices.Clone(k.Deployments)
+		next.Points, next.Added = slices.Clone(k.Points), slices.Clone(k.Added)
+		dec := next.Ask(ask.Deployment, ask.Points, ask.Up, ask.Why)
+		out := decided{Key: next, Decision: dec}
+		if dec.Conc == 0 {
+			return out
+		}
 		spec, err := tmpl.AtConc(dec.Conc)
 		if err != nil {
-			return built{Error: err.Error()}
+			return decided{Error: fmt.Sprintf("cannot add c%d: %v", dec.Conc, err)}
 		}
 		added := dec.Added
 		spec.Added = &added
-		return built{Spec: spec}
-	}).Get(&b)
+		out.Key.Name(spec.PointID)
+		out.Spec = &spec
+		return out
+	}).Get(&d)
 	switch {
 	case err != nil:
-		return point.Spec{}, err
-	case b.Error != "":
-		return point.Spec{}, errors.New(b.Error)
+		return decided{}, err
+	case d.Error != "":
+		return decided{}, errors.New(d.Error)
 	}
-	return b.Spec, nil
+	return d, nil
 }
 
 // snapshot is every key's search as progress and the ledger show it.
