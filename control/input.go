@@ -164,6 +164,12 @@ func ApplyAdaptive(in *workflows.SweepInput, p *plan.Plan, sw *config.Sweep, fla
 		return fmt.Errorf("%s: adaptive points need a plan of fewer than %d points (this one has %d: the sweep would load it page by page)",
 			reqs[0].where, storedPlanPoints, len(in.Points))
 	}
+	claims := map[string]int{}
+	for _, pt := range p.Points {
+		if pt.Recipe != nil {
+			claims[pt.ID] = checklist.ClaimedConc(pt.Recipe)
+		}
+	}
 	for _, r := range reqs {
 		var topologies []string
 		for i := range in.Points {
@@ -174,9 +180,7 @@ func ApplyAdaptive(in *workflows.SweepInput, p *plan.Plan, sw *config.Sweep, fla
 			if !slices.Contains(topologies, pt.Topology) {
 				topologies = append(topologies, pt.Topology)
 			}
-			if i < len(p.Points) && p.Points[i].ID == pt.PointID && p.Points[i].Recipe != nil {
-				pt.RecipeConc = checklist.ClaimedConc(p.Points[i].Recipe)
-			}
+			pt.RecipeConc = claims[pt.PointID]
 		}
 		switch {
 		case len(topologies) == 0:
