@@ -191,16 +191,29 @@ func (s *sweepRun) sortQueue() {
 			}
 			return 1
 		}
-		na, ka, ca := weight(a)
-		nb, kb, cb := weight(b)
-		if na != nb {
-			return nb - na
+		if c := fillOrder(weight, a, b); c != 0 {
+			return c
 		}
-		if ka != kb {
-			return strings.Compare(ka, kb)
-		}
-		return ca - cb
+		return b.nodes - a.nodes
 	})
+}
+
+// fillOrder orders two units by (weight, key, lowest concurrency) when one
+// belongs to a fill key; 0 leaves them to the node rule, which is the same
+// order for every other unit (its weight is its nodes).
+func fillOrder(weight func(unit) (int, string, int), a, b unit) int {
+	na, ka, ca := weight(a)
+	nb, kb, cb := weight(b)
+	if ka == "" && kb == "" {
+		return 0
+	}
+	if na != nb {
+		return nb - na
+	}
+	if ka != kb {
+		return strings.Compare(ka, kb)
+	}
+	return ca - cb
 }
 
 // units groups points into scheduling units by deployment, in plan order;
