@@ -193,6 +193,27 @@ func ApplyAdaptive(in *workflows.SweepInput, p *plan.Plan, sw *config.Sweep, fla
 	return nil
 }
 
+// AddedPoints are the points a sweep's adaptive searches added, from the
+// ledger, as `starter check --added` checks them.
+func AddedPoints(ctx context.Context, store *results.Store, sweepID string) ([]checklist.Added, error) {
+	pts, err := store.Points(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("sweep %q has no points in the ledger", sweepID)
+	}
+	var out []checklist.Added
+	for _, p := range pts {
+		var spec point.Spec
+		if len(p.SpecJSON) == 0 || json.Unmarshal(p.SpecJSON, &spec) != nil || spec.Added == nil {
+			continue
+		}
+		out = append(out, checklist.Added{PointID: p.PointID, ConfigKey: spec.ConfigKey, Conc: spec.Conc, Row: spec.Row})
+	}
+	return out, nil
+}
+
 // ApplyCanaries makes in a canary sweep: every point gets its planned
 // node-minutes on an allocation of its own (times.PointAlone: the cluster's
 // bring-up time, the default warmup and eval, the perf duration of its

@@ -348,6 +348,53 @@ func (s Spec) AtConc(conc int) (Spec, error) {
 // rowAtConc rewrites a matrix row's conc (a list stays a one-element list)
 // and exp-name, keeping every other field and the field order.
 func rowAtConc(row json.RawMessage, conc int, expName string) (json.RawMessage, error) {
+	return rewriteRow(row, func(key string, val json.RawMessage) (json.RawMessage, bool) {
+		switch key {
+		case "conc":
+			if bytes.HasPrefix(bytes.TrimSpace(val), []byte("[")) {
+				return json.RawMessage("[" + strconv.Itoa(conc) + "]"), true
+			}
+			return json.RawMessage(strconv.Itoa(conc)), true
+		case "exp-name":
+			v, _ := json.Marshal(expName)
+			return v, true
+		}
+		return val, true
+	})
+}
+
+// RowDeployment is a matrix row without its conc and exp-name, in field
+// order, each value in one spelling (sorted keys, no HTML escapes): equal
+// for the rows of one deployment's points, an added point's included,
+// whatever their concurrency and however their JSON was written.
+func RowDeployment(row json.RawMessage) (string, error) {
+	var bad error
+	out, err := rewriteRow(row, func(key string, val json.RawMessage) (json.RawMessage, bool) {
+		dec := json.NewDecoder(bytes.NewReader(val))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			bad = err
+			return val, false
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			bad = err
+			return val, false
+		}
+		return bytes.TrimSpace(b.Bytes()), key != "conc" && key != "exp-name"
+	})
+	if err == nil {
+		err = bad
+	}
+	return string(out), err
+}
+
+// rewriteRow walks a JSON object's fields in order; edit returns each
+// field's value and whether to keep it.
+func rewriteRow(row json.RawMessage, edit func(key string, val json.RawMessage) (json.RawMessage, bool)) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(row))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -355,7 +402,8 @@ func rowAtConc(row json.RawMessage, conc int, expName string) (json.RawMessage, 
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for first := true; dec.More(); first = false {
+	first := true
+	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return nil, err
@@ -365,23 +413,22 @@ func rowAtConc(row json.RawMessage, conc int, expName string) (json.RawMessage, 
 		if err := dec.Decode(&val); err != nil {
 			return nil, err
 		}
-		switch key {
-		case "conc":
-			if bytes.HasPrefix(bytes.TrimSpace(val), []byte("[")) {
-				val = json.RawMessage("[" + strconv.Itoa(conc) + "]")
-			} else {
-				val = json.RawMessage(strconv.Itoa(conc))
-			}
-		case "exp-name":
-			val, _ = json.Marshal(expName)
+		val, keep := edit(key, val)
+		if !keep {
+			continue
 		}
 		if !first {
 			b.WriteByte(',')
 		}
+		first = false
 		k, _ := json.Marshal(key)
 		b.Write(k)
 		b.WriteByte(':')
-		b.Write(val)
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, val); err != nil {
+			return nil, err
+		}
+		b.Write(compact.Bytes())
 	}
 	b.WriteByte('}')
 	return json.RawMessage(b.Bytes()), nil

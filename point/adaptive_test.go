@@ -161,3 +161,27 @@ func TestSLOValue(t *testing.T) {
 	require.False(t, SLO{Metric: SLOIntvtyMedian, Min: 50}.Meets(49.9))
 	require.Equal(t, "p99_ttft <= 2 s", SLO{Metric: SLOTTFTp99, Max: 2}.String())
 }
+
+// RowDeployment is one string for every point of a deployment, however
+// its row was written, and another for another deployment.
+func TestRowDeployment(t *testing.T) {
+	s := recordedSpec(t)
+	a, err := s.AtConc(96)
+	require.NoError(t, err)
+	want, err := RowDeployment(s.Row)
+	require.NoError(t, err)
+	got, err := RowDeployment(a.Row)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NotContains(t, want, `"conc"`)
+	require.NotContains(t, want, `"exp-name"`)
+	// An HTML-escaped spelling of the same row (json.Marshal's) is the same deployment.
+	escaped := json.RawMessage(strings.Replace(string(s.Row), `"nixl"`, `"ni\u0078l"`, 1))
+	require.NotEqual(t, string(s.Row), string(escaped))
+	got, err = RowDeployment(escaped)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	other, err := RowDeployment(json.RawMessage(strings.Replace(string(s.Row), `"nixl"`, `"mooncake"`, 1)))
+	require.NoError(t, err)
+	require.NotEqual(t, want, other)
+}
