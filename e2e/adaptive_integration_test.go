@@ -187,6 +187,33 @@ func TestIntegrationAdaptiveFill(t *testing.T) {
 		return len(e.list(`SweepID = "`+id+`" AND Adaptive = "fill" AND SweepflowKind = "point"`)) == len(added)
 	})
 	assert.Equal(t, []string{id}, e.list(`Adaptive = "fill" AND SweepflowKind = "sweep"`))
+
+	// InferenceX's append-only convention: check passes the added points,
+	// the export marks them and writes the changelog entry.
+	out, code = e.cli("check", "--sweep", file, "--added", id)
+	require.Equal(t, 0, code, out)
+	dir := t.TempDir()
+	out, code = e.cli("export", "--sweep", id, "--out", dir)
+	require.Equal(t, 0, code, out)
+	entry, err := os.ReadFile(filepath.Join(dir, "perf-changelog-append-only.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(entry), "append-only: true")
+	bmk, err := os.ReadFile(filepath.Join(dir, "agg_bmk.json"))
+	require.NoError(t, err)
+	assert.Equal(t, len(added), strings.Count(string(bmk), `"append_only": true`))
+	// starter stats books the added points apart; the report marks them.
+	out, code = e.cli("stats", "--sweep", id, "--json")
+	require.Equal(t, 0, code, out)
+	var stats struct {
+		Categories map[string]float64 `json:"categories"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &stats))
+	assert.Greater(t, stats.Categories["adaptive"], 0.0, "%v", stats.Categories)
+	out, code = e.cli("report", "--sweep", id, "--out", filepath.Join(dir, "r.html"))
+	require.Equal(t, 0, code, out)
+	page, err := os.ReadFile(filepath.Join(dir, "r.html"))
+	require.NoError(t, err)
+	assert.Equal(t, len(added), strings.Count(string(page), `class="added-row"`))
 }
 
 // TestIntegrationAdaptiveSLOMatchesBruteForce is issue 38's second
