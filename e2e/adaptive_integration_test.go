@@ -58,20 +58,8 @@ func (e *itEnv) startAdaptiveWorker() {
 // startAdaptiveWorkerProcess runs the worker binary with the fixture's
 // simulator settings.
 func (e *itEnv) startAdaptiveWorkerProcess(logName string) *exec.Cmd {
-	cfg := e.adaptiveWorkerConfig()
-	cmd := exec.Command(workerBinary(e.t), "--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
-		"--eval-limit", "40", "--thresholds", cfg.Thresholds, "--starter-bin", e.starterBin,
-		"--sim-time-scale", strconv.FormatFloat(adaptiveTimeScale, 'f', -1, 64), "--sim-slowdown", strconv.Itoa(adaptiveSlowdown))
-	logf, err := os.Create(filepath.Join(e.home, logName))
-	require.NoError(e.t, err)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(e.t, cmd.Start())
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	return cmd
+	return e.startWorkerProcessWith(logName, "--sim-time-scale", strconv.FormatFloat(adaptiveTimeScale, 'f', -1, 64),
+		"--sim-slowdown", strconv.Itoa(adaptiveSlowdown))
 }
 
 // adaptiveSweepFile writes a sweep file over the fixture with the given

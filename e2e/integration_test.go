@@ -434,10 +434,16 @@ func workerBinary(t *testing.T) string {
 
 // startWorkerProcess runs the real worker binary against the dev server.
 func (e *itEnv) startWorkerProcess(logName string) *exec.Cmd {
+	return e.startWorkerProcessWith(logName, "--sim-time-scale", "0.002", "--perf-duration", "8s")
+}
+
+// startWorkerProcessWith runs the worker binary with the test's cluster,
+// home and eval settings and the given simulator flags.
+func (e *itEnv) startWorkerProcessWith(logName string, sim ...string) *exec.Cmd {
 	cfg := e.workerConfig()
-	cmd := exec.Command(workerBinary(e.t), "--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
+	cmd := exec.Command(workerBinary(e.t), append([]string{"--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
 		"--eval-limit", "40", "--thresholds", cfg.Thresholds, "--starter-bin", e.starterBin,
-		"--sim-time-scale", "0.002", "--sim-accuracy", strconv.FormatFloat(cfg.SimAccuracy, 'f', -1, 64), "--perf-duration", "8s")
+		"--sim-accuracy", strconv.FormatFloat(cfg.SimAccuracy, 'f', -1, 64)}, sim...)...)
 	logf, err := os.Create(filepath.Join(e.home, logName))
 	require.NoError(e.t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf

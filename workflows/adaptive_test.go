@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
@@ -41,25 +40,14 @@ func deploymentPoints(dep, topo string, nodes, recipeConc int, concs ...int) []p
 	return out
 }
 
+// runSweepInput runs in with the test defaults (sweep s, queue q, 18 nodes).
 func runSweepInput(t *testing.T, f *groupFake, in SweepInput) *SweepProgress {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflow(SweepWorkflow)
-	env.RegisterWorkflow(PointWorkflow)
-	env.RegisterWorkflow(DeploymentWorkflow)
-	f.register(env)
-	if in.SweepID == "" {
-		in.SweepID = "s"
-	}
-	in.TaskQueue, in.Tuning = "q", fastTuning
+	in.SweepID, in.TaskQueue, in.Tuning = "s", "q", fastTuning
 	if in.NodeBudget == 0 {
 		in.NodeBudget = 18
 	}
-	env.ExecuteWorkflow(SweepWorkflow, in)
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	return finalProgress(t, env)
+	return runGroupSweepInput(t, f, in)
 }
 
 func addedRows(pr *SweepProgress) []PointProgress {
