@@ -11,17 +11,11 @@ import (
 
 // markAdded marks an agg_bmk row of a point an adaptive search added:
 // "append_only": true (InferenceX publishes such points with an
-// append-only changelog entry, AppendOnlyFile) and what added it.
+// append-only changelog entry, AppendOnlyFile) and "adaptive", what added
+// it (point.Added: mode, deployment, reason, the gap or SLO it served).
 func markAdded(row map[string]any, a *point.Added) {
 	row["append_only"] = true
-	m := map[string]any{"mode": a.Mode, "seq": a.Seq, "topology": a.Topology, "reason": a.Reason}
-	if a.Gap != nil {
-		m["gap"] = map[string]any{"metric": a.Gap.Metric, "from_conc": a.Gap.FromConc, "from": a.Gap.From, "to_conc": a.Gap.ToConc, "to": a.Gap.To}
-	}
-	if a.SLO != nil {
-		m["slo"] = a.SLO.String()
-	}
-	row["adaptive"] = m
+	row["adaptive"] = a
 }
 
 type addedRow struct {

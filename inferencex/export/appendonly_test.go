@@ -44,9 +44,9 @@ func TestExportMarksAddedPoints(t *testing.T) {
 	for _, row := range e.Bmk {
 		if row["append_only"] == true {
 			marked++
-			a := row["adaptive"].(map[string]any)
-			assert.Equal(t, point.AdaptiveFill, a["mode"])
-			assert.Equal(t, "fill: gap c256 -> c768", a["reason"])
+			a := row["adaptive"].(*point.Added)
+			assert.Equal(t, point.AdaptiveFill, a.Mode)
+			assert.Equal(t, "fill: gap c256 -> c768", a.Reason)
 			assert.Contains(t, row["exp_name"], "_conc")
 		} else {
 			assert.NotContains(t, row, "adaptive", "%v", row["point_id"])
@@ -58,6 +58,13 @@ func TestExportMarksAddedPoints(t *testing.T) {
 	paths, err := e.WriteDir(dir)
 	require.NoError(t, err)
 	require.Len(t, paths, 3)
+	bmk, err := os.ReadFile(paths[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(bmk), `"adaptive": {
+      "mode": "fill",`)
+	assert.Contains(t, string(bmk), `"gap": {
+        "metric": "median_e2el",
+        "from_conc": 256,`)
 	require.Equal(t, filepath.Join(dir, AppendOnlyFile), paths[2])
 	data, err := os.ReadFile(paths[2])
 	require.NoError(t, err)
