@@ -364,7 +364,9 @@ func (d *deploymentSearch) search(ctx workflow.Context, lease *Lease, outcomes m
 	p0 := d.in.Points[0]
 	for ctx.Err() == nil {
 		d.seq++
-		up := lease != nil && lease.Endpoint != nil
+		// Up: a server an added point can measure on as it is (with
+		// synthetic acceptance, one started for perf).
+		up := lease != nil && lease.Endpoint != nil && (lease.Endpoint.Mode == "perf" || p0.SyntheticAL == 0)
 		why := d.why
 		if !up && why == "" {
 			why = "no server is up (every planned point reused its figures, or none handed its server over)"
