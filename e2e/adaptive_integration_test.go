@@ -166,6 +166,7 @@ func TestIntegrationAdaptiveFill(t *testing.T) {
 	// finds nothing left; the Web UI lists the added points.
 	out, code := e.cli("status", id)
 	require.Equal(t, 0, code, out)
+	t.Log(out)
 	require.Contains(t, out, "added by fill")
 	require.Contains(t, out, "adaptive "+adaptiveKey)
 	out, code = e.cli("coverage", id, "--json")
