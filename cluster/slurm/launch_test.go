@@ -34,7 +34,7 @@ func renderSeed(t *testing.T, name string, nodes int, al float64) []*srtlaunch.P
 	t.Helper()
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+name+".yaml")
 	require.NoError(t, err)
-	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(nodes), srtlaunch.Options{SyntheticAL: al,
+	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, nodes), srtlaunch.Options{SyntheticAL: al,
 		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	return procs.Processes
@@ -102,7 +102,7 @@ func TestSrunArgs(t *testing.T) {
 	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
 		rec, err := config.LoadRecipe(filepath.Join("srtlaunch", "testdata"), "trtllm-disagg.yaml")
 		require.NoError(t, err)
-		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
+		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, 3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
 		require.NoError(t, err)
 		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
 		d := rendered.Processes[2]
@@ -369,7 +369,7 @@ func errorsIsAny(err error) bool {
 func TestLaunchWritesRenderedFiles(t *testing.T) {
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+"disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(6), srtlaunch.Options{
+	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, 6), srtlaunch.Options{
 		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	require.Contains(t, rendered.Files, "nginx.conf", "nginx fronts the frontends of a 6-node layout")
