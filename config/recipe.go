@@ -288,8 +288,11 @@ func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
 	if gpn <= 0 {
 		return fail("gpus_per_node", "unknown: set it in the recipe or in the runner's hardware entry")
 	}
-	if res.GPUsPerNode != 0 && gpusPerNode != 0 && res.GPUsPerNode != gpusPerNode {
-		return fail("gpus_per_node", "recipe says %d GPUs per node but the runner hardware says %d", res.GPUsPerNode, gpusPerNode)
+	// A recipe may use part of each node (srt-slurm asks sbatch for
+	// --gpus-per-node=<recipe's>, and places workers on GPUs 0..n-1), but
+	// never more GPUs than a node has.
+	if res.GPUsPerNode != 0 && gpusPerNode != 0 && res.GPUsPerNode > gpusPerNode {
+		return fail("gpus_per_node", "recipe says %d GPUs per node but the runner hardware has only %d", res.GPUsPerNode, gpusPerNode)
 	}
 	perWorker := func(role string, nodes, workers, explicit int) (int, error) {
 		if workers <= 0 {

@@ -89,8 +89,13 @@ func TestFootprint(t *testing.T) {
 
 	r, err := ParseRecipe("r.yaml", []byte(agg("")), "")
 	require.NoError(t, err)
-	_, err = r.Footprint(8)
-	require.ErrorContains(t, err, "resources.gpus_per_node: recipe says 4 GPUs per node but the runner hardware says 8")
+	half, err := r.Footprint(8)
+	require.NoError(t, err, "a recipe may use 4 of a node's 8 GPUs, as srt-slurm's --gpus-per-node does")
+	full, err := r.Footprint(4)
+	require.NoError(t, err)
+	assert.Equal(t, full, half, "nodes and GPUs follow the recipe's GPUs per node, not the hardware's")
+	_, err = r.Footprint(2)
+	require.ErrorContains(t, err, "resources.gpus_per_node: recipe says 4 GPUs per node but the runner hardware has only 2")
 
 	r, err = ParseRecipe("r.yaml", []byte(disagg("prefill_nodes: 1, prefill_workers: 3, decode_nodes: 1, decode_workers: 1", "")), "")
 	require.NoError(t, err)
