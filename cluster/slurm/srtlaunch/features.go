@@ -265,12 +265,17 @@ func (s *spec) parseTelemetry(doc *yaml.Node, display string) error {
 	if t.interval > powerMaxSampleGap {
 		return fail("telemetry.default_frequency=%s exceeds the %gs max sample gap srt-slurm's power validator accepts", pyFloatRepr(t.interval), powerMaxSampleGap)
 	}
-	worst := 2 * (2*t.requestTimeout + powerCycleTimeoutGrace)
-	if t.joinTimeout, err = optFloat(get(tn, "collector_join_timeout_seconds"), "telemetry.collector_join_timeout_seconds", worst+2); err != nil {
+	// v1.0.68 defaults the join budget to two full collect cycles plus 2 s
+	// and requires more than two cycles; the power lineage InferenceX pins
+	// (edwingao28/srt-slurm, where provider comes from) only requires more
+	// than one request timeout, which its recipes' 10 s with 2 s requests
+	// meet. That lineage's check is the one followed.
+	if t.joinTimeout, err = optFloat(get(tn, "collector_join_timeout_seconds"), "telemetry.collector_join_timeout_seconds",
+		2*(2*t.requestTimeout+powerCycleTimeoutGrace)+2); err != nil {
 		return err
 	}
-	if math.IsInf(t.joinTimeout, 0) || math.IsNaN(t.joinTimeout) || t.joinTimeout <= worst {
-		return fail("telemetry.collector_join_timeout_seconds must be finite and greater than two full collector cycles (%g s)", worst)
+	if math.IsInf(t.joinTimeout, 0) || math.IsNaN(t.joinTimeout) || t.joinTimeout <= t.requestTimeout {
+		return fail("telemetry.collector_join_timeout_seconds must be finite and greater than telemetry.request_timeout_seconds")
 	}
 	if t.storageSubdir, err = optString(get(tn, "storage_subdir"), "telemetry.storage_subdir", "power"); err != nil {
 		return err
