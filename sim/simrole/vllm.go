@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -36,7 +37,16 @@ type VLLMArgs struct {
 	Spec        map[string]any
 	SpecTokens  int
 	SyntheticAL float64
-	Unknown     []string
+	// KVEvents is --kv-events-config (nil: none): KVEventsPort the port
+	// its zmq publisher binds when enable_kv_cache_events is on.
+	KVEvents     map[string]any
+	KVEventsPort int
+	// KVTransfer is --kv-transfer-config; MooncakeStore says its connector
+	// (or one a MultiConnector wraps) is MooncakeStoreConnector, which
+	// reads MOONCAKE_CONFIG_PATH and joins the Mooncake master.
+	KVTransfer    map[string]any
+	MooncakeStore bool
+	Unknown       []string
 }
 
 // Component is what dynamo.vllm registers as: prefill workers as "prefill",
@@ -62,6 +72,110 @@ var vllmKnown = map[string]bool{
 	"tensor-parallel-size": true, "pipeline-parallel-size": true, "data-parallel-size": true, "data-parallel-size-local": true,
 	"data-parallel-start-rank": true, "data-parallel-address": true, "data-parallel-rpc-port": true, "data-parallel-hybrid-lb": true,
 	"enable-expert-parallel": true, "device-ids": true, "max-model-len": true, "speculative-config": true,
+	"kv-events-config": true, "kv-transfer-config": true,
+}
+
+// kvEventsFields are vLLM's KVEventsConfig fields; the CLI builds the
+// dataclass from the JSON object, so any other key is refused.
+var kvEventsFields = map[string]string{"enable_kv_cache_events": "bool", "publisher": "string", "endpoint": "string",
+	"replay_endpoint": "string?", "buffer_steps": "int", "hwm": "int", "max_queue_size": "int", "topic": "string"}
+
+// jsonObject decodes a CLI JSON argument the way vLLM's json.loads does.
+func jsonObject(s string) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader([]byte(s)))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil || m == nil {
+		return nil, fmt.Errorf("want a JSON object, got %q", s)
+	}
+	return m, nil
+}
+
+// readKVEvents checks --kv-events-config as KVEventsConfig takes it and
+// finds the port its zmq publisher binds (tcp://*:PORT).
+func (a *VLLMArgs) readKVEvents(s string) error {
+	m, err := jsonObject(s)
+	if err != nil {
+		return err
+	}
+	for k, v := range m {
+		kind, ok := kvEventsFields[k]
+		if !ok {
+			return fmt.Errorf("TypeError: KVEventsConfig.__init__() got an unexpected keyword argument '%s'", k)
+		}
+		bad := false
+		switch kind {
+		case "bool":
+			_, isBool := v.(bool)
+			bad = !isBool
+		case "int":
+			n, isNum := v.(json.Number)
+			_, err := strconv.Atoi(string(n))
+			bad = !isNum || err != nil
+		case "string":
+			_, isStr := v.(string)
+			bad = !isStr
+		case "string?":
+			_, isStr := v.(string)
+			bad = !isStr && v != nil
+		}
+		if bad {
+			return fmt.Errorf("KVEventsConfig.%s: invalid value %v", k, v)
+		}
+	}
+	pub, _ := m["publisher"].(string)
+	if pub == "" {
+		pub = "null"
+	}
+	if pub != "null" && pub != "zmq" {
+		return fmt.Errorf("ValueError: unknown KV event publisher %q (null, zmq)", pub)
+	}
+	a.KVEvents = m
+	if on, _ := m["enable_kv_cache_events"].(bool); on && pub == "zmq" {
+		ep, _ := m["endpoint"].(string)
+		if ep == "" {
+			ep = "tcp://*:5557" // KVEventsConfig's default endpoint
+		}
+		rest, ok := strings.CutPrefix(ep, "tcp://")
+		_, port, hasPort := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(port)
+		if !ok || !hasPort || err != nil || n <= 0 || n > 65535 {
+			return fmt.Errorf("KVEventsConfig.endpoint %q: want tcp://HOST:PORT", ep)
+		}
+		a.KVEventsPort = n
+	}
+	return nil
+}
+
+// readKVTransfer reads --kv-transfer-config and notes a Mooncake store
+// connector, top-level or inside a MultiConnector.
+func (a *VLLMArgs) readKVTransfer(s string) error {
+	m, err := jsonObject(s)
+	if err != nil {
+		return err
+	}
+	if _, ok := m["kv_connector"].(string); !ok {
+		return fmt.Errorf("kv_connector: want a connector name, got %v", m["kv_connector"])
+	}
+	a.KVTransfer = m
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if c, _ := x["kv_connector"].(string); c == "MooncakeStoreConnector" {
+				a.MooncakeStore = true
+			}
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(m)
+	return nil
 }
 
 // vllmDefaultRPCPort is vLLM's data_parallel_rpc_port default.
@@ -103,9 +217,11 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 	a.HybridLB = flag("data-parallel-hybrid-lb")
 	a.ExpertParallel = flag("enable-expert-parallel")
 	num(&a.MaxModelLen, "max-model-len")
-	var devices, spec string
+	var devices, spec, kvEvents, kvTransfer string
 	str(&devices, "device-ids")
 	specSet := str(&spec, "speculative-config")
+	kvEventsSet := str(&kvEvents, "kv-events-config")
+	kvTransferSet := str(&kvTransfer, "kv-transfer-config")
 	if err := errors.Join(fa.errs...); err != nil {
 		return a, usage("%v", err)
 	}
@@ -131,6 +247,16 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 	if specSet {
 		if err := a.readSpec(spec); err != nil {
 			return a, usage("argument --speculative-config: %v", err)
+		}
+	}
+	if kvEventsSet {
+		if err := a.readKVEvents(kvEvents); err != nil {
+			return a, usage("argument --kv-events-config: %v", err)
+		}
+	}
+	if kvTransferSet {
+		if err := a.readKVTransfer(kvTransfer); err != nil {
+			return a, usage("argument --kv-transfer-config: %v", err)
 		}
 	}
 	if err := a.check(); err != nil {
@@ -275,10 +401,62 @@ func runVLLM(ctx context.Context, argv []string, o Options, mounts Mounts) error
 	if len(a.Unknown) > 0 {
 		fmt.Fprintf(o.Stdout, "sweepflow-sim: accepted and ignored %d vLLM flags: --%s\n", len(a.Unknown), strings.Join(a.Unknown, " --"))
 	}
+	if a.MooncakeStore {
+		st, err := vllmMooncakeStore(o.Getenv, mounts)
+		if err != nil {
+			return fmt.Errorf("%s: %v", vllmProg, err)
+		}
+		if err := joinMooncake(ctx, st, fmt.Sprintf("vllm-%s-rank%d", a.Mode, a.DPStartRank)); err != nil {
+			return fmt.Errorf("%s: %v", vllmProg, err)
+		}
+		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED MooncakeStoreConnector joined the master at %s as %s\n", st.master, st.local)
+	}
+	if a.KVEventsPort > 0 {
+		// The zmq publisher binds its endpoint at start-up: a port taken on
+		// the node fails the worker, as it fails vLLM.
+		pub, err := net.Listen("tcp", o.bind(a.KVEventsPort))
+		if err != nil {
+			return fmt.Errorf("%s: zmq.error.ZMQError: Address already in use (KV events endpoint port %d): %v", vllmProg, a.KVEventsPort, err)
+		}
+		defer pub.Close()
+		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED KV events publisher (topic %v) on %s\n", a.KVEvents["topic"], pub.Addr())
+	}
 	s := a.spec()
 	s.Host = o.BindHost
 	al, synthetic := a.Acceptance()
 	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED vllm %s worker node %d/%d tp %d pp %d dp %d (local %d from rank %d) expert-parallel %v on %d GPUs, acceptance length %.3g (synthetic %v)\n",
 		a.Mode, s.NodeRank, s.NNodes, a.TP, a.PP, a.DP, a.DPLocal, a.DPStartRank, a.ExpertParallel, a.GPUs(), al, synthetic)
 	return runSimWorker(ctx, s, o, mounts)
+}
+
+// vllmMooncakeStore is MooncakeStoreConfig.load_from_env: the JSON file
+// MOONCAKE_CONFIG_PATH names (srt-slurm writes it into /logs), its master
+// address, and the worker's own hostname (MOONCAKE_LOCAL_HOSTNAME wins).
+func vllmMooncakeStore(getenv func(string) string, mounts Mounts) (mooncakeStore, error) {
+	p := getenv("MOONCAKE_CONFIG_PATH")
+	if p == "" {
+		return mooncakeStore{}, errors.New("ValueError: The environment variable 'MOONCAKE_CONFIG_PATH' is not set.")
+	}
+	data, err := os.ReadFile(mounts.Host(p))
+	if err != nil {
+		return mooncakeStore{}, fmt.Errorf("MooncakeStoreConfig: cannot read MOONCAKE_CONFIG_PATH %s: %v", p, err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil || cfg == nil {
+		return mooncakeStore{}, fmt.Errorf("MooncakeStoreConfig: %s is not a JSON object: %v", p, err)
+	}
+	st := mooncakeStore{}
+	st.master, _ = cfg["master_server_address"].(string)
+	st.metadata, _ = cfg["metadata_server"].(string)
+	st.local, _ = cfg["local_hostname"].(string)
+	if h := getenv("MOONCAKE_LOCAL_HOSTNAME"); h != "" {
+		st.local = h
+	}
+	if st.master == "" {
+		return st, fmt.Errorf("MooncakeStoreConfig: %s has no master_server_address", p)
+	}
+	if st.local == "" {
+		st.local = "localhost"
+	}
+	return st, nil
 }

@@ -34,7 +34,10 @@ type WorkerArgs struct {
 	SpecAlgorithm              string
 	SpecDraftTokens            int
 	ContextLength              int
-	Unknown                    []string
+	// HiCacheStorage is --hicache-storage-backend: "mooncake" makes the
+	// worker a Mooncake store client (MOONCAKE_MASTER and friends).
+	HiCacheStorage string
+	Unknown        []string
 }
 
 // Component is the dynamo component the worker registers as.
@@ -64,7 +67,7 @@ var workerKnown = map[string]bool{
 	"node-rank": true, "tensor-parallel-size": true, "tp-size": true, "tp": true, "data-parallel-size": true,
 	"dp-size": true, "dp": true, "expert-parallel-size": true, "ep-size": true, "ep": true,
 	"pipeline-parallel-size": true, "pp-size": true, "enable-dp-attention": true, "speculative-algorithm": true, "speculative-algo": true,
-	"speculative-num-draft-tokens": true, "context-length": true,
+	"speculative-num-draft-tokens": true, "context-length": true, "hicache-storage-backend": true,
 }
 
 const sglangProg = "python3 -m dynamo.sglang"
@@ -97,6 +100,7 @@ func ParseWorkerArgs(argv []string) (WorkerArgs, error) {
 	str(&a.SpecAlgorithm, "speculative-algorithm", "speculative-algo") // argparse accepts the prefix, as srt-slurm's recipes use it
 	num(&a.SpecDraftTokens, "speculative-num-draft-tokens")
 	num(&a.ContextLength, "context-length")
+	str(&a.HiCacheStorage, "hicache-storage-backend")
 	a.DPAttention = fa.isSet("enable-dp-attention")
 	for _, e := range fa.errs {
 		if e != nil {
@@ -234,6 +238,18 @@ func runWorker(ctx context.Context, argv []string, o Options, mounts Mounts) err
 	}
 	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED sglang %s worker node-rank %d/%d tp %d dp %d ep %d dp-attention %v, acceptance length %.3g (synthetic %v)\n",
 		a.Component(), a.NodeRank, a.NNodes, a.TP, a.DP, a.EP, a.DPAttention, al, synthetic)
+	if a.HiCacheStorage == "mooncake" {
+		// SGLang's Mooncake HiCache backend reads the master and metadata
+		// server from the environment srt-slurm stamps.
+		st := mooncakeStore{master: o.Getenv("MOONCAKE_MASTER"), metadata: o.Getenv("MOONCAKE_TE_META_DATA_SERVER"), local: o.Getenv("MOONCAKE_LOCAL_HOSTNAME")}
+		if st.master == "" {
+			return fmt.Errorf("%s: error: ValueError: --hicache-storage-backend mooncake needs MOONCAKE_MASTER (backend.mooncake_kv_store)", sglangProg)
+		}
+		if err := joinMooncake(ctx, st, fmt.Sprintf("sglang-%s-node%d", a.Component(), a.NodeRank)); err != nil {
+			return fmt.Errorf("%s: %v", sglangProg, err)
+		}
+		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED Mooncake HiCache storage joined the master at %s\n", st.master)
+	}
 	s := a.spec()
 	s.AL = al
 	return runSimWorker(ctx, s, o, mounts)

@@ -93,15 +93,15 @@ func orDefault(v any, def string) string {
 func asFloatStr(v any, field string) (string, error) {
 	switch x := v.(type) {
 	case float64:
-		return pyFloatRepr(x), nil
+		return PyFloatRepr(x), nil
 	case int64:
-		return pyFloatRepr(float64(x)), nil
+		return PyFloatRepr(float64(x)), nil
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 		if err != nil {
 			return "", fmt.Errorf("recipe field benchmark.%s: expected a number, got %q", field, x)
 		}
-		return pyFloatRepr(f), nil
+		return PyFloatRepr(f), nil
 	}
 	return "", fmt.Errorf("recipe field benchmark.%s: expected a number, got %s", field, pyRepr(v))
 }

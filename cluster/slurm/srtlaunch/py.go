@@ -53,7 +53,7 @@ func pyRepr(v any) string {
 	case int:
 		return strconv.Itoa(x)
 	case float64:
-		return pyFloatRepr(x)
+		return PyFloatRepr(x)
 	case string:
 		return pyStrRepr(x)
 	case []any:
@@ -72,9 +72,9 @@ func pyRepr(v any) string {
 	return fmt.Sprint(v)
 }
 
-// pyFloatRepr prints a float like Python's repr: shortest round-trip digits,
+// PyFloatRepr prints a float like Python's repr: shortest round-trip digits,
 // fixed notation for exponents in [-4, 16), always with a fractional part.
-func pyFloatRepr(f float64) string {
+func PyFloatRepr(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "inf"
@@ -174,7 +174,7 @@ func pyJSONWrite(b *strings.Builder, v any, indent, depth int) {
 		case math.IsNaN(x):
 			b.WriteString("NaN")
 		default:
-			b.WriteString(pyFloatRepr(x))
+			b.WriteString(PyFloatRepr(x))
 		}
 	case string:
 		b.WriteString(pyJSONString(x))

@@ -119,7 +119,7 @@ func yamlScalar(v any) string {
 		case math.IsInf(x, -1):
 			return "-.inf"
 		}
-		s := strings.ToLower(pyFloatRepr(x))
+		s := strings.ToLower(PyFloatRepr(x))
 		if !strings.Contains(s, ".") && strings.Contains(s, "e") {
 			s = strings.Replace(s, "e", ".0e", 1)
 		}

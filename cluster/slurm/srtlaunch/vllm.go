@@ -407,7 +407,7 @@ func (s *spec) injectVLLMSynthetic(al float64) error {
 		}
 		cfg := s.modeConfig[b.mode]
 		raw, _ := cfg.anyVals["speculative-config"].(string)
-		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", pyFloatRepr(al)}})
+		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", PyFloatRepr(al)}})
 		if err != nil {
 			return fmt.Errorf("backend.vllm_config.%s.speculative-config: %v", b.cfg, err)
 		}
