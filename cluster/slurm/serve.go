@@ -499,10 +499,8 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if srv, ok, err := b.restartWorkers(ctx, alloc, spec); ok || err != nil {
 		return srv, err
 	}
-	if err := b.stopSteps(ctx, alloc, collectorPrefix); err != nil {
-		return cluster.Server{}, err
-	}
-	if err := b.stopSteps(ctx, alloc, stepPrefix, benchPrefix, telemetryPrefix); err != nil {
+	b.stopCollector(ctx, alloc)
+	if err := b.stopSteps(ctx, alloc, stepPrefix, benchPrefix, telemetryPrefix, collectorPrefix); err != nil {
 		return cluster.Server{}, err
 	}
 	dir, err := nextServeDir(alloc.WorkDir)
@@ -618,6 +616,32 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	// only once Slurm lists every step (srun registers a step a moment
 	// after it starts).
 	return srv, b.waitListed(ctx, alloc, dir, st.Steps, exited)
+}
+
+// stopCollector asks the power collector steps to finish (SIGTERM, which
+// scancel's plain termination would follow with SIGKILL after KillWait)
+// and waits up to a minute for them to write their terminal manifests and
+// exit; what still runs then is cancelled with the rest.
+func (b *Backend) stopCollector(ctx context.Context, alloc cluster.Allocation) {
+	deadline := time.Now().Add(time.Minute)
+	signalled := map[string]bool{}
+	for time.Now().Before(deadline) {
+		steps, err := b.steps(ctx, alloc, collectorPrefix)
+		if err != nil || len(steps) == 0 {
+			return
+		}
+		for id := range steps {
+			if !signalled[id] {
+				signalled[id] = true
+				_, _ = run(ctx, nil, "scancel", "--signal=TERM", id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.cfg.Poll / 4):
+		}
+	}
 }
 
 // mooncakePorts are the Mooncake master's RPC, HTTP metadata and metrics
