@@ -21,7 +21,8 @@ import (
 // TestSlurmIXFeatures runs the recipe features of InferenceX's GB200/GB300
 // keys through the real launcher on the emulated partition
 // (configs/sweeps/ix-features-gb200.yaml, one point each): a vLLM
-// deployment with the Mooncake KV store, a 1P1D vLLM deployment publishing
+// deployment with the Mooncake KV store behind vllm serve (frontend.type
+// vllm: no etcd/NATS, no frontend process), a 1P1D vLLM deployment publishing
 // KV events and a 1P1D SGLang 8k1k deployment with DCGM power telemetry,
 // each through bring-up, warmup, perf, eval and teardown. Perf runs
 // sweepflow's load generator (an 8k1k recipe's SA-Bench has no simulator
@@ -68,9 +69,12 @@ func TestSlurmIXFeatures(t *testing.T) {
 		case strings.Contains(p.RecipePath, "mooncake"):
 			seen["mooncake"] = true
 			require.Len(t, byRole[srtlaunch.RoleMooncake], 1, "%s: one Mooncake master", p.ExpName)
+			require.Empty(t, byRole[srtlaunch.RoleInfra], "%s: vllm serve needs no etcd/NATS", p.ExpName)
+			require.Empty(t, byRole[srtlaunch.RoleFrontend], "%s: vllm serve is its own frontend", p.ExpName)
 			logHas(t, byRole[srtlaunch.RoleMooncake][0].Output, "SIMULATED mooncake_master rpc on")
 			require.FileExists(t, filepath.Join(dir, "mooncake_store_config.json"))
 			for _, w := range byRole[srtlaunch.RoleAgg] {
+				require.Equal(t, []string{"vllm", "serve"}, w.Command[:2], w.Output)
 				logHas(t, w.Output, "SIMULATED MooncakeStoreConnector joined the master at 10.0.0.")
 			}
 		case strings.Contains(p.RecipePath, "kvevents"):

@@ -432,6 +432,8 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 			_, _ = w.Write([]byte(`{"workers":[],"stats":{"prefill_count":2,"decode_count":1,"regular_count":0}}`))
 		case "/health":
 			_, _ = w.Write([]byte(`{"status":"healthy","instances":[{"component":"prefill","endpoint":"generate"}]}`))
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"M","object":"model"}]}`))
 		}
 	}))
 	defer srv.Close()
@@ -441,6 +443,9 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 	p, d, err = frontendWorkers(context.Background(), srv.URL, "dynamo")
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 0}, []int{p, d}, "dynamo's /health")
+	p, d, err = frontendWorkers(context.Background(), srv.URL, "vllm")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1}, []int{p, d}, "vllm serve's /v1/models: its one aggregate worker serves a model")
 	_, rendered, err := b.render(context.Background(), cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02", "gb200-03"}, WorkDir: dir},
 		spec("trtllm-disagg.yaml"), dir, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"})
 	require.NoError(t, err)

@@ -478,10 +478,13 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
-	// Health reads dynamo's /health or the SGLang router's /workers.
-	// starts rather than time out on a router that answers elsewhere.
-	if rendered.Frontend != "dynamo" && rendered.Frontend != "sglang" {
-		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend reads worker health from dynamo frontends or SGLang routers only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
+	// Health reads dynamo's /health, the SGLang router's /workers or
+	// vLLM's own /v1/models; refuse rather than time out on a frontend
+	// that answers elsewhere.
+	switch rendered.Frontend {
+	case "dynamo", "sglang", "vllm":
+	default:
+		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend reads worker health from dynamo frontends, SGLang routers or vllm serve only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
 	}
 	return rec, rendered, nil
 }
@@ -547,6 +550,10 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 			st.URL = "http://" + net.JoinHostPort(addrOf[p.Nodelist[0]], "8000")
 		}
 		st.Steps = append(st.Steps, s)
+	}
+	if st.URL == "" && rendered.Frontend == "vllm" {
+		// vllm serve on the aggregate leader is the public server.
+		st.URL = "http://" + net.JoinHostPort(addrOf[rendered.PublicNode], "8000")
 	}
 	if rendered.Power != nil {
 		col, err := b.collectorStep(dir, alloc, rendered.Power)
@@ -1103,9 +1110,10 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 	}
 	prev, err := readState(prevDir)
 	// An SGLang router holds the worker URLs it was started with and keeps
-	// counting them while they restart, so its deployments come up whole.
+	// counting them while they restart, and vllm serve is its own frontend,
+	// so their deployments come up whole.
 	if err != nil || prev.RecipePath != spec.RecipePath || prev.JobID != alloc.JobID || !slices.Equal(prev.Nodes, alloc.Nodes) || prev.URL == "" ||
-		prev.Frontend == "sglang" {
+		prev.Frontend == "sglang" || prev.Frontend == "vllm" {
 		return cluster.Server{}, false, nil
 	}
 	running, err := b.steps(ctx, alloc, stepPrefix)
@@ -1226,11 +1234,16 @@ func (b *Backend) waitUnregistered(ctx context.Context, url string, limit time.D
 }
 
 // frontendWorkers reads the registered workers as srt-slurm does: a dynamo
-// frontend's /health, or an SGLang router's /workers (frontend "sglang").
+// frontend's /health, an SGLang router's /workers (frontend "sglang"), or
+// a direct vLLM server's /v1/models (frontend "vllm": its one aggregate
+// worker is up once a model is listed, check_vllm_health).
 func frontendWorkers(ctx context.Context, url, frontend string) (prefill, decode int, err error) {
 	path := "/health"
-	if frontend == "sglang" {
+	switch frontend {
+	case "sglang":
 		path = "/workers"
+	case "vllm":
+		path = "/v1/models"
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -1244,8 +1257,17 @@ func frontendWorkers(ctx context.Context, url, frontend string) (prefill, decode
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, fmt.Errorf("frontend %s: HTTP %d", path, resp.StatusCode)
 	}
-	if frontend == "sglang" {
+	switch frontend {
+	case "sglang":
 		return srtlaunch.RouterWorkers(body)
+	case "vllm":
+		var models struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(body, &models); err != nil {
+			return 0, 0, fmt.Errorf("vllm /v1/models: %v", err)
+		}
+		return 0, min(len(models.Data), 1), nil
 	}
 	h, err := srtlaunch.ParseFrontendHealth(body)
 	if err != nil {

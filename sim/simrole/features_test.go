@@ -204,3 +204,54 @@ telemetry: {enabled: true, dcgm_exporter: {container_image: dcgm-exporter, port:
 	assert.Equal(t, 4, lines, "one sample per GPU of the node")
 	assert.Contains(t, string(body), "SIMULATED")
 }
+
+// TestVLLMServe runs the direct vLLM frontend's processes as srt-slurm
+// renders them for a two-node aggregate worker: node rank 0 serves the
+// OpenAI API on --port itself once the headless rank 1 joined at
+// --master-addr, without any dynamo registry.
+func TestVLLMServe(t *testing.T) {
+	_, r := renderFeature(t, `name: dv
+model: {path: /m/M, container: img}
+resources: {gpu_type: gb200, gpus_per_node: 4, agg_nodes: 2, agg_workers: 1}
+frontend: {type: vllm, enable_multiple_frontends: false}
+backend: {type: vllm, vllm_config: {aggregated: {tensor-parallel-size: 4, pipeline-parallel-size: 2, served-model-name: sim-serve}}}
+`, "gb200-01_agg_w0.out")
+	lead, member := r.Processes[0].Command, r.Processes[1].Command
+	a, err := ParseVLLMArgs(lead)
+	require.NoError(t, err, "vLLM accepts the rendered vllm serve command")
+	assert.True(t, a.Serve)
+	assert.Equal(t, []any{2, 0, 8000, "/model"}, []any{a.NNodes, a.NodeRankFlag, a.Port, a.Model})
+	b, err := ParseVLLMArgs(member)
+	require.NoError(t, err)
+	assert.True(t, b.Headless)
+
+	port, mport := testnet.FreePort(t), testnet.FreePort(t)
+	fix := func(argv []string) []string {
+		out := append([]string(nil), argv...)
+		for i := range out {
+			switch {
+			case out[i] == "10.0.0.1":
+				out[i] = "127.0.0.1"
+			case out[i] == "--port":
+				out[i+1] = strconv.Itoa(port)
+			}
+		}
+		return append(out, "--master-port", strconv.Itoa(mport))
+	}
+	start(t, RoleVLLM, fix(member), nil, Options{}, false)
+	s := start(t, RoleVLLM, fix(lead), nil, Options{}, true)
+	assert.Contains(t, s.log.String(), "SIMULATED vllm agg worker node 0/2")
+	code, body := getJSON(t, fmt.Sprintf("http://127.0.0.1:%d/v1/models", port))
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, string(body), "sim-serve", "the public API lists the served model")
+
+	for _, tc := range []struct{ argv, want string }{
+		{"vllm serve /model --nnodes 2 --node-rank 1 --master-addr 10.0.0.1", "node_rank 1 runs no API server: pass --headless"},
+		{"vllm serve /model --nnodes 2 --node-rank 0", "nnodes 2 needs --master-addr"},
+		{"vllm serve /model --nnodes 2 --node-rank 2 --master-addr h", "node_rank 2 must be in [0, nnodes 2)"},
+		{"vllm serve /model --tensor-parallel-size 3 --nnodes 2 --node-rank 0 --master-addr h", "does not split over nnodes 2"},
+	} {
+		_, err := ParseVLLMArgs(strings.Fields(tc.argv))
+		assert.ErrorContains(t, err, tc.want, tc.argv)
+	}
+}

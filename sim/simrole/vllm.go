@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -46,7 +47,20 @@ type VLLMArgs struct {
 	// reads MOONCAKE_CONFIG_PATH and joins the Mooncake master.
 	KVTransfer    map[string]any
 	MooncakeStore bool
-	Unknown       []string
+	// A worker over several nodes without per-node data parallelism
+	// (tensor/pipeline ranks across nodes): --nnodes, --node-rank and the
+	// rank-0 node's --master-addr:--master-port; --headless on the others.
+	NNodes, NodeRankFlag int
+	MasterAddr           string
+	MasterPort           int
+	Headless             bool
+	// Serve: `vllm serve MODEL`, the direct vLLM frontend (frontend.type
+	// vllm): rank 0 serves the OpenAI API itself on --host:--port; no
+	// dynamo registration.
+	Serve bool
+	Host  string
+	Port  int
+	Unknown []string
 }
 
 // Component is what dynamo.vllm registers as: prefill workers as "prefill",
@@ -72,8 +86,12 @@ var vllmKnown = map[string]bool{
 	"tensor-parallel-size": true, "pipeline-parallel-size": true, "data-parallel-size": true, "data-parallel-size-local": true,
 	"data-parallel-start-rank": true, "data-parallel-address": true, "data-parallel-rpc-port": true, "data-parallel-hybrid-lb": true,
 	"enable-expert-parallel": true, "device-ids": true, "max-model-len": true, "speculative-config": true,
-	"kv-events-config": true, "kv-transfer-config": true,
+	"kv-events-config": true, "kv-transfer-config": true, "nnodes": true, "node-rank": true, "master-addr": true,
+	"master-port": true, "headless": true, "host": true, "port": true,
 }
+
+// vllmMasterPort is vLLM's --master-port default.
+const vllmMasterPort = 29501
 
 // kvEventsFields are vLLM's KVEventsConfig fields; the CLI builds the
 // dataclass from the JSON object, so any other key is refused.
@@ -190,9 +208,17 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 		return fmt.Errorf("%s: error: "+format, append([]any{vllmProg}, args...)...)
 	}
 	words, ok := moduleArgs(argv, "dynamo.vllm")
-	if !ok {
-		return a, usage("no `python3 -m dynamo.vllm` in the command %q", strings.Join(argv, " "))
+	if len(argv) >= 2 && path.Base(argv[0]) == "vllm" && argv[1] == "serve" {
+		// `vllm serve MODEL [flags]` (frontend.type vllm).
+		words, ok, a.Serve, a.Port, a.Host = argv[2:], true, true, 8000, "0.0.0.0"
+		if len(words) > 0 && !strings.HasPrefix(words[0], "-") {
+			a.Model, words = words[0], words[1:]
+		}
 	}
+	if !ok {
+		return a, usage("no `python3 -m dynamo.vllm` or `vllm serve` in the command %q", strings.Join(argv, " "))
+	}
+	a.NNodes, a.MasterPort = 1, vllmMasterPort
 	fa, err := parseFlags(words)
 	if err != nil {
 		return a, usage("%v", err)
@@ -217,6 +243,13 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 	a.HybridLB = flag("data-parallel-hybrid-lb")
 	a.ExpertParallel = flag("enable-expert-parallel")
 	num(&a.MaxModelLen, "max-model-len")
+	num(&a.NNodes, "nnodes")
+	num(&a.NodeRankFlag, "node-rank")
+	str(&a.MasterAddr, "master-addr")
+	num(&a.MasterPort, "master-port")
+	a.Headless = flag("headless")
+	str(&a.Host, "host")
+	num(&a.Port, "port")
 	var devices, spec, kvEvents, kvTransfer string
 	str(&devices, "device-ids")
 	specSet := str(&spec, "speculative-config")
@@ -232,6 +265,15 @@ func ParseVLLMArgs(argv []string) (VLLMArgs, error) {
 	}
 	if a.Model == "" {
 		return a, usage("the following arguments are required: --model")
+	}
+	if a.NNodes < 1 || a.NodeRankFlag < 0 || a.NodeRankFlag >= a.NNodes {
+		return a, usage("ValueError: node_rank %d must be in [0, nnodes %d)", a.NodeRankFlag, a.NNodes)
+	}
+	if a.NNodes > 1 && a.MasterAddr == "" {
+		return a, usage("ValueError: nnodes %d needs --master-addr (the rank-0 node's address): the default 127.0.0.1 reaches no other node", a.NNodes)
+	}
+	if a.Serve && a.NodeRankFlag > 0 && !a.Headless {
+		return a, usage("ValueError: node_rank %d runs no API server: pass --headless (only node rank 0 serves)", a.NodeRankFlag)
 	}
 	switch a.Mode {
 	case "agg", "prefill", "decode":
@@ -344,8 +386,11 @@ func (a VLLMArgs) check() error {
 	if a.DP > a.DPLocal && a.DPAddress == "" {
 		return fmt.Errorf("ValueError: data_parallel_size %d spans nodes (%d local) but --data-parallel-address (the rank-0 node's address) is not set", a.DP, a.DPLocal)
 	}
-	if a.DeviceIDs > 0 && a.TP*a.PP*a.DPLocal != a.DeviceIDs {
-		return fmt.Errorf("ValueError: --device-ids lists %d GPUs but tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d = %d", a.DeviceIDs, a.TP, a.PP, a.DPLocal, a.TP*a.PP*a.DPLocal)
+	if (a.TP*a.PP*a.DPLocal)%a.NNodes != 0 {
+		return fmt.Errorf("ValueError: tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d does not split over nnodes %d", a.TP, a.PP, a.DPLocal, a.NNodes)
+	}
+	if per := a.TP * a.PP * a.DPLocal / a.NNodes; a.DeviceIDs > 0 && per != a.DeviceIDs {
+		return fmt.Errorf("ValueError: --device-ids lists %d GPUs but tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d over %d node(s) = %d per node", a.DeviceIDs, a.TP, a.PP, a.DPLocal, a.NNodes, per)
 	}
 	return nil
 }
@@ -372,9 +417,16 @@ func (a VLLMArgs) spec() workerSpec {
 	}
 	s := workerSpec{Model: cmp.Or(a.ServedModelName, a.Model), Mode: a.Mode, Component: a.Component(),
 		GPUs: a.GPUs(), EP: ep, DP: a.DP, DPA: a.DP > 1, NNodes: a.Nodes(), NodeRank: a.NodeRank(),
-		ContextLength: a.MaxModelLen, AL: al}
-	if s.NNodes > 1 {
+		ContextLength: a.MaxModelLen, AL: al, Direct: a.Serve}
+	switch {
+	case a.NNodes > 1: // ranks across nodes rendezvous at the master
+		s.NNodes, s.NodeRank = a.NNodes, a.NodeRankFlag
+		s.GroupAddr = net.JoinHostPort(a.MasterAddr, strconv.Itoa(a.MasterPort))
+	case s.NNodes > 1:
 		s.GroupAddr = net.JoinHostPort(a.DPAddress, strconv.Itoa(a.DPRPCPort))
+	}
+	if a.Serve {
+		s.Host, s.Port = a.Host, a.Port
 	}
 	return s
 }
@@ -394,9 +446,9 @@ func runVLLM(ctx context.Context, argv []string, o Options, mounts Mounts) error
 	if err != nil {
 		return err
 	}
-	if a.DeviceIDs == 0 && a.TP*a.PP*a.DPLocal > perNode {
-		return fmt.Errorf("%s: error: ValueError: tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d needs %d GPUs, the node has %d",
-			vllmProg, a.TP, a.PP, a.DPLocal, a.TP*a.PP*a.DPLocal, perNode)
+	if need := a.TP * a.PP * a.DPLocal / a.NNodes; a.DeviceIDs == 0 && need > perNode {
+		return fmt.Errorf("%s: error: ValueError: tensor_parallel_size %d x pipeline_parallel_size %d x data_parallel_size_local %d needs %d GPUs per node, the node has %d",
+			vllmProg, a.TP, a.PP, a.DPLocal, need, perNode)
 	}
 	if len(a.Unknown) > 0 {
 		fmt.Fprintf(o.Stdout, "sweepflow-sim: accepted and ignored %d vLLM flags: --%s\n", len(a.Unknown), strings.Join(a.Unknown, " --"))
@@ -422,7 +474,9 @@ func runVLLM(ctx context.Context, argv []string, o Options, mounts Mounts) error
 		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED KV events publisher (topic %v) on %s\n", a.KVEvents["topic"], pub.Addr())
 	}
 	s := a.spec()
-	s.Host = o.BindHost
+	if !a.Serve || o.BindHost != "" {
+		s.Host = o.BindHost
+	}
 	al, synthetic := a.Acceptance()
 	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED vllm %s worker node %d/%d tp %d pp %d dp %d (local %d from rank %d) expert-parallel %v on %d GPUs, acceptance length %.3g (synthetic %v)\n",
 		a.Mode, s.NodeRank, s.NNodes, a.TP, a.PP, a.DP, a.DPLocal, a.DPStartRank, a.ExpertParallel, a.GPUs(), al, synthetic)

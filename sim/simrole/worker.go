@@ -289,6 +289,10 @@ type workerSpec struct {
 	GroupAddr        string
 	ContextLength    int
 	AL               float64 // speculative acceptance length (1: none)
+	// Direct: the leader is the public OpenAI server itself (`vllm serve`
+	// behind frontend.type vllm): it listens on Host:Port and registers
+	// nowhere, as there is no dynamo request plane.
+	Direct bool
 }
 
 func runSimWorker(ctx context.Context, s workerSpec, o Options, mounts Mounts) error {
@@ -464,6 +468,9 @@ func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
 }
 
 func (w *worker) leader(ctx context.Context) error {
+	if w.s.Direct {
+		return w.direct(ctx)
+	}
 	var err error
 	w.reg, err = NewRegistryClient(w.o.Getenv("ETCD_ENDPOINTS"))
 	if err != nil {
@@ -537,6 +544,37 @@ func (w *worker) leader(ctx context.Context) error {
 	defer cancel()
 	_ = w.reg.Deregister(dctx, in.InstanceID)
 	return err
+}
+
+// direct leads a worker that is its own public server (`vllm serve`): it
+// waits for its other node ranks, builds the engine and serves the OpenAI
+// API on Host:Port until ctx ends or a rank leaves.
+func (w *worker) direct(ctx context.Context) error {
+	var lost <-chan error
+	if w.s.NNodes > 1 {
+		l, closeAll, err := w.rendezvous(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		lost = l
+	}
+	if err := w.buildEngine(ctx); err != nil {
+		return err
+	}
+	srv, err := listenIdle("engine", net.JoinHostPort(w.s.Host, strconv.Itoa(w.s.Port)), http.HandlerFunc(w.serveEngine), frontIdleTimeout)
+	if err != nil {
+		return err
+	}
+	servers := []*server{srv}
+	if sys, err := w.systemServer(); err != nil {
+		srv.ln.Close()
+		return err
+	} else if sys != nil {
+		servers = append(servers, sys)
+	}
+	w.setReady()
+	return serveAll(ctx, w.o, servers, lost)
 }
 
 // keepRegistered registers the leader and refreshes the lease; it gives up
