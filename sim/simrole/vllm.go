@@ -57,9 +57,9 @@ type VLLMArgs struct {
 	// Serve: `vllm serve MODEL`, the direct vLLM frontend (frontend.type
 	// vllm): rank 0 serves the OpenAI API itself on --host:--port; no
 	// dynamo registration.
-	Serve bool
-	Host  string
-	Port  int
+	Serve   bool
+	Host    string
+	Port    int
 	Unknown []string
 }
 
