@@ -126,20 +126,14 @@ func gflagValue(kind, val string) (string, error) {
 			return "false", nil
 		}
 		return "", fmt.Errorf("not a bool")
-	case "int32", "int64":
-		bits := 32
-		if kind == "int64" {
-			bits = 64
+	case "int32", "int64", "uint32", "uint64":
+		bits, _ := strconv.Atoi(strings.TrimLeft(kind, "uint"))
+		if strings.HasPrefix(kind, "u") {
+			n, err := strconv.ParseUint(val, 0, bits)
+			return strconv.FormatUint(n, 10), err
 		}
 		n, err := strconv.ParseInt(val, 0, bits)
 		return strconv.FormatInt(n, 10), err
-	case "uint32", "uint64":
-		bits := 32
-		if kind == "uint64" {
-			bits = 64
-		}
-		n, err := strconv.ParseUint(val, 0, bits)
-		return strconv.FormatUint(n, 10), err
 	case "double":
 		f, err := strconv.ParseFloat(val, 64)
 		return strconv.FormatFloat(f, 'g', -1, 64), err

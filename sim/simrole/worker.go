@@ -406,8 +406,11 @@ func dialRetry(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // rendezvous accepts the nnodes-1 members on dist-init-addr; the returned
-// channel reports a member leaving afterwards.
+// channel reports a member leaving afterwards. A one-node worker has none.
 func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
+	if w.s.NNodes <= 1 {
+		return nil, func() {}, nil
+	}
 	ln, err := net.Listen("tcp", w.s.GroupAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rendezvous: listen %s: %w", w.s.GroupAddr, err)
@@ -484,15 +487,11 @@ func (w *worker) leader(ctx context.Context) error {
 		sys.serveNow()
 		defer sys.srv.Close()
 	}
-	var lost <-chan error
-	if w.s.NNodes > 1 {
-		l, closeAll, err := w.rendezvous(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		lost = l
+	lost, closeAll, err := w.rendezvous(ctx)
+	if err != nil {
+		return err
 	}
+	defer closeAll()
 	host := w.s.Host
 	engSrv, err := listen("engine", net.JoinHostPort(host, strconv.Itoa(w.s.Port)), http.HandlerFunc(w.serveEngine))
 	if err != nil {
@@ -550,15 +549,11 @@ func (w *worker) leader(ctx context.Context) error {
 // waits for its other node ranks, builds the engine and serves the OpenAI
 // API on Host:Port until ctx ends or a rank leaves.
 func (w *worker) direct(ctx context.Context) error {
-	var lost <-chan error
-	if w.s.NNodes > 1 {
-		l, closeAll, err := w.rendezvous(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		lost = l
+	lost, closeAll, err := w.rendezvous(ctx)
+	if err != nil {
+		return err
 	}
+	defer closeAll()
 	if err := w.buildEngine(ctx); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // The artifact contract (core/power/contract.py).
@@ -94,8 +96,8 @@ type SampleRow struct {
 }
 
 func (r SampleRow) csv() []string {
-	return []string{strconv.Itoa(SchemaVersion), srtlaunch.PyFloatRepr(r.Timestamp), strconv.Itoa(r.Seq), r.Hostname,
-		strconv.Itoa(r.GPUIndex), r.GPUUUID, srtlaunch.PyFloatRepr(r.PowerW)}
+	return []string{strconv.Itoa(SchemaVersion), pyjson.FloatRepr(r.Timestamp), strconv.Itoa(r.Seq), r.Hostname,
+		strconv.Itoa(r.GPUIndex), r.GPUUUID, pyjson.FloatRepr(r.PowerW)}
 }
 
 // ObservedDevice is a device as the samples show it.
@@ -161,7 +163,7 @@ type Manifest struct {
 // pyFloat marshals like Python's json.dumps writes a float (1.0, not 1).
 type pyFloat float64
 
-func (f pyFloat) MarshalJSON() ([]byte, error) { return []byte(srtlaunch.PyFloatRepr(float64(f))), nil }
+func (f pyFloat) MarshalJSON() ([]byte, error) { return []byte(pyjson.FloatRepr(float64(f))), nil }
 
 // Options are what a collection runs with besides its settings.
 type Options struct {
@@ -427,12 +429,11 @@ func metricValue(m *dto.Metric) float64 {
 	return math.NaN()
 }
 
+// dedupe keeps each reason code once, in first-seen order (contract.dedupe).
 func dedupe(xs []string) []string {
-	seen := map[string]bool{}
 	var out []string
 	for _, x := range xs {
-		if !seen[x] {
-			seen[x] = true
+		if !slices.Contains(out, x) {
 			out = append(out, x)
 		}
 	}
@@ -517,7 +518,7 @@ func observed(rows []SampleRow) ([]ObservedDevice, bool) {
 			if i > 0 && r.Timestamp < rs[i-1].Timestamp {
 				nonMono = true
 			}
-			if indexOf(d.GPUUUIDs, r.GPUUUID) < 0 {
+			if slices.Index(d.GPUUUIDs, r.GPUUUID) < 0 {
 				d.GPUUUIDs = append(d.GPUUUIDs, r.GPUUUID)
 			}
 			first, last = math.Min(first, r.Timestamp), math.Max(last, r.Timestamp)
@@ -528,15 +529,6 @@ func observed(rows []SampleRow) ([]ObservedDevice, bool) {
 		out = append(out, d)
 	}
 	return out, nonMono
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }
 
 // window is a measurement window file the benchmark wrote (SA-Bench's
@@ -690,9 +682,9 @@ func (c *Collector) finalize() error {
 	}
 	status := statusComplete
 	switch {
-	case indexOf(reasons, ReasonCollector) >= 0:
+	case slices.Index(reasons, ReasonCollector) >= 0:
 		status = statusIncomplete
-	case c.s.Required && indexOf(reasons, ReasonStartupTimeout) >= 0:
+	case c.s.Required && slices.Index(reasons, ReasonStartupTimeout) >= 0:
 		status = statusFailed
 	}
 	valid := status == statusComplete && devValid && windowsValid && len(sampleReasons) == 0

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // srt-slurm's own benchmark runners (srtctl/benchmarks/*.py): each runs a
@@ -93,15 +95,15 @@ func orDefault(v any, def string) string {
 func asFloatStr(v any, field string) (string, error) {
 	switch x := v.(type) {
 	case float64:
-		return PyFloatRepr(x), nil
+		return pyjson.FloatRepr(x), nil
 	case int64:
-		return PyFloatRepr(float64(x)), nil
+		return pyjson.FloatRepr(float64(x)), nil
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 		if err != nil {
 			return "", fmt.Errorf("recipe field benchmark.%s: expected a number, got %q", field, x)
 		}
-		return PyFloatRepr(f), nil
+		return pyjson.FloatRepr(f), nil
 	}
 	return "", fmt.Errorf("recipe field benchmark.%s: expected a number, got %s", field, pyRepr(v))
 }

@@ -210,11 +210,6 @@ func TestErrors(t *testing.T) {
 }
 
 func TestPythonFormatting(t *testing.T) {
-	floats := map[float64]string{0.85: "0.85", 2: "2.0", 1e-5: "1e-05", 1e16: "1e+16", 123456789012345.0: "123456789012345.0",
-		0.0001: "0.0001", -3.5: "-3.5", 1.5e20: "1.5e+20", 0: "0.0"}
-	for f, want := range floats {
-		assert.Equal(t, want, PyFloatRepr(f), "%v", f)
-	}
 	quotes := map[string]string{"": "''", "abc-1.2/x:y,z@%+=_": "abc-1.2/x:y,z@%+=_", "a b": "'a b'", "it's": `'it'"'"'s'`,
 		"{LOG_DIR}/x": "{LOG_DIR}/x", "{MODEL_DIR:M-1}": "{MODEL_DIR:M-1}", "{node}": "'{node}'"}
 	for in, want := range quotes {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // The recipe sections InferenceX's GB200/GB300 recipes use beyond srt-slurm's
@@ -263,7 +265,7 @@ func (s *spec) parseTelemetry(doc *yaml.Node, display string) error {
 		}
 	}
 	if t.interval > powerMaxSampleGap {
-		return fail("telemetry.default_frequency=%s exceeds the %gs max sample gap srt-slurm's power validator accepts", PyFloatRepr(t.interval), powerMaxSampleGap)
+		return fail("telemetry.default_frequency=%s exceeds the %gs max sample gap srt-slurm's power validator accepts", pyjson.FloatRepr(t.interval), powerMaxSampleGap)
 	}
 	// v1.0.68 defaults the join budget to two full collect cycles plus 2 s
 	// and requires more than two cycles; the power lineage InferenceX pins

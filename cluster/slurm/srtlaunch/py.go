@@ -2,13 +2,13 @@ package srtlaunch
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // srt-slurm loads recipes with PyYAML and turns values into flags with
@@ -53,7 +53,7 @@ func pyRepr(v any) string {
 	case int:
 		return strconv.Itoa(x)
 	case float64:
-		return PyFloatRepr(x)
+		return pyjson.FloatRepr(x)
 	case string:
 		return pyStrRepr(x)
 	case []any:
@@ -70,27 +70,6 @@ func pyRepr(v any) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
-}
-
-// PyFloatRepr prints a float like Python's repr: shortest round-trip digits,
-// fixed notation for exponents in [-4, 16), always with a fractional part.
-func PyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
-		return strconv.FormatFloat(f, 'e', -1, 64) // Go's shortest 'e' form is Python's: 1e-05, 1.5e+16
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // pyStrRepr quotes a string like Python's repr (ASCII-printable subset).
@@ -133,125 +112,8 @@ func pyJSON(m *ordered) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// pyJSONDump is Python's json.dumps(v) (indent 0: one line with ", " and
-// ": ") or json.dumps(v, indent=n), ensure_ascii included, for the values a
-// recipe holds (mappings as *ordered with typed values).
-func pyJSONDump(v any, indent int) string {
-	var b strings.Builder
-	pyJSONWrite(&b, v, indent, 0)
-	return b.String()
-}
-
-func pyJSONWrite(b *strings.Builder, v any, indent, depth int) {
-	open := func(c string) (sep string) {
-		b.WriteString(c)
-		if indent == 0 {
-			return ", "
-		}
-		return ",\n" + strings.Repeat(" ", indent*(depth+1))
-	}
-	nl := func(c string) {
-		if indent > 0 {
-			b.WriteString("\n" + strings.Repeat(" ", indent*depth))
-		}
-		b.WriteString(c)
-	}
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(x))
-	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
-	case int:
-		b.WriteString(strconv.Itoa(x))
-	case float64:
-		switch {
-		case math.IsInf(x, 1):
-			b.WriteString("Infinity")
-		case math.IsInf(x, -1):
-			b.WriteString("-Infinity")
-		case math.IsNaN(x):
-			b.WriteString("NaN")
-		default:
-			b.WriteString(PyFloatRepr(x))
-		}
-	case string:
-		b.WriteString(pyJSONString(x))
-	case []any:
-		if len(x) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		sep := open("[")
-		if indent > 0 {
-			b.WriteString(sep[1:])
-		}
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(sep)
-			}
-			pyJSONWrite(b, e, indent, depth+1)
-		}
-		nl("]")
-	case *ordered:
-		if len(x.keys) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		sep := open("{")
-		if indent > 0 {
-			b.WriteString(sep[1:])
-		}
-		for i, k := range x.keys {
-			if i > 0 {
-				b.WriteString(sep)
-			}
-			b.WriteString(pyJSONString(k) + ": ")
-			if val, ok := x.anyVals[k]; ok {
-				pyJSONWrite(b, val, indent, depth+1)
-			} else {
-				pyJSONWrite(b, x.vals[k], indent, depth+1)
-			}
-		}
-		nl("}")
-	default:
-		b.WriteString(pyJSONString(fmt.Sprint(x)))
-	}
-}
-
-// pyJSONString quotes s as json.dumps does with ensure_ascii.
-func pyJSONString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20 || (r >= 0x80 && r < 0x10000):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case r >= 0x10000:
-			r -= 0x10000
-			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+// pyJSONDump is Python's json.dumps of a recipe value (indent 0: one line).
+func pyJSONDump(v any, indent int) string { return pyjson.Dumps(v, indent) }
 
 // pyFormatMap mimics str.format_map with a dict that leaves unknown fields
 // as they are: "{{" and "}}" unescape, "{name}" is replaced when known.

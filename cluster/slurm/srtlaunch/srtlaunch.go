@@ -810,20 +810,14 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 	return cmd
 }
 
-// kvEventsFor resolves backend.kv_events_config for a mode: true enables
-// prefill and decode; a mapping enables listed modes ("aggregated" for agg).
-func kvEventsFor(cfg any, mode string) *ordered {
-	def := func() *ordered {
-		o := newOrdered()
-		o.Set("publisher", "zmq")
-		o.Set("topic", "kv-events")
-		return o
-	}
+// kvEventsMode resolves backend.kv_events_config for a mode as both
+// backends' get_kv_events_config_for_mode do: true enables prefill and
+// decode; a mapping enables the modes it lists ("aggregated" for agg),
+// own holding a mode's settings when they are a mapping.
+func kvEventsMode(cfg any, mode string) (on bool, own *ordered) {
 	switch c := cfg.(type) {
 	case bool:
-		if c && (mode == "prefill" || mode == "decode") {
-			return def()
-		}
+		return c && (mode == "prefill" || mode == "decode"), nil
 	case *ordered:
 		key := mode
 		if mode == "agg" {
@@ -831,18 +825,30 @@ func kvEventsFor(cfg any, mode string) *ordered {
 		}
 		switch m := c.anyVals[key].(type) {
 		case bool:
-			if m {
-				return def()
-			}
+			return m, nil
 		case *ordered:
-			o := def()
-			for _, k := range m.keys {
-				o.Set(k, pyStr(m.anyVals[k]))
-			}
-			return o
+			return true, m
 		}
 	}
-	return nil
+	return false, nil
+}
+
+// kvEventsFor is SGLang's --kv-events-config for a mode (nil: none): zmq
+// on topic kv-events, the mode's settings as strings.
+func kvEventsFor(cfg any, mode string) *ordered {
+	on, own := kvEventsMode(cfg, mode)
+	if !on {
+		return nil
+	}
+	o := newOrdered()
+	o.Set("publisher", "zmq")
+	o.Set("topic", "kv-events")
+	if own != nil {
+		for _, k := range own.keys {
+			o.Set(k, pyStr(own.anyVals[k]))
+		}
+	}
+	return o
 }
 
 // runtimeMounts are the mounts every container gets (srt-slurm

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // vLLM workers through dynamo (srt-slurm backends/vllm.py, v1.0.68): one
@@ -75,41 +77,24 @@ func (s *spec) parseVLLM(be *yaml.Node, display string) error {
 	return nil
 }
 
-// vllmKVEvents is VLLMProtocol.get_kv_events_config_for_mode: true enables
-// prefill and decode; a mapping enables the modes it lists ("aggregated"
-// for agg), a mode's mapping overriding the defaults with typed values.
+// vllmKVEvents is vLLM's --kv-events-config for a mode (nil: none): zmq
+// on topic kv-events with KV cache events enabled, the mode's settings
+// typed (VLLMProtocol.get_kv_events_config_for_mode).
 func vllmKVEvents(cfg any, mode string) *ordered {
-	def := func() *ordered {
-		o := &ordered{}
-		o.setAny("publisher", "zmq")
-		o.setAny("topic", "kv-events")
-		o.setAny("enable_kv_cache_events", true)
-		return o
+	on, own := kvEventsMode(cfg, mode)
+	if !on {
+		return nil
 	}
-	switch c := cfg.(type) {
-	case bool:
-		if c && (mode == "prefill" || mode == "decode") {
-			return def()
-		}
-	case *ordered:
-		key := mode
-		if mode == "agg" {
-			key = "aggregated"
-		}
-		switch m := c.anyVals[key].(type) {
-		case bool:
-			if m {
-				return def()
-			}
-		case *ordered:
-			o := def()
-			for _, k := range m.keys {
-				o.setAny(k, m.anyVals[k])
-			}
-			return o
+	o := &ordered{}
+	o.setAny("publisher", "zmq")
+	o.setAny("topic", "kv-events")
+	o.setAny("enable_kv_cache_events", true)
+	if own != nil {
+		for _, k := range own.keys {
+			o.setAny(k, own.anyVals[k])
 		}
 	}
-	return nil
+	return o
 }
 
 // findKey is the value node of key even when it is null (get hides nulls).
@@ -407,7 +392,7 @@ func (s *spec) injectVLLMSynthetic(al float64) error {
 		}
 		cfg := s.modeConfig[b.mode]
 		raw, _ := cfg.anyVals["speculative-config"].(string)
-		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", PyFloatRepr(al)}})
+		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", pyjson.FloatRepr(al)}})
 		if err != nil {
 			return fmt.Errorf("backend.vllm_config.%s.speculative-config: %v", b.cfg, err)
 		}
