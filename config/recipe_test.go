@@ -240,3 +240,32 @@ func TestParseSlurmTime(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// TestRecipePyYAML: srt-slurm reads recipes with PyYAML, so a merge key
+// expands and a key written twice launches its last value; the duplicate
+// comes back as a warning naming its file, line and field.
+func TestRecipePyYAML(t *testing.T) {
+	r, err := ParseRecipe("r.yaml", []byte(`name: x
+model: {path: /m, container: i}
+resources: {gpus_per_node: 4, agg_nodes: 1}
+backend:
+  type: vllm
+  prefill_environment: &env {A: "1"}
+  aggregated_environment:
+    <<: *env
+    B: "2"
+  vllm_config:
+    aggregated:
+      max-num-seqs: 8
+      max-num-seqs: 16
+`), "")
+	require.NoError(t, err)
+	require.Len(t, r.Warnings, 1)
+	assert.Equal(t, "r.yaml:13: backend.vllm_config.aggregated.max-num-seqs: duplicate key (first defined on line 12); srt-slurm's YAML loader keeps this later value, so it is the one launched",
+		r.Warnings[0].Error())
+	be := mapGet(r.Doc, "backend")
+	env := mapGet(be, "aggregated_environment")
+	require.NotNil(t, env)
+	assert.Equal(t, "A", env.Content[0].Value, "the merged key is in the mapping")
+	assert.Equal(t, "16", mapGet(mapGet(mapGet(be, "vllm_config"), "aggregated"), "max-num-seqs").Value)
+}
