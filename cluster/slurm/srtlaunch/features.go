@@ -97,25 +97,14 @@ func optFloat(n *yaml.Node, field string, def float64) (float64, error) {
 	return 0, fmt.Errorf("recipe field %s: expected a number, got %q", field, pyStr(v))
 }
 
-// parseMooncake reads backend.mooncake_kv_store; srt-slurm launches its
-// master for sglang and vllm only (TRTLLMProtocol has no such field).
+// parseMooncake reads backend.mooncake_kv_store; config has refused the
+// fields srt-slurm refuses (a store on trtllm, store_config outside vllm).
 func (s *spec) parseMooncake(be *yaml.Node, display string) error {
 	mk := get(be, "mooncake_kv_store")
 	if mk == nil {
 		return nil
 	}
 	field := "backend.mooncake_kv_store"
-	allowed := []string{"container", "env", "master_extra_args"}
-	switch s.backendType {
-	case "vllm":
-		allowed = append(allowed, "store_config")
-	case "sglang":
-	default:
-		return fmt.Errorf("recipe %s: %s: srt-slurm's %s backend has no Mooncake KV store (sglang and vllm do)", display, field, s.backendType)
-	}
-	if err := keysIn(mk, field, allowed...); err != nil {
-		return fmt.Errorf("recipe %s: %v", display, err)
-	}
 	m := &mooncakeSpec{}
 	var err error
 	if m.container, err = optString(get(mk, "container"), field+".container", ""); err != nil {

@@ -137,7 +137,7 @@ backend:
 	assert.NotContains(t, d, "MOONCAKE_CONFIG_PATH")
 
 	base := "name: x\nmodel: {path: /m/M, container: img}\nresources: {gpus_per_node: 4, agg_nodes: 1}\n"
-	assert.ErrorContains(t, renderErr(t, base+"backend: {type: trtllm, mooncake_kv_store: {env: {}}}\n"), "srt-slurm's trtllm backend has no Mooncake KV store")
+	assert.ErrorContains(t, renderErr(t, base+"backend: {type: trtllm, mooncake_kv_store: {env: {}}}\n"), "backend.mooncake_kv_store: unknown field (srt-slurm rejects it) for engine trtllm")
 	assert.ErrorContains(t, renderErr(t, base+"backend: {type: sglang, mooncake_kv_store: {store_config: {a: 1}}}\n"),
 		"backend.mooncake_kv_store.store_config: unknown field")
 }
