@@ -13,11 +13,13 @@ package power
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -34,6 +36,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
+	"github.com/sweepflow/sweepflow/internal/atomicfile"
 	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
@@ -497,16 +500,7 @@ func observed(rows []SampleRow) ([]ObservedDevice, bool) {
 	for _, r := range rows {
 		by[key{r.Hostname, r.GPUIndex}] = append(by[key{r.Hostname, r.GPUIndex}], r)
 	}
-	keys := make([]key, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].h != keys[j].h {
-			return keys[i].h < keys[j].h
-		}
-		return keys[i].g < keys[j].g
-	})
+	keys := slices.SortedFunc(maps.Keys(by), func(a, b key) int { return cmp.Or(strings.Compare(a.h, b.h), cmp.Compare(a.g, b.g)) })
 	nonMono := false
 	var out []ObservedDevice
 	for _, k := range keys {
@@ -724,18 +718,5 @@ func (c *Collector) writeManifest() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(c.s.Dir, "."+ManifestFile+".")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(c.s.Dir, ManifestFile))
+	return atomicfile.WriteFile(filepath.Join(c.s.Dir, ManifestFile), append(data, '\n'))
 }

@@ -1,10 +1,12 @@
 package srtlaunch
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -449,15 +451,8 @@ func powerTelemetry(t *telemetrySpec, s *spec, procs []*workerProc, ns *nodes, o
 	for _, n := range p.Nodes {
 		p.Addrs = append(p.Addrs, ns.addr[n])
 	}
-	keys := make([]key, 0, len(claims))
-	for k := range claims {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].node != keys[j].node {
-			return keys[i].node < keys[j].node
-		}
-		return keys[i].gpu < keys[j].gpu
+	keys := slices.SortedFunc(maps.Keys(claims), func(a, b key) int {
+		return cmp.Or(strings.Compare(a.node, b.node), cmp.Compare(a.gpu, b.gpu))
 	})
 	for _, k := range keys {
 		p.Devices = append(p.Devices, PowerDevice{Hostname: k.node, GPUIndex: k.gpu, Assignments: claims[k]})
