@@ -34,7 +34,7 @@ func renderSeed(t *testing.T, name string, nodes int, al float64) []*srtlaunch.P
 	t.Helper()
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+name+".yaml")
 	require.NoError(t, err)
-	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(nodes), srtlaunch.Options{SyntheticAL: al,
+	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, nodes), srtlaunch.Options{SyntheticAL: al,
 		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	return procs.Processes
@@ -102,7 +102,7 @@ func TestSrunArgs(t *testing.T) {
 	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
 		rec, err := config.LoadRecipe(filepath.Join("srtlaunch", "testdata"), "trtllm-disagg.yaml")
 		require.NoError(t, err)
-		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
+		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, 3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
 		require.NoError(t, err)
 		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
 		d := rendered.Processes[2]
@@ -369,7 +369,7 @@ func errorsIsAny(err error) bool {
 func TestLaunchWritesRenderedFiles(t *testing.T) {
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+"disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(6), srtlaunch.Options{
+	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, 6), srtlaunch.Options{
 		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	require.Contains(t, rendered.Files, "nginx.conf", "nginx fronts the frontends of a 6-node layout")
@@ -432,6 +432,8 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 			_, _ = w.Write([]byte(`{"workers":[],"stats":{"prefill_count":2,"decode_count":1,"regular_count":0}}`))
 		case "/health":
 			_, _ = w.Write([]byte(`{"status":"healthy","instances":[{"component":"prefill","endpoint":"generate"}]}`))
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"M","object":"model"}]}`))
 		}
 	}))
 	defer srv.Close()
@@ -441,6 +443,9 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 	p, d, err = frontendWorkers(context.Background(), srv.URL, "dynamo")
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 0}, []int{p, d}, "dynamo's /health")
+	p, d, err = frontendWorkers(context.Background(), srv.URL, "vllm")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1}, []int{p, d}, "vllm serve's /v1/models: its one aggregate worker serves a model")
 	_, rendered, err := b.render(context.Background(), cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02", "gb200-03"}, WorkDir: dir},
 		spec("trtllm-disagg.yaml"), dir, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"})
 	require.NoError(t, err)
