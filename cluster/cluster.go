@@ -66,7 +66,10 @@ type ServeSpec struct {
 	RowJSON      []byte // the InferenceX matrix row
 	RecipePath   string
 	RecipeDigest string // see AllocRequest.RecipeDigest
-	GPUsPerNode  int
+	// Image is the matrix row's image (point.Spec.Image): the container of
+	// a recipe whose model.container the profile binds to the row's image.
+	Image       string
+	GPUsPerNode int
 	// Env is added to the serving processes' environment (e.g. synthetic
 	// acceptance for perf runs only).
 	Env map[string]string

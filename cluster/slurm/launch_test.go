@@ -451,3 +451,46 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rendered.Files, "trtllm_config_decode.yaml")
 }
+
+// A recipe whose model.container the profile binds to the row's image runs
+// the point's image, as InferenceX's launchers write dynamo-sglang into
+// srtslurm.yaml for each key; other containers, and points without an
+// image, keep the profile's entry.
+func TestRowImageContainers(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs(filepath.Join("srtlaunch", "testdata"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "sglang-router.yaml"))
+	require.NoError(t, err)
+	rec, err := config.ParseRecipe("sglang-router.yaml", data, "")
+	require.NoError(t, err)
+	name := rec.Model.Container
+	b, err := New(Config{Partition: "p", SharedRoot: dir, NodeLocalRoot: dir, StarterBin: "/bin/true", RecipesRoot: root,
+		Launch: Launch{SrtRoot: "x", Runtime: config.RuntimePyxis, RowImageContainers: []string{name},
+			Containers: map[string]string{name: "/sq/profile.sqsh", "lmsysorg/sglang:row": "/sq/row.sqsh"}}})
+	require.NoError(t, err)
+	alloc := cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02"}, WorkDir: dir}
+	images := func(rowImage string) map[string]string {
+		_, rendered, err := b.render(context.Background(), alloc,
+			cluster.ServeSpec{RecipePath: "sglang-router.yaml", RecipeDigest: config.RecipeDigest(data), Image: rowImage}, dir, []string{"10.0.0.1", "10.0.0.2"})
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, p := range rendered.Processes {
+			s, err := b.cfg.Launch.newStep(p)
+			require.NoError(t, err)
+			out[string(p.Role)] = s.Image
+		}
+		return out
+	}
+	row, none := images("lmsysorg/sglang:row"), images("")
+	workers := 0
+	for role, img := range none {
+		if img == "/sq/profile.sqsh" {
+			workers++
+			assert.Equal(t, "/sq/row.sqsh", row[role], "%s runs in the recipe's container, so the row's image", role)
+		} else {
+			assert.Equal(t, img, row[role], "%s has a container of its own", role)
+		}
+	}
+	assert.Positive(t, workers, "without a row image the recipe's container resolves through the profile: %v", none)
+}

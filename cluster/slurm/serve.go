@@ -69,9 +69,11 @@ type Launch struct {
 	// node as it is).
 	Runtime string
 	// Containers maps a rendered container name to the image srun runs.
-	Containers      map[string]string
-	SrtRoot         string
-	InfmaxWorkspace string
+	Containers map[string]string
+	// RowImageContainers stand for the point's own image (config.Cluster).
+	RowImageContainers []string
+	SrtRoot            string
+	InfmaxWorkspace    string
 	// Models resolves the recipe's model.path alias to the checkpoint
 	// directory mounted at /model ("%n": the node name).
 	Models map[string]config.Model
@@ -84,6 +86,18 @@ type Launch struct {
 	// InfraWait bounds the wait for etcd after the infra step starts
 	// (srt-slurm: 300 s).
 	InfraWait time.Duration
+}
+
+// containerName is the container a recipe's model.container stands for:
+// the point's own image where the profile binds the name to it (as
+// InferenceX's launchers bind dynamo-sglang and dynamo-trtllm to each key's
+// image in srtslurm.yaml), else the name itself. Containers then maps it to
+// what srun runs.
+func (l *Launch) containerName(name, rowImage string) string {
+	if rowImage != "" && slices.Contains(l.RowImageContainers, name) {
+		return rowImage
+	}
+	return name
 }
 
 func (l *Launch) validate() error {
@@ -468,7 +482,7 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if modelDir == "" && !strings.HasPrefix(rec.Model.Path, "hf:") {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.path %q is not in the cluster profile's models", cluster.ErrBadConfig, rec.Display, rec.Model.Path)
 	}
-	paths := srtlaunch.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: rec.Model.Container,
+	paths := srtlaunch.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: l.containerName(rec.Model.Container, spec.Image),
 		SrtRoot: l.SrtRoot, InfmaxWorkspace: l.InfmaxWorkspace}
 	if paths.Image == "" {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.container is missing", cluster.ErrBadConfig, rec.Display)
