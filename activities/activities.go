@@ -133,7 +133,7 @@ func classify(err error) error {
 	case errors.Is(err, results.ErrConflict):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err, f)
 	case errors.Is(err, cluster.ErrAllocationLost):
-		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err, f)
+		return temporal.NewApplicationErrorWithCause(err.Error(), ErrAllocationLost, err, f)
 	}
 	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err, f)
 }
@@ -288,7 +288,7 @@ func (a *Activities) injectFault(p point.Spec, stage string) error {
 		}
 		if n <= f.Times {
 			msg := fmt.Sprintf("injected fault in %s (%d of %d)", stage, n, f.Times)
-			return temporal.NewApplicationError(msg, "InjectedFault", failure.Failure{Class: failure.Injected, Excerpt: msg})
+			return temporal.NewApplicationError(msg, ErrInjectedFault, failure.Failure{Class: failure.Injected, Excerpt: msg})
 		}
 	}
 	return nil

@@ -244,7 +244,8 @@ func (a *Activities) putStageStored(ctx context.Context, p point.Spec, stage str
 }
 
 // RecordPoint stores the point's final status, its spec (exports read the
-// identity fields from it) and its stage timings in the ledger.
+// identity fields from it) and its stage timings in the ledger, and closes
+// the attempts of the point that never ended (closeOpenAttempts).
 func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 	p := rec.Point
 	spec, err := json.Marshal(p)
@@ -263,7 +264,11 @@ func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 		runs = append(runs, results.StageRun{SweepID: p.SweepID, PointID: p.PointID, Seq: i, Stage: s.Stage,
 			Outcome: s.Outcome, Rounds: s.Rounds, Error: s.Error, StartedAt: s.Started, EndedAt: s.Ended, Failures: s.Failures})
 	}
-	return classify(a.Store.PutStageRuns(ctx, p.SweepID, p.PointID, runs))
+	if err := a.Store.PutStageRuns(ctx, p.SweepID, p.PointID, runs); err != nil {
+		return classify(err)
+	}
+	a.closeOpenAttempts(ctx, rec)
+	return nil
 }
 
 // RecordSweep stores the sweep row in the ledger.
