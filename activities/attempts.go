@@ -30,7 +30,8 @@ var StageActivities = map[string]string{
 // rather than in each activity:
 //
 //   - when an attempt starts, a row with outcome running and this worker's
-//     identity; earlier attempts of the same stage in the same workflow run
+//     identity, which keeps its latest heartbeat details while it runs;
+//     earlier attempts of the same stage in the same workflow run
 //     that never ended are marked lost (their worker died, or its heartbeat
 //     or result never reached the server), with the heartbeat details the
 //     server kept for them; an earlier attempt of the same activity that
@@ -72,26 +73,70 @@ type attemptInbound struct {
 }
 
 func (i *attemptInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
-	i.out = &beatOutbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: outbound}}
+	i.out = &beatOutbound{ActivityOutboundInterceptorBase: interceptor.ActivityOutboundInterceptorBase{Next: outbound}, l: i.l}
 	return i.Next.Init(i.out)
 }
 
 // beatOutbound keeps the latest heartbeat details of the attempt: evidence
-// of how far it got.
+// of how far it got. It also writes them to the attempt's row, the first
+// ones at once and later ones at most every beatWriteEvery, so an attempt
+// whose worker dies leaves its progress behind (its retry reads the details
+// the server kept, but a new retry budget does not).
 type beatOutbound struct {
 	interceptor.ActivityOutboundInterceptorBase
-	mu   sync.Mutex
-	last any
-	beat bool
+	l *AttemptLedger
+	a *results.StageAttempt // nil: not a stage attempt
+
+	mu      sync.Mutex
+	last    any
+	beat    bool
+	written string    // details last written to the row
+	at      time.Time // when
+	writing bool
 }
+
+// beatWriteEvery bounds how often a running attempt's heartbeat details
+// are written to its row.
+const beatWriteEvery = 10 * time.Second
 
 func (o *beatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 	if len(details) > 0 {
 		o.mu.Lock()
 		o.last, o.beat = details[0], true
 		o.mu.Unlock()
+		o.keep(ctx)
 	}
 	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// keep writes the latest details to the row in the background when they
+// changed and the last write is old enough; one write at a time.
+func (o *beatOutbound) keep(ctx context.Context) {
+	if o.a == nil {
+		return
+	}
+	o.mu.Lock()
+	d := heartbeatJSON(o.last)
+	if o.writing || d == "" || d == o.written || (!o.at.IsZero() && time.Since(o.at) < beatWriteEvery) {
+		o.mu.Unlock()
+		return
+	}
+	o.writing, o.written, o.at = true, d, time.Now()
+	a := *o.a
+	o.mu.Unlock()
+	go func() {
+		defer func() {
+			o.mu.Lock()
+			o.writing = false
+			o.mu.Unlock()
+		}()
+		wctx, cancel := writeCtx(ctx)
+		defer cancel()
+		a.Heartbeat = d
+		if err := o.l.Store.BeatAttempt(wctx, a); err != nil {
+			o.l.log(ctx).Debug("attempt ledger: keeping the heartbeat failed", zap.Error(err))
+		}
+	}()
 }
 
 // details is the latest heartbeat as clipped JSON ("" when none).
@@ -102,6 +147,20 @@ func (o *beatOutbound) details() string {
 		return ""
 	}
 	return heartbeatJSON(o.last)
+}
+
+// wait lets a heartbeat write in flight finish, so it cannot land after
+// the attempt's end.
+func (o *beatOutbound) wait() {
+	for {
+		o.mu.Lock()
+		w := o.writing
+		o.mu.Unlock()
+		if !w {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // maxHeartbeat bounds the heartbeat details kept as evidence.
@@ -130,13 +189,18 @@ func (i *attemptInbound) ExecuteActivity(ctx context.Context, in *interceptor.Ex
 		return i.Next.ExecuteActivity(ctx, in)
 	}
 	i.l.begin(ctx, a)
+	i.out.mu.Lock()
+	i.out.a = &a
+	i.out.mu.Unlock()
 	defer func() {
 		if p := recover(); p != nil {
+			i.out.wait()
 			i.l.end(ctx, a, fmt.Errorf("panic: %v", p), i.out.details())
 			panic(p)
 		}
 	}()
 	res, err = i.Next.ExecuteActivity(ctx, in)
+	i.out.wait()
 	i.l.end(ctx, a, err, i.out.details())
 	return res, err
 }

@@ -110,6 +110,9 @@ func TestAttemptLedgerLostAttempts(t *testing.T) {
 	e1 := att(StageEval, "21", 1, 40*time.Second)
 	e1.Worker = after.Worker
 	after.begin(ctx, e1)
+	beats := &beatOutbound{l: after, a: &e1, last: evalProgress{Done: 12, Total: 200}, beat: true}
+	beats.keep(ctx) // the progress it beat before its worker died
+	beats.wait()
 	// Warmup of another round: budget 1's open attempt, then budget 2.
 	w1 := att(StageWarmup, "31", 1, 25*time.Second)
 	after.begin(ctx, w1)
@@ -151,6 +154,7 @@ func TestAttemptLedgerLostAttempts(t *testing.T) {
 	assert.Equal(t, failure.LostWorker, ev.Class)
 	assert.True(t, ev.EndedAt.Equal(lostAt), "ended when the workflow saw the timeout: %v", ev.EndedAt)
 	assert.Contains(t, ev.Message, "final record")
+	assert.Equal(t, `{"done":12,"total":200}`, ev.Heartbeat, "the progress the attempt left behind")
 	assert.Equal(t, results.AttemptLost, byKey["31#1"].Outcome, "a new retry budget of the stage settles the old one's open attempt")
 	assert.True(t, byKey["31#1"].EndedAt.Equal(w2.StartedAt))
 	assert.Equal(t, results.AttemptOK, byKey["32#1"].Outcome)

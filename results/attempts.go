@@ -93,6 +93,14 @@ func (s *Store) EndAttempt(ctx context.Context, a StageAttempt) (ended bool, err
 		WHERE stage_attempts.ended_at IS NULL`, a.args()...)
 }
 
+// BeatAttempt keeps the latest heartbeat details of a running attempt, so
+// an attempt whose worker dies leaves them behind.
+func (s *Store) BeatAttempt(ctx context.Context, a StageAttempt) error {
+	return s.write(ctx, fmt.Sprintf("heartbeat of attempt %d of %s", a.Attempt, a.Stage), `UPDATE stage_attempts SET heartbeat = ?
+		WHERE workflow_id = ? AND run_id = ? AND activity_id = ? AND attempt = ? AND ended_at IS NULL`,
+		a.Heartbeat, a.WorkflowID, a.RunID, a.ActivityID, a.Attempt)
+}
+
 // Relabel turns an attempt that ended ok into a lost one: a later attempt of
 // the same activity started, so its result never reached the server. It
 // reports whether the row changed (a second call does not).
