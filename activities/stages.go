@@ -129,6 +129,11 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		return Endpoint{}, err
 	}
 	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
+	spec := cluster.ServeSpec{Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
+		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env}
+	if err := a.chaosBringUp(ctx, in.Point, &spec); err != nil {
+		return Endpoint{}, err
+	}
 	al := 0.0
 	if in.Mode == "perf" && in.Point.SyntheticAL > 0 {
 		env["SYNTHETIC_ACCEPTANCE"] = "true"
@@ -142,10 +147,8 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	// still runs.
 	hb := startHeartbeat(ctx, 0, "starting")
 	defer hb.Finish(&err)
-	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
-		Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
-		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
-	})
+	spec.SyntheticAL = al
+	srv, err := a.Backend.BringUp(ctx, alloc, spec)
 	if err != nil {
 		return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, err)
 	}
