@@ -136,6 +136,17 @@ func TestReconcile(t *testing.T) {
 	assert.Contains(t, strings.Join(notes, "\n"), "overtaken")
 	assert.Contains(t, strings.Join(notes, "\n"), "finished anyway")
 
+	// A kill that ended the stage's first attempt before its body ran: the
+	// next attempt carries the crash.
+	mis, notes = Reconcile([]Injection{inj[0], {Fault: Fault{Kind: WorkerKill, Point: "c4", Stage: "perf", Expect: failure.LostWorker},
+		Attempt: 1, Hit: []Attempt{{"c4", "perf", 1}, {"c1", "bringup", 1}}}}, []results.StageAttempt{
+		row("c1", "bringup", 1, results.AttemptLost, failure.LostWorker),
+		row("c1", "bringup", 2, results.AttemptFailed, failure.CUDAOOM),
+		row("c4", "perf", 1, results.AttemptLost, failure.LostWorker),
+	})
+	assert.Empty(t, mis)
+	assert.Empty(t, notes)
+
 	// An unexplained failure and a fault without its attempt are both named.
 	mis, _ = Reconcile(inj[:1], []results.StageAttempt{row("c4", "warmup", 1, results.AttemptFailed, failure.Transient)})
 	require.Len(t, mis, 2)
@@ -172,9 +183,15 @@ func TestProcessRestart(t *testing.T) {
 	b, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
 	assert.Equal(t, strconv.Itoa(p.Pid()), string(b))
-	args, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
-	require.NoError(t, err)
+	var args []byte
+	require.Eventually(t, func() bool { // until the child has exec'ed
+		args, err = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid()))
+		return err == nil && len(args) > 0
+	}, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, "sleep\x0060\x00", string(args), "the same command line (sh had exec'ed sleep)")
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", p.Pid()))
+	require.NoError(t, err)
+	assert.Equal(t, dir, cwd)
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Pid()))
 	require.NoError(t, err)
 	assert.Contains(t, string(env), "CHAOS_TEST_MARK=m42")

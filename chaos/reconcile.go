@@ -13,10 +13,11 @@ import (
 // fault, and every fault that landed must have made its attempts.
 //
 //   - A fault a point's attempt carries out, and a node failure, make
-//     failed attempts of its point and stage with its class: one, or for a
-//     node failure each attempt its retry budget spends on the lost
-//     allocation; unless a worker kill or server restart hit the attempt
-//     first (it is then lost, and the fault noted as overtaken).
+//     failed attempts of its point and stage with its class: one (made by
+//     the first attempt of the stage that ran), or for a node failure each
+//     attempt its retry budget spends on the lost allocation; unless a
+//     worker kill or server restart ended that attempt first (it is then
+//     lost, and the fault noted as overtaken).
 //   - A worker kill or server restart makes a lost attempt (lost-worker) of
 //     its point and stage, and of every other attempt it hit; one that
 //     finished just as the fault landed is noted, not counted.
@@ -41,11 +42,9 @@ func Reconcile(inj []Injection, attempts []results.StageAttempt) (mismatches, no
 		}
 		return false
 	}
-	hitBy := map[Attempt]bool{}
+	var hits []Attempt
 	for _, f := range inj {
-		for _, h := range f.Hit {
-			hitBy[h] = true
-		}
+		hits = append(hits, f.Hit...)
 	}
 	// Kills and restarts first: their lost attempts may overtake another
 	// fault's attempt.
@@ -75,23 +74,23 @@ func Reconcile(inj []Injection, attempts []results.StageAttempt) (mismatches, no
 		if f.Missed != "" || f.Kind == WorkerKill || f.Kind == ServerRestart {
 			continue
 		}
-		attempt := f.Attempt
-		if attempt == 0 {
-			attempt = 1 // a point's own fault hits its stage's first attempt
-		}
-		if hitBy[Attempt{Point: f.Point, Stage: f.Stage, Attempt: attempt}] {
-			notes = append(notes, fmt.Sprintf("%s: overtaken by a worker kill or server restart that hit the same attempt", f.Fault))
-			continue
-		}
 		match := func(a results.StageAttempt) bool {
 			return a.PointID == f.Point && a.Stage == f.Stage && a.Class == f.Expect
 		}
-		if !take(match) {
-			mismatches = append(mismatches, fmt.Sprintf("%s: no failed %s attempt of class %s in the ledger", f.Fault, f.Stage, f.Expect))
+		if take(match) {
+			for take(match) {
+				// the retry budget's further attempts against the same cause
+			}
+			continue
 		}
-		for take(match) {
-			// the retry budget's further attempts against the same cause
+		// The first attempt of the stage that ran carried the fault: a
+		// kill or restart that hit an attempt of it may have ended that
+		// attempt before the fault showed.
+		if slices.ContainsFunc(hits, func(h Attempt) bool { return h.Point == f.Point && h.Stage == f.Stage }) {
+			notes = append(notes, fmt.Sprintf("%s: overtaken by a worker kill or server restart that hit its attempt", f.Fault))
+			continue
 		}
+		mismatches = append(mismatches, fmt.Sprintf("%s: no failed %s attempt of class %s in the ledger", f.Fault, f.Stage, f.Expect))
 	}
 	for i, a := range failed {
 		if !used[i] {

@@ -44,7 +44,7 @@ func (s Summary) WriteText(w io.Writer) {
 		if f.Crash != "" {
 			kind += ":" + f.Crash
 		}
-		landed := "by the stage's first attempt"
+		landed := "by the point's first attempt of the stage"
 		switch {
 		case f.Missed != "":
 			landed = "missed: " + f.Missed

@@ -134,8 +134,13 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 	srv, err := testsuite.StartDevServer(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	e := &itEnv{t: t, c: srv.Client(), addr: srv.FrontendHostPort(), temporal: bin, home: t.TempDir(),
-		starterBin: starterBinary(t), gsm8kDir: gsm}
+	return newITEnvOn(t, bin, srv.Client(), srv.FrontendHostPort(), t.TempDir(), gsm)
+}
+
+// newITEnvOn is the test's environment for a Temporal server at addr: its
+// home, the variables the starter and worker read, a simulated checkpoint.
+func newITEnvOn(t *testing.T, temporal string, c client.Client, addr, home, gsm string) *itEnv {
+	e := &itEnv{t: t, c: c, addr: addr, temporal: temporal, home: home, starterBin: starterBinary(t), gsm8kDir: gsm}
 	t.Setenv("TEMPORAL_ADDRESS", e.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
 	// starter commands keep sweep plans in the worker's ledger.
