@@ -280,10 +280,7 @@ func (l *AttemptLedger) begin(ctx context.Context, a results.StageAttempt) {
 		}
 		switch {
 		case p.Outcome == results.AttemptRunning:
-			p.Outcome, p.Class, p.ErrorType = results.AttemptLost, failure.LostWorker, "Timeout"
-			p.Excerpt = "no heartbeat within the heartbeat timeout"
-			p.Message = fmt.Sprintf("no result from worker %s: its heartbeat or result never reached the server "+
-				"(a dead worker, a cut network or a restarted server); noticed when attempt %d of %s started", p.Worker, a.Attempt, a.Stage)
+			markLost(&p, fmt.Sprintf("noticed when attempt %d of %s started", a.Attempt, a.Stage))
 			if p.ActivityID == a.ActivityID && p.Attempt == a.Attempt-1 {
 				p.Heartbeat = kept
 			}
@@ -313,6 +310,15 @@ func (l *AttemptLedger) end(ctx context.Context, a results.StageAttempt, err err
 	if _, werr := l.Store.EndAttempt(wctx, a); werr != nil {
 		l.log(ctx).Warn("attempt ledger: recording the attempt's end failed", zap.Error(werr))
 	}
+}
+
+// markLost makes a row that never ended a lost attempt, naming its worker
+// and who noticed.
+func markLost(r *results.StageAttempt, noticed string) {
+	r.Outcome, r.Class, r.ErrorType = results.AttemptLost, failure.LostWorker, "Timeout"
+	r.Excerpt = "no heartbeat within the heartbeat timeout"
+	r.Message = fmt.Sprintf("no result from worker %s: its heartbeat or result never reached the server "+
+		"(a dead worker, a cut network or a restarted server); %s", r.Worker, noticed)
 }
 
 // AttemptEnd sets an attempt's outcome, class and evidence from the error
@@ -434,10 +440,7 @@ func (a *Activities) closeOpenAttempts(ctx context.Context, rec PointRecord) {
 // settleOpen ends an attempt that never ended, from the stage run of rec
 // that holds it (see closeOpenAttempts).
 func settleOpen(r *results.StageAttempt, rec PointRecord) {
-	r.Outcome, r.Class, r.ErrorType = results.AttemptLost, failure.LostWorker, "Timeout"
-	r.Excerpt = "no heartbeat within the heartbeat timeout"
-	r.Message = fmt.Sprintf("no result from worker %s: its heartbeat or result never reached the server "+
-		"(a dead worker, a cut network or a restarted server); closed by the point's final record", r.Worker)
+	markLost(r, "closed by the point's final record")
 	r.EndedAt = rec.At
 	// The stage run that holds the attempt: the last of its stage that
 	// started before it (the workflow's clock and the worker's may differ
