@@ -19,17 +19,25 @@ import (
 type Cluster struct {
 	Path string // absolute path of the profile
 
-	Name             string
-	Backend          string // "slurm" or "local"
-	Nodes            int
-	GPUsPerNode      int
-	GPUType          string
-	Partition        string
-	Account          string
-	SharedRoot       string // shared filesystem root visible from every node (absolute)
-	NodeLocalRoot    string // node-local NVMe root (absolute)
-	Launcher         string // slurm: "sbatch" or "srtctl"; local: "local"
-	RecipesRoot      string // where CONFIG_FILE paths resolve (absolute; may be empty)
+	Name          string
+	Backend       string // "slurm" or "local"
+	Nodes         int
+	GPUsPerNode   int
+	GPUType       string
+	Partition     string
+	Account       string
+	SharedRoot    string // shared filesystem root visible from every node (absolute)
+	NodeLocalRoot string // node-local NVMe root (absolute)
+	Launcher      string // slurm: "sbatch" or "srtctl"; local: "local"
+	RecipesRoot   string // where CONFIG_FILE paths resolve (absolute; may be empty)
+	// InferenceX and SrtSlurm are the user's checkouts (absolute; may be
+	// empty). With InferenceX, the recipes root is composed from both as
+	// InferenceX's launchers lay it (overlay.RecipesRoot); srt-root and
+	// infmax-workspace default to them.
+	InferenceX, SrtSlurm string
+	// SrtslurmYAML is the srt-slurm cluster file (srtslurm.yaml) whose
+	// model_paths and containers the profile takes (absolute; may be empty).
+	SrtslurmYAML     string
 	TaskQueue        string // Temporal task queue of this cluster's workers
 	DefaultTimeLimit time.Duration
 	Runners          []string         // runner labels this cluster serves (empty: any)
@@ -104,7 +112,7 @@ var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
 		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
 		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
-		"bring-up-time", "failure-signatures", "bad-nodes"}
+		"bring-up-time", "failure-signatures", "bad-nodes", "inferencex", "srt-slurm", "srtslurm-yaml"}
 	badNodeFields    = []string{"attempts", "window"}
 	signatureFields  = []string{"class", "pattern"}
 	modelFields      = []string{"path", "source"}
@@ -233,6 +241,7 @@ func ParseCluster(display, abs string, data []byte) (*Cluster, error) {
 		}
 	}
 	d.launchFields(m, c, dir)
+	d.checkouts(m, c, dir)
 	d.signatures(m, c)
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -300,6 +309,48 @@ func (d *decoder) launchFields(m *strictyaml.Mapping, c *Cluster, dir string) {
 	}
 	if c.Backend == BackendLocal && c.Emulation != nil {
 		d.Errorf(m.Values["emulation"], "emulation", "only for the slurm backend")
+	}
+}
+
+// checkouts reads the user's InferenceX and srt-slurm checkouts and the
+// srtslurm.yaml the profile takes models and containers from.
+func (d *decoder) checkouts(m *strictyaml.Mapping, c *Cluster, dir string) {
+	c.InferenceX = d.pathField(m, "inferencex", dir, false)
+	c.SrtSlurm = d.pathField(m, "srt-slurm", dir, false)
+	if c.InferenceX != "" && c.RecipesRoot != "" {
+		d.Errorf(m.Values["recipes-root"], "recipes-root", "give either recipes-root (a tree composed by hand) or inferencex (composed from the checkouts as InferenceX's launchers lay it), not both")
+	}
+	if c.InferenceX == "" && c.RecipesRoot == "" {
+		c.RecipesRoot = c.SrtSlurm // srtctl's own recipes
+	}
+	if c.SrtRoot == "" {
+		c.SrtRoot = c.SrtSlurm
+		if c.SrtRoot == "" && c.InferenceX != "" {
+			c.SrtRoot = filepath.Join(c.InferenceX, "utils", "srt-slurm") // the checkout InferenceX pins from PR #3086 on
+		}
+	}
+	if c.InfmaxWorkspace == "" {
+		c.InfmaxWorkspace = c.InferenceX
+	}
+	c.SrtslurmYAML = d.pathField(m, "srtslurm-yaml", dir, false)
+	if c.SrtslurmYAML == "" {
+		return
+	}
+	s, err := LoadSrtslurm(c.SrtslurmYAML)
+	if err != nil {
+		d.Errorf(m.Values["srtslurm-yaml"], "srtslurm-yaml", "%v", err)
+		return
+	}
+	// The profile's own entries are the more specific: they win.
+	for alias, p := range s.ModelPaths {
+		if _, ok := c.Models[alias]; !ok {
+			c.Models[alias] = Model{Path: p}
+		}
+	}
+	for name, img := range s.Containers {
+		if _, ok := c.Containers[name]; !ok {
+			c.Containers[name] = img
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,29 +19,52 @@ import (
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 )
 
-// Recipe is an srt-slurm recipe named by CONFIG_FILE=. The sections sweepflow
-// interprets are parsed into structs; the whole document is kept verbatim
-// (Raw, Doc) for launchers, which own everything else in it.
+// Recipe is an srt-slurm recipe named by CONFIG_FILE=, resolved into one
+// typed value whichever schema spells it (see recipe_model.go): the launcher
+// renders from the typed fields, and Canonical is what identifies it.
 type Recipe struct {
 	Ref      string // as written after CONFIG_FILE=, e.g. recipes/x.yaml:zip_override_a[1]
 	Path     string // root-relative, slash-separated, e.g. recipes/x.yaml
 	Selector string // override selector after ':' ("" for a plain recipe)
 	File     string // absolute path on this machine (never hashed)
 	Display  string // path for messages
+	// Sets are --set dotted.key=value overrides, applied in order to the
+	// picked variant before it is decoded.
+	Sets []string
 
 	Raw      []byte     // file bytes, verbatim
-	Doc      *yaml.Node // the recipe mapping after the selector was applied
+	Doc      *yaml.Node // the recipe mapping after the selector and Sets were applied
 	Resolved []byte     // Doc serialised; equals Raw for plain recipes
+	Schema   int        // the spelling: SchemaV1 or SchemaV2
 
 	Name        string
 	Model       RecipeModel
+	Identity    *Map // identity: what should be running (provenance)
 	Resources   Resources
-	Infra       Infra
+	Roles       Roles
+	Engine      Engine
+	Services    Services
 	Frontend    Frontend
 	Benchmark   Benchmark
+	Dynamo      Dynamo
 	HealthCheck HealthCheck
 	Slurm       Slurm
-	Backend     RecipeBackend
+	// Environment is the top-level environment every worker gets after its
+	// role's; SrunOptions apply to workers and the benchmark.
+	Environment      *Map
+	SrunOptions      *Map
+	SbatchDirectives *Map
+	ExtraMounts      []string // host:container
+	SetupScript      string
+	EnableConfigDump bool
+	// Sections srt-slurm accepts that sweepflow does not launch from; a
+	// launcher refuses the ones that would change what runs.
+	ContainerMounts, Profiling, Observability, Telemetry, Output, Reporting *Map
+
+	// Phase-A views kept for readers of the schema-1 layout; filled from the
+	// typed fields by resolveRecipe.
+	Infra   Infra
+	Backend RecipeBackend
 }
 
 // RecipeModel is the recipe's model section.
@@ -48,47 +72,32 @@ type RecipeModel struct {
 	Path      string // alias (resolved through the cluster's models) or absolute path
 	Container string
 	Precision string
-	StageDir  string
 }
 
-// Resources is srt-slurm's resources section. Zero means "not given".
+// Resources is srt-slurm's resources section: the cluster facts (the
+// per-role counts live in Roles).
 type Resources struct {
-	Pos                          strictyaml.Pos
-	GPUType                      string
-	GPUsPerNode                  int
+	Pos                  strictyaml.Pos
+	GPUType              string
+	GPUsPerNode          int // 0: not given
+	SpreadWorkers        bool
+	HetJobs              *bool // nil: the cluster's default
+	PackMultinodeWorkers bool
+	Disaggregated        bool // prefill/decode roles rather than agg
+
+	// Phase-A view of Roles for readers of the schema-1 layout.
 	PrefillNodes, PrefillWorkers int
 	DecodeNodes, DecodeWorkers   int
 	AggNodes, AggWorkers         int
 	GPUsPerPrefill               int
 	GPUsPerDecode                int
 	GPUsPerAgg                   int
-	Disaggregated                bool
 }
 
-// Infra is srt-slurm's infra section.
+// Infra is the phase-A schema-1 view of Services.
 type Infra struct {
 	EtcdNATSDedicatedNode bool
 	NATSMaxPayloadMB      int
-}
-
-// Frontend is the part of srt-slurm's frontend section sweepflow reads.
-type Frontend struct {
-	Type                       string
-	DedicatedNode              bool
-	EnableMultipleFrontends    bool
-	NumAdditionalFrontends     int
-	NginxSessionAffinity       bool
-	NginxSessionAffinityHeader string
-}
-
-// Benchmark is the part of srt-slurm's benchmark section sweepflow reads.
-type Benchmark struct {
-	Type                string
-	Command             string
-	Env                 map[string]string
-	ClientDedicatedNode bool
-	ISL, OSL            int
-	UseChatTemplate     bool
 }
 
 // HealthCheck is srt-slurm's health_check section (defaults 180 x 10 s).
@@ -112,20 +121,12 @@ type Slurm struct {
 	Partition string
 }
 
-// RecipeBackend summarises the engine settings sweepflow reports.
+// RecipeBackend summarises the speculative decoding sweepflow reports.
 type RecipeBackend struct {
-	Type                 string
-	SpeculativeAlgorithm string
-	DraftTokens          int // speculative-num-draft-tokens of the decode (or aggregated) role
+	DraftTokens int // speculative-num-draft-tokens of the decode (or aggregated) role
 }
 
-var (
-	resourcesFields = []string{"gpu_type", "gpus_per_node", "prefill_nodes", "prefill_workers", "decode_nodes", "decode_workers",
-		"agg_nodes", "agg_workers", "gpus_per_prefill", "gpus_per_decode", "gpus_per_agg", "spread_workers", "het_jobs"}
-	infraFields       = []string{"etcd_nats_dedicated_node", "nats_max_payload_mb"}
-	healthCheckFields = []string{"max_attempts", "interval_seconds"}
-	selectorRe        = regexp.MustCompile(`^zip_override_[\w-]+\[(\d+)\]$`)
-)
+var selectorRe = regexp.MustCompile(`^zip_override_[\w-]+\[(\d+)\]$`)
 
 // SplitRecipeRef splits a CONFIG_FILE value into its path and selector.
 func SplitRecipeRef(ref string) (p, selector string) {
@@ -133,8 +134,9 @@ func SplitRecipeRef(ref string) (p, selector string) {
 	return p, selector
 }
 
-// LoadRecipe reads the recipe ref (a CONFIG_FILE value) under root.
-func LoadRecipe(root, ref string) (*Recipe, error) {
+// LoadRecipe reads the recipe ref (a CONFIG_FILE value) under root and
+// applies sets (--set dotted.key=value) to it.
+func LoadRecipe(root, ref string, sets ...string) (*Recipe, error) {
 	file, clean, selector, err := recipeFile(root, ref)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func LoadRecipe(root, ref string) (*Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseRecipeAt(ref, clean, file, selector, data)
+	return parseRecipeAt(ref, clean, file, selector, data, sets...)
 }
 
 // recipeFile resolves a CONFIG_FILE value to its file under root, refusing
@@ -183,8 +185,8 @@ func readRecipe(root, clean, file string) ([]byte, error) {
 	return data, nil
 }
 
-func parseRecipeAt(ref, clean, file, selector string, data []byte) (*Recipe, error) {
-	r, err := ParseRecipe(strictyaml.DisplayPath(file), data, selector)
+func parseRecipeAt(ref, clean, file, selector string, data []byte, sets ...string) (*Recipe, error) {
+	r, err := ParseRecipe(strictyaml.DisplayPath(file), data, selector, sets...)
 	if err != nil {
 		return nil, err
 	}
@@ -192,15 +194,20 @@ func parseRecipeAt(ref, clean, file, selector string, data []byte) (*Recipe, err
 	return r, nil
 }
 
-// ParseRecipe validates recipe bytes; selector picks an override variant.
-func ParseRecipe(display string, data []byte, selector string) (*Recipe, error) {
+// ParseRecipe validates recipe bytes and resolves them into the typed
+// recipe: selector picks an override variant, and sets (--set
+// dotted.key=value) are applied to it, in order, before it is decoded.
+func ParseRecipe(display string, data []byte, selector string, sets ...string) (*Recipe, error) {
 	var errs strictyaml.Errors
 	root, err := strictyaml.Parse(display, data)
 	if err != nil {
 		return nil, err
 	}
 	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
-	r := &Recipe{Display: display, Raw: data, Selector: selector}
+	r := &Recipe{Display: display, Raw: data, Selector: selector, Sets: sets}
+	if r.Schema, err = d.recipeSchema(root); err != nil {
+		return nil, err
+	}
 	doc, err := d.applySelector(root, selector)
 	if err != nil {
 		return nil, err
@@ -208,199 +215,22 @@ func ParseRecipe(display string, data []byte, selector string) (*Recipe, error) 
 	if doc == nil {
 		return nil, errs.Err()
 	}
+	if len(sets) > 0 {
+		if doc, err = applySets(doc, sets); err != nil {
+			return nil, err
+		}
+	}
 	r.Doc = doc
-	if selector == "" {
+	if selector == "" && len(sets) == 0 {
 		r.Resolved = data
 	} else if out, mErr := yaml.Marshal(doc); mErr == nil {
 		r.Resolved = out
 	}
-	d.recipe(r, doc)
+	(&recipeDecoder{decoder: d}).decodeRecipe(r, doc)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil
-}
-
-func (d *decoder) recipe(r *Recipe, doc *yaml.Node) {
-	m := d.Mapping(doc, "", nil)
-	if m == nil {
-		return
-	}
-	r.Name = m.ReqStr("name")
-	if !m.Has("model") {
-		m.Missing("model")
-	} else if mm := d.Mapping(m.Values["model"], "model", nil); mm != nil {
-		r.Model.Path = mm.ReqStr("path")
-		r.Model.Container = mm.ReqStr("container")
-		r.Model.Precision, _ = mm.OptStr("precision")
-		r.Model.StageDir, _ = mm.OptStr("stage_dir")
-	}
-	if !m.Has("resources") {
-		m.Missing("resources")
-	} else {
-		d.resources(&r.Resources, m.Values["resources"])
-	}
-	if n := m.Get("infra"); n != nil {
-		if im := d.Mapping(n, "infra", infraFields); im != nil {
-			r.Infra.EtcdNATSDedicatedNode, _ = im.OptBool("etcd_nats_dedicated_node")
-			v, _ := im.OptInt("nats_max_payload_mb")
-			r.Infra.NATSMaxPayloadMB = int(v)
-		}
-	}
-	if n := m.Get("frontend"); n != nil {
-		if fm := d.Mapping(n, "frontend", nil); fm != nil {
-			r.Frontend.Type, _ = fm.OptStr("type")
-			r.Frontend.DedicatedNode, _ = fm.OptBool("dedicated_node")
-			r.Frontend.EnableMultipleFrontends, _ = fm.OptBool("enable_multiple_frontends")
-			v, _ := fm.OptInt("num_additional_frontends")
-			r.Frontend.NumAdditionalFrontends = int(v)
-			r.Frontend.NginxSessionAffinity, _ = fm.OptBool("nginx_session_affinity")
-			r.Frontend.NginxSessionAffinityHeader, _ = fm.OptStr("nginx_session_affinity_header")
-		}
-	}
-	if n := m.Get("benchmark"); n != nil {
-		if bm := d.Mapping(n, "benchmark", nil); bm != nil {
-			r.Benchmark.Type, _ = bm.OptStr("type")
-			r.Benchmark.Command, _ = bm.OptStr("command")
-			r.Benchmark.ClientDedicatedNode, _ = bm.OptBool("client_dedicated_node")
-			r.Benchmark.UseChatTemplate, _ = bm.OptBool("use_chat_template")
-			isl, _ := bm.OptInt("isl")
-			osl, _ := bm.OptInt("osl")
-			r.Benchmark.ISL, r.Benchmark.OSL = int(isl), int(osl)
-			if en := bm.Get("env"); en != nil {
-				r.Benchmark.Env = d.stringMap(en, "benchmark.env")
-			}
-		}
-	}
-	r.HealthCheck = HealthCheck{MaxAttempts: 180, IntervalSeconds: 10, Pos: strictyaml.Pos{File: d.File, Line: 1}}
-	if n := m.Get("health_check"); n != nil {
-		r.HealthCheck.Pos = d.Pos(m.KeyNodes["health_check"])
-		if hm := d.Mapping(n, "health_check", healthCheckFields); hm != nil {
-			if v, ok := hm.OptInt("max_attempts"); ok {
-				if v <= 0 {
-					d.Errorf(hm.Values["max_attempts"], hm.Field("max_attempts"), "must be > 0, got %d", v)
-				}
-				r.HealthCheck.MaxAttempts = int(v)
-			}
-			if v, ok := hm.OptInt("interval_seconds"); ok {
-				if v <= 0 {
-					d.Errorf(hm.Values["interval_seconds"], hm.Field("interval_seconds"), "must be > 0, got %d", v)
-				}
-				r.HealthCheck.IntervalSeconds = int(v)
-			}
-		}
-	}
-	if n := m.Get("slurm"); n != nil {
-		if sm := d.Mapping(n, "slurm", nil); sm != nil {
-			if tl := sm.Get("time_limit"); tl != nil {
-				if v, ok := d.Scalar(tl, sm.Field("time_limit")); ok {
-					r.Slurm.TimeLimit = fmt.Sprint(v)
-					if _, err := ParseSlurmTime(r.Slurm.TimeLimit); err != nil {
-						d.Errorf(tl, sm.Field("time_limit"), "%v", err)
-					}
-				}
-			}
-			r.Slurm.Account, _ = sm.OptStr("account")
-			r.Slurm.Partition, _ = sm.OptStr("partition")
-		}
-	}
-	if n := m.Get("backend"); n != nil {
-		if bm := d.Mapping(n, "backend", nil); bm != nil {
-			r.Backend.Type, _ = bm.OptStr("type")
-			d.speculative(&r.Backend, bm)
-		}
-	}
-}
-
-func (d *decoder) resources(res *Resources, n *yaml.Node) {
-	m := d.Mapping(n, "resources", resourcesFields)
-	if m == nil {
-		return
-	}
-	res.Pos = d.Pos(m.Node)
-	res.GPUType, _ = m.OptStr("gpu_type")
-	geti := func(k string) int {
-		v, ok := m.OptInt(k)
-		if ok && v < 0 {
-			d.Errorf(m.Values[k], m.Field(k), "must be >= 0, got %d", v)
-			return 0
-		}
-		if v > 1<<20 {
-			d.Errorf(m.Values[k], m.Field(k), "unreasonably large: %d", v)
-			return 0
-		}
-		return int(v)
-	}
-	res.GPUsPerNode = geti("gpus_per_node")
-	res.PrefillNodes, res.PrefillWorkers = geti("prefill_nodes"), geti("prefill_workers")
-	res.DecodeNodes, res.DecodeWorkers = geti("decode_nodes"), geti("decode_workers")
-	res.AggNodes, res.AggWorkers = geti("agg_nodes"), geti("agg_workers")
-	res.GPUsPerPrefill, res.GPUsPerDecode, res.GPUsPerAgg = geti("gpus_per_prefill"), geti("gpus_per_decode"), geti("gpus_per_agg")
-	disagg := m.Has("prefill_nodes") || m.Has("decode_nodes") || m.Has("prefill_workers") || m.Has("decode_workers")
-	agg := m.Has("agg_nodes") || m.Has("agg_workers")
-	switch {
-	case disagg && agg:
-		d.Errorf(m.Node, "resources", "give either prefill_*/decode_* (disaggregated) or agg_* (aggregated), not both")
-	case !disagg && !agg:
-		d.Errorf(m.Node, "resources", "give prefill_nodes/decode_nodes (disaggregated) or agg_nodes (aggregated)")
-	case disagg:
-		res.Disaggregated = true
-		for _, k := range []string{"prefill_nodes", "prefill_workers", "decode_workers"} {
-			if !m.Has(k) {
-				m.Missing(k)
-			}
-		}
-	default:
-		if !m.Has("agg_nodes") {
-			m.Missing("agg_nodes")
-		}
-	}
-}
-
-// speculative finds the draft token count in the SGLang config of the
-// decode (disaggregated) or aggregated role.
-func (d *decoder) speculative(b *RecipeBackend, bm *strictyaml.Mapping) {
-	sc := bm.Get("sglang_config")
-	if sc == nil {
-		return
-	}
-	scm := d.Mapping(sc, "backend.sglang_config", nil)
-	if scm == nil {
-		return
-	}
-	for _, role := range []string{"decode", "aggregated", "prefill"} {
-		rn := scm.Get(role)
-		if rn == nil {
-			continue
-		}
-		rm := d.Mapping(rn, scm.Field(role), nil)
-		if rm == nil {
-			continue
-		}
-		if alg, ok := rm.OptStr("speculative-algorithm"); ok && b.SpeculativeAlgorithm == "" {
-			b.SpeculativeAlgorithm = alg
-		}
-		if v, ok := rm.OptInt("speculative-num-draft-tokens"); ok && b.DraftTokens == 0 {
-			b.DraftTokens = int(v)
-		}
-	}
-}
-
-func (d *decoder) stringMap(n *yaml.Node, path string) map[string]string {
-	m := d.Mapping(n, path, nil)
-	if m == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, k := range m.Keys {
-		v := m.Values[k]
-		if v.Kind != yaml.ScalarNode {
-			d.Errorf(v, m.Field(k), "expected a scalar, got %s", strictyaml.KindName(v))
-			continue
-		}
-		out[k] = v.Value
-	}
-	return out
 }
 
 // Footprint is what one deployment of a recipe occupies.
@@ -484,7 +314,7 @@ func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
 	if f.Nodes <= 0 {
 		return fail("prefill_nodes", "the recipe allocates no nodes")
 	}
-	for _, dedicated := range []bool{r.Infra.EtcdNATSDedicatedNode, r.Frontend.DedicatedNode, r.Benchmark.ClientDedicatedNode} {
+	for _, dedicated := range []bool{r.Services.InfraDedicated(), r.Frontend.Placement == NodeDedicated, r.Benchmark.Placement == NodeDedicated} {
 		if dedicated {
 			f.DedicatedNodes++
 		}
@@ -509,7 +339,41 @@ func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, e
 		return m.Node, nil
 	}
 	if selector == "" {
-		return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: "override-format recipe: CONFIG_FILE must pick a variant with :override_<name>, :zip_override_<name>[i] or :base"}
+		// srtctl apply submits every override_* and zip_override_* variant
+		// (base excluded), one job each. One variant is one deployment, as
+		// a matrix row is; several cannot be one row.
+		var variants []string
+		for _, k := range m.Keys {
+			if strings.HasPrefix(k, "override_") {
+				variants = append(variants, k)
+			}
+		}
+		slices.Sort(variants)
+		var zips []string
+		for _, k := range m.Keys {
+			if strings.HasPrefix(k, "zip_override_") {
+				zips = append(zips, k)
+			}
+		}
+		slices.Sort(zips)
+		for _, k := range zips {
+			n, err := zipLength(strictyaml.Deref(m.Values[k]))
+			if err != nil {
+				return nil, &strictyaml.Error{Pos: d.Pos(m.Values[k]), Field: k, Msg: err.Error()}
+			}
+			for i := range n {
+				variants = append(variants, fmt.Sprintf("%s[%d]", k, i))
+			}
+		}
+		switch len(variants) {
+		case 1:
+			return d.applySelector(root, variants[0])
+		case 0:
+			return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: "override-format recipe with no override_* or zip_override_* variant: srtctl apply would submit nothing; pick the base with CONFIG_FILE=FILE:base"}
+		}
+		return nil, &strictyaml.Error{Pos: d.Pos(root), Field: "base", Msg: fmt.Sprintf(
+			"override-format recipe named without a variant: srtctl apply would submit all %d (%s), one job each, but a matrix row is one deployment; pick one with CONFIG_FILE=FILE:<variant> (FILE:override_<name>, FILE:zip_override_<name>[i] or FILE:base)",
+			len(variants), strings.Join(variants, ", "))}
 	}
 	base := strictyaml.Deref(m.Values["base"])
 	if base.Kind != yaml.MappingNode {
@@ -718,30 +582,44 @@ func ParseSlurmTime(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// RecipeDigest is the sha256 (hex) of a recipe file's bytes: the part of a
-// point's identity that says what the recipe was when the sweep was planned.
+// RecipeDigest is the sha256 (hex) of a recipe file's bytes: what points
+// planned before recipes were identified by their resolved form carry.
 func RecipeDigest(raw []byte) string {
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])
 }
 
 // LoadPlannedRecipe loads the recipe a planned point names, for launching:
-// the file must stay inside root after symbolic links are resolved, and its
-// bytes must be the ones the point's identity was computed from (digest, a
-// RecipeDigest). A worker launches nothing else, so neither a path from
-// workflow input nor a file edited after planning reaches a cluster.
-func LoadPlannedRecipe(root, ref, digest string) (*Recipe, error) {
+// the file must stay inside root after symbolic links are resolved, and it
+// must resolve (with the point's --set overrides) to the recipe the point's
+// identity was computed from (digest, a Recipe.ResolvedDigest; a point
+// planned by an older starter carries the file's RecipeDigest, and then
+// the bytes must match). A worker launches nothing else, so neither a path
+// from workflow input nor a file edited after planning reaches a cluster.
+func LoadPlannedRecipe(root, ref, digest string, sets ...string) (*Recipe, error) {
 	data, file, clean, selector, err := plannedRecipeBytes(root, ref, digest)
 	if err != nil {
 		return nil, err
 	}
-	return parseRecipeAt(ref, clean, file, selector, data)
+	r, perr := parseRecipeAt(ref, clean, file, selector, data, sets...)
+	if digest == RecipeDigest(data) {
+		return r, perr
+	}
+	if perr != nil {
+		return nil, &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s changed since the point was planned and no longer loads (%v); plan the sweep again",
+			clean, strictyaml.DisplayPath(root), perr)}
+	}
+	if got := r.ResolvedDigest(); got != digest {
+		return nil, &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s resolves to sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
+			clean, strictyaml.DisplayPath(root), got, digest)}
+	}
+	return r, nil
 }
 
-// VerifyPlannedRecipe is LoadPlannedRecipe's check without the parse, for
-// a worker that launches from the file later (or not at all).
-func VerifyPlannedRecipe(root, ref, digest string) error {
-	_, _, _, _, err := plannedRecipeBytes(root, ref, digest)
+// VerifyPlannedRecipe is LoadPlannedRecipe's check, for a worker that
+// launches from the file later (or not at all).
+func VerifyPlannedRecipe(root, ref, digest string, sets ...string) error {
+	_, err := LoadPlannedRecipe(root, ref, digest, sets...)
 	return err
 }
 
@@ -770,12 +648,6 @@ func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, sel
 		}
 		return nil, "", "", "", err
 	}
-	// Bytes first: a tampered file is reported as such, not as whatever
-	// parse error the edit caused.
-	if got := RecipeDigest(data); got != digest {
-		return nil, "", "", "", &strictyaml.Error{Msg: fmt.Sprintf("recipe %s under %s has sha256 %.12s, but the point was planned from sha256 %.12s: the file changed since planning, so it is not the deployment the point identity names; plan the sweep again",
-			clean, strictyaml.DisplayPath(root), got, digest)}
-	}
 	return data, file, clean, selector, nil
 }
 
@@ -797,15 +669,10 @@ func (r *Recipe) ModelDir(c *Cluster) string {
 // ModelName names {MODEL_DIR:...} without a profile: the checkpoint
 // repository's base name from the recipe's identity, else the alias.
 func (r *Recipe) ModelName() string {
-	var id struct {
-		Identity struct {
-			Model struct {
-				Repo string `yaml:"repo"`
-			} `yaml:"model"`
-		} `yaml:"identity"`
-	}
-	if r.Doc != nil && r.Doc.Decode(&id) == nil && id.Identity.Model.Repo != "" {
-		return filepath.Base(id.Identity.Model.Repo)
+	if v, _ := r.Identity.Get("model"); v != nil {
+		if m, ok := v.(*Map); ok && m.Str("repo") != "" {
+			return filepath.Base(m.Str("repo"))
+		}
 	}
 	return filepath.Base(r.Model.Path)
 }

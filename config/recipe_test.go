@@ -34,7 +34,6 @@ backend:
   sglang_config:
     prefill: {speculative-algorithm: DSPARK, speculative-num-draft-tokens: 6}
     decode: {speculative-algorithm: DSPARK, speculative-num-draft-tokens: 6}
-whatever_srt_slurm_adds: {kept: verbatim}
 `
 
 func TestParseRecipe(t *testing.T) {
@@ -46,11 +45,13 @@ func TestParseRecipe(t *testing.T) {
 	assert.Equal(t, 4*time.Hour, r.HealthCheck.Timeout())
 	assert.Equal(t, "8:00:00", r.Slurm.TimeLimit)
 	assert.Equal(t, 6, r.Backend.DraftTokens)
-	assert.Equal(t, "DSPARK", r.Backend.SpeculativeAlgorithm)
-	assert.Equal(t, "8000", r.Benchmark.Env["PORT"])
+	assert.Equal(t, "DSPARK", r.Roles.Decode.Args.Str("speculative-algorithm"))
+	assert.Equal(t, "8000", r.Benchmark.Env.Str("PORT"))
 	assert.Equal(t, []byte(disaggRecipe), r.Raw, "the document is kept byte for byte")
 	assert.Equal(t, []byte(disaggRecipe), r.Resolved)
-	require.NotNil(t, mapGet(r.Doc, "whatever_srt_slurm_adds"), "unknown top-level sections are kept for launchers")
+
+	_, err = ParseRecipe("r.yaml", []byte(disaggRecipe+"whatever_srt_slurm_adds: {x: 1}\n"), "")
+	require.ErrorContains(t, err, "r.yaml:24: whatever_srt_slurm_adds: unknown field (srt-slurm rejects it)")
 }
 
 func TestFootprint(t *testing.T) {
@@ -162,7 +163,9 @@ func TestRecipeSelectors(t *testing.T) {
 	assert.Equal(t, 1, r.Resources.DecodeNodes)
 
 	for sel, want := range map[string]string{
-		"":                    "must pick a variant",
+		"": "o.yaml:1: base: override-format recipe named without a variant: srtctl apply would submit all 4 " +
+			"(override_big, zip_override_lat[0], zip_override_lat[1], zip_override_lat[2]), one job each, but a matrix row is one deployment; " +
+			"pick one with CONFIG_FILE=FILE:<variant> (FILE:override_<name>, FILE:zip_override_<name>[i] or FILE:base)",
 		"zip_override_lat[3]": "index [3] out of range (has 3 variants)",
 		"zip_override_x[0]":   "zip group not found",
 		"override_small":      "override not found",
@@ -173,6 +176,31 @@ func TestRecipeSelectors(t *testing.T) {
 	}
 	_, err = ParseRecipe("r.yaml", []byte(disaggRecipe), "override_x")
 	require.ErrorContains(t, err, "has no base/override sections")
+}
+
+// TestRecipeWithoutVariant: named without a selector, an override file
+// launches what srtctl apply submits for it: its one variant; with none it
+// submits nothing, which is refused.
+func TestRecipeWithoutVariant(t *testing.T) {
+	zipOnly := strings.Replace(overrideRecipe, "override_big:\n  resources: {decode_nodes: 4}\n  backend: {sglang_config: {decode: {max-running-requests: null}}}\n", "", 1)
+	one := strings.Replace(zipOnly, "decode_nodes: [1, 2, 4]", "decode_nodes: [2]", 1)
+	r, err := ParseRecipe("o.yaml", []byte(one), "")
+	require.NoError(t, err)
+	assert.Equal(t, "base_lat_0", r.Name, "srtctl's name for the zip group's only variant")
+	assert.Equal(t, 2, r.Resources.DecodeNodes)
+
+	bigOnly := overrideRecipe[:strings.Index(overrideRecipe, "zip_override_lat:")]
+	r, err = ParseRecipe("o.yaml", []byte(bigOnly), "")
+	require.NoError(t, err)
+	assert.Equal(t, "base_big", r.Name)
+	assert.Equal(t, 4, r.Resources.DecodeNodes)
+
+	baseOnly := overrideRecipe[:strings.Index(overrideRecipe, "override_big:")]
+	_, err = ParseRecipe("o.yaml", []byte(baseOnly), "")
+	require.ErrorContains(t, err, "o.yaml:1: base: override-format recipe with no override_* or zip_override_* variant: srtctl apply would submit nothing")
+
+	_, err = ParseRecipe("o.yaml", []byte(zipOnly), "")
+	require.ErrorContains(t, err, "would submit all 3 (zip_override_lat[0], zip_override_lat[1], zip_override_lat[2])")
 }
 
 func TestLoadRecipePaths(t *testing.T) {

@@ -35,6 +35,11 @@ type Request struct {
 	// Canary runs each image and backend's cheapest point first
 	// (`sweep start --canary`, see ApplyCanaries).
 	Canary bool
+	// RecipesRoot overrides the sweep file's and the cluster's recipes
+	// root (a root composed from --inferencex and --srt-slurm).
+	RecipesRoot string
+	// OnePointPerKey plans one point per config key (plan.Options).
+	OnePointPerKey bool
 }
 
 // Build plans the sweep file and converts every point into the
@@ -54,7 +59,7 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 	}
 	// The launcher version comes from the cluster (backend+launcher), so a
 	// simulated and a real sweep of one plan never share identities.
-	opts := plan.Options{Sweep: sw, Cluster: cl}
+	opts := plan.Options{Sweep: sw, Cluster: cl, RecipesRoot: req.RecipesRoot, OnePointPerKey: req.OnePointPerKey}
 	if req.Changelog != nil {
 		if _, err := ApplyChangelog(*req.Changelog, sw, &opts); err != nil {
 			return nil, nil, err

@@ -227,3 +227,17 @@ func TestBuildCanarySweep(t *testing.T) {
 	}
 	require.Equal(t, []string{"dynamo-trt:conc8", "dynamo-vllm:conc8", "dynamo-sglang:conc8"}, groups)
 }
+
+// TestBuildOnePointPerKey: `sweep start --one-point-per-key` starts one
+// point per config key, its lowest concurrency, with the key's eval.
+func TestBuildOnePointPerKey(t *testing.T) {
+	in, p, err := Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml", OnePointPerKey: true})
+	require.NoError(t, err)
+	require.Len(t, in.Points, 2)
+	require.Len(t, p.Points, 2)
+	require.Equal(t, []int{1, 64}, []int{in.Points[0].Conc, in.Points[1].Conc})
+	require.Equal(t, []bool{false, true}, []bool{in.Points[0].Eval, in.Points[1].Eval})
+	all, _, err := Build(Request{SweepFile: "../configs/sweeps/dsv4-gb200-agentx.yaml", ClusterFile: "../configs/clusters/local-sim.yaml"})
+	require.NoError(t, err)
+	require.NotEqual(t, all.SweepID, in.SweepID, "another plan, another sweep")
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/goldenal"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/inferencex/overlay"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -60,6 +61,10 @@ type Options struct {
 	// or its all-evals selection when all is true (matrix.AllEvalRows).
 	// Such points have no perf stage.
 	EvalOnlyRow func(*matrix.Row) (ok, all bool) `json:"-"`
+	// OnePointPerKey keeps, of each config key, its lowest concurrency on
+	// the first row that has it: one deployment per key (a fleet bring-up).
+	// The key's eval, when InferenceX selects one, runs on that point.
+	OnePointPerKey bool
 }
 
 // Plan is the sweep's points, in matrix row order.
@@ -137,8 +142,9 @@ type Point struct {
 
 	RecipePath string `json:"recipe"`      // root-relative CONFIG_FILE path
 	RecipeFile string `json:"recipe-file"` // absolute path on this machine
-	// RecipeDigest is the sha256 of the recipe bytes in the identity; a
-	// worker launches the recipe only when its file still has these bytes.
+	// RecipeDigest is the sha256 of the resolved recipe in the identity
+	// (config.Recipe.ResolvedDigest); a worker launches the recipe only
+	// when its file still resolves to it.
 	RecipeDigest string         `json:"recipe-sha256,omitempty"`
 	Recipe       *config.Recipe `json:"-"`
 	Source       strictyaml.Pos `json:"source"` // the search-space entry in the master config
@@ -336,12 +342,26 @@ func Build(opts Options) (*Plan, error) {
 			return nil, err
 		}
 	}
-	root := cmp.Or(opts.RecipesRoot, s.RecipesRoot, c.RecipesRoot)
+	if opts.OnePointPerKey {
+		rows, evalAt = onePerKey(rows, evalAt)
+		eoRows = nil
+	}
+	root := cmp.Or(opts.RecipesRoot, s.RecipesRoot)
+	if root == "" {
+		if root, err = overlay.RecipesRoot(c); err != nil {
+			return nil, err
+		}
+	}
 	launcher := cmp.Or(opts.LauncherVersion, ClusterLauncher(c))
 	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
 	recipes := map[string]*config.Recipe{}
+	src := recipeSource{root: root}
+	src.overlay, _ = overlay.Open(root)
 	for i, row := range rows {
-		pts, err := points(row, i, evalAt, runners, c, root, launcher, recipes)
+		pts, err := points(row, i, evalAt, runners, c, src, launcher, recipes)
+		if opts.OnePointPerKey {
+			pts = slices.DeleteFunc(pts, func(pt Point) bool { return pt.Conc != slices.Min(pt.Concs) })
+		}
 		if err != nil {
 			add(err)
 			continue
@@ -356,7 +376,7 @@ func Build(opts Options) (*Plan, error) {
 	// follow the throughput rows.
 	for j, row := range eoRows {
 		i := len(rows) + j
-		pts, err := points(row, i, nil, runners, c, root, launcher, recipes)
+		pts, err := points(row, i, nil, runners, c, src, launcher, recipes)
 		if err != nil {
 			add(err)
 			continue
@@ -391,6 +411,35 @@ func Build(opts Options) (*Plan, error) {
 	}
 	p.Inputs = inputs(s, c, p.Points)
 	return p, nil
+}
+
+// onePerKey keeps each key's first row holding its lowest concurrency and
+// moves the key's eval, if it has one, to that concurrency.
+func onePerKey(rows []*matrix.Row, evalAt map[int]int) ([]*matrix.Row, map[int]int) {
+	best := map[string]int{} // key -> index of its row
+	var keys []string
+	for i, r := range rows {
+		j, ok := best[r.ConfigKey]
+		if !ok {
+			keys = append(keys, r.ConfigKey)
+		}
+		if !ok || slices.Min(r.Conc()) < slices.Min(rows[j].Conc()) {
+			best[r.ConfigKey] = i
+		}
+	}
+	hasEval := map[string]bool{}
+	for i := range evalAt {
+		hasEval[rows[i].ConfigKey] = true
+	}
+	out, at := make([]*matrix.Row, 0, len(keys)), map[int]int{}
+	for _, k := range keys {
+		r := rows[best[k]]
+		if hasEval[k] {
+			at[len(out)] = slices.Min(r.Conc())
+		}
+		out = append(out, r)
+	}
+	return out, at
 }
 
 // evalOnlyRows annotates the eval-only candidates as InferenceX's
@@ -559,8 +608,15 @@ func cutEq(s string) (string, string, bool) {
 	return strings.TrimSpace(k), strings.TrimSpace(v), ok
 }
 
+// recipeSource is where a plan's recipes come from: the recipes root and,
+// when it was composed from the user's checkouts, what it was composed of.
+type recipeSource struct {
+	root    string
+	overlay *overlay.Root
+}
+
 func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig.Runners, c *config.Cluster,
-	root, launcher string, recipes map[string]*config.Recipe) ([]Point, error) {
+	src recipeSource, launcher string, recipes map[string]*config.Recipe) ([]Point, error) {
 	e, s := row.Entry, row.Search
 	runner, _ := row.Fields.Get("runner")
 	runnerName, _ := runner.(string)
@@ -568,13 +624,24 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 		return nil, &strictyaml.Error{Pos: e.FieldPos("runner"), Field: e.Key + ".runner",
 			Msg: fmt.Sprintf("runner %q is not served by cluster %s (it serves %v)", runnerName, c.Name, c.Runners)}
 	}
+	// What InferenceX's launcher for the runner does with this row.
+	ixLauncher, lane := overlay.LauncherOf(runnerName, runners), overlay.LaneOf(row)
+	if err := overlay.Launches(ixLauncher, lane); err != nil {
+		return nil, &strictyaml.Error{Pos: e.FieldPos("framework"), Field: e.Key + ".framework", Msg: err.Error()}
+	}
 	ref, refPos, refField, err := recipeRef(row)
 	if err != nil {
 		return nil, err
 	}
+	root := src.root
 	if root == "" {
 		return nil, &strictyaml.Error{Pos: refPos, Field: refField,
-			Msg: "no recipes root: set recipes-root in the sweep file or the cluster profile, or pass --recipes-root"}
+			Msg: "no recipes root: set recipes-root in the sweep file or the cluster profile, or pass --recipes-root or --inferencex"}
+	}
+	if src.overlay != nil {
+		if err := src.overlay.Check(ixLauncher, lane, ref); err != nil {
+			return nil, &strictyaml.Error{Pos: refPos, Field: refField, Msg: err.Error()}
+		}
 	}
 	recipe := recipes[ref]
 	if recipe == nil {
@@ -604,7 +671,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 	if err != nil {
 		return nil, err
 	}
-	if err := crossCheck(row, recipe, fp); err != nil {
+	if err := crossCheck(row, recipe); err != nil {
 		return nil, err
 	}
 	topo := Topology(s.Prefill, s.Decode)
@@ -653,7 +720,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 
 		RecipePath:   recipe.Path,
 		RecipeFile:   recipe.File,
-		RecipeDigest: config.RecipeDigest(recipe.Raw),
+		RecipeDigest: recipe.ResolvedDigest(),
 		Recipe:       recipe,
 		Source:       s.Pos,
 		Row:          rowJSON,
@@ -700,10 +767,12 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 }
 
 // crossCheck makes sure the recipe deploys what the config entry says: the
-// same shape (aggregated or not), worker counts and GPUs per worker.
-func crossCheck(row *matrix.Row, r *config.Recipe, fp config.Footprint) error {
+// same shape (aggregated or not) and worker counts. GPUs per worker are not
+// compared: InferenceX's launcher runs the recipe whatever the row's tp
+// says, so the allocation is the recipe's (fp) and `starter check` reports
+// the disagreement (checklist rule recipe-row).
+func crossCheck(row *matrix.Row, r *config.Recipe) error {
 	s := row.Search
-	gpusPer := func(w *ixconfig.Worker) int { return w.TP * w.PP * w.PCPSize }
 	// field is ".prefill.<key>" or ".decode.<key>": point at that line.
 	fail := func(field, format string, args ...any) error {
 		pos := s.Pos
@@ -722,9 +791,6 @@ func crossCheck(row *matrix.Row, r *config.Recipe, fp config.Footprint) error {
 		if s.Prefill.NumWorker != workers {
 			return fail(".prefill.num-worker", "is %d but recipe %s runs %d aggregated worker(s)", s.Prefill.NumWorker, r.Path, workers)
 		}
-		if gpusPer(s.Prefill) != fp.GPUsPerPrefill {
-			return fail(".prefill.tp", "gives %d GPUs per worker but recipe %s uses %d", gpusPer(s.Prefill), r.Path, fp.GPUsPerPrefill)
-		}
 		return nil
 	}
 	if s.Decode.NumWorker == 0 {
@@ -735,12 +801,6 @@ func crossCheck(row *matrix.Row, r *config.Recipe, fp config.Footprint) error {
 	}
 	if s.Decode.NumWorker != res.DecodeWorkers {
 		return fail(".decode.num-worker", "is %d but recipe %s runs %d decode worker(s)", s.Decode.NumWorker, r.Path, res.DecodeWorkers)
-	}
-	if gpusPer(s.Prefill) != fp.GPUsPerPrefill {
-		return fail(".prefill.tp", "gives %d GPUs per prefill worker but recipe %s uses %d", gpusPer(s.Prefill), r.Path, fp.GPUsPerPrefill)
-	}
-	if gpusPer(s.Decode) != fp.GPUsPerDecode {
-		return fail(".decode.tp", "gives %d GPUs per decode worker but recipe %s uses %d", gpusPer(s.Decode), r.Path, fp.GPUsPerDecode)
 	}
 	return nil
 }
@@ -781,8 +841,8 @@ func workerLabel(w *ixconfig.Worker) string {
 }
 
 // DeploymentOf is the deployment a row launches: the canonical row minus
-// conc and exp-name, the recipe's root-relative path and bytes, image,
-// model, launcher version and backend kind (see point.Deployment).
+// conc and exp-name, the recipe's root-relative path and resolved form,
+// image, model, launcher version and backend kind (see point.Deployment).
 func DeploymentOf(row *matrix.Row, r *config.Recipe, launcherVersion, backend string) point.Deployment {
 	ref := r.Path
 	if r.Selector != "" {
@@ -791,7 +851,7 @@ func DeploymentOf(row *matrix.Row, r *config.Recipe, launcherVersion, backend st
 	return point.Deployment{
 		Row:         matrix.Canonical(row.Fields.Without("conc", "exp-name")),
 		BaselineRow: matrix.Canonical(row.Fields.Without("conc", "exp-name", "image")),
-		RecipeRef:   ref, Recipe: r.Raw,
+		RecipeRef:   ref, Recipe: r.Canonical(),
 		Image: row.Entry.Image, Model: row.Entry.Model,
 		Launcher: launcherVersion, Backend: backend,
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
+	"github.com/sweepflow/sweepflow/inferencex/matrix"
 )
 
 const (
@@ -172,9 +173,22 @@ func TestIdentityStableAndRecipeSensitive(t *testing.T) {
 		assert.NotEqual(t, ref.Points[i].RecipeFile, moved.Points[i].RecipeFile)
 	}
 
-	// One changed byte in one recipe (a comment, even) changes exactly the
-	// points that use it.
+	// A comment, or the recipe's schema-2 spelling, is the same deployment:
+	// the identity hashes what the recipe resolves to.
 	edit(t, filepath.Join(dir, bigRecipe), "# DeepSeek-V4-Pro-0813", "# DeepSeek-V4-Pro-0814")
+	data, err := os.ReadFile(filepath.Join(dir, bigRecipe))
+	require.NoError(t, err)
+	v2, err := config.MigrateRecipe(bigRecipe, data)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, bigRecipe), v2, 0o644))
+	respelled, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	for i := range ref.Points {
+		assert.Equal(t, ref.Points[i].Identity, respelled.Points[i].Identity, i)
+	}
+
+	// One changed value in one recipe changes exactly the points that use it.
+	edit(t, filepath.Join(dir, bigRecipe), "mem-fraction-static: 0.85", "mem-fraction-static: 0.86")
 	changed, err := build(t, dir, seedCluster)
 	require.NoError(t, err)
 	for i := range ref.Points {
@@ -351,4 +365,101 @@ func TestEmulatedAndRealSlurmShareNoIdentity(t *testing.T) {
 		assert.False(t, keys[p.BaselineKey], "point %d: the emulation shares a nightly baseline key with the real rack", i)
 		assert.Equal(t, real.Points[i].Nodes, p.Nodes, "same allocation, point %d", i)
 	}
+}
+
+// TestOnePointPerKey: a fleet bring-up plans each key's lowest
+// concurrency, on the first row that has it, and keeps the key's eval there.
+func TestOnePointPerKey(t *testing.T) {
+	dir := filepath.Join("..", "configs")
+	full, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	s, err := config.LoadSweep(filepath.Join(dir, seedSweep))
+	require.NoError(t, err)
+	c, err := config.LoadCluster(filepath.Join(dir, seedCluster))
+	require.NoError(t, err)
+	p, err := Build(Options{Sweep: s, Cluster: c, OnePointPerKey: true})
+	require.NoError(t, err)
+	require.Len(t, p.Points, len(s.ConfigKeys))
+	for i, key := range s.ConfigKeys {
+		var want *Point
+		evals := false
+		for j := range full.Points {
+			pt := &full.Points[j]
+			if pt.ConfigKey != key {
+				continue
+			}
+			evals = evals || pt.Eval
+			if want == nil || pt.Conc < want.Conc {
+				want = pt
+			}
+		}
+		got := p.Points[i]
+		assert.Equal(t, key, got.ConfigKey)
+		assert.Equal(t, want.Conc, got.Conc, key)
+		assert.Equal(t, want.Identity, got.Identity, key)
+		assert.Equal(t, evals, got.Eval, key)
+		assert.Equal(t, i, got.Index)
+	}
+
+	// The eval moves to the kept concurrency when InferenceX picked another.
+	m, err := ixconfig.LoadMaster(s.ConfigFiles...)
+	require.NoError(t, err)
+	r, err := ixconfig.LoadRunners(s.RunnerConfig)
+	require.NoError(t, err)
+	rows, err := matrix.Generate(m, r, matrix.Options{Keys: s.ConfigKeys})
+	require.NoError(t, err)
+	require.Equal(t, []int{1}, rows[0].Conc())
+	require.Equal(t, []int{4}, rows[1].Conc())
+	kept, at := onePerKey(rows, map[int]int{1: 4})
+	require.Len(t, kept, 2)
+	assert.Same(t, rows[0], kept[0], "the agg key's conc-1 row")
+	assert.Equal(t, map[int]int{0: 1}, at, "its eval, picked at conc 4, runs at conc 1")
+}
+
+// TestRecipeGPUsLaunch: where the row's tp and the recipe disagree on GPUs
+// per worker, the recipe launches (as InferenceX's launcher runs it): the
+// plan takes the allocation from the recipe; `starter check` reports it.
+func TestRecipeGPUsLaunch(t *testing.T) {
+	dir := copySeed(t)
+	edit(t, filepath.Join(dir, seedMaster), "          num-worker: 1\n          tp: 8\n", "          num-worker: 1\n          tp: 4\n")
+	p, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	assert.Equal(t, "TP4 agg", p.Points[0].Topology, "the row's own label")
+	assert.Equal(t, 8, p.Points[0].GPUs, "the recipe's TP8 worker")
+	assert.Equal(t, 2, p.Points[0].Nodes)
+}
+
+// TestProfileCheckouts: a profile naming the user's checkouts plans from the
+// root composed from them, under the user cache; the recipe a key's
+// launcher would not lay down is refused where the row names it.
+func TestProfileCheckouts(t *testing.T) {
+	dir := copySeed(t)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(t.TempDir(), "cache"))
+	// srt-slurm's tree holds the seed's recipes; InferenceX's tree has
+	// none of them (its GB200 launcher lays InferenceX's
+	// vllm/deepseek-v4/agentic for these agentic dynamo-sglang dsv4 keys).
+	srt := filepath.Join(t.TempDir(), "srt-slurm")
+	require.NoError(t, os.CopyFS(filepath.Join(srt, "recipes"), os.DirFS(filepath.Join(dir, "recipes"))))
+	ix := filepath.Join(t.TempDir(), "InferenceX")
+	qwen := filepath.Join(ix, "benchmarks", "multi_node", "srt-slurm-recipes", "sglang", "qwen3.5", "gb200-fp4", "agentic")
+	require.NoError(t, os.MkdirAll(qwen, 0o755))
+	edit(t, filepath.Join(dir, seedSweep), "recipes-root: ..\n", "")
+	// InferenceX names the machine gb200-nv_0: its launcher is launch_gb200-nv.sh.
+	edit(t, filepath.Join(dir, "runners.yaml"), "  cluster:gb200-nv:\n    - gb200-nvl72\n", "  cluster:gb200-nv:\n    - gb200-nv_0\n")
+	edit(t, filepath.Join(dir, seedCluster), "recipes-root: /mnt/lustre01/sweepflow/srt-slurm\n", "inferencex: "+ix+"\nsrt-slurm: "+srt+"\n")
+	p, err := build(t, dir, seedCluster)
+	require.NoError(t, err)
+	require.Len(t, p.Points, 8)
+	assert.True(t, strings.HasPrefix(p.RecipesRoot, filepath.Join(os.Getenv("XDG_CACHE_HOME"), "sweepflow", "recipes")+string(filepath.Separator)), p.RecipesRoot)
+	assert.True(t, strings.HasPrefix(p.Points[0].RecipeFile, p.RecipesRoot), p.Points[0].RecipeFile)
+
+	// InferenceX's sglang/qwen3.5/gb200-fp4/agentic is laid for qwen3.5
+	// keys only: a dsv4 key naming a recipe there would run srt-slurm's,
+	// which has none.
+	edit(t, filepath.Join(dir, seedMaster), "recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml",
+		"recipes/sglang/qwen3.5/gb200-fp4/agentic/agg.yaml")
+	require.NoError(t, os.WriteFile(filepath.Join(qwen, "agg.yaml"), []byte("name: x\n"), 0o644))
+	_, err = build(t, dir, seedCluster)
+	require.ErrorContains(t, err, "search-space[0].prefill.additional-settings[2]: recipe recipes/sglang/qwen3.5/gb200-fp4/agentic/agg.yaml is InferenceX's only for other keys: "+
+		"runners/launch_gb200-nv.sh lays InferenceX's vllm/deepseek-v4/agentic over srt-slurm cquil11/srt-slurm-nv@de59739b172e507e15ebf145bfe305f606e82fbf for this key (IS_AGENTIC)")
 }

@@ -15,23 +15,30 @@ import (
 )
 
 // Deployment is what a server is launched from: the matrix row without
-// concurrency and exp-name, the recipe (its root-relative reference and its
-// bytes), the image, the model, the launcher version and the backend kind.
-// Points of one deployment share an allocation and a bring-up.
+// concurrency and exp-name, the recipe (its root-relative reference and
+// what it resolves to), the image, the model, the launcher version and the
+// backend kind. Points of one deployment share an allocation and a bring-up.
 type Deployment struct {
 	Row string // canonical InferenceX row without conc and exp-name
 	// BaselineRow is Row without the image too (the row names its image).
 	BaselineRow string
 	RecipeRef   string // root-relative CONFIG_FILE path, with ":selector" if any
-	Recipe      []byte // the recipe file's bytes
-	Image       string
-	Model       string
-	Launcher    string // launcher version: a new launcher means new identities
-	Backend     string // cluster backend kind: slurm, local
+	// Recipe is the resolved recipe (config.Recipe.Canonical), not the
+	// file's bytes: a recipe and its srt-slurm schema-2 spelling, or a
+	// comment edit, are one deployment.
+	Recipe   []byte
+	Image    string
+	Model    string
+	Launcher string // launcher version: a new launcher means new identities
+	Backend  string // cluster backend kind: slurm, local
 }
 
-// hashVersion changes when the hash inputs change meaning.
-const hashVersion = "2"
+// hashVersion changes when the hash inputs change meaning; the deployment
+// hash has its own (3: the recipe is its resolved form, not its bytes).
+const (
+	hashVersion           = "2"
+	deploymentHashVersion = "3"
+)
 
 // Hash is the deployment hash: sha256 over every field, length-prefixed so
 // no two different deployments concatenate alike. No absolute path goes in,
@@ -49,7 +56,7 @@ func (d Deployment) hash(kind string, withImage bool) string {
 		h.Write(data)
 		h.Write([]byte{'\n'})
 	}
-	part(kind, []byte(hashVersion))
+	part(kind, []byte(deploymentHashVersion))
 	if withImage {
 		part("row", []byte(d.Row))
 	} else {

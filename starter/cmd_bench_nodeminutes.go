@@ -30,7 +30,7 @@ given by flags. Nothing is submitted or measured.`,
 	fs := c.Flags()
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
-	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against")
+	f.recipes.bind(fs)
 	fs.DurationVar(&times.Warmup, "warmup", plan.DefaultWarmup, "warmup time per point (assumed)")
 	fs.DurationVar(&times.Eval, "eval", plan.DefaultEval, "one GSM8K eval run (assumed)")
 	fs.BoolVar(&f.jsonOut, "json", false, "JSON for machines")
@@ -52,7 +52,11 @@ given by flags. Nothing is submitted or measured.`,
 		if err != nil {
 			return configError(err)
 		}
-		p, err := plan.Build(plan.Options{Sweep: s, Cluster: cluster, RecipesRoot: f.recipesRoot})
+		root, err := f.recipes.resolve()
+		if err != nil {
+			return err
+		}
+		p, err := plan.Build(plan.Options{Sweep: s, Cluster: cluster, RecipesRoot: root})
 		if err != nil {
 			return configError(err)
 		}

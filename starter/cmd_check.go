@@ -56,12 +56,12 @@ func ruleList() string {
 }
 
 type checkFlags struct {
-	sweep, cluster, runnerConfig, recipesRoot, golden, models, inferencex, today, base string
-	changelog                                                                          string
-	entry, since                                                                       int
-	configFiles, configKeys                                                            listFlag
-	allow                                                                              multiFlag
-	thinking, jsonOut                                                                  bool
+	sweep, cluster, runnerConfig, golden, models, today, base, changelog string
+	recipes                                                              recipesFlags
+	entry, since                                                         int
+	configFiles, configKeys                                              listFlag
+	allow                                                                multiFlag
+	thinking, jsonOut                                                    bool
 	// home and results name the ledger whose bring-up times judge the
 	// recipes' health_check budgets (skipped when there is none).
 	home, results string
@@ -73,11 +73,11 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (GPUs per node per runner)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
-	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against")
+	f.recipes.bind(fs)
+	fs.Lookup("inferencex").Usage = "InferenceX checkout: MODELS.md and golden_al_distribution/ come from it unless given; with --srt-slurm (or when it pins srt-slurm at utils/srt-slurm) its recipes are laid over srt-slurm's as its launchers lay them"
 	fs.StringVar(&f.golden, "golden-al", "", "golden AL file or directory (InferenceX golden_al_distribution/); default: the sweep's golden-al")
 	fs.BoolVar(&f.thinking, "thinking", true, "compare with thinking_on golden values (false: thinking_off); default: the sweep's")
 	fs.StringVar(&f.models, "models", "", "InferenceX MODELS.md for the deprecation rule (skipped when not given)")
-	fs.StringVar(&f.inferencex, "inferencex", "", "InferenceX checkout: MODELS.md and golden_al_distribution/ come from it unless given")
 	fs.StringVar(&f.today, "today", "", "review date YYYY-MM-DD for MODELS.md effective dates (default: today, UTC)")
 	fs.StringVar(&f.base, "base", "", "directory with the base copy of the config files (and recipes) for the append-only rule")
 	fs.Var(&f.allow, "allow", "waive this rule's findings: reported, but not failing (repeatable)")
@@ -91,7 +91,11 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 
 // checkOptions turns the flags (and the sweep file) into review options.
 func checkOptions(f *checkFlags, fs *flag.FlagSet) (checklist.Options, error) {
-	o := checklist.Options{Thinking: f.thinking, RecipesRoot: f.recipesRoot, GoldenAL: f.golden, Models: f.models, Base: f.base,
+	root, err := f.recipes.checkRoot()
+	if err != nil {
+		return checklist.Options{}, err
+	}
+	o := checklist.Options{Thinking: f.thinking, RecipesRoot: root, GoldenAL: f.golden, Models: f.models, Base: f.base,
 		Changelog: f.changelog, ChangelogEntry: f.entry, ChangelogSince: f.since}
 	if f.changelog == "" && (f.entry != 0 || f.since != 0) {
 		return o, usageError("--entry and --since need --changelog")
@@ -123,12 +127,12 @@ func checkOptions(f *checkFlags, fs *flag.FlagSet) (checklist.Options, error) {
 	if len(o.ConfigFiles) == 0 || (len(o.ConfigKeys) == 0 && f.changelog == "") {
 		return o, usageError("give --sweep FILE, or --config-files and --config-keys")
 	}
-	if f.inferencex != "" {
+	if f.recipes.inferencex != "" {
 		if o.Models == "" {
-			o.Models = firstExisting(filepath.Join(f.inferencex, "MODELS.md"), filepath.Join(f.inferencex, "review", "MODELS.md"))
+			o.Models = firstExisting(filepath.Join(f.recipes.inferencex, "MODELS.md"), filepath.Join(f.recipes.inferencex, "review", "MODELS.md"))
 		}
 		if o.GoldenAL == "" {
-			o.GoldenAL = firstExisting(filepath.Join(f.inferencex, "utils", "golden_al_distribution"), filepath.Join(f.inferencex, "golden_al_distribution"))
+			o.GoldenAL = firstExisting(filepath.Join(f.recipes.inferencex, "utils", "golden_al_distribution"), filepath.Join(f.recipes.inferencex, "golden_al_distribution"))
 		}
 	}
 	if f.today != "" {
@@ -220,8 +224,8 @@ func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 // With a changelog, the keys its chosen entries select are checked, and
 // the entries themselves.
-func reviewSweep(sweepFile, clusterFile string, allow []string, cl *control.ChangelogRef) (*checklist.Report, error) {
-	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow}
+func reviewSweep(sweepFile, clusterFile, recipesRoot string, allow []string, cl *control.ChangelogRef) (*checklist.Report, error) {
+	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow, recipes: recipesFlags{root: recipesRoot}}
 	if cl != nil {
 		f.changelog, f.entry, f.since = cl.Path, cl.Entry, cl.Since
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,7 +52,22 @@ func newEngineRenderCmd() *cobra.Command {
 	infmax := fs.String("infmax-workspace", os.Getenv("INFMAX_WORKSPACE"), "InferenceX checkout mounted at /infmax-workspace (default: $INFMAX_WORKSPACE; empty: none)")
 	addrs := fs.String("addrs", "", "node addresses in --nodes order (default: DNS, else the node name)")
 	jobID := fs.String("job-id", "", "Slurm job id for srun --jobid (default: $SLURM_JOB_ID; 4242 with --reference-placeholders)")
+	var checkouts recipesFlags
+	checkouts.bindCheckouts(fs)
 	c.RunE = func(c *cobra.Command, _ []string) error {
+		// With the checkouts, --recipe is a CONFIG_FILE value in the root
+		// they compose, rendered with their srt-slurm and InferenceX paths.
+		if checkouts.inferencex == "" && checkouts.srtSlurm != "" {
+			return usageError("--srt-slurm needs --inferencex here (use --srt-root for the srt-slurm checkout alone)")
+		}
+		o, err := checkouts.compose()
+		if err != nil {
+			return err
+		}
+		if o != nil && *recipeFile != "" {
+			*recipeFile = filepath.Join(o.Dir, filepath.FromSlash(strings.TrimSpace(*recipeFile)))
+			*srtRoot, *infmax = cmp.Or(*srtRoot, o.SrtSlurm), cmp.Or(*infmax, o.InferenceX)
+		}
 		if *recipeFile == "" || (*nodesFlag == "" && !*placeholders) {
 			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
 		}

@@ -54,7 +54,7 @@ that sweep the headline.`,
 	fs := c.Flags()
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.Var(&clusters, "cluster", "cluster profile (repeatable); default: the sweep's")
-	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against; overrides sweep and cluster")
+	f.recipes.bind(fs)
 	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (default configs/runners.yaml without --sweep)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
@@ -87,7 +87,11 @@ that sweep the headline.`,
 			return err
 		}
 		ctx := context.Background()
-		req := control.ForecastRequest{Sweep: s, Clusters: clusters, RecipesRoot: f.recipesRoot, Assumptions: a, Canary: canary}
+		root, err := f.recipes.resolve()
+		if err != nil {
+			return err
+		}
+		req := control.ForecastRequest{Sweep: s, Clusters: clusters, RecipesRoot: root, Assumptions: a, Canary: canary}
 		if f.changelog.Path != "" {
 			req.Changelog = &f.changelog
 		}

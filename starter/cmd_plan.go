@@ -89,17 +89,18 @@ func expandListArgs(args []string, lists []string) []string {
 }
 
 type planFlags struct {
-	sweep, cluster, recipesRoot, runnerConfig, format, launcherVersion, nodeFilter string
-	configFiles, configKeys, concs, seqLens, scenarioTypes                         listFlag
-	noEvals, evalsOnly, jsonOut, launchable                                        bool
-	indent                                                                         int
-	changelog                                                                      control.ChangelogRef
+	sweep, cluster, runnerConfig, format, launcherVersion, nodeFilter string
+	recipes                                                           recipesFlags
+	configFiles, configKeys, concs, seqLens, scenarioTypes            listFlag
+	noEvals, evalsOnly, jsonOut, launchable, onePointPerKey           bool
+	indent                                                            int
+	changelog                                                         control.ChangelogRef
 }
 
 func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
-	fs.StringVar(&f.recipesRoot, "recipes-root", "", "directory CONFIG_FILE=recipes/... paths resolve against; overrides sweep and cluster")
+	f.recipes.bind(fs)
 	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (default configs/runners.yaml without --sweep)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
@@ -108,6 +109,7 @@ func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "table", "table | json | ix-json")
 	fs.BoolVar(&f.jsonOut, "json", false, "same as --format json")
 	fs.BoolVar(&f.launchable, "launchable", false, "per config key: does it plan on --cluster, are its recipes under the recipes root, do they render; then a count")
+	fs.BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one)")
 	fs.IntVar(&f.indent, "indent", 0, "ix-json: indent like json.dumps(indent=N); 0 prints one line as InferenceX does")
 	fs.Var(&f.concs, "conc", "ix-json: keep only these concurrencies")
 	fs.Var(&f.seqLens, "seq-lens", "ix-json: 1k1k and/or 8k1k")
@@ -303,7 +305,11 @@ func planPoints(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
-	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: f.recipesRoot}
+	root, err := f.recipes.resolve()
+	if err != nil {
+		return err
+	}
+	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
 	if f.changelog.Path != "" {
 		sel, err := control.ApplyChangelog(f.changelog, s, &opts)
 		if err != nil {

@@ -15,8 +15,8 @@ import (
 // needs short of GPUs (launchcheck).
 func planLaunchable(out io.Writer, f *planFlags) error {
 	if f.format == "ix-json" || f.changelog.Path != "" || f.evalsOnly || f.noEvals ||
-		len(f.concs)+len(f.seqLens)+len(f.scenarioTypes) > 0 || f.nodeFilter != "" {
-		return usageError("--launchable checks whole config keys: drop --format ix-json, --changelog, --no-evals, --evals-only, --conc, --seq-lens, --scenario-type and --runner-node-filter")
+		len(f.concs)+len(f.seqLens)+len(f.scenarioTypes) > 0 || f.nodeFilter != "" || f.onePointPerKey {
+		return usageError("--launchable checks whole config keys: drop --format ix-json, --changelog, --no-evals, --evals-only, --conc, --seq-lens, --scenario-type, --runner-node-filter and --one-point-per-key")
 	}
 	s, err := sweepFromFlags(f)
 	if err != nil {
@@ -40,9 +40,13 @@ func planLaunchable(out io.Writer, f *planFlags) error {
 	if len(errs) > 0 {
 		return configError(errs)
 	}
-	root, err := launchcheck.RecipesRoot(f.recipesRoot, s, c)
+	root, err := f.recipes.resolve()
+	if err != nil {
+		return err
+	}
+	root, err = launchcheck.RecipesRoot(root, s, c)
 	if errors.Is(err, launchcheck.ErrNoRecipesRoot) {
-		return usageError("no recipes root: give --recipes-root DIR (an srt-slurm checkout) or set recipes-root in the cluster profile")
+		return usageError("no recipes root: give --inferencex DIR --srt-slurm DIR (your checkouts), --recipes-root DIR (a tree composed by hand), or set them in the cluster profile")
 	}
 	if err != nil {
 		return err

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,7 +41,7 @@ func TestLaunchableTable(t *testing.T) {
 	}, lines[:4])
 	// The engine's own wording may change; ours may not.
 	assert.True(t, strings.HasPrefix(lines[4], `lx-refused  yes    3/3      no       recipe recipes/refused.yaml: `), lines[4])
-	assert.Contains(t, lines[4], `"mystery-engine"`)
+	assert.Contains(t, lines[4], `"mocker"`)
 	assert.True(t, strings.HasSuffix(lines[4], " (1 more recipe does not render)"), lines[4])
 	assert.Equal(t, []string{
 		"lx-missing  no     0/1      -        recipe recipes/missing.yaml not found",
@@ -122,125 +122,93 @@ func TestLaunchableBadInput(t *testing.T) {
 	}
 }
 
-// TestLaunchableReference runs --launchable over InferenceX's
-// nvidia-master.yaml with the GB200 profile. srt-slurm's recipe tree is not
-// part of the reference data, so the recipes root is a partial one: the
-// srt-slurm recipes that rendered-fleet holds, put at the CONFIG_FILE paths
-// they came from. Every GB200 key must get exactly one line, each recipe
-// count must match the master config, and every key that cannot launch
-// must say why.
-func TestLaunchableReference(t *testing.T) {
-	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml")
-	fleet := filepath.Join(reftest.SrtSlurm(t, "rendered-fleet"), "rendered-fleet")
+// launchableInferenceX pins what `plan --launchable` launches of
+// InferenceX's GB200 and GB300 keys (nvidia-master.yaml of $SWEEPFLOW_INFERENCEX,
+// its srt-slurm-recipes laid over srt-slurm v1.0.68's recipes/ as its
+// launchers lay them, the shipped profiles), and the reason of each key that
+// stays out for an InferenceX data problem. Update the figures here.
+var launchableInferenceX = []struct {
+	profile            string
+	launchable, listed int
+	// dataProblems: keys that do not launch, with a part of their reason.
+	dataProblems map[string]string
+}{
+	{"gb200-nvl72", 16, 27, map[string]string{
+		"dsv4-fp4-gb200-llmd-vllm":     "a shell launcher, not an srt-slurm recipe",
+		"dsr1-fp8-gb200-dynamo-sglang": "override-format recipe named without a variant: srtctl apply would submit all 3",
+	}},
+	{"gb300-nvl72", 17, 31, map[string]string{
+		"dsv4-fp4-gb300-dynamo-vllm-agentic": "is not in InferenceX's tree",
+		"dsv4-fp4-gb300-dynamo-trt":          "runs this key (dynamo-trt dsv4) on srt-slurm sa-submission-q2-2026",
+		"dsv4-fp4-gb300-dynamo-trt-mtp":      "runs this key (dynamo-trt dsv4) on srt-slurm sa-submission-q2-2026",
+	}},
+}
+
+// TestLaunchableInferenceX composes the recipes root from InferenceX's tree
+// and srt-slurm's, as a user with both checkouts does (--inferencex,
+// --srt-slurm), and pins the launchable counts of launchableInferenceX. The
+// shared copies are not checkouts: the test lays them out as checkouts are.
+func TestLaunchableInferenceX(t *testing.T) {
+	ixData := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "srt-slurm-recipes")
+	srtData := reftest.SrtSlurm(t, "recipes-v1.0.68")
 	repo, err := filepath.Abs("..")
 	require.NoError(t, err)
-	profile, err := config.LoadCluster(filepath.Join(repo, "configs", "clusters", "gb200-nvl72.yaml"))
-	require.NoError(t, err)
-	master, err := ixconfig.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
+	dir := t.TempDir()
+	ix, srt := filepath.Join(dir, "InferenceX"), filepath.Join(dir, "srt-slurm")
+	require.NoError(t, os.MkdirAll(filepath.Join(ix, "benchmarks", "multi_node"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(ixData, "srt-slurm-recipes"), filepath.Join(ix, "benchmarks", "multi_node", "srt-slurm-recipes")))
+	require.NoError(t, os.MkdirAll(srt, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(srtData, "recipes-v1.0.68"), filepath.Join(srt, "recipes")))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	master, err := ixconfig.LoadMaster(filepath.Join(ixData, "nvidia-master.yaml"))
 	require.NoError(t, err)
 
-	// rendered-fleet names a recipe by its srt-slurm path below recipes/,
-	// "/" -> "_": recipes/trtllm/gb200-fp4/x.yaml is trtllm_gb200-fp4_x.recipe.yaml.
-	root := t.TempDir()
-	refRe := regexp.MustCompile(`^CONFIG_FILE=(.+)$`)
-	refsOf := func(e *ixconfig.Entry) []string {
-		var refs []string
-		seen := map[string]bool{}
-		var search []*ixconfig.SearchEntry
-		for _, f := range e.Fixed {
-			search = append(search, f.SearchSpace...)
-		}
-		for _, a := range e.Agentic {
-			search = append(search, a.SearchSpace...)
-		}
-		for _, s := range search {
-			for _, w := range []*ixconfig.Worker{s.Prefill, s.Decode} {
-				if w == nil {
+	for _, want := range launchableInferenceX {
+		t.Run(want.profile, func(t *testing.T) {
+			profile := filepath.Join(repo, "configs", "clusters", want.profile+".yaml")
+			c, err := config.LoadCluster(profile)
+			require.NoError(t, err)
+			served := 0
+			for _, e := range master.Entries {
+				if e.Multinode && c.ServesRunner(e.Runner) {
+					served++
+				}
+			}
+			assert.Equal(t, want.listed, served, "multinode keys on runners %s serves", want.profile)
+			args := []string{"plan", "--config-files", filepath.Join(ixData, "nvidia-master.yaml"), "--runner-config", filepath.Join(ixData, "runners.yaml"),
+				"--config-keys", "*", "--inferencex", ix, "--srt-slurm", srt, "--cluster", profile, "--launchable"}
+			res := starterIn(t, repo, append(args, "--json")...)
+			require.Equal(t, 0, res.code, res.stderr)
+			var rep launchcheck.Report
+			require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep))
+			require.NotNil(t, rep.Composed, "the root is composed from the checkouts")
+			assert.Equal(t, ix, rep.Composed.InferenceX)
+			var out []string
+			for _, k := range rep.Keys {
+				if k.Launchable {
+					assert.Empty(t, k.Reason, k.Key)
 					continue
 				}
-				for _, set := range w.AdditionalSettings {
-					if m := refRe.FindStringSubmatch(strings.TrimSpace(set)); m != nil && !seen[m[1]] {
-						seen[m[1]] = true
-						refs = append(refs, m[1])
-					}
+				assert.NotEmpty(t, k.Reason, "%s cannot launch but gives no reason", k.Key)
+				assert.NotContains(t, k.Reason, "\n", k.Key)
+				assert.NotContains(t, k.Reason, rep.RecipesRoot, "%s: the cache directory means nothing to the user", k.Key)
+				out = append(out, k.Key+": "+k.Reason)
+				if part, ok := want.dataProblems[k.Key]; ok {
+					assert.Contains(t, k.Reason, part, k.Key)
 				}
 			}
-		}
-		return refs
-	}
-	type want struct{ recipes, found int }
-	wants := map[string]want{}
-	placed := 0
-	for _, e := range master.Entries {
-		if !profile.ServesRunner(e.Runner) {
-			continue
-		}
-		w := want{}
-		for _, ref := range refsOf(e) {
-			w.recipes++
-			file, _ := config.SplitRecipeRef(ref)
-			flat := strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(file, "recipes/"), ".yaml"), "/", "_")
-			data, err := os.ReadFile(filepath.Join(fleet, flat+".recipe.yaml"))
-			if err != nil {
-				continue
+			for key := range want.dataProblems {
+				assert.True(t, slices.ContainsFunc(rep.Keys, func(k launchcheck.Key) bool { return k.Key == key && !k.Launchable }), "%s launches", key)
 			}
-			dst := filepath.Join(root, filepath.FromSlash(file))
-			require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
-			require.NoError(t, os.WriteFile(dst, data, 0o644))
-			w.found++
-			placed++
-		}
-		wants[e.Key] = w
-	}
-	require.NotEmpty(t, wants, "no config key in nvidia-master.yaml runs on a runner gb200-nvl72 serves")
-	require.Positive(t, placed, "no rendered-fleet recipe matches a GB200 CONFIG_FILE")
+			t.Logf("%d of %d keys launchable on %s; the others:\n%s", rep.Launchable, rep.Listed, want.profile, strings.Join(out, "\n"))
+			assert.Equal(t, want.listed, rep.Listed)
+			assert.Equal(t, want.launchable, rep.Launchable, "launchable keys (update launchableInferenceX when this moves up)")
 
-	args := []string{"plan", "--config-files", filepath.Join(ix, "nvidia-master.yaml"), "--runner-config", filepath.Join(ix, "runners.yaml"),
-		"--config-keys", "*", "--recipes-root", root, "--cluster", filepath.Join(repo, "configs", "clusters", "gb200-nvl72.yaml"), "--launchable"}
-	res := starterIn(t, repo, append(args, "--json")...)
-	require.Equal(t, 0, res.code, res.stderr)
-	var rep launchcheck.Report
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep))
-	assert.Equal(t, len(wants), rep.Listed)
-	assert.Equal(t, len(master.Entries)-len(wants), len(rep.NotServed))
-	launchable := 0
-	for _, k := range rep.Keys {
-		w, ok := wants[k.Key]
-		if !assert.True(t, ok, "%s is listed but its runner %s is not served", k.Key, k.Runner) {
-			continue
-		}
-		delete(wants, k.Key)
-		assert.Equal(t, w.recipes, k.Recipes, "%s: recipes", k.Key)
-		assert.Equal(t, w.found, k.Found, "%s: recipes found", k.Key)
-		assert.Equal(t, k.Plans && k.Renders && k.Found == k.Recipes && len(k.UnknownModels) == 0, k.Launchable, k.Key)
-		if k.Launchable {
-			launchable++
-			assert.Empty(t, k.Reason, k.Key)
-			continue
-		}
-		assert.NotEmpty(t, k.Reason, "%s cannot launch but gives no reason", k.Key)
-		assert.NotContains(t, k.Reason, "\n")
-		if k.Found < k.Recipes {
-			assert.Regexp(t, `^recipe \S+ not found`, k.Reason, k.Key)
-		}
+			// The table says the same and ends with the count.
+			res = starterIn(t, repo, args...)
+			require.Equal(t, 0, res.code, res.stderr)
+			lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+			assert.Equal(t, fmt.Sprintf("%d of %d keys launchable on %s", want.launchable, want.listed, want.profile), lines[len(lines)-1])
+		})
 	}
-	assert.Empty(t, wants, "GB200 keys without a line")
-	assert.Equal(t, launchable, rep.Launchable)
-	t.Logf("%d GB200 keys, %d rendered-fleet recipes placed, %d keys launchable", rep.Listed, placed, rep.Launchable)
-
-	// The table says the same, one line per key, and ends with the count.
-	res = starterIn(t, repo, args...)
-	require.Equal(t, 0, res.code, res.stderr)
-	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
-	for _, k := range rep.Keys {
-		n := 0
-		for _, l := range lines {
-			if strings.HasPrefix(l, k.Key+" ") {
-				n++
-				assert.True(t, strings.HasSuffix(l, k.Reason), "%q does not end with the reason %q", l, k.Reason)
-			}
-		}
-		assert.Equal(t, 1, n, "%s: one line", k.Key)
-	}
-	assert.Equal(t, fmt.Sprintf("%d of %d keys launchable on gb200-nvl72", rep.Launchable, rep.Listed), lines[len(lines)-1])
 }

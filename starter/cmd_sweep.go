@@ -29,6 +29,8 @@ func init() {
 		c.Flags().IntVar(&f.changelog.Entry, "entry", 0, "with --changelog: run entry N (1-based; negative counts from the end)")
 		c.Flags().IntVar(&f.changelog.Since, "since", 0, "with --changelog: run entries N to the last (default: the last entry)")
 		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
+		f.recipes.bind(c.Flags())
+		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
 		f.chaos.bind(c.Flags())
 		return c
 	})
@@ -67,6 +69,10 @@ type startFlags struct {
 	changelog control.ChangelogRef
 	// canary: `sweep start --canary`.
 	canary bool
+	// recipes and onePointPerKey: `sweep start --inferencex DIR
+	// --srt-slurm DIR --one-point-per-key`.
+	recipes        recipesFlags
+	onePointPerKey bool
 	// chaos: `sweep start --chaos SEED` (starter/chaos.go).
 	chaos chaosFlags
 }
@@ -105,8 +111,15 @@ func connect(timeout time.Duration) (context.Context, client.Client, func(), err
 }
 
 func runSweepStart(f startFlags) error {
+	root, err := f.recipes.resolve()
+	if err != nil {
+		return err
+	}
+	if f.onePointPerKey && f.changelog.Path != "" {
+		return usageError("--one-point-per-key plans the sweep file's keys; drop --changelog")
+	}
 	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
-		Canary: f.canary}
+		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
 	if f.fast {
 		req.Tuning = control.FastTuning()
 	}
@@ -122,7 +135,7 @@ func runSweepStart(f startFlags) error {
 		return usageError("--entry and --since are mutually exclusive")
 	}
 	// The reviewer checklist runs before anything is planned or scheduled.
-	rep, err := reviewSweep(f.sweepFile, f.clusterFile, f.allow, req.Changelog)
+	rep, err := reviewSweep(f.sweepFile, f.clusterFile, root, f.allow, req.Changelog)
 	if err != nil {
 		return err
 	}

@@ -207,8 +207,8 @@ func TestComposeStackSeedSweep(t *testing.T) {
 }
 
 // tamperedRecipe plans the seed's aggregated points from a copy of the
-// configs whose two agg recipes gained a line, so their identities name
-// bytes the workers' recipes (the image's configs/) do not have. The
+// configs whose two agg recipes gained a setup script, so their identities
+// name a recipe the workers' recipes (the image's configs/) do not resolve to. The
 // workers must refuse them in Allocate, before any node is leased or any
 // engine started, with the reason shown to the operator.
 func tamperedRecipe(t *testing.T, su *stackUnderTest) {
@@ -219,7 +219,7 @@ func tamperedRecipe(t *testing.T, su *stackUnderTest) {
 	for _, f := range []string{"agg-gb200-tp8-c1-dspark6-hicache.yaml", "agg-gb200-tp8-c4-dspark6-hicache.yaml"} {
 		fh, err := os.OpenFile(filepath.Join(agentic, f), os.O_APPEND|os.O_WRONLY, 0)
 		require.NoError(t, err)
-		_, err = fh.WriteString("# edited after the workers' copy was made\n")
+		_, err = fh.WriteString("setup_script: edited-after-the-workers-copy.sh\n")
 		require.NoError(t, err)
 		require.NoError(t, fh.Close())
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/inferencex/overlay"
 )
 
 // Rule ids. They are stable: `--allow RULE`, sweep memos and scripts use them.
@@ -176,7 +177,9 @@ func (o *Options) FromSweep(s *config.Sweep, clusterFile string, keepThinking bo
 		if err != nil {
 			return err
 		}
-		o.RecipesRoot = c.RecipesRoot
+		if o.RecipesRoot, err = overlay.RecipesRoot(c); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -254,6 +257,17 @@ func Check(opts Options) (*Report, error) {
 		}
 	}
 	r := c.report
+	if o, ok := overlay.Open(opts.RecipesRoot); ok {
+		// A composed root lives in a cache: name its recipes as CONFIG_FILE does.
+		trim := func(s string) string { return strings.ReplaceAll(s, o.Dir+string(filepath.Separator), "") }
+		for i := range r.Findings {
+			f := &r.Findings[i]
+			f.Pos.File, f.Got, f.Want = trim(f.Pos.File), trim(f.Got), trim(f.Want)
+		}
+		for i := range r.Notes {
+			r.Notes[i] = trim(r.Notes[i])
+		}
+	}
 	sort.SliceStable(r.Findings, func(i, j int) bool {
 		a, b := r.Findings[i], r.Findings[j]
 		if a.Pos.File != b.Pos.File {

@@ -1,6 +1,7 @@
 package checklist
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -186,4 +187,30 @@ func TestImageRepoAndSKU(t *testing.T) {
 	for in, want := range map[string]string{"cluster:gb200-nv": "gb200", "b200-dgxc": "b200", "mi355x": "mi355x", "mi455x-ualoe72": "", "h100-cw": "h100"} {
 		assert.Equal(t, want, sku(in), in)
 	}
+}
+
+// TestCheckRecipeRowGPUs: a row whose tp gives a worker other GPUs than its
+// recipe plans and launches the recipe's; check is where the disagreement
+// shows, with the row's file and line, the recipe's, and both counts.
+func TestCheckRecipeRowGPUs(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("testdata", "recipe-row")
+	data, err := os.ReadFile(filepath.Join(src, "master.yaml"))
+	require.NoError(t, err)
+	master := strings.Replace(string(data), "          tp: 8\n          ep: 1\n          dp-attn: false\n          additional-settings:", "          tp: 4\n          ep: 1\n          dp-attn: false\n          additional-settings:", 1)
+	require.NotEqual(t, string(data), master)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "master.yaml"), []byte(master), 0o644))
+	abs, err := filepath.Abs(filepath.Join(src, "recipes"))
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(abs, filepath.Join(dir, "recipes")))
+	o := fixture("recipe-row")
+	o.ConfigFiles, o.RecipesRoot = []string{filepath.Join(dir, "master.yaml")}, dir
+	r, err := Check(o)
+	require.NoError(t, err)
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, f.String())
+	}
+	assert.Contains(t, got, "recipe-row "+filepath.Join(dir, "master.yaml")+":19: orca2-fp8-gb200-dynamo-sglang-agentic-mtp.scenarios.agentic-coding[0].search-space[0].prefill.tp: "+
+		"got 4 GPUs per worker; want 8 GPUs per worker (recipe "+filepath.Join(dir, "recipes", "agg-tp8-c4-mtp.yaml")+":9)")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/inferencex/overlay"
 	"github.com/sweepflow/sweepflow/plan"
 )
 
@@ -53,9 +54,12 @@ type Key struct {
 type Report struct {
 	Cluster     string `json:"cluster"`
 	RecipesRoot string `json:"recipes-root"`
-	Keys        []Key  `json:"keys"`
-	Listed      int    `json:"listed"`
-	Launchable  int    `json:"launchable"`
+	// Composed says what the recipes root was composed from (--inferencex,
+	// --srt-slurm); nil for a root given as it is.
+	Composed   *overlay.Root `json:"composed,omitempty"`
+	Keys       []Key         `json:"keys"`
+	Listed     int           `json:"listed"`
+	Launchable int           `json:"launchable"`
 	// NotServed are keys a glob matched whose runner the profile does not
 	// serve; they are counted here, not listed (a key named exactly is
 	// listed with that reason).
@@ -75,8 +79,12 @@ func RecipesRoot(root string, s *config.Sweep, c *config.Cluster) (string, error
 	case root != "":
 	case s.RecipesRoot != "":
 		root, from = s.RecipesRoot, strictyaml.DisplayPath(s.Path)+": recipes-root"
-	case c.RecipesRoot != "":
-		root, from = c.RecipesRoot, strictyaml.DisplayPath(c.Path)+": recipes-root"
+	case c.RecipesRoot != "" || c.InferenceX != "":
+		var err error
+		if root, err = overlay.RecipesRoot(c); err != nil {
+			return "", err
+		}
+		from = strictyaml.DisplayPath(c.Path) + ": recipes-root"
 	default:
 		return "", ErrNoRecipesRoot
 	}
@@ -85,7 +93,7 @@ func RecipesRoot(root string, s *config.Sweep, c *config.Cluster) (string, error
 		return "", err
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("%s: recipes root %s is not a directory on this machine; give --recipes-root DIR (an srt-slurm checkout)", from, root)
+		return "", fmt.Errorf("%s: recipes root %s is not a directory on this machine; give --recipes-root DIR (an srt-slurm checkout) or --inferencex DIR [--srt-slurm DIR]", from, root)
 	}
 	return abs, nil
 }
@@ -105,6 +113,7 @@ func Check(s *config.Sweep, c *config.Cluster, master *ixconfig.Master, runners 
 		}
 	}
 	rep := Report{Cluster: c.Name, RecipesRoot: root, NotServed: []string{}}
+	rep.Composed, _ = overlay.Open(root)
 	for _, key := range keys {
 		e := master.Entry(key)
 		if !c.ServesRunner(e.Runner) {
@@ -116,7 +125,7 @@ func Check(s *config.Sweep, c *config.Cluster, master *ixconfig.Master, runners 
 				Reason: fmt.Sprintf("runner %s is not served by %s (it serves %s)", e.Runner, c.Name, strings.Join(c.Runners, ", "))})
 			continue
 		}
-		rep.Keys = append(rep.Keys, checkKey(key, e, master, runners, s, c, root, launcher))
+		rep.Keys = append(rep.Keys, checkKey(key, e, master, runners, s, c, rep.Composed, root, launcher))
 	}
 	rep.Listed = len(rep.Keys)
 	for _, k := range rep.Keys {
@@ -130,9 +139,12 @@ func Check(s *config.Sweep, c *config.Cluster, master *ixconfig.Master, runners 
 // checkKey plans one served key, looks for its recipes and renders each
 // one on a placeholder allocation of its footprint.
 func checkKey(key string, e *ixconfig.Entry, master *ixconfig.Master, runners *ixconfig.Runners, s *config.Sweep,
-	c *config.Cluster, root, launcher string) Key {
+	c *config.Cluster, composed *overlay.Root, root, launcher string) Key {
 	k := Key{Key: key, Runner: e.Runner, Served: true}
-	var planErr, refErr, renderErr error
+	// launchErr: what InferenceX's launcher would refuse or run otherwise
+	// (a shell launcher, a recipe only other keys get).
+	var launchErr, planErr, refErr, renderErr error
+	ixLauncher := overlay.LauncherOf(e.Runner, runners)
 
 	sweep := *s
 	sweep.ConfigKeys = []string{key}
@@ -157,6 +169,12 @@ func checkKey(key string, e *ixconfig.Entry, master *ixconfig.Master, runners *i
 			continue
 		}
 		ref = strings.TrimSpace(ref)
+		lane := overlay.LaneOf(row)
+		if err := overlay.Launches(ixLauncher, lane); err != nil {
+			launchErr = cmp.Or(launchErr, err)
+		} else if composed != nil {
+			launchErr = cmp.Or(launchErr, composed.Check(ixLauncher, lane, ref))
+		}
 		if !slices.Contains(refs, ref) {
 			refs = append(refs, ref)
 		}
@@ -194,8 +212,10 @@ func checkKey(key string, e *ixconfig.Entry, master *ixconfig.Master, runners *i
 		k.Rendered++
 	}
 	k.Renders = k.Found > 0 && k.Rendered == k.Found
-	k.Launchable = k.Plans && k.Renders && k.Found == k.Recipes && len(k.UnknownModels) == 0
+	k.Launchable = launchErr == nil && k.Plans && k.Renders && k.Found == k.Recipes && len(k.UnknownModels) == 0
 	switch {
+	case launchErr != nil:
+		k.Reason = firstLine(launchErr)
 	case len(k.Missing) > 0:
 		k.Reason = fmt.Sprintf("recipe %s not found", k.Missing[0])
 		if n := len(k.Missing) - 1; n > 0 {
@@ -261,7 +281,11 @@ func plural(n int) string {
 
 // Write prints the report as a table with a summary line.
 func Write(out io.Writer, rep Report) error {
-	fmt.Fprintf(out, "launch check on %s, recipes under %s\n\n", rep.Cluster, strictyaml.DisplayPath(rep.RecipesRoot))
+	fmt.Fprintf(out, "launch check on %s, recipes under %s\n", rep.Cluster, strictyaml.DisplayPath(rep.RecipesRoot))
+	if o := rep.Composed; o != nil {
+		fmt.Fprintf(out, "composed as InferenceX's launchers lay it (%s): %s over %s\n", o.Layout, o.InferenceX, o.SrtSlurm)
+	}
+	fmt.Fprintln(out)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONFIG-KEY\tPLANS\tRECIPES\tRENDERS\tREASON")

@@ -24,6 +24,7 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/gsm8k"
+	"github.com/sweepflow/sweepflow/inferencex/overlay"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/metrics"
 	"github.com/sweepflow/sweepflow/results"
@@ -133,6 +134,12 @@ func (c *Config) TaskQueue() string {
 func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.Activities, func(), error) {
 	cl, err := config.LoadCluster(c.ClusterFile)
 	if err != nil {
+		return nil, nil, err
+	}
+	// A profile naming the user's checkouts gets its recipes root composed
+	// once, at start: a checkout changed later is a digest mismatch for
+	// points planned from the new files, until the worker restarts.
+	if cl.RecipesRoot, err = overlay.RecipesRoot(cl); err != nil {
 		return nil, nil, err
 	}
 	c.cluster = cl

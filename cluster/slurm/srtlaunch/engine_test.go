@@ -187,8 +187,6 @@ func TestErrors(t *testing.T) {
 		{"other backend", recipe(base + "backend: {type: mocker}\n"), 2, Options{}, `backend.type "mocker" is not supported`},
 		{"other frontend", recipe(base + "backend: {type: sglang}\nfrontend: {type: vllm}\n"), 2, Options{}, `frontend.type "vllm" is not supported`},
 		{"custom without command", recipe(base + "backend: {type: sglang}\nbenchmark: {type: custom}\n"), 2, Options{}, "benchmark.command is required"},
-		{"two dynamo sources", recipe(base + "backend: {type: sglang}\ndynamo: {wheel: '1.0', hash: abc}\n"), 2, Options{}, "only one of hash, top_of_tree and wheel"},
-		{"wheel file name", recipe(base + "backend: {type: sglang}\ndynamo: {wheel: x.whl}\n"), 2, Options{}, "not a file name"},
 		{"AL already set", recipe(base + "backend: {type: sglang, aggregated_environment: {SGLANG_SIMULATE_ACC_LEN: '2'}}\n"), 2,
 			Options{SyntheticAL: 3}, "already sets SGLANG_SIMULATE_ACC_LEN"},
 		{"negative AL", recipe(base + "backend: {type: sglang}\n"), 2, Options{SyntheticAL: -1}, "must be a positive number"},
