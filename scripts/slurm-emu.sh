@@ -213,19 +213,23 @@ teardown_net() {
   remove_hosts
 }
 
-# ours: the pids of every process this emulation started that still runs:
-# its daemons (their command lines name $dir), and everything in its node
-# namespaces (job steps, slurmstepd).
+# ours: the pids of every process of this emulation that still runs: its
+# daemons (their command lines name $dir), everything in its node
+# namespaces (job steps, slurmstepd), and the srun clients of its job steps
+# (their SLURM_CONF is this emulation's), which never end once it is gone.
 ours() {
   local p cmd i ns
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     case "$(cat "/proc/$p/comm" 2>/dev/null)" in
-      munged | slurmctld | slurmd | slurmstepd) ;;
-      *) continue ;;
+      munged | slurmctld | slurmd | slurmstepd)
+        { cmd=$(tr '\0' ' ' <"/proc/$p/cmdline"); } 2>/dev/null || continue
+        case "$cmd" in *"$dir/"*) running "$p" && echo "$p" ;; esac
+        ;;
+      srun | salloc)
+        { tr '\0' '\n' <"/proc/$p/environ" | grep -qxF "SLURM_CONF=$conf"; } 2>/dev/null && running "$p" && echo "$p"
+        ;;
     esac
-    { cmd=$(tr '\0' ' ' <"/proc/$p/cmdline"); } 2>/dev/null || continue
-    case "$cmd" in *"$dir/"*) running "$p" && echo "$p" ;; esac
   done
   for i in $(seq "$nodes"); do
     ns=$(node_ns "$i")
