@@ -76,6 +76,9 @@ type ServeSpec struct {
 	// SyntheticAL > 0 launches the throughput (perf) set: InferenceX's
 	// golden-AL rewrite of the recipe; 0 launches the recipe as it is (eval).
 	SyntheticAL float64
+	// HealthBudget > 0 cuts the recipe's health-check budget to it (a chaos
+	// run's bring-up hang on a simulated cluster; never a real engine's).
+	HealthBudget time.Duration
 }
 
 // BenchmarkSpec is one perf run of the recipe's own benchmark process, with

@@ -40,7 +40,7 @@ type Run struct {
 	Canaries []point.Canary
 	// Failures are the sweep's failed stage attempts with class and
 	// evidence (ledger table stage_failures).
-	Failures []results.StageFailure
+	Failures []results.StageAttempt
 }
 
 // Simulated is true when any figure of the run came from the simulator.
@@ -109,7 +109,7 @@ func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error
 	if r.Outputs, err = s.StageOutputs(ctx, sweepID); err != nil {
 		return nil, err
 	}
-	if r.Failures, err = s.StageFailures(ctx, sweepID); err != nil {
+	if r.Failures, err = s.FailedAttempts(ctx, sweepID); err != nil {
 		return nil, err
 	}
 	rep, ok, err := s.GetRegressionReport(ctx, sweepID)

@@ -31,6 +31,7 @@ func init() {
 		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
 		f.recipes.bind(c.Flags())
 		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
+		f.chaos.bind(c.Flags())
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -72,6 +73,8 @@ type startFlags struct {
 	// --srt-slurm DIR --one-point-per-key`.
 	recipes        recipesFlags
 	onePointPerKey bool
+	// chaos: `sweep start --chaos SEED` (starter/chaos.go).
+	chaos chaosFlags
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -156,6 +159,13 @@ func runSweepStart(f startFlags) error {
 	if req.Changelog != nil {
 		f.memo["changelog"] = control.ChangelogMemo(*req.Changelog)
 	}
+	var chaosRun *chaosRun
+	if f.chaos.on() {
+		if chaosRun, err = f.chaos.prepare(in, p.Cluster, f.id == ""); err != nil {
+			return err
+		}
+		f.memo["chaos"] = chaosRun.memo()
+	}
 	if err := recordPlan(f.ledger, in, p); err != nil {
 		return err
 	}
@@ -164,7 +174,10 @@ func runSweepStart(f startFlags) error {
 		return err
 	}
 	defer c.Close()
-	return startAndReport(c, in, f)
+	if chaosRun == nil {
+		return startAndReport(c, in, f)
+	}
+	return chaosRun.run(c, in, f)
 }
 
 // recordPlan stores the sweep's plan and input files in the ledger, so
@@ -181,12 +194,7 @@ func recordPlan(l ledgerFlags, in *workflows.SweepInput, p *plan.Plan) error {
 }
 
 func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) error {
-	if f.nodeHold != 0 && f.nodeHold != workflows.DefaultNodeHold {
-		in.Tuning.NodeHold = f.nodeHold
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	run, err := control.StartMemo(ctx, c, in, f.memo)
+	run, err := start(c, in, f)
 	if err != nil {
 		return err
 	}
@@ -206,6 +214,16 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 		return watch(c, in.SweepID, watchOptions{json: f.jsonOut, interval: time.Second})
 	}
 	return nil
+}
+
+// start starts the sweep workflow with the flags' node hold and memo.
+func start(c client.Client, in *workflows.SweepInput, f startFlags) (client.WorkflowRun, error) {
+	if f.nodeHold != 0 && f.nodeHold != workflows.DefaultNodeHold {
+		in.Tuning.NodeHold = f.nodeHold
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return control.StartMemo(ctx, c, in, f.memo)
 }
 
 func checkStages(force []string) error {

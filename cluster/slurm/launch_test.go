@@ -494,3 +494,14 @@ func TestRowImageContainers(t *testing.T) {
 	}
 	assert.Positive(t, workers, "without a row image the recipe's container resolves through the profile: %v", none)
 }
+
+// TestBringUpSimSettings: a bring-up's SWEEPFLOW_SIM_* settings reach its
+// simulator roles only, and its health budget may only be cut.
+func TestBringUpSimSettings(t *testing.T) {
+	spec := cluster.ServeSpec{Env: map[string]string{"SWEEPFLOW_MODE": "perf", "SWEEPFLOW_SIM_CRASH": "cuda-oom"}}
+	assert.Equal(t, []kv{{"SWEEPFLOW_SIM_CRASH", "cuda-oom"}}, simEnv(step{SimRole: "sglang-worker"}, spec))
+	assert.Nil(t, simEnv(step{}, spec), "a real engine's step gets none")
+	assert.Equal(t, 14400.0, healthBudget(4*time.Hour, cluster.ServeSpec{}))
+	assert.Equal(t, 15.0, healthBudget(4*time.Hour, cluster.ServeSpec{HealthBudget: 15 * time.Second}))
+	assert.Equal(t, 10.0, healthBudget(10*time.Second, cluster.ServeSpec{HealthBudget: time.Minute}), "never lengthened")
+}

@@ -534,7 +534,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		return cluster.Server{}, err
 	}
 	procs := rendered.Processes
-	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+	st := launchState{Started: time.Now(), BudgetSec: healthBudget(rec.HealthCheck.Timeout(), spec), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, Frontend: rendered.Frontend}
 	st.Prefill, st.Decode = srtlaunch.Expected(procs)
 	var infra, mooncake, workers, fronts []step
@@ -589,7 +589,7 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 			if err := ctx.Err(); err != nil {
 				return err // a cancelled attempt starts nothing more
 			}
-			if err := b.startStep(alloc, s, nil, exited); err != nil {
+			if err := b.startStep(alloc, s, simEnv(s, spec), exited); err != nil {
 				return err
 			}
 		}
@@ -1172,7 +1172,7 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		return cluster.Server{}, false, err
 	}
 	procs := rendered.Processes
-	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+	st := launchState{Started: time.Now(), BudgetSec: healthBudget(rec.HealthCheck.Timeout(), spec), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, WorkersOnly: true, ReusedFrom: filepath.Base(prevDir), URL: prev.URL}
 	st.Prefill, st.Decode = srtlaunch.Expected(procs)
 	var workers []step
@@ -1202,12 +1202,37 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		if err := ctx.Err(); err != nil {
 			return cluster.Server{}, false, err
 		}
-		if err := b.startStep(alloc, s, nil, exited); err != nil {
+		if err := b.startStep(alloc, s, simEnv(s, spec), exited); err != nil {
 			return cluster.Server{}, false, err
 		}
 	}
 	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir), Model: rendered.ServedModel}
 	return srv, true, b.waitListed(ctx, alloc, dir, workers, exited)
+}
+
+// healthBudget is the recipe's health-check budget, or the bring-up's
+// shorter one (cluster.ServeSpec.HealthBudget), in seconds.
+func healthBudget(recipe time.Duration, spec cluster.ServeSpec) float64 {
+	if spec.HealthBudget > 0 && (recipe <= 0 || spec.HealthBudget < recipe) {
+		return spec.HealthBudget.Seconds()
+	}
+	return recipe.Seconds()
+}
+
+// simEnv is what a simulator role of this bring-up adds to its
+// environment: the spec's SWEEPFLOW_SIM_* settings (a chaos run's crash of
+// one bring-up); a real engine's step gets none.
+func simEnv(s step, spec cluster.ServeSpec) []kv {
+	if s.SimRole == "" {
+		return nil
+	}
+	var out []kv
+	for _, k := range sortedKeys(spec.Env) {
+		if strings.HasPrefix(k, "SWEEPFLOW_SIM_") {
+			out = append(out, kv{k, spec.Env[k]})
+		}
+	}
+	return out
 }
 
 // latestServeDir is the job's most recent bring-up directory ("" if none).
