@@ -52,6 +52,10 @@ type Point struct {
 	Nodes            int
 	// Runs are the point's stage runs in ledger order, failures attached.
 	Runs []results.StageRun
+	// Attempts are the point's stage attempts as its workers recorded them
+	// (results.StageAttempt). A point recorded before the attempt ledger
+	// has none; its runs' failures are then all there is.
+	Attempts []results.StageAttempt
 	// PerfStored, EvalStored: the ledger holds a figure this sweep measured
 	// (not a reused one) for the point.
 	PerfStored, EvalStored bool
@@ -78,7 +82,7 @@ type Allocation struct {
 func (a Allocation) NodeTime() NodeTime { return nodeTime(a.Nodes, a.End.Sub(a.Start)) }
 
 // ClassTotal is one failure class: its failed attempts (also those that held
-// no nodes, in allocate) and the node time they lost.
+// no nodes, in allocate and upload) and the node time they lost.
 type ClassTotal struct {
 	Class    failure.Class
 	Attempts int
@@ -140,7 +144,12 @@ func (b *Books) AllocationTime() NodeTime {
 // allocation opens when an allocate run ends ok and closes when a teardown
 // ends; the time between two runs on it goes to the run that follows.
 //
-// A run that failed is split by its failures' times a1..ak (the ledger does
+// A run with attempts in the ledger is split at them (bookAttempts): a
+// failed, lost or cancelled attempt's node time goes to its failure class,
+// so only the attempt that produced a stored figure counts as useful.
+//
+// A run of an older ledger, without attempts, is split by its failures'
+// times a1..ak (the last attempt of each retry budget; the ledger does
 // not record when the operator decided): [start, a1] is the first failed
 // attempt; each later attempt is assumed to last as long as the first
 // (at most the gap), and the rest of the gap before it is the hold: the
@@ -164,14 +173,24 @@ func Book(points []Point, now time.Time) *Books {
 			keys = append(keys, k)
 		}
 		groups[k] = append(groups[k], p)
+		count := func(class failure.Class) {
+			c := classes[class]
+			if c == nil {
+				c = &ClassTotal{Class: class}
+				classes[class] = c
+			}
+			c.Attempts++
+		}
+		for _, a := range p.Attempts {
+			if a.Failed() {
+				count(attemptClass(a))
+			}
+		}
 		for _, r := range p.Runs {
 			for _, f := range r.Failures {
-				c := classes[f.Class]
-				if c == nil {
-					c = &ClassTotal{Class: f.Class}
-					classes[f.Class] = c
+				if len(p.Attempts) == 0 {
+					count(f.Class)
 				}
-				c.Attempts++
 			}
 			if r.Outcome == "reused" {
 				cost, ok := p.ReusedCost[r.Stage]
@@ -209,6 +228,39 @@ type timed struct {
 	end        time.Time
 	cat        string    // the category of the run's own time
 	releasedAt time.Time // a teardown of the point began inside the run: the nodes went back then
+	// atts are the run's attempts, by start (none in older ledgers).
+	atts []results.StageAttempt
+}
+
+// attemptClass is the class a failed attempt is booked to.
+func attemptClass(a results.StageAttempt) failure.Class {
+	if a.Class == "" {
+		return failure.Transient
+	}
+	return a.Class
+}
+
+// runAttempts gives each of the point's runs its attempts: an attempt
+// belongs to the last run of its stage that started before it (allowing a
+// second of clock difference between the worker and the workflow).
+func runAttempts(p *Point) map[int][]results.StageAttempt {
+	out := map[int][]results.StageAttempt{}
+	for _, a := range p.Attempts {
+		at := -1
+		for i, r := range p.Runs {
+			if r.Stage == a.Stage && !r.StartedAt.IsZero() && r.Outcome != "reused" && r.Outcome != "shared" &&
+				!r.StartedAt.After(a.StartedAt.Add(time.Second)) {
+				at = i
+			}
+		}
+		if at >= 0 {
+			out[at] = append(out[at], a)
+		}
+	}
+	for i := range out {
+		slices.SortStableFunc(out[i], func(x, y results.StageAttempt) int { return x.StartedAt.Compare(y.StartedAt) })
+	}
+	return out
 }
 
 func (b *Books) bookGroup(ps []*Point, now time.Time) {
@@ -216,11 +268,12 @@ func (b *Books) bookGroup(ps []*Point, now time.Time) {
 	var runs []*timed
 	for _, p := range ps {
 		nodes = max(nodes, p.Nodes)
+		atts := runAttempts(p)
 		for i, r := range p.Runs {
 			if r.StartedAt.IsZero() || r.Outcome == "reused" || r.Outcome == "shared" {
 				continue
 			}
-			t := &timed{p: p, r: r, end: r.EndedAt, cat: category(p.Runs, i)}
+			t := &timed{p: p, r: r, end: r.EndedAt, cat: category(p.Runs, i), atts: atts[i]}
 			if p.Added && (t.cat == Warmup || t.cat == Perf) {
 				t.cat = Adaptive
 			}
@@ -283,7 +336,8 @@ func (b *Books) bookGroup(ps []*Point, now time.Time) {
 					r.StartedAt.UTC().Format(time.RFC3339)+" has no allocation before it in the ledger; not booked")
 				continue
 			}
-			if t.cat == BringUp && r.Outcome == "ok" && len(r.Failures) == 0 {
+			if t.cat == BringUp && r.Outcome == "ok" && len(r.Failures) == 0 &&
+				!slices.ContainsFunc(t.atts, results.StageAttempt.Failed) {
 				b.BringUpTime = append(b.BringUpTime, Sample{p.Cluster, p.Deployment, p.ConfigKey, t.end.Sub(r.StartedAt)})
 			}
 			before := b.Categories[t.cat]
@@ -313,6 +367,10 @@ func (b *Books) bookRun(t *timed, book func(string, time.Time)) {
 		}
 		return x
 	}
+	if len(t.atts) > 0 {
+		t.bookAttempts(end, clip, book)
+		return
+	}
 	fs := slices.Clone(r.Failures)
 	slices.SortStableFunc(fs, func(x, y failure.Attempt) int { return x.At.Compare(y.At) })
 	if len(fs) == 0 {
@@ -341,6 +399,54 @@ func (b *Books) bookRun(t *timed, book func(string, time.Time)) {
 		book(t.cat, end)
 	case r.Outcome == "allocation lost":
 		book(failed(last), end)
+	default:
+		book(Held, end)
+	}
+}
+
+// bookAttempts books a run from the attempts its workers recorded, up to
+// end (the run's end, or the release of its nodes). A failed, lost or
+// cancelled attempt's time is its class's, from its start to its end; an
+// attempt that succeeded, or still runs, is the stage's. Between two
+// attempts of one retry budget (the next one's attempt number is above 1)
+// the retry policy's backoff is lost to the failure before it; before an
+// attempt that starts a new budget the point waited for an operator (held),
+// unless a heartbeat timeout ended the last budget: then it paused for its
+// automatic retry, lost to lost-worker. Time before the first attempt (a
+// hand-over, scheduling) is the first attempt's; after the last one, the
+// stage's when it succeeded, the failure's when it lost the allocation, and
+// otherwise the wait for an operator.
+func (t *timed) bookAttempts(end time.Time, clip func(time.Time) time.Time, book func(string, time.Time)) {
+	cat := func(a results.StageAttempt) string {
+		if a.Failed() {
+			return FailedPrefix + string(attemptClass(a))
+		}
+		return t.cat
+	}
+	for i, a := range t.atts {
+		start := clip(a.StartedAt)
+		switch {
+		case i == 0:
+			book(cat(a), start)
+		case !t.atts[i-1].Failed():
+			book(t.cat, start)
+		case a.Attempt > 1 || attemptClass(t.atts[i-1]) == failure.LostWorker:
+			book(cat(t.atts[i-1]), start)
+		default:
+			book(Held, start)
+		}
+		stop := a.EndedAt
+		if stop.IsZero() {
+			stop = end // still running, or never closed
+		}
+		book(cat(a), clip(stop))
+	}
+	last := t.atts[len(t.atts)-1]
+	switch {
+	case !last.Failed() || t.r.Outcome == "ok":
+		book(t.cat, end)
+	case t.r.Outcome == "allocation lost":
+		book(cat(last), end)
 	default:
 		book(Held, end)
 	}

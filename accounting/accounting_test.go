@@ -248,6 +248,98 @@ func TestWriteText(t *testing.T) {
 	require.True(t, i > 0 && j > i, "ranked classes:\n%s", out)
 }
 
+// TestBookAttempts: with the attempt ledger, a failed or lost attempt's
+// node time is its class's, a retry policy's backoff goes to the failure
+// before it, the wait for an operator is held, and only the attempts that
+// produced the stored figures are useful. The workflow's view of the same
+// failures (the runs' Failures) is not counted a second time.
+func TestBookAttempts(t *testing.T) {
+	att := func(stage string, n int, from, to float64, outcome string, class failure.Class) results.StageAttempt {
+		return results.StageAttempt{Stage: stage, Attempt: n, Outcome: outcome, Class: class, StartedAt: m(from), EndedAt: m(to)}
+	}
+	ok, failed, lost := results.AttemptOK, results.AttemptFailed, results.AttemptLost
+	p := Point{SweepID: "s", PointID: "p", Deployment: "d", Nodes: 2, PerfStored: true, EvalStored: true,
+		Runs: []results.StageRun{
+			run("allocate", "ok", 0, 1),
+			run("bringup", "ok", 1, 5),
+			run("perf", "ok", 5, 20, fail(failure.LostWorker, 14)),
+			run("eval", "ok", 20, 40, fail(failure.Transient, 22)),
+			run("teardown", "ok", 40, 41),
+		},
+		Attempts: []results.StageAttempt{
+			att("allocate", 1, 0, 1, ok, ""),
+			att("bringup", 1, 1.01, 5, ok, ""),
+			// Two injected failures and a killed worker in one budget;
+			// the automatic retry's budget then succeeds.
+			att("perf", 1, 5, 7, failed, failure.Injected),
+			att("perf", 2, 8, 10, failed, failure.Injected),
+			att("perf", 3, 11, 14, lost, failure.LostWorker),
+			att("perf", 1, 16, 20, ok, ""),
+			// A failure that ends its budget, the operator's retry at 30.
+			att("eval", 1, 20, 22, failed, failure.Transient),
+			att("eval", 1, 30, 35, ok, ""),
+			att("teardown", 1, 40, 41, ok, ""),
+		}}
+	b := Book([]Point{p}, m(100))
+	nm := func(minutes float64) NodeTime { return nodeTime(2, time.Duration(minutes*float64(time.Minute))) }
+	want := map[string]NodeTime{
+		BringUp:                      nm(4),
+		FailedPrefix + "injected":    nm(6), // 5-7, backoff 7-8, 8-10, backoff 10-11
+		FailedPrefix + "lost-worker": nm(5), // 11-14 lost, 14-16 the automatic retry's pause
+		Perf:                         nm(4),
+		FailedPrefix + "transient":   nm(2),
+		Held:                         nm(8), // 22-30
+		Eval:                         nm(10),
+		Teardown:                     nm(1),
+	}
+	assert.Equal(t, want, b.Categories)
+	assert.Equal(t, nm(40), b.Total)
+	assert.Equal(t, b.AllocationTime(), b.Total)
+	assert.Equal(t, nm(14), b.Useful, "perf 16-20 and eval 30-40: the attempts that made the figures")
+	classes := map[failure.Class]ClassTotal{}
+	for _, c := range b.Classes {
+		classes[c.Class] = c
+	}
+	assert.Equal(t, ClassTotal{Class: failure.Injected, Attempts: 2, NodeTime: nm(6)}, classes[failure.Injected])
+	assert.Equal(t, ClassTotal{Class: failure.LostWorker, Attempts: 1, NodeTime: nm(5)}, classes[failure.LostWorker])
+	assert.Equal(t, ClassTotal{Class: failure.Transient, Attempts: 1, NodeTime: nm(2)}, classes[failure.Transient])
+	assert.Len(t, b.Classes, 3)
+	require.Len(t, b.BringUpTime, 1, "the bring-up worked at its first attempt")
+}
+
+// TestLoadAttachesAttempts: Load reads each point's attempts from the
+// ledger, and a point with attempts is booked by them.
+func TestLoadAttachesAttempts(t *testing.T) {
+	s := ledger(t)
+	ctx := context.Background()
+	// a1's perf run (27-57): a refused attempt 27-32, then the operator's
+	// retry 50-57.
+	for _, a := range []results.StageAttempt{
+		{ActivityID: "7", Attempt: 1, StartedAt: m(27), EndedAt: m(32), Outcome: results.AttemptFailed, Class: failure.InvalidResult},
+		{ActivityID: "9", Attempt: 1, StartedAt: m(50), EndedAt: m(57), Outcome: results.AttemptOK},
+	} {
+		a.WorkflowID, a.RunID, a.SweepID, a.PointID, a.Stage = "s1/a1", "r", "s1", "a1", "perf"
+		require.NoError(t, s.StartAttempt(ctx, a))
+		_, err := s.EndAttempt(ctx, a)
+		require.NoError(t, err)
+	}
+	ps, _, err := Load(ctx, s, Filter{Sweep: "s1"})
+	require.NoError(t, err)
+	var a1 *Point
+	for i := range ps {
+		if ps[i].PointID == "a1" {
+			a1 = &ps[i]
+		}
+	}
+	require.NotNil(t, a1)
+	require.Len(t, a1.Attempts, 2)
+	b := Book([]Point{*a1}, m(100))
+	two := func(minutes float64) NodeTime { return nodeTime(2, time.Duration(minutes*float64(time.Minute))) }
+	assert.Equal(t, two(5), b.Categories[FailedPrefix+"invalid-result"], "27-32: the refused attempt")
+	assert.Equal(t, two(18), b.Categories[Held], "32-50: waiting for the operator")
+	assert.Equal(t, two(7), b.Categories[Perf], "50-57: the attempt that made the figure")
+}
+
 // TestAdaptivePointsBookedApart: the warmup and perf of a point an
 // adaptive search added go to their own category; the shared allocation,
 // bring-up and teardown stay where they ran, and the total is unchanged.

@@ -24,7 +24,7 @@ type Filter struct {
 var ErrNoSweep = fmt.Errorf("no such sweep")
 
 // Load reads the points the filter selects, with their stage runs,
-// failures, stored figures and the cost of their reused outputs. It also
+// failures, attempts, stored figures and the cost of their reused outputs. It also
 // returns the sweeps it read.
 func Load(ctx context.Context, s *results.Store, f Filter) ([]Point, []string, error) {
 	var sweeps []results.Sweep
@@ -111,6 +111,14 @@ func (l *loader) sweep(ctx context.Context, sweepID, cluster, configKey string) 
 	if err != nil {
 		return nil, err
 	}
+	atts, err := l.s.Attempts(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	attemptsOf := map[string][]results.StageAttempt{}
+	for _, a := range atts {
+		attemptsOf[a.PointID] = append(attemptsOf[a.PointID], a)
+	}
 	perf, err := l.s.Perf(ctx, sweepID)
 	if err != nil {
 		return nil, err
@@ -151,7 +159,7 @@ func (l *loader) sweep(ctx context.Context, sweepID, cluster, configKey string) 
 			continue
 		}
 		p := Point{SweepID: sweepID, PointID: row.PointID, Identity: row.Identity, ConfigKey: row.ConfigKey, Cluster: cluster,
-			Runs: byPoint[row.PointID], PerfStored: perfStored[row.Identity], EvalStored: evalStored[row.Identity]}
+			Runs: byPoint[row.PointID], Attempts: attemptsOf[row.PointID], PerfStored: perfStored[row.Identity], EvalStored: evalStored[row.Identity]}
 		p.Deployment, p.Nodes, p.Added = specOf(row)
 		for _, r := range p.Runs {
 			if r.Outcome != "reused" {

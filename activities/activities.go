@@ -133,7 +133,7 @@ func classify(err error) error {
 	case errors.Is(err, results.ErrConflict):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err, f)
 	case errors.Is(err, cluster.ErrAllocationLost):
-		return temporal.NewApplicationErrorWithCause(err.Error(), "AllocationLost", err, f)
+		return temporal.NewApplicationErrorWithCause(err.Error(), ErrAllocationLost, err, f)
 	}
 	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err, f)
 }
@@ -267,31 +267,58 @@ func heartbeatEvery(ctx context.Context) time.Duration {
 }
 
 // injectFault fails a stage on purpose for the first f.Times attempts of the
-// point (counted across operator retries in a file under StateDir).
+// point (counted across operator retries in a file under StateDir). Chaos
+// faults are the stage's own to carry out (chaosFault).
 func (a *Activities) injectFault(p point.Spec, stage string) error {
 	for _, f := range p.Faults {
-		if f.Stage != stage || f.Times <= 0 {
+		if f.Stage != stage || f.Times <= 0 || f.Chaos != "" {
 			continue
 		}
-		dir := filepath.Join(a.StateDir, "faults")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		path := filepath.Join(dir, sanitize(p.SweepID)+"."+sanitize(p.PointID)+"."+stage)
-		n := 0
-		if b, err := os.ReadFile(path); err == nil {
-			n, _ = strconv.Atoi(string(b))
-		}
-		n++
-		if err := os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644); err != nil {
+		n, err := a.countAttempt(p, stage, "")
+		if err != nil {
 			return err
 		}
 		if n <= f.Times {
 			msg := fmt.Sprintf("injected fault in %s (%d of %d)", stage, n, f.Times)
-			return temporal.NewApplicationError(msg, "InjectedFault", failure.Failure{Class: failure.Injected, Excerpt: msg})
+			return temporal.NewApplicationError(msg, ErrInjectedFault, failure.Failure{Class: failure.Injected, Excerpt: msg})
 		}
 	}
 	return nil
+}
+
+// chaosFault is the chaos fault (point.Fault.Chaos) this attempt of the
+// stage carries out, "" when none is due: each is due for the stage's
+// first Times attempts of the point.
+func (a *Activities) chaosFault(p point.Spec, stage string) (string, error) {
+	for _, f := range p.Faults {
+		if f.Stage != stage || f.Times <= 0 || f.Chaos == "" {
+			continue
+		}
+		n, err := a.countAttempt(p, stage, ".chaos")
+		if err != nil {
+			return "", err
+		}
+		if n <= f.Times {
+			return f.Chaos, nil
+		}
+	}
+	return "", nil
+}
+
+// countAttempt counts one more attempt of the point's stage in a file under
+// StateDir (suffix keeps separate counts) and returns the count.
+func (a *Activities) countAttempt(p point.Spec, stage, suffix string) (int, error) {
+	dir := filepath.Join(a.StateDir, "faults")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	path := filepath.Join(dir, sanitize(p.SweepID)+"."+sanitize(p.PointID)+"."+stage+suffix)
+	n := 0
+	if b, err := os.ReadFile(path); err == nil {
+		n, _ = strconv.Atoi(string(b))
+	}
+	n++
+	return n, os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644)
 }
 
 func sanitize(s string) string {

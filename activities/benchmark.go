@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -177,7 +178,7 @@ func (a *Activities) benchmarkPlan(p point.Spec, env map[string]string) point.Pe
 
 // perfBenchmark runs the recipe's benchmark process on the cluster as
 // InferenceX's launcher would and reads its result into the ledger.
-func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heartbeater, flushed bool, refused int) (PerfSummary, error) {
+func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heartbeater, flushed bool, refused int, cut time.Duration) (PerfSummary, error) {
 	p := in.Point
 	bm, ok := a.Backend.(cluster.Benchmarker)
 	if !ok {
@@ -199,6 +200,9 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 		// measurement profile records them).
 		env[simrole.EnvSeed] = strconv.FormatInt(a.pointSeed(p), 10)
 		env[simrole.EnvTraceSeed] = strconv.FormatInt(a.Load.Seed, 10)
+	}
+	if a.Simulated && cut > 0 {
+		env[simrole.EnvCutStreams] = cut.String()
 	}
 	if a.Simulated && a.warmupPerLane() == 1 {
 		// InferenceX's AIPERF_EXPERIMENTAL_FAST input: one warmup call per

@@ -55,7 +55,7 @@ func (a *Activities) nodeFailure(ctx context.Context, stage string, alloc Alloca
 	}
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("%v; node %s is excluded now (`starter nodes`), so the point re-allocates without it", err, strings.Join(bad, ", ")),
-		"AllocationLost", err, FailureOf(err))
+		ErrAllocationLost, err, FailureOf(err))
 }
 
 // recordNodeFaults writes one fault per node err's evidence names, keyed by

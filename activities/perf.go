@@ -189,8 +189,12 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if ferr != nil {
 		a.log(ctx).Warn("prefix cache not flushed before perf", zap.String("point", p.PointID), zap.Error(ferr))
 	}
+	cut, err := a.chaosCut(ctx, p)
+	if err != nil {
+		return PerfSummary{}, classify(err)
+	}
 	if a.PerfClient == point.PerfClientBenchmark {
-		return a.perfBenchmark(ctx, in, hb, flushed, refused)
+		return a.perfBenchmark(ctx, in, hb, flushed, refused, cut)
 	}
 	o := a.options(p, *in.Endpoint)
 	if o.Trace != nil {
@@ -198,6 +202,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 		// in aiperf's grace-period drain; none starts after it.
 		o.Duration = a.perfDuration(p)
 	}
+	o.CutStreamsAfter = cut
 	o.Progress = func(done, total int) { hb.set(loadProgress{Phase: "perf", Done: done, Total: total, Refused: refused}) }
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)

@@ -129,6 +129,11 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 		return Endpoint{}, err
 	}
 	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
+	spec := cluster.ServeSpec{Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
+		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, Image: in.Point.Image, GPUsPerNode: a.GPUsPerNode, Env: env}
+	if err := a.chaosBringUp(ctx, in.Point, &spec); err != nil {
+		return Endpoint{}, err
+	}
 	al := 0.0
 	if in.Mode == "perf" && in.Point.SyntheticAL > 0 {
 		env["SYNTHETIC_ACCEPTANCE"] = "true"
@@ -142,10 +147,8 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	// still runs.
 	hb := startHeartbeat(ctx, 0, "starting")
 	defer hb.Finish(&err)
-	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
-		Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
-		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
-	})
+	spec.SyntheticAL = al
+	srv, err := a.Backend.BringUp(ctx, alloc, spec)
 	if err != nil {
 		return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, err)
 	}
@@ -244,7 +247,8 @@ func (a *Activities) putStageStored(ctx context.Context, p point.Spec, stage str
 }
 
 // RecordPoint stores the point's final status, its spec (exports read the
-// identity fields from it) and its stage timings in the ledger.
+// identity fields from it) and its stage timings in the ledger, and closes
+// the attempts of the point that never ended (closeOpenAttempts).
 func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 	p := rec.Point
 	spec, err := json.Marshal(p)
@@ -263,7 +267,11 @@ func (a *Activities) RecordPoint(ctx context.Context, rec PointRecord) error {
 		runs = append(runs, results.StageRun{SweepID: p.SweepID, PointID: p.PointID, Seq: i, Stage: s.Stage,
 			Outcome: s.Outcome, Rounds: s.Rounds, Error: s.Error, StartedAt: s.Started, EndedAt: s.Ended, Failures: s.Failures})
 	}
-	return classify(a.Store.PutStageRuns(ctx, p.SweepID, p.PointID, runs))
+	if err := a.Store.PutStageRuns(ctx, p.SweepID, p.PointID, runs); err != nil {
+		return classify(err)
+	}
+	a.closeOpenAttempts(ctx, rec)
+	return nil
 }
 
 // RecordSweep stores the sweep row in the ledger.

@@ -36,6 +36,14 @@ const (
 	ErrResultConflict = "ResultConflict"
 )
 
+// Error types the retry policy retries.
+const (
+	// ErrAllocationLost: the nodes went away; the point re-allocates.
+	ErrAllocationLost = "AllocationLost"
+	// ErrInjectedFault: --inject-fault made the stage fail on purpose.
+	ErrInjectedFault = "InjectedFault"
+)
+
 // The stage records are the cluster package's: an allocation, the
 // checkpoint staging report and the running server (Endpoint), with the
 // JSON recorded in workflow histories.

@@ -66,13 +66,19 @@ type ServeSpec struct {
 	RowJSON      []byte // the InferenceX matrix row
 	RecipePath   string
 	RecipeDigest string // see AllocRequest.RecipeDigest
-	GPUsPerNode  int
+	// Image is the matrix row's image (point.Spec.Image): the container of
+	// a recipe whose model.container the profile binds to the row's image.
+	Image       string
+	GPUsPerNode int
 	// Env is added to the serving processes' environment (e.g. synthetic
 	// acceptance for perf runs only).
 	Env map[string]string
 	// SyntheticAL > 0 launches the throughput (perf) set: InferenceX's
 	// golden-AL rewrite of the recipe; 0 launches the recipe as it is (eval).
 	SyntheticAL float64
+	// HealthBudget > 0 cuts the recipe's health-check budget to it (a chaos
+	// run's bring-up hang on a simulated cluster; never a real engine's).
+	HealthBudget time.Duration
 }
 
 // BenchmarkSpec is one perf run of the recipe's own benchmark process, with

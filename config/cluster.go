@@ -49,9 +49,14 @@ type Cluster struct {
 	// Containers maps a recipe's container name (model.container, the
 	// nginx image) to the image or squash file srun runs; an unlisted name
 	// is passed through as it is.
-	Containers      map[string]string
-	SrtRoot         string // srt-slurm checkout: configs, runtime and benchmark scripts (absolute)
-	InfmaxWorkspace string // InferenceX checkout mounted at /infmax-workspace (absolute; may be empty)
+	Containers map[string]string
+	// RowImageContainers are the container names that stand for the matrix
+	// row's own image, as InferenceX's launchers write them into
+	// srtslurm.yaml (dynamo-sglang, dynamo-trtllm): a recipe naming one runs
+	// the key's image, resolved through Containers like any image name.
+	RowImageContainers []string
+	SrtRoot            string // srt-slurm checkout: configs, runtime and benchmark scripts (absolute)
+	InfmaxWorkspace    string // InferenceX checkout mounted at /infmax-workspace (absolute; may be empty)
 	// PerfClient drives perf on this cluster: "benchmark" runs the recipe's
 	// benchmark process (InferenceX's figures), "loadgen" sweepflow's own
 	// load generator from the worker.
@@ -111,7 +116,7 @@ const (
 var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
 		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
-		"runtime", "containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
+		"runtime", "containers", "row-image-containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
 		"bring-up-time", "failure-signatures", "bad-nodes", "inferencex", "srt-slurm", "srtslurm-yaml"}
 	badNodeFields    = []string{"attempts", "window"}
 	signatureFields  = []string{"class", "pattern"}
@@ -268,6 +273,15 @@ func (d *decoder) launchFields(m *strictyaml.Mapping, c *Cluster, dir string) {
 						continue
 					}
 					c.Containers[k] = v
+				}
+			}
+		}
+	}
+	if n := m.Get("row-image-containers"); n != nil {
+		if items, ok := d.Seq(n, "row-image-containers"); ok {
+			for i, it := range items {
+				if s, ok := d.Str(it, strictyaml.Index("row-image-containers", i)); ok {
+					c.RowImageContainers = append(c.RowImageContainers, s)
 				}
 			}
 		}

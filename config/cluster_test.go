@@ -184,7 +184,8 @@ func TestSlurmEmuCluster(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{
 		"python3 -m dynamo.sglang": "sglang-worker", "python3 -m sglang.launch_server": "sglang-worker",
-		"python3 -m dynamo.trtllm": "trtllm-worker", "python3 -m dynamo.vllm": "vllm-worker",
+		"python3 -m dynamo.trtllm": "trtllm-worker", "python3 -m dynamo.vllm": "vllm-worker", "vllm serve": "vllm-worker",
+		"mooncake_master": "mooncake-master", "dcgm-exporter": "dcgm-exporter",
 		"python3 -m dynamo.frontend": "dynamo-frontend", "python -m sglang_router.launch_router": "sglang-router",
 		"python3 /tmp/setup_head.py": "infra", "nginx": "nginx",
 		"bash /infmax-workspace/benchmarks/multi_node/agentic_srt.sh": "benchmark",

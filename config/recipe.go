@@ -65,6 +65,11 @@ type Recipe struct {
 	// typed fields by resolveRecipe.
 	Infra   Infra
 	Backend RecipeBackend
+
+	// Warnings are what the recipe means differently from how it reads:
+	// a key written twice in one mapping, of which srt-slurm (PyYAML)
+	// silently launches the last value, as sweepflow does too.
+	Warnings []strictyaml.Error
 }
 
 // RecipeModel is the recipe's model section.
@@ -203,8 +208,27 @@ func ParseRecipe(display string, data []byte, selector string, sets ...string) (
 	if err != nil {
 		return nil, err
 	}
+	// srt-slurm reads recipes with PyYAML: merge keys expand and a
+	// duplicated key keeps its last value; the duplicate is worth a warning.
+	root, dups, err := strictyaml.ResolvePyYAML(root)
+	if err != nil {
+		if e, ok := err.(*strictyaml.Error); ok {
+			e.Pos.File = display
+		}
+		return nil, err
+	}
+	var warnings []strictyaml.Error
+	seen := map[int]bool{}
+	for _, d := range dups {
+		if seen[d.Line] {
+			continue
+		}
+		seen[d.Line] = true
+		warnings = append(warnings, strictyaml.Error{Pos: strictyaml.Pos{File: display, Line: d.Line}, Field: d.Field(),
+			Msg: fmt.Sprintf("duplicate key (first defined on line %d); srt-slurm's YAML loader keeps this later value, so it is the one launched", d.FirstLine)})
+	}
 	d := &decoder{&strictyaml.Decoder{File: display, Errs: &errs}}
-	r := &Recipe{Display: display, Raw: data, Selector: selector, Sets: sets}
+	r := &Recipe{Display: display, Raw: data, Selector: selector, Sets: sets, Warnings: warnings}
 	if r.Schema, err = d.recipeSchema(root); err != nil {
 		return nil, err
 	}
@@ -264,8 +288,11 @@ func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
 	if gpn <= 0 {
 		return fail("gpus_per_node", "unknown: set it in the recipe or in the runner's hardware entry")
 	}
-	if res.GPUsPerNode != 0 && gpusPerNode != 0 && res.GPUsPerNode != gpusPerNode {
-		return fail("gpus_per_node", "recipe says %d GPUs per node but the runner hardware says %d", res.GPUsPerNode, gpusPerNode)
+	// A recipe may use part of each node (srt-slurm asks sbatch for
+	// --gpus-per-node=<recipe's>, and places workers on GPUs 0..n-1), but
+	// never more GPUs than a node has.
+	if res.GPUsPerNode != 0 && gpusPerNode != 0 && res.GPUsPerNode > gpusPerNode {
+		return fail("gpus_per_node", "recipe says %d GPUs per node but the runner hardware has only %d", res.GPUsPerNode, gpusPerNode)
 	}
 	perWorker := func(role string, nodes, workers, explicit int) (int, error) {
 		if workers <= 0 {

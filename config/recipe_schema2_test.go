@@ -372,7 +372,7 @@ func TestPlannedRecipe(t *testing.T) {
 // deciding whether it is part of the resolved recipe (canonicalParts).
 func TestCanonicalCoversTheTypes(t *testing.T) {
 	for typ, n := range map[reflect.Type]int{
-		reflect.TypeFor[Recipe](): 36, reflect.TypeFor[Role](): 12, reflect.TypeFor[Engine](): 12, reflect.TypeFor[Services](): 4,
+		reflect.TypeFor[Recipe](): 37, reflect.TypeFor[Role](): 12, reflect.TypeFor[Engine](): 12, reflect.TypeFor[Services](): 4,
 		reflect.TypeFor[MooncakeMaster](): 4, reflect.TypeFor[Frontend](): 13, reflect.TypeFor[Benchmark](): 10,
 		reflect.TypeFor[Dynamo](): 5, reflect.TypeFor[DynamoSource](): 3, reflect.TypeFor[Resources](): 16,
 		reflect.TypeFor[RecipeModel](): 3, reflect.TypeFor[HealthCheck](): 3, reflect.TypeFor[Slurm](): 3,
@@ -398,7 +398,7 @@ func TestMergeKeys(t *testing.T) {
 func TestRepoRecipesMigrate(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "configs", "recipes", "*", "*", "*", "*", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 9)
+	require.Len(t, files, 12)
 	for _, f := range files {
 		a := loadFile(t, f)
 		data, err := os.ReadFile(f)

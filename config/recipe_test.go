@@ -89,8 +89,13 @@ func TestFootprint(t *testing.T) {
 
 	r, err := ParseRecipe("r.yaml", []byte(agg("")), "")
 	require.NoError(t, err)
-	_, err = r.Footprint(8)
-	require.ErrorContains(t, err, "resources.gpus_per_node: recipe says 4 GPUs per node but the runner hardware says 8")
+	half, err := r.Footprint(8)
+	require.NoError(t, err, "a recipe may use 4 of a node's 8 GPUs, as srt-slurm's --gpus-per-node does")
+	full, err := r.Footprint(4)
+	require.NoError(t, err)
+	assert.Equal(t, full, half, "nodes and GPUs follow the recipe's GPUs per node, not the hardware's")
+	_, err = r.Footprint(2)
+	require.ErrorContains(t, err, "resources.gpus_per_node: recipe says 4 GPUs per node but the runner hardware has only 2")
 
 	r, err = ParseRecipe("r.yaml", []byte(disagg("prefill_nodes: 1, prefill_workers: 3, decode_nodes: 1, decode_workers: 1", "")), "")
 	require.NoError(t, err)
@@ -234,4 +239,33 @@ func TestParseSlurmTime(t *testing.T) {
 		_, err := ParseSlurmTime(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestRecipePyYAML: srt-slurm reads recipes with PyYAML, so a merge key
+// expands and a key written twice launches its last value; the duplicate
+// comes back as a warning naming its file, line and field.
+func TestRecipePyYAML(t *testing.T) {
+	r, err := ParseRecipe("r.yaml", []byte(`name: x
+model: {path: /m, container: i}
+resources: {gpus_per_node: 4, agg_nodes: 1}
+backend:
+  type: vllm
+  prefill_environment: &env {A: "1"}
+  aggregated_environment:
+    <<: *env
+    B: "2"
+  vllm_config:
+    aggregated:
+      max-num-seqs: 8
+      max-num-seqs: 16
+`), "")
+	require.NoError(t, err)
+	require.Len(t, r.Warnings, 1)
+	assert.Equal(t, "r.yaml:13: backend.vllm_config.aggregated.max-num-seqs: duplicate key (first defined on line 12); srt-slurm's YAML loader keeps this later value, so it is the one launched",
+		r.Warnings[0].Error())
+	be := mapGet(r.Doc, "backend")
+	env := mapGet(be, "aggregated_environment")
+	require.NotNil(t, env)
+	assert.Equal(t, "A", env.Content[0].Value, "the merged key is in the mapping")
+	assert.Equal(t, "16", mapGet(mapGet(mapGet(be, "vllm_config"), "aggregated"), "max-num-seqs").Value)
 }

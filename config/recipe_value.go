@@ -233,7 +233,9 @@ func (d *recipeDecoder) pyValue(n *yaml.Node, field string, depth int) (any, boo
 	case yaml.MappingNode:
 		m := NewMap()
 		ok := true
-		pairs := d.flatten(n, field, depth)
+		// Merge keys were expanded (PyYAML's way) when ParseRecipe read the
+		// tree, so a mapping's pairs are its own.
+		pairs := n.Content
 		for i := 0; i+1 < len(pairs); i += 2 {
 			kn, vn := strictyaml.Deref(pairs[i]), strictyaml.Deref(pairs[i+1])
 			if kn.Kind != yaml.ScalarNode {
@@ -262,40 +264,6 @@ func (d *recipeDecoder) pyValue(n *yaml.Node, field string, depth int) (any, boo
 	}
 	d.Errorf(n, field, "unsupported YAML node")
 	return nil, false
-}
-
-// flatten is a mapping's key and value nodes with YAML merge keys (<<:
-// *anchor, <<: [*a, *b]) expanded as PyYAML expands them: the merged pairs
-// first (of a list of anchors, the earlier wins), then the mapping's own,
-// which win.
-func (d *recipeDecoder) flatten(n *yaml.Node, field string, depth int) []*yaml.Node {
-	if depth > 64 {
-		return nil
-	}
-	var merged, own []*yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		kn, vn := strictyaml.Deref(n.Content[i]), strictyaml.Deref(n.Content[i+1])
-		if !(kn.Kind == yaml.ScalarNode && kn.Value == "<<" && kn.Style == 0) {
-			own = append(own, n.Content[i], n.Content[i+1])
-			continue
-		}
-		switch vn.Kind {
-		case yaml.MappingNode:
-			merged = append(merged, d.flatten(vn, field, depth+1)...)
-		case yaml.SequenceNode:
-			for j := len(vn.Content) - 1; j >= 0; j-- {
-				sub := strictyaml.Deref(vn.Content[j])
-				if sub.Kind != yaml.MappingNode {
-					d.Errorf(sub, strictyaml.Join(field, "<<"), "expected a mapping to merge, got %s", strictyaml.KindName(sub))
-					continue
-				}
-				merged = append(merged, d.flatten(sub, field, depth+1)...)
-			}
-		default:
-			d.Errorf(vn, strictyaml.Join(field, "<<"), "expected a mapping to merge, got %s", strictyaml.KindName(vn))
-		}
-	}
-	return append(merged, own...)
 }
 
 // anyMap reads a mapping with Python-typed values; nil when n is absent or null.

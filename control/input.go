@@ -107,8 +107,11 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 // defaultSweepID is deterministic: the same plan gives the same ID, so a
 // repeated `sweep start` attaches to the running sweep instead of
 // duplicating it.
-func defaultSweepID(name string, in *workflows.SweepInput) string {
+func defaultSweepID(name string, in *workflows.SweepInput, extra ...string) string {
 	h := sha256.New()
+	for _, e := range extra {
+		fmt.Fprintln(h, e)
+	}
 	fps := make([]string, 0, len(in.Points))
 	for _, p := range in.Points {
 		fps = append(fps, p.Identity+"="+p.ProfileHash)
@@ -117,6 +120,10 @@ func defaultSweepID(name string, in *workflows.SweepInput) string {
 	fmt.Fprintln(h, strings.Join(fps, ","), strings.Join(in.ReuseFrom, ","), strings.Join(in.Force, ","))
 	for _, p := range in.Points {
 		for _, f := range p.Faults {
+			if f.Chaos != "" {
+				fmt.Fprintln(h, p.PointID, f.Stage, f.Times, f.Chaos)
+				continue
+			}
 			fmt.Fprintln(h, p.PointID, f.Stage, f.Times)
 		}
 	}

@@ -58,7 +58,7 @@ func (e *itEnv) startAdaptiveWorker() {
 // startAdaptiveWorkerProcess runs the worker binary with the fixture's
 // simulator settings.
 func (e *itEnv) startAdaptiveWorkerProcess(logName string) *exec.Cmd {
-	return e.startWorkerProcessWith(logName, "--sim-time-scale", strconv.FormatFloat(adaptiveTimeScale, 'f', -1, 64),
+	return e.startWorkerProcess(logName, "--sim-time-scale", strconv.FormatFloat(adaptiveTimeScale, 'f', -1, 64),
 		"--sim-slowdown", strconv.Itoa(adaptiveSlowdown))
 }
 

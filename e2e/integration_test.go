@@ -50,6 +50,22 @@ func activityStarted(c client.Client, wid, typ string) bool {
 	return false
 }
 
+// activityBeating reports whether workflow wid's running activity of type
+// typ has recorded heartbeat details.
+func activityBeating(c client.Client, wid, typ string) bool {
+	d, err := c.DescribeWorkflowExecution(context.Background(), wid, "")
+	if err != nil {
+		return false
+	}
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() == typ && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED &&
+			len(pa.GetHeartbeatDetails().GetPayloads()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // itEnv is a real Temporal dev server plus what a worker on the simulated
 // local cluster needs: a built starter binary (the engine), a home directory
 // with a simulated checkpoint, and the real GSM8K split.
@@ -118,8 +134,13 @@ func newITEnvWith(t *testing.T, uiPort int, extra ...string) *itEnv {
 	srv, err := testsuite.StartDevServer(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	e := &itEnv{t: t, c: srv.Client(), addr: srv.FrontendHostPort(), temporal: bin, home: t.TempDir(),
-		starterBin: starterBinary(t), gsm8kDir: gsm}
+	return newITEnvOn(t, bin, srv.Client(), srv.FrontendHostPort(), t.TempDir(), gsm)
+}
+
+// newITEnvOn is the test's environment for a Temporal server at addr: its
+// home, the variables the starter and worker read, a simulated checkpoint.
+func newITEnvOn(t *testing.T, temporal string, c client.Client, addr, home, gsm string) *itEnv {
+	e := &itEnv{t: t, c: c, addr: addr, temporal: temporal, home: home, starterBin: starterBinary(t), gsm8kDir: gsm}
 	t.Setenv("TEMPORAL_ADDRESS", e.addr)
 	t.Setenv("TEMPORAL_NAMESPACE", "default")
 	// starter commands keep sweep plans in the worker's ledger.
@@ -432,18 +453,14 @@ func workerBinary(t *testing.T) string {
 	return workerBuild.path
 }
 
-// startWorkerProcess runs the real worker binary against the dev server.
-func (e *itEnv) startWorkerProcess(logName string) *exec.Cmd {
-	return e.startWorkerProcessWith(logName, "--sim-time-scale", "0.002", "--perf-duration", "8s")
-}
-
-// startWorkerProcessWith runs the worker binary with the test's cluster,
-// home and eval settings and the given simulator flags.
-func (e *itEnv) startWorkerProcessWith(logName string, sim ...string) *exec.Cmd {
+// startWorkerProcess runs the real worker binary against the dev server;
+// extra flags come after (and override) the test's.
+func (e *itEnv) startWorkerProcess(logName string, extra ...string) *exec.Cmd {
 	cfg := e.workerConfig()
-	cmd := exec.Command(workerBinary(e.t), append([]string{"--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
+	args := append([]string{"--cluster", cfg.ClusterFile, "--home", e.home, "--gsm8k-dir", e.gsm8kDir,
 		"--eval-limit", "40", "--thresholds", cfg.Thresholds, "--starter-bin", e.starterBin,
-		"--sim-accuracy", strconv.FormatFloat(cfg.SimAccuracy, 'f', -1, 64)}, sim...)...)
+		"--sim-time-scale", "0.002", "--sim-accuracy", strconv.FormatFloat(cfg.SimAccuracy, 'f', -1, 64), "--perf-duration", "8s"}, extra...)
+	cmd := exec.Command(workerBinary(e.t), args...)
 	logf, err := os.Create(filepath.Join(e.home, logName))
 	require.NoError(e.t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -39,6 +39,9 @@ type slurmIT struct {
 	*itEnv
 	part       *slurmemu.Partition
 	stopWorker func()
+	// perfClient, when set, replaces the profile's perf-client for the
+	// worker startWorker starts.
+	perfClient string
 }
 
 func (s *slurmIT) startWorker(queueWait time.Duration) {
@@ -51,6 +54,9 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 	cfg.SlurmQueueWait = queueWait
 	acts, closeFn, err := cfg.Activities(context.Background(), itWorkerLog(s.t))
 	require.NoError(s.t, err)
+	if s.perfClient != "" {
+		acts.PerfClient = s.perfClient
+	}
 	w, err := workers.Start(s.c, workers.Options{ClusterName: cfg.ClusterName(), Control: true, Activities: acts})
 	require.NoError(s.t, err)
 	stopped := false

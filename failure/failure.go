@@ -41,6 +41,12 @@ const (
 	// LostWorker: no heartbeat within the heartbeat timeout (a dead worker,
 	// a cut network, a restarted server).
 	LostWorker Class = "lost-worker"
+	// OperatorCancel: the workflow cancelled the attempt (an operator
+	// cancelled the sweep or the point).
+	OperatorCancel Class = "operator-cancel"
+	// StageTimeout: the stage's start-to-close timeout ran out while its
+	// worker was alive.
+	StageTimeout Class = "stage-timeout"
 	// ConfigError: no retry can fix it (bad recipe, missing checkpoint,
 	// queue wait exceeded, recipe bytes changed).
 	ConfigError Class = "config-error"

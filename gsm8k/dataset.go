@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sweepflow/sweepflow/internal/atomicfile"
 )
 
 // Canonical public copies of the GSM8K "main" splits (the JSONL files that
@@ -255,7 +257,7 @@ func (f *fetcher) fetch(ctx context.Context, u string) (string, error) {
 		}
 		return "", errors.New(msg)
 	}
-	if err := writeAtomic(f.cacheDir, name, body); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(f.cacheDir, name), body); err != nil {
 		return "", fmt.Errorf("gsm8k: cache: %w", err)
 	}
 	return dst, nil
@@ -325,30 +327,6 @@ func verifyFile(p string, want FileSum) error {
 		return err
 	}
 	return verifyBytes(b, want)
-}
-
-func writeAtomic(dir, name string, body []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(body); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }
 
 func oneLine(err error) string {

@@ -54,6 +54,37 @@ func newTransport(concurrency int) *http.Transport {
 	}
 }
 
+// errStreamCut is how a cut stream's read fails (Options.CutStreamsAfter).
+var errStreamCut = errors.New("read: connection reset by peer (stream cut by a chaos run)")
+
+// cutTransport cuts every response stream that starts after from: its body
+// fails after the first read (Options.CutStreamsAfter).
+type cutTransport struct {
+	next http.RoundTripper
+	from time.Time
+}
+
+func (t *cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && time.Now().After(t.from) {
+		resp.Body = &cutBody{ReadCloser: resp.Body}
+	}
+	return resp, err
+}
+
+type cutBody struct {
+	io.ReadCloser
+	read bool
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.read {
+		return 0, errStreamCut
+	}
+	b.read = true
+	return b.ReadCloser.Read(p)
+}
+
 // client issues streaming completion requests and measures them.
 type client struct {
 	hc      *http.Client

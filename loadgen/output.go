@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/sweepflow/sweepflow/internal/atomicfile"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -53,14 +53,14 @@ func (r *Result) WriteAggregateJSON(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return atomicfile.WriteFile(path, append(b, '\n'))
 }
 
 // WriteRequestsJSONL writes one JSON record per request: warmups first
 // (flagged "warmup", times relative to the warmup start), then the measured
 // requests (times relative to the run start).
 func (r *Result) WriteRequestsJSONL(path string) error {
-	return writeAtomic(path, func(f *os.File) error {
+	return atomicfile.Write(path, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		enc := json.NewEncoder(bw)
 		for _, set := range [][]RequestRecord{r.Warmups, r.Requests} {
@@ -72,44 +72,6 @@ func (r *Result) WriteRequestsJSONL(path string) error {
 		}
 		return bw.Flush()
 	})
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(f *os.File) error {
-		_, err := f.Write(data)
-		return err
-	})
-}
-
-func writeAtomic(path string, fill func(*os.File) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := fill(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // Summary is the run's ledger summary (headline figures in the ledger's

@@ -90,6 +90,10 @@ type Options struct {
 	// compressed run reports the latencies and throughputs of the model it
 	// simulates. 0 or 1: a real engine, nothing is converted.
 	ClockScale float64
+	// CutStreamsAfter > 0 is a fault (a chaos run): from this long after
+	// the run starts, every response stream is cut after its first read,
+	// as a dropped connection would cut it; those requests fail.
+	CutStreamsAfter time.Duration
 }
 
 // DefaultNumWarmups is InferenceX's warmup count: 2 x concurrency.
@@ -232,6 +236,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	tr := newTransport(conns)
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
+	if opts.CutStreamsAfter > 0 {
+		hc.Transport = &cutTransport{next: tr, from: time.Now().Add(opts.CutStreamsAfter)}
+	}
 	if rc.Model == "" {
 		if rc.Model, err = discoverModel(ctx, hc, rc.BaseURL); err != nil {
 			return nil, err

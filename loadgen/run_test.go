@@ -380,3 +380,24 @@ func TestWriteOutputs(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm())
 	assert.False(t, math.IsNaN(res.Aggregate.MeanTTFT))
 }
+
+// TestRunCutStreams: a chaos run's cut (CutStreamsAfter) fails every stream
+// that starts after it as a dropped connection would, and the gate fails
+// the run; the streams before it are whole.
+func TestRunCutStreams(t *testing.T) {
+	t.Parallel()
+	srv := newFakeServer(t, &fakeServer{ttft: 5 * time.Millisecond, itl: 2 * time.Millisecond})
+	res, err := Run(context.Background(), Options{BaseURL: srv.URL(), Model: "m", Concurrency: 2, NumPrompts: 40, ISL: 10, OSL: 8,
+		IgnoreEOS: true, CutStreamsAfter: 60 * time.Millisecond})
+	require.NoError(t, err)
+	a := res.Aggregate
+	assert.Greater(t, a.Completed, 0, "streams before the cut are whole")
+	assert.Greater(t, a.Failed, 0, "streams after it are cut")
+	assert.Equal(t, map[string]int{ErrKindTransport: a.Failed}, a.ErrorCategories)
+	for _, r := range res.Requests {
+		if !r.Success {
+			assert.Contains(t, r.Error, "stream cut by a chaos run")
+		}
+	}
+	assert.ErrorContains(t, res.Gate(), "exceeds 10%")
+}

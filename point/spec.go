@@ -81,8 +81,26 @@ type Spec struct {
 	Added *Added `json:"added,omitempty"`
 }
 
-// Fault makes a stage fail on purpose for its first Times attempts.
+// Fault makes a stage fail on purpose for its first Times attempts: with
+// an InjectedFault error (--inject-fault), or, when Chaos names one, with
+// a real-looking fault the stage's attempt carries out (a chaos run,
+// package chaos; its values are ChaosCrash, ChaosHang and ChaosStreamCut).
 type Fault struct {
 	Stage string `json:"stage"`
 	Times int    `json:"times"`
+	Chaos string `json:"chaos,omitempty"`
 }
+
+// The chaos faults a stage attempt carries out on a simulated cluster.
+const (
+	// ChaosCrash + ":" + KIND: the bring-up's engine worker roles die
+	// with the log tail a real engine prints for KIND (cuda-oom, nccl,
+	// gpu-xid; the emulated partition's SWEEPFLOW_SIM_CRASH).
+	ChaosCrash = "crash"
+	// ChaosHang: the bring-up's workers never register and the health
+	// budget, cut to a few seconds, runs out.
+	ChaosHang = "hang"
+	// ChaosStreamCut: perf's response streams are cut from half its
+	// window on, as a dropped connection would.
+	ChaosStreamCut = "stream-cut"
+)

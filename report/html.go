@@ -101,21 +101,36 @@ type page struct {
 
 // failureView is one failed stage attempt.
 type failureView struct {
-	PointID, Stage, Class, Excerpt, At string
+	PointID, Stage, Attempt, Class, Excerpt, Error, Heartbeat, Worker, At string
 }
 
 // failureViews ranks the classes (most attempts first, then by name) and
-// lists the attempts in ledger order.
-func failureViews(fs []results.StageFailure) ([]summaryRow, []failureView) {
+// lists the attempts in ledger order. Attempt, error, heartbeat and worker
+// are "-" where the ledger predates the attempt ledger.
+func failureViews(fs []results.StageAttempt) ([]summaryRow, []failureView) {
 	counts := map[string]int{}
 	var views []failureView
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
 	for _, f := range fs {
 		counts[string(f.Class)]++
 		at := "-"
-		if !f.At.IsZero() {
-			at = f.At.UTC().Format(time.RFC3339)
+		if !f.EndedAt.IsZero() {
+			at = f.EndedAt.UTC().Format(time.RFC3339)
 		}
-		views = append(views, failureView{PointID: f.PointID, Stage: f.Stage, Class: string(f.Class), Excerpt: f.Excerpt, At: at})
+		v := failureView{PointID: f.PointID, Stage: f.Stage, Attempt: "-", Class: string(f.Class), Excerpt: f.Excerpt,
+			Error: dash(f.ErrorType), Heartbeat: dash(f.Heartbeat), Worker: dash(f.Worker), At: at}
+		if f.Attempt > 0 {
+			v.Attempt = fmt.Sprint(f.Attempt)
+		}
+		if f.ErrorType != "" && f.Message != "" && f.Message != f.Excerpt {
+			v.Error = f.ErrorType + ": " + f.Message
+		}
+		views = append(views, v)
 	}
 	classes := make([]string, 0, len(counts))
 	for c := range counts {
@@ -677,14 +692,14 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <td class="canary-{{.Verdict}}">{{.Verdict}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td><td class="n">{{.Points}}</td><td class="n">{{.NotStarted}}</td><td class="n">{{.SavedNodeHours}}</td></tr>
 {{end}}</table>
 {{end}}{{if .Failures}}<h2 id="failures">Failed attempts</h2>
-<div class="muted">Every stage attempt that failed, with its failure class and the evidence it was read from (the Slurm job state, the health phase reached, a line of the role's log, the validity gate, a heartbeat timeout). Classes by attempts:</div>
+<div class="muted">Every stage attempt that failed, was lost with its worker or was cancelled, with its failure class and the evidence it was read from (the Slurm job state, the health phase reached, a line of the role's log, the validity gate, a heartbeat timeout), the error it ended with, its last heartbeat and the worker that ran it. Classes by attempts:</div>
 <table id="failure-classes">
 <tr><th>class</th><th>attempts</th></tr>
 {{range .FailureClasses}}<tr class="failure-class-row"><td><code>{{.Name}}</code></td><td class="n">{{.Value}}</td></tr>
 {{end}}</table>
 <table id="failure-table">
-<tr><th>point</th><th>stage</th><th>class</th><th>evidence</th><th>at</th></tr>
-{{range .Failures}}<tr class="failure-row"><td>{{.PointID}}</td><td>{{.Stage}}</td><td><code>{{.Class}}</code></td><td><code>{{.Excerpt}}</code></td><td>{{.At}}</td></tr>
+<tr><th>point</th><th>stage</th><th>attempt</th><th>class</th><th>evidence</th><th>error</th><th>last heartbeat</th><th>worker</th><th>ended</th></tr>
+{{range .Failures}}<tr class="failure-row"><td>{{.PointID}}</td><td>{{.Stage}}</td><td class="n">{{.Attempt}}</td><td><code>{{.Class}}</code></td><td><code>{{.Excerpt}}</code></td><td><code>{{.Error}}</code></td><td><code>{{.Heartbeat}}</code></td><td>{{.Worker}}</td><td>{{.At}}</td></tr>
 {{end}}</table>
 {{end}}{{with .NodeHours}}<h2 id="node-hours">Where the node-hours went</h2>
 <div id="node-hours-headline">{{.Headline}}</div>

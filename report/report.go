@@ -41,7 +41,7 @@ type Run struct {
 	Canaries []point.Canary
 	// Failures are the sweep's failed stage attempts with class and
 	// evidence (ledger table stage_failures).
-	Failures []results.StageFailure
+	Failures []results.StageAttempt
 	// Adaptive are the sweep's adaptive searches as its ledger row records
 	// them; Added the point IDs they added, with what added each.
 	Adaptive []adaptive.Key
@@ -114,7 +114,7 @@ func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error
 	if r.Outputs, err = s.StageOutputs(ctx, sweepID); err != nil {
 		return nil, err
 	}
-	if r.Failures, err = s.StageFailures(ctx, sweepID); err != nil {
+	if r.Failures, err = s.FailedAttempts(ctx, sweepID); err != nil {
 		return nil, err
 	}
 	rep, ok, err := s.GetRegressionReport(ctx, sweepID)

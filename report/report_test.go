@@ -470,6 +470,43 @@ func TestReportShowsFailedAttempts(t *testing.T) {
 	assert.Contains(t, page, "Failed attempts</th><td>3 (cuda-oom 2, health-budget 1)")
 }
 
+// TestReportShowsAttemptEvidence: with the attempt ledger, each failed or
+// lost attempt is a row with its attempt number, the error it ended with,
+// its last heartbeat and its worker; the workflow's view of the same
+// budget (stage_failures) is not listed again.
+func TestReportShowsAttemptEvidence(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "sw", Status: "completed", StartedAt: start}))
+	require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: "sw", PointID: "p", Identity: "x-c64", ConfigKey: disaggKey, Conc: 64, Status: "completed"}))
+	lost := failure.Attempt{Failure: failure.Failure{Class: failure.LostWorker, Excerpt: "no heartbeat within the heartbeat timeout"}, At: start.Add(3 * time.Minute)}
+	require.NoError(t, s.PutStageRuns(ctx, "sw", "p", []results.StageRun{
+		{Stage: "perf", Outcome: "ok", Rounds: 1, StartedAt: start, EndedAt: start.Add(9 * time.Minute), Failures: []failure.Attempt{lost}}}))
+	for _, a := range []results.StageAttempt{
+		{Attempt: 1, Outcome: results.AttemptFailed, Class: failure.Injected, ErrorType: "InjectedFault", Message: "injected fault in perf (1 of 2)",
+			Excerpt: "injected fault in perf (1 of 2)", Worker: "11@login@q", StartedAt: start, EndedAt: start.Add(time.Minute)},
+		{Attempt: 2, Outcome: results.AttemptLost, Class: failure.LostWorker, ErrorType: "Timeout", Message: "no result from worker 11@login@q",
+			Excerpt: "no heartbeat within the heartbeat timeout", Heartbeat: `"measuring: 12 of 64 lanes"`, Worker: "11@login@q",
+			StartedAt: start.Add(2 * time.Minute), EndedAt: start.Add(3 * time.Minute)},
+		{Attempt: 3, Outcome: results.AttemptOK, Worker: "12@login@q", StartedAt: start.Add(4 * time.Minute), EndedAt: start.Add(9 * time.Minute)},
+	} {
+		a.WorkflowID, a.RunID, a.ActivityID, a.SweepID, a.PointID, a.Stage = "sw/p", "r", "5", "sw", "p", "perf"
+		require.NoError(t, s.StartAttempt(ctx, a))
+		_, err := s.EndAttempt(ctx, a)
+		require.NoError(t, err)
+	}
+	in, err := Load(ctx, s, "sw", "")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Render(&buf, in))
+	page := buf.String()
+	assert.Equal(t, 2, strings.Count(page, `<tr class="failure-row">`), "the two failed attempts, not the workflow's view again")
+	assert.Contains(t, page, `<td class="n">2</td><td><code>lost-worker</code></td><td><code>no heartbeat within the heartbeat timeout</code></td><td><code>Timeout: no result from worker 11@login@q</code></td><td><code>&#34;measuring: 12 of 64 lanes&#34;</code></td><td>11@login@q</td>`)
+	assert.Contains(t, page, "Failed attempts</th><td>2 (injected 1, lost-worker 1)")
+}
+
 // TestReportShowsNodeHours: the node-hours section books a 2-node point
 // whose bring-up hit two CUDA OOMs and a health budget. By hand (minutes
 // from the start, x2 nodes): allocation [1,51] = 100; OOM attempts [1,3]

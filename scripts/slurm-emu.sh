@@ -13,10 +13,20 @@
 #   scripts/slurm-emu.sh start    install the packages if missing, start the
 #                                 daemons (a no-op if they already run) and
 #                                 wait for 18 idle nodes
-#   scripts/slurm-emu.sh stop     stop the daemons this script started (by
-#                                 pid) and remove its state directory
+#   scripts/slurm-emu.sh stop     stop every process this emulation started
+#                                 and remove its state directory
 #   scripts/slurm-emu.sh status   exit 0 when the emulation answers
+#   scripts/slurm-emu.sh owner    print who started the running emulation
 #   scripts/slurm-emu.sh env      print `export SLURM_CONF=...` for eval
+#
+# A start finding no live slurmctld starts clean: whatever a killed run left
+# (munged, a slurmd, job steps and their slurmstepd in the node namespaces,
+# the controller's saved jobs, the nodes' spools) is ended and removed
+# first, and slurmctld starts without recovering state (-c). A stop ends
+# every process the emulation started, found by pid file, by its command
+# line naming this directory, and in the node namespaces, so none outlives
+# it. Processes are matched by this directory: another emulation's (another
+# SWEEPFLOW_SLURM_EMU_DIR) are never touched.
 #
 # SWEEPFLOW_SLURM_EMU_OWNER, when set at start, is written to $dir/owner so a
 # later caller knows who started the daemons (tests adopt and stop only an
@@ -65,12 +75,18 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 
+# running PID: the process exists and is not a zombie (a killed daemon whose
+# parent never reaps it, as in a container without an init, stays listed).
+running() {
+  [ -d "/proc/$1" ] && ! grep -qs '^State:[[:space:]]*Z' "/proc/$1/status"
+}
+
 # alive PIDFILE NAME: the pid in the file runs and is NAME (not a reused pid).
 alive() {
   local pid
   [ -f "$1" ] || return 1
   pid=$(cat "$1" 2>/dev/null) || return 1
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  [ -n "$pid" ] && running "$pid" || return 1
   grep -q "$2" "/proc/$pid/comm" 2>/dev/null
 }
 
@@ -197,6 +213,66 @@ teardown_net() {
   remove_hosts
 }
 
+# ours: the pids of every process of this emulation that still runs: its
+# daemons (their command lines name $dir), everything in its node
+# namespaces (job steps, slurmstepd), and the srun clients of its job steps
+# (their SLURM_CONF is this emulation's), which never end once it is gone.
+ours() {
+  local p cmd i ns
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    case "$(cat "/proc/$p/comm" 2>/dev/null)" in
+      munged | slurmctld | slurmd | slurmstepd)
+        { cmd=$(tr '\0' ' ' <"/proc/$p/cmdline"); } 2>/dev/null || continue
+        case "$cmd" in *"$dir/"*) running "$p" && echo "$p" ;; esac
+        ;;
+      srun | salloc)
+        { tr '\0' '\n' <"/proc/$p/environ" | grep -qxF "SLURM_CONF=$conf"; } 2>/dev/null && running "$p" && echo "$p"
+        ;;
+    esac
+  done
+  for i in $(seq "$nodes"); do
+    ns=$(node_ns "$i")
+    ip netns list 2>/dev/null | grep -qw "$ns" || continue
+    for p in $(ip netns pids "$ns" 2>/dev/null); do
+      if running "$p"; then echo "$p"; fi
+    done
+  done
+  return 0
+}
+
+# end_ours ends what ours lists: SIGTERM, then SIGKILL after 5 s.
+end_ours() {
+  local pids p
+  pids=$(ours | sort -u)
+  [ -n "$pids" ] || return 0
+  for p in $pids; do kill "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    pids=$(for p in $pids; do if running "$p"; then echo "$p"; fi; done)
+    [ -n "$pids" ] || return 0
+    sleep 0.1
+  done
+  for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
+}
+
+# clean_start: no slurmctld of this emulation runs, so nothing of it is in
+# use: end what a killed run left and remove its state, keeping the logs of
+# that run beside the new ones.
+clean_start() {
+  local left
+  left=$(ours | sort -u | tr '\n' ' ')
+  if [ -n "${left% }" ] || [ -d "$dir/ctld" ]; then
+    log "no live slurmctld: starting clean (ending left-over processes: ${left:-none}; removing saved jobs and spools)"
+  fi
+  end_ours
+  rm -rf "$dir/ctld" "$dir/spool" "$dir/run" "$dir/owner" "$dir/munge/munge.socket"*
+  if [ -d "$dir/log" ]; then
+    local old="$dir/log.$(date +%s)"
+    mv "$dir/log" "$old" 2>/dev/null || true
+    ls -dt "$dir"/log.* 2>/dev/null | tail -n +3 | xargs -r rm -rf
+  fi
+}
+
 start_munge() {
   alive "$dir/run/munged.pid" munged && return 0
   mkdir -p "$dir/munge"
@@ -243,15 +319,25 @@ start() {
     exit 1
   fi
   if alive "$dir/run/slurmctld.pid" slurmctld && ready; then
-    log "already running ($conf)"
+    log "already running ($conf), started by $(owner)"
     return 0
+  fi
+  local fresh=0
+  if ! alive "$dir/run/slurmctld.pid" slurmctld; then
+    clean_start
+    fresh=1
   fi
   mkdir -p "$dir/run" "$dir/log" "$dir/ctld"
   for i in $(seq "$nodes"); do mkdir -p "$dir/spool/$(node_name "$i")"; done
   write_conf
   start_munge
-  # -i: ignore state from an earlier run of this directory.
-  daemon "$dir/run/slurmctld.pid" slurmctld slurmctld -D -i -f "$conf"
+  # -c: a clean start recovers no jobs of an earlier run of this directory
+  # (-i only ignores errors reading them).
+  if [ "$fresh" = 1 ]; then
+    daemon "$dir/run/slurmctld.pid" slurmctld slurmctld -D -c -f "$conf"
+  else
+    daemon "$dir/run/slurmctld.pid" slurmctld slurmctld -D -i -f "$conf"
+  fi
   for i in $(seq "$nodes"); do
     local n
     n=$(node_name "$i")
@@ -274,8 +360,17 @@ start() {
   exit 1
 }
 
+# owner: who started the running emulation (SWEEPFLOW_SLURM_EMU_OWNER at
+# its start, with the directory's owner when none was given).
+owner() {
+  local who
+  who=$(cat "$dir/owner" 2>/dev/null || true)
+  [ -n "$who" ] || who="an unnamed caller ($(stat -c %U "$dir" 2>/dev/null || echo unknown))"
+  echo "$who"
+}
+
 stop() {
-  [ -d "$dir" ] || { teardown_net; return 0; }
+  [ -d "$dir" ] || { end_ours; teardown_net; return 0; }
   local f pids=()
   # Jobs first, so slurmd kills their processes while it still runs.
   if [ -f "$conf" ] && alive "$dir/run/slurmctld.pid" slurmctld; then
@@ -302,11 +397,14 @@ stop() {
   done
   for pid in "${pids[@]}"; do
     for _ in $(seq 100); do
-      [ -d "/proc/$pid" ] || break
+      running "$pid" || break
       sleep 0.1
     done
-    [ -d "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    if running "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
   done
+  # What the pid files missed: a munged or slurmd whose pid file is gone,
+  # job steps and their slurmstepd in the node namespaces.
+  end_ours
   teardown_net
   rm -rf "$dir"
   log "stopped"
@@ -316,9 +414,10 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) alive "$dir/run/slurmctld.pid" slurmctld && ready ;;
+  owner) owner ;;
   env) echo "export SLURM_CONF=$conf" ;;
   *)
-    echo "usage: $0 start|stop|status|env" >&2
+    echo "usage: $0 start|stop|status|owner|env" >&2
     exit 2
     ;;
 esac

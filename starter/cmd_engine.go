@@ -71,7 +71,7 @@ func newEngineRenderCmd() *cobra.Command {
 		if *recipeFile == "" || (*nodesFlag == "" && !*placeholders) {
 			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
 		}
-		return engineRenderRun(c.OutOrStdout(), engineRenderFlags{
+		return engineRenderRun(c.OutOrStdout(), c.ErrOrStderr(), engineRenderFlags{
 			recipe: *recipeFile, nodes: *nodesFlag, json: *asJSON, al: *al, placeholders: *placeholders,
 			cluster: *clusterFile, modelDir: *modelDir, image: *image, logDir: *logDir, srtRoot: *srtRoot,
 			infmax: *infmax, addrs: *addrs, jobID: *jobID,
@@ -88,10 +88,13 @@ type engineRenderFlags struct {
 	infmax, addrs, jobID                      string
 }
 
-func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
+func engineRenderRun(stdout, stderr io.Writer, f engineRenderFlags) error {
 	recipe, err := loadRecipeFile(f.recipe)
 	if err != nil {
 		return err
+	}
+	for _, w := range recipe.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w.Error())
 	}
 	var nodes []string
 	if f.nodes == "" {
@@ -100,7 +103,7 @@ func engineRenderRun(stdout io.Writer, f engineRenderFlags) error {
 		if err != nil {
 			return err
 		}
-		nodes = srtlaunch.PlaceholderAllocation(fp.Nodes).Nodes
+		nodes = srtlaunch.PlaceholderAllocation(recipe, fp.Nodes).Nodes
 	} else if nodes, err = hostlist.Expand(f.nodes); err != nil {
 		return &exitError{code: 2, msg: "--nodes: " + err.Error()}
 	}

@@ -133,11 +133,11 @@ var launchableInferenceX = []struct {
 	// dataProblems: keys that do not launch, with a part of their reason.
 	dataProblems map[string]string
 }{
-	{"gb200-nvl72", 16, 27, map[string]string{
+	{"gb200-nvl72", 25, 27, map[string]string{
 		"dsv4-fp4-gb200-llmd-vllm":     "a shell launcher, not an srt-slurm recipe",
 		"dsr1-fp8-gb200-dynamo-sglang": "override-format recipe named without a variant: srtctl apply would submit all 3",
 	}},
-	{"gb300-nvl72", 17, 31, map[string]string{
+	{"gb300-nvl72", 28, 31, map[string]string{
 		"dsv4-fp4-gb300-dynamo-vllm-agentic": "is not in InferenceX's tree",
 		"dsv4-fp4-gb300-dynamo-trt":          "runs this key (dynamo-trt dsv4) on srt-slurm sa-submission-q2-2026",
 		"dsv4-fp4-gb300-dynamo-trt-mtp":      "runs this key (dynamo-trt dsv4) on srt-slurm sa-submission-q2-2026",

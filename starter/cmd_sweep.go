@@ -34,6 +34,7 @@ func init() {
 		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
 		c.Flags().StringArrayVar(&f.adaptive, "adaptive", nil, "adaptive points for a config key, as the sweep file's adaptive: entry (repeatable; replaces the file's entry for that key): "+
 			"KEY=fill[,factor=2][,max-points=3][,max-node-hours=H] or KEY=slo,metric=p99_ttft,max=2,step=64[,grid-min=N][,grid-max=N][,topology=T][,max-points=N][,max-node-hours=H]")
+		f.chaos.bind(c.Flags())
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -77,6 +78,8 @@ type startFlags struct {
 	onePointPerKey bool
 	// adaptive: `sweep start --adaptive KEY=MODE,...`.
 	adaptive []string
+	// chaos: `sweep start --chaos SEED` (starter/chaos.go).
+	chaos chaosFlags
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -168,6 +171,13 @@ func runSweepStart(f startFlags) error {
 	if req.Changelog != nil {
 		f.memo["changelog"] = control.ChangelogMemo(*req.Changelog)
 	}
+	var chaosRun *chaosRun
+	if f.chaos.on() {
+		if chaosRun, err = f.chaos.prepare(in, p.Cluster, f.id == ""); err != nil {
+			return err
+		}
+		f.memo["chaos"] = chaosRun.memo()
+	}
 	if err := recordPlan(f.ledger, in, p); err != nil {
 		return err
 	}
@@ -176,7 +186,10 @@ func runSweepStart(f startFlags) error {
 		return err
 	}
 	defer c.Close()
-	return startAndReport(c, in, f)
+	if chaosRun == nil {
+		return startAndReport(c, in, f)
+	}
+	return chaosRun.run(c, in, f)
 }
 
 // recordPlan stores the sweep's plan and input files in the ledger, so
@@ -193,12 +206,7 @@ func recordPlan(l ledgerFlags, in *workflows.SweepInput, p *plan.Plan) error {
 }
 
 func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) error {
-	if f.nodeHold != 0 && f.nodeHold != workflows.DefaultNodeHold {
-		in.Tuning.NodeHold = f.nodeHold
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	run, err := control.StartMemo(ctx, c, in, f.memo)
+	run, err := start(c, in, f)
 	if err != nil {
 		return err
 	}
@@ -224,6 +232,16 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 		return watch(c, in.SweepID, watchOptions{json: f.jsonOut, interval: time.Second})
 	}
 	return nil
+}
+
+// start starts the sweep workflow with the flags' node hold and memo.
+func start(c client.Client, in *workflows.SweepInput, f startFlags) (client.WorkflowRun, error) {
+	if f.nodeHold != 0 && f.nodeHold != workflows.DefaultNodeHold {
+		in.Tuning.NodeHold = f.nodeHold
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return control.StartMemo(ctx, c, in, f.memo)
 }
 
 func checkStages(force []string) error {

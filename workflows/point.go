@@ -419,7 +419,7 @@ const maxReallocations = 3
 // isAllocationLost: the stage failed because the nodes are gone.
 func isAllocationLost(err error) bool {
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == "AllocationLost"
+	return errors.As(err, &app) && app.Type() == activities.ErrAllocationLost
 }
 
 // isAllocationReleased: the point released its nodes while it waited for an
@@ -618,28 +618,7 @@ func FailureOf(err error) failure.Failure {
 	if !errors.As(err, &app) {
 		return failure.Failure{Class: failure.Transient, Excerpt: msg}
 	}
-	switch app.Type() {
-	case point.InvalidResultType:
-		return failure.Failure{Class: failure.InvalidResult, Excerpt: failure.Clip(app.Message())}
-	case "InjectedFault":
-		return failure.Failure{Class: failure.Injected, Excerpt: failure.Clip(app.Message())}
-	}
-	var f failure.Failure
-	if app.HasDetails() && app.Details(&f) == nil && f.Class != "" {
-		return f
-	}
-	c := failure.Transient
-	switch app.Type() {
-	case activities.ErrBadConfig, activities.ErrRecipeMismatch, activities.ErrResultConflict:
-		c = failure.ConfigError
-	case activities.ErrChecksumMismatch:
-		c = failure.Checksum
-	case activities.ErrOutOfMemory:
-		c = failure.HostOOM
-	case "AllocationLost":
-		c = failure.JobLost
-	}
-	return failure.Failure{Class: c, Excerpt: msg}
+	return activities.AppFailure(app, msg)
 }
 
 // autoRetries is how many fresh retry budgets a stage gets by itself after

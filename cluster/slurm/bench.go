@@ -26,6 +26,9 @@ func (b *Backend) RunBenchmark(ctx context.Context, alloc cluster.Allocation, sr
 	if st.Benchmark == nil {
 		return "", fmt.Errorf("%w: the recipe has no benchmark process (benchmark.type custom); use perf-client: loadgen", cluster.ErrBadConfig)
 	}
+	if st.Benchmark.Unmapped != "" {
+		return "", fmt.Errorf("%w: %s", cluster.ErrBadConfig, st.Benchmark.Unmapped)
+	}
 	if spec.ResultFilename == "" {
 		return "", fmt.Errorf("%w: benchmark: RESULT_FILENAME is empty", cluster.ErrBadConfig)
 	}

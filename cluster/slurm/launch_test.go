@@ -34,7 +34,7 @@ func renderSeed(t *testing.T, name string, nodes int, al float64) []*srtlaunch.P
 	t.Helper()
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+name+".yaml")
 	require.NoError(t, err)
-	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(nodes), srtlaunch.Options{SyntheticAL: al,
+	procs, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, nodes), srtlaunch.Options{SyntheticAL: al,
 		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	return procs.Processes
@@ -102,7 +102,7 @@ func TestSrunArgs(t *testing.T) {
 	t.Run("pyxis: a TensorRT-LLM worker's MPI srun spans its nodes with one task per GPU", func(t *testing.T) {
 		rec, err := config.LoadRecipe(filepath.Join("srtlaunch", "testdata"), "trtllm-disagg.yaml")
 		require.NoError(t, err)
-		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
+		rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, 3), srtlaunch.Options{Paths: srtlaunch.PlaceholderPaths("Tiny-1B"), JobID: "4242"})
 		require.NoError(t, err)
 		l := Launch{Runtime: config.RuntimePyxis, SrtRoot: "{SRT_ROOT}"}
 		d := rendered.Processes[2]
@@ -369,7 +369,7 @@ func errorsIsAny(err error) bool {
 func TestLaunchWritesRenderedFiles(t *testing.T) {
 	rec, err := config.LoadRecipe(filepath.Join("..", "..", "configs"), seedRecipes+"disagg-gb200-1p1d-dep8-dep16-c64-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(6), srtlaunch.Options{
+	rendered, err := srtlaunch.Render(rec, srtlaunch.PlaceholderAllocation(rec, 6), srtlaunch.Options{
 		Paths: srtlaunch.PlaceholderPaths("DeepSeek-V4-Pro-0813"), JobID: "4242"})
 	require.NoError(t, err)
 	require.Contains(t, rendered.Files, "nginx.conf", "nginx fronts the frontends of a 6-node layout")
@@ -432,6 +432,8 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 			_, _ = w.Write([]byte(`{"workers":[],"stats":{"prefill_count":2,"decode_count":1,"regular_count":0}}`))
 		case "/health":
 			_, _ = w.Write([]byte(`{"status":"healthy","instances":[{"component":"prefill","endpoint":"generate"}]}`))
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"M","object":"model"}]}`))
 		}
 	}))
 	defer srv.Close()
@@ -441,8 +443,65 @@ func TestRenderSGLangRouterAndReadItsWorkers(t *testing.T) {
 	p, d, err = frontendWorkers(context.Background(), srv.URL, "dynamo")
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 0}, []int{p, d}, "dynamo's /health")
+	p, d, err = frontendWorkers(context.Background(), srv.URL, "vllm")
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1}, []int{p, d}, "vllm serve's /v1/models: its one aggregate worker serves a model")
 	_, rendered, err := b.render(context.Background(), cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02", "gb200-03"}, WorkDir: dir},
 		spec("trtllm-disagg.yaml"), dir, []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"})
 	require.NoError(t, err)
 	assert.Contains(t, rendered.Files, "trtllm_config_decode.yaml")
+}
+
+// A recipe whose model.container the profile binds to the row's image runs
+// the point's image, as InferenceX's launchers write dynamo-sglang into
+// srtslurm.yaml for each key; other containers, and points without an
+// image, keep the profile's entry.
+func TestRowImageContainers(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs(filepath.Join("srtlaunch", "testdata"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "sglang-router.yaml"))
+	require.NoError(t, err)
+	rec, err := config.ParseRecipe("sglang-router.yaml", data, "")
+	require.NoError(t, err)
+	name := rec.Model.Container
+	b, err := New(Config{Partition: "p", SharedRoot: dir, NodeLocalRoot: dir, StarterBin: "/bin/true", RecipesRoot: root,
+		Launch: Launch{SrtRoot: "x", Runtime: config.RuntimePyxis, RowImageContainers: []string{name},
+			Containers: map[string]string{name: "/sq/profile.sqsh", "lmsysorg/sglang:row": "/sq/row.sqsh"}}})
+	require.NoError(t, err)
+	alloc := cluster.Allocation{JobID: "7", Nodes: []string{"gb200-01", "gb200-02"}, WorkDir: dir}
+	images := func(rowImage string) map[string]string {
+		_, rendered, err := b.render(context.Background(), alloc,
+			cluster.ServeSpec{RecipePath: "sglang-router.yaml", RecipeDigest: config.RecipeDigest(data), Image: rowImage}, dir, []string{"10.0.0.1", "10.0.0.2"})
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, p := range rendered.Processes {
+			s, err := b.cfg.Launch.newStep(p)
+			require.NoError(t, err)
+			out[string(p.Role)] = s.Image
+		}
+		return out
+	}
+	row, none := images("lmsysorg/sglang:row"), images("")
+	workers := 0
+	for role, img := range none {
+		if img == "/sq/profile.sqsh" {
+			workers++
+			assert.Equal(t, "/sq/row.sqsh", row[role], "%s runs in the recipe's container, so the row's image", role)
+		} else {
+			assert.Equal(t, img, row[role], "%s has a container of its own", role)
+		}
+	}
+	assert.Positive(t, workers, "without a row image the recipe's container resolves through the profile: %v", none)
+}
+
+// TestBringUpSimSettings: a bring-up's SWEEPFLOW_SIM_* settings reach its
+// simulator roles only, and its health budget may only be cut.
+func TestBringUpSimSettings(t *testing.T) {
+	spec := cluster.ServeSpec{Env: map[string]string{"SWEEPFLOW_MODE": "perf", "SWEEPFLOW_SIM_CRASH": "cuda-oom"}}
+	assert.Equal(t, []kv{{"SWEEPFLOW_SIM_CRASH", "cuda-oom"}}, simEnv(step{SimRole: "sglang-worker"}, spec))
+	assert.Nil(t, simEnv(step{}, spec), "a real engine's step gets none")
+	assert.Equal(t, 14400.0, healthBudget(4*time.Hour, cluster.ServeSpec{}))
+	assert.Equal(t, 15.0, healthBudget(4*time.Hour, cluster.ServeSpec{HealthBudget: 15 * time.Second}))
+	assert.Equal(t, 10.0, healthBudget(10*time.Second, cluster.ServeSpec{HealthBudget: time.Minute}), "never lengthened")
 }

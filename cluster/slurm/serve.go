@@ -32,6 +32,16 @@ const stepPrefix = "sweepflow-serve-"
 // benchPrefix names benchmark steps (not serving: a bring-up keeps them).
 const benchPrefix = "sweepflow-bench-"
 
+// telemetryPrefix names the DCGM exporter steps and collectorPrefix the
+// power collector's (telemetry dcgm-power). Neither is serving: srt-slurm
+// launches the exporters non-critical (their exit invalidates the power
+// artifacts, not the benchmark), and the collector is stopped first, so it
+// finalizes its manifest while the exporters still answer.
+const (
+	telemetryPrefix = "sweepflow-telemetry-"
+	collectorPrefix = "sweepflow-power-"
+)
+
 // phaseMarkers are log lines that say how far a server got, checked in
 // order; the furthest one seen is the phase reported while waiting.
 var phaseMarkers = []struct {
@@ -59,9 +69,11 @@ type Launch struct {
 	// node as it is).
 	Runtime string
 	// Containers maps a rendered container name to the image srun runs.
-	Containers      map[string]string
-	SrtRoot         string
-	InfmaxWorkspace string
+	Containers map[string]string
+	// RowImageContainers stand for the point's own image (config.Cluster).
+	RowImageContainers []string
+	SrtRoot            string
+	InfmaxWorkspace    string
 	// Models resolves the recipe's model.path alias to the checkpoint
 	// directory mounted at /model ("%n": the node name).
 	Models map[string]config.Model
@@ -74,6 +86,18 @@ type Launch struct {
 	// InfraWait bounds the wait for etcd after the infra step starts
 	// (srt-slurm: 300 s).
 	InfraWait time.Duration
+}
+
+// containerName is the container a recipe's model.container stands for:
+// the point's own image where the profile binds the name to it (as
+// InferenceX's launchers bind dynamo-sglang and dynamo-trtllm to each key's
+// image in srtslurm.yaml), else the name itself. Containers then maps it to
+// what srun runs.
+func (l *Launch) containerName(name, rowImage string) string {
+	if rowImage != "" && slices.Contains(l.RowImageContainers, name) {
+		return rowImage
+	}
+	return name
 }
 
 func (l *Launch) validate() error {
@@ -193,6 +217,8 @@ type step struct {
 	// script (exports, preamble, command), or the command itself when
 	// srt-slurm runs it bare (nginx).
 	Program []string `json:"program"`
+	// Unmapped says why an emulated benchmark step has no simulator role.
+	Unmapped string `json:"unmapped,omitempty"`
 }
 
 // launchState is what a bring-up leaves in its log directory for Health,
@@ -218,10 +244,15 @@ type launchState struct {
 	Frontend  string `json:"frontend,omitempty"`
 	Steps     []step `json:"steps"`
 	Benchmark *step  `json:"benchmark,omitempty"`
+	// Telemetry are the DCGM exporter steps and the power collector.
+	Telemetry []step `json:"telemetry,omitempty"`
 }
 
 func stepName(p *srtlaunch.Process) string {
 	base := strings.TrimSuffix(filepath.Base(p.Output), filepath.Ext(p.Output))
+	if p.Role == srtlaunch.RoleTelemetry {
+		return telemetryPrefix + base
+	}
 	return stepPrefix + base
 }
 
@@ -261,7 +292,11 @@ func (l *Launch) newStep(p *srtlaunch.Process) (step, error) {
 	}
 	if l.Emulated() {
 		role, ok := RoleFor(l.Entrypoints, p.Command)
-		if !ok {
+		switch {
+		case !ok && p.Role == srtlaunch.RoleBenchmark:
+			// Not part of the bring-up: only a perf that runs it needs a role.
+			s.Unmapped = fmt.Sprintf("emulation: no entry point in the cluster profile matches the benchmark's command %q", p.CommandLine())
+		case !ok:
 			return s, fmt.Errorf("%w: emulation: no entry point in the cluster profile matches %s's command %q", cluster.ErrBadConfig, p.Output, p.CommandLine())
 		}
 		s.SimRole = role
@@ -278,7 +313,8 @@ func (l *Launch) srunArgs(s step, jobID, starter string) []string {
 	// The MPI flags and task count only with real engines: the emulation
 	// runs one simulated process per step.
 	ntasks := 1
-	if s.MPI != "" && pyxis {
+	switch {
+	case s.MPI != "" && pyxis:
 		a = append(a, "--mpi", s.MPI)
 		if s.Oversubscribe {
 			a = append(a, "--oversubscribe")
@@ -287,6 +323,8 @@ func (l *Launch) srunArgs(s step, jobID, starter string) []string {
 			a = append(a, "--cpu-bind="+s.CPUBind)
 		}
 		ntasks = max(s.Ntasks, 1)
+	case s.MPI == "":
+		ntasks = max(s.Ntasks, 1) // one task per node of a step over several (the DCGM exporters)
 	}
 	// An emulated step over several nodes (a TensorRT-LLM worker is one
 	// srun over all its nodes) runs one role per node: srun shrinks a step
@@ -444,7 +482,7 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if modelDir == "" && !strings.HasPrefix(rec.Model.Path, "hf:") {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.path %q is not in the cluster profile's models", cluster.ErrBadConfig, rec.Display, rec.Model.Path)
 	}
-	paths := srtlaunch.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: rec.Model.Container,
+	paths := srtlaunch.Paths{LogDir: dir, ModelDir: modelDir, ModelName: filepath.Base(modelDir), Image: l.containerName(rec.Model.Container, spec.Image),
 		SrtRoot: l.SrtRoot, InfmaxWorkspace: l.InfmaxWorkspace}
 	if paths.Image == "" {
 		return nil, nil, fmt.Errorf("%w: recipe %s: model.container is missing", cluster.ErrBadConfig, rec.Display)
@@ -454,10 +492,13 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
-	// Health reads dynamo's /health or the SGLang router's /workers.
-	// starts rather than time out on a router that answers elsewhere.
-	if rendered.Frontend != "dynamo" && rendered.Frontend != "sglang" {
-		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend reads worker health from dynamo frontends or SGLang routers only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
+	// Health reads dynamo's /health, the SGLang router's /workers or
+	// vLLM's own /v1/models; refuse rather than time out on a frontend
+	// that answers elsewhere.
+	switch rendered.Frontend {
+	case "dynamo", "sglang", "vllm":
+	default:
+		return nil, nil, fmt.Errorf("%w: recipe %s: frontend.type %s: the Slurm backend reads worker health from dynamo frontends, SGLang routers or vllm serve only", cluster.ErrBadConfig, rec.Display, rendered.Frontend)
 	}
 	return rec, rendered, nil
 }
@@ -475,7 +516,8 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if srv, ok, err := b.restartWorkers(ctx, alloc, spec); ok || err != nil {
 		return srv, err
 	}
-	if err := b.stopSteps(ctx, alloc, stepPrefix, benchPrefix); err != nil {
+	b.stopCollector(ctx, alloc)
+	if err := b.stopSteps(ctx, alloc, stepPrefix, benchPrefix, telemetryPrefix, collectorPrefix); err != nil {
 		return cluster.Server{}, err
 	}
 	dir, err := nextServeDir(alloc.WorkDir)
@@ -492,10 +534,10 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		return cluster.Server{}, err
 	}
 	procs := rendered.Processes
-	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+	st := launchState{Started: time.Now(), BudgetSec: healthBudget(rec.HealthCheck.Timeout(), spec), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, Frontend: rendered.Frontend}
 	st.Prefill, st.Decode = srtlaunch.Expected(procs)
-	var infra, workers, fronts []step
+	var infra, mooncake, workers, fronts []step
 	for _, p := range procs {
 		s, err := b.cfg.Launch.newStep(p)
 		if err != nil {
@@ -504,10 +546,15 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		switch p.Role {
 		case srtlaunch.RoleInfra:
 			infra = append(infra, s)
+		case srtlaunch.RoleMooncake:
+			mooncake = append(mooncake, s)
 		case srtlaunch.RolePrefill, srtlaunch.RoleDecode, srtlaunch.RoleAgg:
 			workers = append(workers, s)
 		case srtlaunch.RoleNginx, srtlaunch.RoleFrontend:
 			fronts = append(fronts, s)
+		case srtlaunch.RoleTelemetry:
+			st.Telemetry = append(st.Telemetry, s)
+			continue
 		case srtlaunch.RoleBenchmark:
 			bs := s
 			st.Benchmark = &bs
@@ -518,6 +565,17 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		}
 		st.Steps = append(st.Steps, s)
 	}
+	if st.URL == "" && rendered.Frontend == "vllm" {
+		// vllm serve on the aggregate leader is the public server.
+		st.URL = "http://" + net.JoinHostPort(addrOf[rendered.PublicNode], "8000")
+	}
+	if rendered.Power != nil {
+		col, err := b.collectorStep(dir, alloc, rendered.Power)
+		if err != nil {
+			return cluster.Server{}, err
+		}
+		st.Telemetry = append(st.Telemetry, col)
+	}
 	if err := writeFiles(dir, rendered.Files); err != nil {
 		return cluster.Server{}, err
 	}
@@ -525,13 +583,13 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 		return cluster.Server{}, err
 	}
 	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir), Model: rendered.ServedModel}
-	exited := make(chan string, len(st.Steps))
+	exited := make(chan string, len(st.Steps)+len(st.Telemetry))
 	start := func(steps []step) error {
 		for _, s := range steps {
 			if err := ctx.Err(); err != nil {
 				return err // a cancelled attempt starts nothing more
 			}
-			if err := b.startStep(alloc, s, nil, exited); err != nil {
+			if err := b.startStep(alloc, s, simEnv(s, spec), exited); err != nil {
 				return err
 			}
 		}
@@ -545,16 +603,141 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 			return srv, err
 		}
 	}
+	// srt-slurm waits for the Mooncake master's RPC, metadata and metrics
+	// ports before it starts the workers that join it.
+	if err := start(mooncake); err != nil {
+		return srv, err
+	}
+	for _, m := range mooncake {
+		if err := b.waitPorts(ctx, alloc, dir, m, exited, mooncakePorts); err != nil {
+			return srv, err
+		}
+	}
 	if err := start(workers); err != nil {
 		return srv, err
 	}
 	if err := start(fronts); err != nil {
 		return srv, err
 	}
+	// Telemetry after the frontends (do_sweep.run): the exporters, then the
+	// collector, which must see every expected GPU within the startup
+	// timeout; a required one that does not fails the bring-up, as
+	// srt-slurm then skips the formal benchmark.
+	for _, s := range st.Telemetry {
+		if err := b.startStep(alloc, s, nil, nil); err != nil { // not serving: an exit does not fail the bring-up
+			return srv, err
+		}
+	}
+	if p := rendered.Power; p != nil {
+		if err := b.waitPowerReady(ctx, st.Telemetry[len(st.Telemetry)-1], p); err != nil {
+			return srv, err
+		}
+	}
 	// Health reads a step missing from squeue as a step that died: return
 	// only once Slurm lists every step (srun registers a step a moment
 	// after it starts).
 	return srv, b.waitListed(ctx, alloc, dir, st.Steps, exited)
+}
+
+// stopCollector asks the power collector steps to finish (SIGTERM, which
+// scancel's plain termination would follow with SIGKILL after KillWait)
+// and waits up to a minute for them to write their terminal manifests and
+// exit; what still runs then is cancelled with the rest.
+func (b *Backend) stopCollector(ctx context.Context, alloc cluster.Allocation) {
+	deadline := time.Now().Add(time.Minute)
+	signalled := map[string]bool{}
+	for time.Now().Before(deadline) {
+		steps, err := b.steps(ctx, alloc, collectorPrefix)
+		if err != nil || len(steps) == 0 {
+			return
+		}
+		for id := range steps {
+			if !signalled[id] {
+				signalled[id] = true
+				_, _ = run(ctx, nil, "scancel", "--signal=TERM", id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.cfg.Poll / 4):
+		}
+	}
+}
+
+// mooncakePorts are the Mooncake master's RPC, HTTP metadata and metrics
+// ports srt-slurm waits for (srtctl/ports.py).
+var mooncakePorts = []int{8700, 8701, 8702}
+
+// waitPorts waits until every port answers on the step's node, as
+// srt-slurm's wait_for_port does (120 s each for the Mooncake master).
+func (b *Backend) waitPorts(ctx context.Context, alloc cluster.Allocation, dir string, s step, exited <-chan string, ports []int) error {
+	host := nodeAddrs(ctx, s.Nodes[:1])[0]
+	deadline := time.After(2 * time.Minute)
+	for _, port := range ports {
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case name := <-exited:
+				return b.stepDied(ctx, alloc, name, stepLog(dir, name))
+			case <-deadline:
+				return fmt.Errorf("%w: slurm job %s: %s did not answer on %s within 2 minutes: %s", cluster.ErrAllocationLost, alloc.JobID,
+					s.Name, addr, tail(s.Output, 5))
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(b.cfg.Poll / 4):
+			}
+		}
+	}
+	return nil
+}
+
+// collectorStep is the power collector (telemetry dcgm-power) as a step on
+// the allocation's first node, the host srt-slurm's orchestrator and its
+// collector run on: `starter power collect` with the settings the render
+// gave, written beside the bring-up's logs; no container.
+func (b *Backend) collectorStep(dir string, alloc cluster.Allocation, p *srtlaunch.PowerTelemetry) (step, error) {
+	cfg := filepath.Join(dir, "power-collector.json")
+	if err := writeJSON(cfg, p); err != nil {
+		return step{}, err
+	}
+	prog := []string{b.cfg.StarterBin, "power", "collect", "--config", cfg}
+	return step{Name: collectorPrefix + "collector", Role: "power-collector", Nodes: alloc.Nodes[:1],
+		Output: filepath.Join(dir, "power_collector.out"), Command: prog, Program: prog}, nil
+}
+
+// powerReadyLine is what the collector logs once one scrape covered every
+// expected GPU (power.Collector.Run).
+const powerReadyLine = "power: every expected GPU reported"
+
+// waitPowerReady waits the startup timeout for the collector's readiness;
+// a required session that misses it fails the bring-up (srt-slurm skips the
+// benchmark: its artifacts could never be published), a best-effort one
+// goes on and the manifest records why.
+func (b *Backend) waitPowerReady(ctx context.Context, col step, p *srtlaunch.PowerTelemetry) error {
+	deadline := time.Now().Add(time.Duration(p.StartupTimeout * float64(time.Second)))
+	for {
+		if data, err := os.ReadFile(col.Output); err == nil && strings.Contains(string(data), powerReadyLine) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if !p.Required {
+				return nil
+			}
+			return fmt.Errorf("telemetry.required: the DCGM exporters did not report every expected GPU within %gs: %s",
+				p.StartupTimeout, tail(col.Output, 3))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(b.cfg.Poll / 4):
+		}
+	}
 }
 
 // waitListed waits until squeue lists every step of a bring-up; a step whose
@@ -941,9 +1124,10 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 	}
 	prev, err := readState(prevDir)
 	// An SGLang router holds the worker URLs it was started with and keeps
-	// counting them while they restart, so its deployments come up whole.
+	// counting them while they restart, and vllm serve is its own frontend,
+	// so their deployments come up whole.
 	if err != nil || prev.RecipePath != spec.RecipePath || prev.JobID != alloc.JobID || !slices.Equal(prev.Nodes, alloc.Nodes) || prev.URL == "" ||
-		prev.Frontend == "sglang" {
+		prev.Frontend == "sglang" || prev.Frontend == "vllm" {
 		return cluster.Server{}, false, nil
 	}
 	running, err := b.steps(ctx, alloc, stepPrefix)
@@ -988,7 +1172,7 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		return cluster.Server{}, false, err
 	}
 	procs := rendered.Processes
-	st := launchState{Started: time.Now(), BudgetSec: rec.HealthCheck.Timeout().Seconds(), JobID: alloc.JobID, Nodes: alloc.Nodes,
+	st := launchState{Started: time.Now(), BudgetSec: healthBudget(rec.HealthCheck.Timeout(), spec), JobID: alloc.JobID, Nodes: alloc.Nodes,
 		RecipePath: spec.RecipePath, SyntheticAL: spec.SyntheticAL, WorkersOnly: true, ReusedFrom: filepath.Base(prevDir), URL: prev.URL}
 	st.Prefill, st.Decode = srtlaunch.Expected(procs)
 	var workers []step
@@ -1018,12 +1202,37 @@ func (b *Backend) restartWorkers(ctx context.Context, alloc cluster.Allocation, 
 		if err := ctx.Err(); err != nil {
 			return cluster.Server{}, false, err
 		}
-		if err := b.startStep(alloc, s, nil, exited); err != nil {
+		if err := b.startStep(alloc, s, simEnv(s, spec), exited); err != nil {
 			return cluster.Server{}, false, err
 		}
 	}
 	srv := cluster.Server{URL: st.URL, Handle: filepath.Base(dir), Model: rendered.ServedModel}
 	return srv, true, b.waitListed(ctx, alloc, dir, workers, exited)
+}
+
+// healthBudget is the recipe's health-check budget, or the bring-up's
+// shorter one (cluster.ServeSpec.HealthBudget), in seconds.
+func healthBudget(recipe time.Duration, spec cluster.ServeSpec) float64 {
+	if spec.HealthBudget > 0 && (recipe <= 0 || spec.HealthBudget < recipe) {
+		return spec.HealthBudget.Seconds()
+	}
+	return recipe.Seconds()
+}
+
+// simEnv is what a simulator role of this bring-up adds to its
+// environment: the spec's SWEEPFLOW_SIM_* settings (a chaos run's crash of
+// one bring-up); a real engine's step gets none.
+func simEnv(s step, spec cluster.ServeSpec) []kv {
+	if s.SimRole == "" {
+		return nil
+	}
+	var out []kv
+	for _, k := range sortedKeys(spec.Env) {
+		if strings.HasPrefix(k, "SWEEPFLOW_SIM_") {
+			out = append(out, kv{k, spec.Env[k]})
+		}
+	}
+	return out
 }
 
 // latestServeDir is the job's most recent bring-up directory ("" if none).
@@ -1064,11 +1273,16 @@ func (b *Backend) waitUnregistered(ctx context.Context, url string, limit time.D
 }
 
 // frontendWorkers reads the registered workers as srt-slurm does: a dynamo
-// frontend's /health, or an SGLang router's /workers (frontend "sglang").
+// frontend's /health, an SGLang router's /workers (frontend "sglang"), or
+// a direct vLLM server's /v1/models (frontend "vllm": its one aggregate
+// worker is up once a model is listed, check_vllm_health).
 func frontendWorkers(ctx context.Context, url, frontend string) (prefill, decode int, err error) {
 	path := "/health"
-	if frontend == "sglang" {
+	switch frontend {
+	case "sglang":
 		path = "/workers"
+	case "vllm":
+		path = "/v1/models"
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -1082,8 +1296,17 @@ func frontendWorkers(ctx context.Context, url, frontend string) (prefill, decode
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, fmt.Errorf("frontend %s: HTTP %d", path, resp.StatusCode)
 	}
-	if frontend == "sglang" {
+	switch frontend {
+	case "sglang":
 		return srtlaunch.RouterWorkers(body)
+	case "vllm":
+		var models struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(body, &models); err != nil {
+			return 0, 0, fmt.Errorf("vllm /v1/models: %v", err)
+		}
+		return 0, min(len(models.Data), 1), nil
 	}
 	h, err := srtlaunch.ParseFrontendHealth(body)
 	if err != nil {

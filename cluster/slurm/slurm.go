@@ -368,6 +368,10 @@ func (b *Backend) Teardown(ctx context.Context, alloc cluster.Allocation) error 
 	if alloc.JobID == "" {
 		return nil
 	}
+	// The power collector first: it takes its last scrape and writes the
+	// terminal manifest while the exporters still answer (srt-slurm
+	// finalizes telemetry before its process cleanup).
+	b.stopCollector(ctx, alloc)
 	if _, err := run(ctx, nil, "scancel", alloc.JobID); err != nil && !strings.Contains(err.Error(), "Invalid job id") &&
 		!strings.Contains(err.Error(), "already completing or completed") {
 		return err

@@ -19,7 +19,7 @@ const module = "github.com/sweepflow/sweepflow"
 // workflowcheck); the packages in mayImportWorkflows assemble or drive them.
 var (
 	workflowPackages   = []string{"workflows", "nightly"}
-	mayImportWorkflows = []string{"worker/workers", "control", "bench", "starter", "worker", "e2e", "forecast"}
+	mayImportWorkflows = []string{"worker/workers", "control", "bench", "starter", "worker", "e2e", "forecast", "chaos"}
 	commands           = []string{"starter", "worker"}
 )
 

@@ -41,12 +41,18 @@ type BenchmarkPlan struct {
 	// measurement profile records.
 	Seed      *int64
 	TraceSeed int64
+	// CutStreamsAfter is a chaos run's fault (EnvCutStreams): the
+	// replay's streams are cut from this long (wall time) into it.
+	CutStreamsAfter time.Duration
 }
 
 // The seeds the perf activity gives the simulated benchmark.
 const (
 	EnvSeed      = "SWEEPFLOW_SIM_SEED"
 	EnvTraceSeed = "SWEEPFLOW_SIM_TRACE_SEED"
+	// EnvCutStreams (a Go duration) cuts the replay's response streams from
+	// that long into the run on (loadgen.Options.CutStreamsAfter).
+	EnvCutStreams = "SWEEPFLOW_SIM_CUT_STREAMS_AFTER"
 )
 
 // PlanBenchmark reads the benchmark environment as agentic_srt.sh does.
@@ -106,6 +112,11 @@ func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
 			e.into(v)
 		}
 	}
+	if s := getenv(EnvCutStreams); s != "" {
+		if p.CutStreamsAfter, err = time.ParseDuration(s); err != nil || p.CutStreamsAfter <= 0 {
+			return p, fmt.Errorf("%s=%q: want a positive duration such as 4s", EnvCutStreams, s)
+		}
+	}
 	p.WarmupPerLane = 10 // aiperf --warmup-requests-per-lane
 	if strings.EqualFold(getenv("AIPERF_EXPERIMENTAL_FAST"), "true") || getenv("AIPERF_EXPERIMENTAL_FAST") == "1" {
 		p.WarmupPerLane = 1
@@ -159,7 +170,7 @@ func benchmarkPoint(ctx context.Context, o Options, mounts Mounts, p BenchmarkPl
 		BaseURL: p.BaseURL, Model: p.Model, Concurrency: conc,
 		Trace: loadgen.DefaultTrace(p.TraceSeed), Seed: 42 + int64(conc), NumWarmups: p.WarmupPerLane,
 		Duration:  time.Duration(float64(p.Duration) * p.TimeScale),
-		TimeScale: p.TimeScale, ClockScale: p.TimeScale,
+		TimeScale: p.TimeScale, ClockScale: p.TimeScale, CutStreamsAfter: p.CutStreamsAfter,
 	}
 	if p.Seed != nil {
 		opts.Seed = *p.Seed

@@ -199,7 +199,9 @@ func TestVLLMArgsAccepted(t *testing.T) {
 	assert.Equal(t, 8, a.GPUs())
 	assert.Equal(t, 2, a.Nodes())
 	assert.Equal(t, 1, a.NodeRank())
-	assert.Contains(t, a.Unknown, "kv-transfer-config")
+	assert.NotContains(t, a.Unknown, "kv-transfer-config", "read: it names the connector")
+	assert.Equal(t, "NixlConnector", a.KVTransfer["kv_connector"])
+	assert.False(t, a.MooncakeStore)
 	al, synthetic := a.Acceptance()
 	assert.Equal(t, 2.85, al)
 	assert.True(t, synthetic)
@@ -237,7 +239,7 @@ func TestVLLMRefusals(t *testing.T) {
 		{"ranks past the group", edit(base, "--data-parallel-start-rank", "6"), "data_parallel_start_rank 6 + data_parallel_size_local 4 runs past data_parallel_size 8"},
 		{"unaligned start", edit(edit(base, "--data-parallel-start-rank", "2"), "--data-parallel-size", "12"), "data_parallel_start_rank 2 is not a multiple of data_parallel_size_local 4"},
 		{"multi-node without address", edit(base, "--data-parallel-address", ""), "spans nodes (4 local) but --data-parallel-address"},
-		{"device ids", edit(base, "--tensor-parallel-size", "2"), "--device-ids lists 4 GPUs but tensor_parallel_size 2 x pipeline_parallel_size 1 x data_parallel_size_local 4 = 8"},
+		{"device ids", edit(base, "--tensor-parallel-size", "2"), "--device-ids lists 4 GPUs but tensor_parallel_size 2 x pipeline_parallel_size 1 x data_parallel_size_local 4 over 1 node(s) = 8 per node"},
 		{"bad JSON", vllmArgv("decode", 0, "10.0.0.1", 8400, `{"method": "mtp",`), `argument --speculative-config: want a JSON object, got "{\"method\": \"mtp\","`},
 		{"JSON list", vllmArgv("decode", 0, "10.0.0.1", 8400, `[1,2]`), "argument --speculative-config: want a JSON object"},
 		{"synthetic without AL", vllmArgv("decode", 0, "10.0.0.1", 8400, `{"num_speculative_tokens":3,"rejection_sample_method":"synthetic"}`), "rejection_sample_method synthetic needs synthetic_acceptance_length"},
@@ -263,7 +265,7 @@ func TestVLLMRefusals(t *testing.T) {
 	err := Run(context.Background(), RoleVLLM, strings.Fields("python3 -m dynamo.vllm --model /model --tensor-parallel-size 8"),
 		Options{Getenv: func(k string) string { return env[k] }, Environ: environ(env), Stdout: &out, Stderr: &out})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "needs 8 GPUs, the node has 4")
+	assert.Contains(t, err.Error(), "needs 8 GPUs per node, the node has 4")
 }
 
 func TestRouterArgs(t *testing.T) {

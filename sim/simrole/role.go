@@ -35,6 +35,11 @@
 //     streaming proxying of completions to decode or aggregated leaders.
 //   - nginx: reads its nginx.conf and proxies its listen ports to the
 //     upstream servers.
+//   - mooncake-master (mooncake_master): Mooncake's store master with its
+//     gflags flags: the RPC port store clients connect to, the HTTP metadata
+//     server and metrics (backend.mooncake_kv_store).
+//   - dcgm-exporter (dcgm-exporter): /metrics with a simulated
+//     DCGM_FI_DEV_POWER_USAGE per GPU of the node (telemetry dcgm-power).
 //   - benchmark (agentic_srt.sh): sweepflow's load generator replays the
 //     AgentX trace against the frontend and writes InferenceX's per-point
 //     result file (package ixresult).
@@ -67,12 +72,14 @@ const (
 	RoleRouter    = "sglang-router"
 	RoleFrontend  = "dynamo-frontend"
 	RoleNginx     = "nginx"
+	RoleMooncake  = "mooncake-master"
+	RoleDCGM      = "dcgm-exporter"
 	RoleBenchmark = "benchmark"
 )
 
 // Roles lists the role names in launch order.
 func Roles() []string {
-	return []string{RoleInfra, RoleWorker, RoleTRTLLM, RoleVLLM, RoleFrontend, RoleRouter, RoleNginx, RoleBenchmark}
+	return []string{RoleInfra, RoleMooncake, RoleWorker, RoleTRTLLM, RoleVLLM, RoleFrontend, RoleRouter, RoleNginx, RoleDCGM, RoleBenchmark}
 }
 
 // The emulation's own environment (contract §3), never part of a comparison.
@@ -176,6 +183,10 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 		err = runRouter(ctx, argv, o)
 	case RoleNginx:
 		err = runNginx(ctx, argv, o, mounts)
+	case RoleMooncake:
+		err = runMooncakeMaster(ctx, argv, o)
+	case RoleDCGM:
+		err = runDCGMExporter(ctx, argv, o)
 	default:
 		err = runBenchmark(ctx, argv, o, mounts)
 	}

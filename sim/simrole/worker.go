@@ -34,7 +34,10 @@ type WorkerArgs struct {
 	SpecAlgorithm              string
 	SpecDraftTokens            int
 	ContextLength              int
-	Unknown                    []string
+	// HiCacheStorage is --hicache-storage-backend: "mooncake" makes the
+	// worker a Mooncake store client (MOONCAKE_MASTER and friends).
+	HiCacheStorage string
+	Unknown        []string
 }
 
 // Component is the dynamo component the worker registers as.
@@ -64,7 +67,7 @@ var workerKnown = map[string]bool{
 	"node-rank": true, "tensor-parallel-size": true, "tp-size": true, "tp": true, "data-parallel-size": true,
 	"dp-size": true, "dp": true, "expert-parallel-size": true, "ep-size": true, "ep": true,
 	"pipeline-parallel-size": true, "pp-size": true, "enable-dp-attention": true, "speculative-algorithm": true, "speculative-algo": true,
-	"speculative-num-draft-tokens": true, "context-length": true,
+	"speculative-num-draft-tokens": true, "context-length": true, "hicache-storage-backend": true,
 }
 
 const sglangProg = "python3 -m dynamo.sglang"
@@ -97,6 +100,7 @@ func ParseWorkerArgs(argv []string) (WorkerArgs, error) {
 	str(&a.SpecAlgorithm, "speculative-algorithm", "speculative-algo") // argparse accepts the prefix, as srt-slurm's recipes use it
 	num(&a.SpecDraftTokens, "speculative-num-draft-tokens")
 	num(&a.ContextLength, "context-length")
+	str(&a.HiCacheStorage, "hicache-storage-backend")
 	a.DPAttention = fa.isSet("enable-dp-attention")
 	for _, e := range fa.errs {
 		if e != nil {
@@ -234,6 +238,18 @@ func runWorker(ctx context.Context, argv []string, o Options, mounts Mounts) err
 	}
 	fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED sglang %s worker node-rank %d/%d tp %d dp %d ep %d dp-attention %v, acceptance length %.3g (synthetic %v)\n",
 		a.Component(), a.NodeRank, a.NNodes, a.TP, a.DP, a.EP, a.DPAttention, al, synthetic)
+	if a.HiCacheStorage == "mooncake" {
+		// SGLang's Mooncake HiCache backend reads the master and metadata
+		// server from the environment srt-slurm stamps.
+		st := mooncakeStore{master: o.Getenv("MOONCAKE_MASTER"), metadata: o.Getenv("MOONCAKE_TE_META_DATA_SERVER"), local: o.Getenv("MOONCAKE_LOCAL_HOSTNAME")}
+		if st.master == "" {
+			return fmt.Errorf("%s: error: ValueError: --hicache-storage-backend mooncake needs MOONCAKE_MASTER (backend.mooncake_kv_store)", sglangProg)
+		}
+		if err := joinMooncake(ctx, st, fmt.Sprintf("sglang-%s-node%d", a.Component(), a.NodeRank)); err != nil {
+			return fmt.Errorf("%s: %v", sglangProg, err)
+		}
+		fmt.Fprintf(o.Stdout, "sweepflow-sim: SIMULATED Mooncake HiCache storage joined the master at %s\n", st.master)
+	}
 	s := a.spec()
 	s.AL = al
 	return runSimWorker(ctx, s, o, mounts)
@@ -273,6 +289,10 @@ type workerSpec struct {
 	GroupAddr        string
 	ContextLength    int
 	AL               float64 // speculative acceptance length (1: none)
+	// Direct: the leader is the public OpenAI server itself (`vllm serve`
+	// behind frontend.type vllm): it listens on Host:Port and registers
+	// nowhere, as there is no dynamo request plane.
+	Direct bool
 }
 
 func runSimWorker(ctx context.Context, s workerSpec, o Options, mounts Mounts) error {
@@ -386,8 +406,11 @@ func dialRetry(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 // rendezvous accepts the nnodes-1 members on dist-init-addr; the returned
-// channel reports a member leaving afterwards.
+// channel reports a member leaving afterwards. A one-node worker has none.
 func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
+	if w.s.NNodes <= 1 {
+		return nil, func() {}, nil
+	}
 	ln, err := net.Listen("tcp", w.s.GroupAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rendezvous: listen %s: %w", w.s.GroupAddr, err)
@@ -448,6 +471,9 @@ func (w *worker) rendezvous(ctx context.Context) (<-chan error, func(), error) {
 }
 
 func (w *worker) leader(ctx context.Context) error {
+	if w.s.Direct {
+		return w.direct(ctx)
+	}
 	var err error
 	w.reg, err = NewRegistryClient(w.o.Getenv("ETCD_ENDPOINTS"))
 	if err != nil {
@@ -461,15 +487,11 @@ func (w *worker) leader(ctx context.Context) error {
 		sys.serveNow()
 		defer sys.srv.Close()
 	}
-	var lost <-chan error
-	if w.s.NNodes > 1 {
-		l, closeAll, err := w.rendezvous(ctx)
-		if err != nil {
-			return err
-		}
-		defer closeAll()
-		lost = l
+	lost, closeAll, err := w.rendezvous(ctx)
+	if err != nil {
+		return err
 	}
+	defer closeAll()
 	host := w.s.Host
 	engSrv, err := listen("engine", net.JoinHostPort(host, strconv.Itoa(w.s.Port)), http.HandlerFunc(w.serveEngine))
 	if err != nil {
@@ -521,6 +543,33 @@ func (w *worker) leader(ctx context.Context) error {
 	defer cancel()
 	_ = w.reg.Deregister(dctx, in.InstanceID)
 	return err
+}
+
+// direct leads a worker that is its own public server (`vllm serve`): it
+// waits for its other node ranks, builds the engine and serves the OpenAI
+// API on Host:Port until ctx ends or a rank leaves.
+func (w *worker) direct(ctx context.Context) error {
+	lost, closeAll, err := w.rendezvous(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	if err := w.buildEngine(ctx); err != nil {
+		return err
+	}
+	srv, err := listenIdle("engine", net.JoinHostPort(w.s.Host, strconv.Itoa(w.s.Port)), http.HandlerFunc(w.serveEngine), frontIdleTimeout)
+	if err != nil {
+		return err
+	}
+	servers := []*server{srv}
+	if sys, err := w.systemServer(); err != nil {
+		srv.ln.Close()
+		return err
+	} else if sys != nil {
+		servers = append(servers, sys)
+	}
+	w.setReady()
+	return serveAll(ctx, w.o, servers, lost)
 }
 
 // keepRegistered registers the leader and refreshes the lease; it gives up

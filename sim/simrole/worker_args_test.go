@@ -133,8 +133,9 @@ func TestAcceptance(t *testing.T) {
 }
 
 // TestRenderedSeedCommandsAccepted feeds every process of srt-slurm's
-// reference renders (the seed in both modes, and its own GB200 fleet) to
-// the argument reading of the role it maps to: every worker command must
+// reference renders (the seed in both modes, its own GB200 fleet and, when
+// present, InferenceX's GB200/GB300 recipes) to the argument reading of the
+// role it maps to: every worker command must
 // pass its engine's checks (a TensorRT-LLM worker's with the
 // trtllm_config_<mode>.yaml srt-slurm wrote beside the logs), and the other
 // roles must read theirs.
@@ -184,6 +185,16 @@ func TestRenderedSeedCommandsAccepted(t *testing.T) {
 				_, err := ParseVLLMArgs(p.Command)
 				require.NoError(t, err, name)
 				counts["vllm"]++
+			case strings.HasPrefix(line, "vllm serve "):
+				a, err := ParseVLLMArgs(words)
+				require.NoError(t, err, name)
+				assert.True(t, a.Serve, name)
+				counts["vllm serve"]++
+			case strings.HasPrefix(line, "mooncake_master "):
+				a, err := ParseMooncakeMaster(words)
+				require.NoError(t, err, name)
+				assert.Equal(t, "8700", a.Values["port"], name)
+				counts["mooncake_master"]++
 			case strings.HasPrefix(line, "python3 -m sglang.launch_server"):
 				_, err := ParseWorkerArgs(p.Command)
 				require.NoError(t, err, name)
@@ -219,5 +230,10 @@ func TestRenderedSeedCommandsAccepted(t *testing.T) {
 	t.Logf("rendered processes checked: %v", counts)
 	for _, k := range []string{"worker", "frontend", "infra", "nginx", "benchmark", "trtllm", "vllm", "router"} {
 		assert.Positive(t, counts[k], k)
+	}
+	if _, err := os.Stat(filepath.Join(root, "rendered-ix")); err == nil {
+		for _, k := range []string{"mooncake_master", "vllm serve"} {
+			assert.Positive(t, counts[k], k)
+		}
 	}
 }

@@ -7,14 +7,16 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
 
-// simStageActivities are the activities of the point's stage chain that
-// --sim-stage-time lengthens (teardown and bookkeeping stay instant).
-var simStageActivities = map[string]bool{
-	"Allocate": true, "StageCheckpoint": true, "BringUp": true, "Warmup": true,
-	"Perf": true, "Eval": true, "Upload": true,
+// lengthened reports whether --sim-stage-time lengthens an activity: the
+// point's stage chain (activities.StageActivities), except teardown;
+// bookkeeping stays instant.
+func lengthened(activityType string) bool {
+	stage, ok := activities.StageActivities[activityType]
+	return ok && stage != activities.StageTeardown
 }
 
 // simStageTime is a worker interceptor that makes every stage of a
@@ -37,7 +39,7 @@ type simStageInbound struct {
 }
 
 func (s *simStageInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	if simStageActivities[activity.GetInfo(ctx).ActivityType.Name] {
+	if lengthened(activity.GetInfo(ctx).ActivityType.Name) {
 		if err := temporalx.HoldBeating(ctx, s.d); err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ func (c *Config) slurmBackend(cl *config.Cluster, gsm8kTest string) (cluster.Bac
 		return nil, err
 	}
 	l := slurm.Launch{
-		Runtime: cl.Runtime, Containers: cl.Containers, SrtRoot: cl.SrtRoot, InfmaxWorkspace: cl.InfmaxWorkspace,
+		Runtime: cl.Runtime, Containers: cl.Containers, RowImageContainers: cl.RowImageContainers, SrtRoot: cl.SrtRoot, InfmaxWorkspace: cl.InfmaxWorkspace,
 		Models: cl.Models,
 	}
 	if cl.Emulation != nil {

@@ -6,6 +6,7 @@ package workers
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -90,11 +91,17 @@ func Start(c client.Client, o Options) (*Workers, error) {
 		}
 		// Observation only (stage durations, points by status): metrics
 		// go to the client's handler, a no-op unless --metrics-addr.
-		icpt := []interceptor.WorkerInterceptor{metrics.NewInterceptor()}
+		// Every stage attempt gets its ledger row (AttemptLedger), keyed
+		// by this worker's identity: set here, so the ledger and Temporal
+		// name the worker alike.
+		identity := workerIdentity(o.clusterQueue())
+		icpt := []interceptor.WorkerInterceptor{metrics.NewInterceptor(),
+			&activities.AttemptLedger{Store: o.Activities.Store, Worker: identity, Logger: o.Activities.Logger}}
 		if o.SimStageTime > 0 {
 			icpt = append(icpt, &simStageTime{d: o.SimStageTime})
 		}
 		aw := worker.New(c, o.clusterQueue(), worker.Options{
+			Identity:                           identity,
 			MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 			MaxConcurrentActivityTaskPollers:   o.pollers(),
 			WorkerStopTimeout:                  30 * time.Second,
@@ -135,6 +142,15 @@ func (w *Workers) Stop() {
 	for _, x := range w.ws {
 		x.Stop()
 	}
+}
+
+// workerIdentity is the SDK's default identity of a worker (pid@host@queue).
+func workerIdentity(queue string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%d@%s@%s", os.Getpid(), host, queue)
 }
 
 func (o Options) clusterQueue() string {

@@ -87,12 +87,18 @@ func Start(t testing.TB) *Partition {
 		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 		lock.Close()
 	}
-	// Ours to stop: an emulation this call starts, or one a crashed test
-	// binary left behind (it wrote "test" as the owner). One a developer
-	// started (the demo) is joined and left running.
+	// Ours to stop: an emulation this call starts (slurm-emu.sh start
+	// starts clean when no slurmctld of it lives: a killed run's leftovers
+	// go first), or one a crashed test binary left behind (it wrote "test"
+	// as the owner). One a developer started (the demo) is joined and left
+	// running, which the test says in one line.
 	started := exec.Command(script, "status").Run() != nil
 	if owner, err := os.ReadFile(filepath.Join(emuDir(), "owner")); err == nil && strings.TrimSpace(string(owner)) == "test" {
 		started = true
+	}
+	if !started {
+		owner, _ := exec.Command(script, "owner").Output()
+		t.Logf("the emulated Slurm partition at %s belongs to %s: joining it, leaving it running", emuDir(), strings.TrimSpace(string(owner)))
 	}
 	t0 := time.Now()
 	start := exec.Command(script, "start")

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // srt-slurm's own benchmark runners (srtctl/benchmarks/*.py): each runs a
@@ -93,15 +95,15 @@ func orDefault(v any, def string) string {
 func asFloatStr(v any, field string) (string, error) {
 	switch x := v.(type) {
 	case float64:
-		return pyFloatRepr(x), nil
+		return pyjson.FloatRepr(x), nil
 	case int64:
-		return pyFloatRepr(float64(x)), nil
+		return pyjson.FloatRepr(float64(x)), nil
 	case string:
 		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 		if err != nil {
 			return "", fmt.Errorf("recipe field benchmark.%s: expected a number, got %q", field, x)
 		}
-		return pyFloatRepr(f), nil
+		return pyjson.FloatRepr(f), nil
 	}
 	return "", fmt.Errorf("recipe field benchmark.%s: expected a number, got %s", field, pyRepr(v))
 }
@@ -194,7 +196,7 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 	if v, ok := vals["reuse_http_connections"].(bool); ok {
 		reuse = v
 	}
-	return []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh",
+	args := []string{"bash", "/srtctl-benchmarks/sa-bench/bench.sh",
 		fmt.Sprintf("http://localhost:%d", c.frontendPort),
 		orDefault(vals["isl"], "0"), orDefault(vals["osl"], "0"), conc, reqRate,
 		c.tokenizer, c.served,
@@ -205,7 +207,13 @@ func saBenchCommand(s *spec, c benchCtx) ([]string, error) {
 		orDefault(vals["dataset_name"], "random"),
 		orDefault(vals["dataset_path"], ""),
 		strconv.FormatBool(reuse),
-	}, nil
+	}
+	if s.tokenizerMode != "" {
+		// srt-slurm 4261dba6 passes benchmark.tokenizer_mode as bench.sh's
+		// next positional argument, after the ones its base had.
+		args = append(args, s.tokenizerMode)
+	}
+	return args, nil
 }
 
 var mooncakeWorkloads = map[string]bool{"mooncake": true, "conversation": true, "synthetic": true, "toolagent": true}
@@ -285,16 +293,19 @@ func appendAIPerfArgs(cmd []string, b *yaml.Node) ([]string, error) {
 
 // builtinBenchEnv is the environment srt-slurm gives its own runners
 // (benchmark_stage.py _get_benchmark_env): the frontend's address, the
-// runtime environment and, for AIPerf runners, the metrics URLs of every
-// worker process, sorted, plus KVBM's port on prefill/agg leaders.
-func builtinBenchEnv(s *spec, r benchRunner, procs []*workerProc, ns *nodes, env *ordered) (*ordered, error) {
+// runtime environment, the power windows directory and, for AIPerf
+// runners, the metrics URLs of every worker process (of the agg leader's
+// public port with a direct vLLM frontend), sorted, plus KVBM's port on
+// prefill/agg leaders.
+func builtinBenchEnv(s *spec, r benchRunner, procs []*workerProc, ns *nodes, env *ordered, public string) (*ordered, error) {
 	e := newOrdered()
 	e.Set("SRTCTL_FRONTEND_TYPE", s.frontendType)
-	e.Set("SRT_FRONTEND_HOST", ns.addr[ns.head])
+	e.Set("SRT_FRONTEND_HOST", ns.addr[public])
 	e.Set("SRT_FRONTEND_PORT", strconv.Itoa(frontendPublicPort))
 	for _, k := range env.keys {
 		e.Set(k, env.vals[k])
 	}
+	measurementWindowEnv(e, s)
 	if s.benchType == "sa-bench" {
 		if err := saBenchSlowDownEnv(e, s, procs, ns); err != nil {
 			return nil, err
@@ -304,23 +315,20 @@ func builtinBenchEnv(s *spec, r benchRunner, procs []*workerProc, ns *nodes, env
 		return e, nil
 	}
 	var urls []string
-	for _, wp := range procs {
-		if wp.sysPort > 0 {
-			urls = append(urls, fmt.Sprintf("http://%s:%d/metrics", ns.addr[wp.node], wp.sysPort))
-		}
-	}
-	kvbm := ""
-	for _, m := range []string{"prefill", "agg"} {
-		if me := s.modeEnv[m]; me != nil && kvbm == "" {
-			kvbm = me.Get("DYN_KVBM_METRICS_PORT")
-		}
-	}
-	if kvbm != "" {
+	if s.frontendType == "vllm" {
 		for _, wp := range procs {
-			if (wp.ep.mode == "prefill" || wp.ep.mode == "agg") && wp.rank == 0 {
-				urls = append(urls, fmt.Sprintf("http://%s:%s/metrics", ns.addr[wp.node], kvbm))
+			if wp.ep.mode == "agg" && wp.rank == 0 {
+				urls = append(urls, fmt.Sprintf("http://%s:%d/metrics", ns.addr[wp.node], frontendPublicPort))
 			}
 		}
+	}
+	if len(urls) == 0 {
+		for _, wp := range procs {
+			if wp.sysPort > 0 {
+				urls = append(urls, fmt.Sprintf("http://%s:%d/metrics", ns.addr[wp.node], wp.sysPort))
+			}
+		}
+		urls = append(urls, kvbmMetricsURLs(s, procs, ns)...)
 	}
 	if len(urls) > 0 {
 		urls = dedupe(urls)

@@ -110,7 +110,7 @@ func TestBuiltinBenchmarkErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := config.ParseRecipe("x.yaml", []byte(base+"benchmark: "+tt.bench+"\n"), "")
 			require.NoError(t, err)
-			_, err = Render(r, PlaceholderAllocation(1), Options{Paths: PlaceholderPaths("M")})
+			_, err = Render(r, PlaceholderAllocation(r, 1), Options{Paths: PlaceholderPaths("M")})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Contains(t, err.Error(), "x.yaml", "names the recipe")
@@ -152,7 +152,8 @@ func TestOverrideVariantWithSABench(t *testing.T) {
 // An SGLang recipe serves its served-model-name (the first found in
 // prefill, aggregated, decode), and the render tells clients so.
 func TestRenderServedModel(t *testing.T) {
-	r, err := Render(load(t, "sabench-disagg.yaml"), PlaceholderAllocation(3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
+	rec := load(t, "sabench-disagg.yaml")
+	r, err := Render(rec, PlaceholderAllocation(rec, 3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
 	require.NoError(t, err)
 	assert.Equal(t, "org/Tiny", r.ServedModel)
 }

@@ -20,7 +20,8 @@ func load(t *testing.T, name string) *config.Recipe {
 
 func render(t *testing.T, name string, nodes int, al float64) []*Process {
 	t.Helper()
-	procs, err := Render(load(t, name), PlaceholderAllocation(nodes), Options{SyntheticAL: al, Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
+	rec := load(t, name)
+	procs, err := Render(rec, PlaceholderAllocation(rec, nodes), Options{SyntheticAL: al, Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
 	require.NoError(t, err)
 	return procs.Processes
 }
@@ -185,7 +186,8 @@ func TestErrors(t *testing.T) {
 		{"too few nodes", recipe(base + "backend: {type: sglang}\n"), 1, Options{}, "needs 2 nodes, the allocation has 1"},
 		{"no backend", recipe(base), 2, Options{}, "backend is missing"},
 		{"other backend", recipe(base + "backend: {type: mocker}\n"), 2, Options{}, `backend.type "mocker" is not supported`},
-		{"other frontend", recipe(base + "backend: {type: sglang}\nfrontend: {type: vllm}\n"), 2, Options{}, `frontend.type "vllm" is not supported`},
+		{"other frontend", recipe(base + "backend: {type: sglang}\nfrontend: {type: trtllm_serve}\n"), 2, Options{}, `frontend.type "trtllm_serve" is not supported`},
+		{"vllm frontend on sglang", recipe(base + "backend: {type: sglang}\nfrontend: {type: vllm}\n"), 2, Options{}, "frontend.type: vllm requires backend.type: vllm"},
 		{"custom without command", recipe(base + "backend: {type: sglang}\nbenchmark: {type: custom}\n"), 2, Options{}, "benchmark.command is required"},
 		{"AL already set", recipe(base + "backend: {type: sglang, aggregated_environment: {SGLANG_SIMULATE_ACC_LEN: '2'}}\n"), 2,
 			Options{SyntheticAL: 3}, "already sets SGLANG_SIMULATE_ACC_LEN"},
@@ -197,7 +199,7 @@ func TestErrors(t *testing.T) {
 			if tt.opt.Paths.LogDir == "" {
 				tt.opt.Paths = PlaceholderPaths("M")
 			}
-			_, err := Render(tt.recipe, PlaceholderAllocation(tt.nodes), tt.opt)
+			_, err := Render(tt.recipe, PlaceholderAllocation(tt.recipe, tt.nodes), tt.opt)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "\n", "one-line errors")
@@ -208,11 +210,6 @@ func TestErrors(t *testing.T) {
 }
 
 func TestPythonFormatting(t *testing.T) {
-	floats := map[float64]string{0.85: "0.85", 2: "2.0", 1e-5: "1e-05", 1e16: "1e+16", 123456789012345.0: "123456789012345.0",
-		0.0001: "0.0001", -3.5: "-3.5", 1.5e20: "1.5e+20", 0: "0.0"}
-	for f, want := range floats {
-		assert.Equal(t, want, pyFloatRepr(f), "%v", f)
-	}
 	quotes := map[string]string{"": "''", "abc-1.2/x:y,z@%+=_": "abc-1.2/x:y,z@%+=_", "a b": "'a b'", "it's": `'it'"'"'s'`,
 		"{LOG_DIR}/x": "{LOG_DIR}/x", "{MODEL_DIR:M-1}": "{MODEL_DIR:M-1}", "{node}": "'{node}'"}
 	for in, want := range quotes {

@@ -24,6 +24,11 @@ type Rendered struct {
 	// ServedModel is the model name the workers serve and clients must ask
 	// for (TensorRT-LLM always serves the checkpoint directory's name).
 	ServedModel string `json:"-"`
+	// PublicNode serves the public API on port 8000: nginx's or the single
+	// frontend's node, or a direct vLLM frontend's aggregate leader.
+	PublicNode string `json:"-"`
+	// Power is the head-node collector telemetry dcgm-power needs (nil: none).
+	Power *PowerTelemetry `json:"-"`
 }
 
 //go:embed nginx.conf.tmpl
@@ -63,7 +68,7 @@ func Preflight(r *config.Recipe, gpusPerNode int, modelName string, al float64) 
 		return err
 	}
 	opt := Options{Paths: PlaceholderPaths(modelName), JobID: "4242"}
-	alloc := PlaceholderAllocation(fp.Nodes)
+	alloc := PlaceholderAllocation(r, fp.Nodes)
 	if _, err := Render(r, alloc, opt); err != nil {
 		return err
 	}

@@ -170,7 +170,35 @@ func placeholderModelName(r *config.Recipe) string {
 // way compare.py does (bash_preamble is not compared; {MODEL_DIR:x} equal
 // whatever x; moe_shared_<hex> normalised).
 func TestFleetReferences(t *testing.T) {
-	dir := filepath.Join(reftest.SrtSlurm(t, "rendered-fleet"), "rendered-fleet")
+	compareRenderedDir(t, "rendered-fleet", placeholderModelName)
+}
+
+// ixModelDirs are the model directories rendered-ix's README maps
+// InferenceX's aliases to (as InferenceX's launchers map them); any other
+// alias names a directory of its own base name.
+var ixModelDirs = map[string]string{
+	"deepseek-v4-pro":             "DeepSeek-V4-Pro",
+	"deepseek-ai/DeepSeek-V4-Pro": "DeepSeek-V4-Pro",
+	"glm-5.2-fp4":                 "GLM-5.2-NVFP4",
+}
+
+// TestInferenceXReferences renders InferenceX's GB200 and GB300 recipes as
+// srt-slurm v1.0.68 rendered them (SWEEPFLOW_SRT_SLURM/rendered-ix), each on
+// nodes named by the recipe's platform, and compares them as compare.py does.
+func TestInferenceXReferences(t *testing.T) {
+	compareRenderedDir(t, "rendered-ix", func(r *config.Recipe) string {
+		if d, ok := ixModelDirs[r.Model.Path]; ok {
+			return d
+		}
+		return placeholderModelName(r)
+	})
+}
+
+// compareRenderedDir renders every <case>.recipe.yaml of the reference
+// directory sub on the smallest allocation it needs and compares it with
+// <case>.json; a refusal counts apart from a wrong render, both fail.
+func compareRenderedDir(t *testing.T, sub string, modelName func(*config.Recipe) string) {
+	dir := filepath.Join(reftest.SrtSlurm(t, sub), sub)
 	cases, err := filepath.Glob(filepath.Join(dir, "*.recipe.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
@@ -184,7 +212,7 @@ func TestFleetReferences(t *testing.T) {
 			require.NoError(t, err)
 			fp, err := r.Footprint(0)
 			require.NoError(t, err)
-			got, err := Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242"})
+			got, err := Render(r, PlaceholderAllocation(r, fp.Nodes), Options{Paths: PlaceholderPaths(modelName(r)), JobID: "4242"})
 			if err != nil && strings.Contains(err.Error(), "not supported by the engine launcher") {
 				refused++ // srt-slurm launches it, so a refusal is a gap, counted apart from wrong renders
 			}
@@ -197,7 +225,7 @@ func TestFleetReferences(t *testing.T) {
 			ok++
 		})
 	}
-	t.Logf("%d of %d fleet renders compare ok, %d refused as not supported", ok, len(cases), refused)
+	t.Logf("%s: %d of %d renders compare ok, %d refused as not supported", sub, ok, len(cases), refused)
 }
 
 // TestSrtSlurmGB200RecipesRender renders every GB200 recipe of the srt-slurm
@@ -256,7 +284,7 @@ func TestSrtSlurmGB200RecipesRender(t *testing.T) {
 		if err == nil {
 			var fp config.Footprint
 			if fp, err = r.Footprint(0); err == nil {
-				_, err = Render(r, PlaceholderAllocation(fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242"})
+				_, err = Render(r, PlaceholderAllocation(r, fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242"})
 			}
 		}
 		switch {

@@ -40,7 +40,7 @@ func TestFrontendHealthCountsGenerateEndpoints(t *testing.T) {
 func TestExpectedWorkersOfSeedLayouts(t *testing.T) {
 	r, err := config.LoadRecipe("../../../configs", "recipes/sglang/deepseek-v4-0813/gb200/agentic/disagg-gb200-2p1d-dep16-dep32-c1280-dspark6-hicache.yaml")
 	require.NoError(t, err)
-	procs, err := Render(r, PlaceholderAllocation(18), Options{Paths: PlaceholderPaths("DeepSeek-V4-Pro-0813")})
+	procs, err := Render(r, PlaceholderAllocation(r, 18), Options{Paths: PlaceholderPaths("DeepSeek-V4-Pro-0813")})
 	require.NoError(t, err)
 	p, d := Expected(procs.Processes)
 	assert.Equal(t, 2, p)

@@ -2,13 +2,13 @@ package srtlaunch
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // srt-slurm loads recipes with PyYAML and turns values into flags with
@@ -53,7 +53,7 @@ func pyRepr(v any) string {
 	case int:
 		return strconv.Itoa(x)
 	case float64:
-		return pyFloatRepr(x)
+		return pyjson.FloatRepr(x)
 	case string:
 		return pyStrRepr(x)
 	case []any:
@@ -70,27 +70,6 @@ func pyRepr(v any) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
-}
-
-// pyFloatRepr prints a float like Python's repr: shortest round-trip digits,
-// fixed notation for exponents in [-4, 16), always with a fractional part.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
-		return strconv.FormatFloat(f, 'e', -1, 64) // Go's shortest 'e' form is Python's: 1e-05, 1.5e+16
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // pyStrRepr quotes a string like Python's repr (ASCII-printable subset).
@@ -132,6 +111,9 @@ func pyJSON(m *ordered) string {
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
+
+// pyJSONDump is Python's json.dumps of a recipe value (indent 0: one line).
+func pyJSONDump(v any, indent int) string { return pyjson.Dumps(v, indent) }
 
 // pyFormatMap mimics str.format_map with a dict that leaves unknown fields
 // as they are: "{{" and "}}" unescape, "{name}" is replaced when known.

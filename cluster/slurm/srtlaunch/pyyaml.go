@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // pyYAMLDump writes v the way PyYAML's yaml.safe_dump does with its
@@ -119,7 +121,7 @@ func yamlScalar(v any) string {
 		case math.IsInf(x, -1):
 			return "-.inf"
 		}
-		s := strings.ToLower(pyFloatRepr(x))
+		s := strings.ToLower(pyjson.FloatRepr(x))
 		if !strings.Contains(s, ".") && strings.Contains(s, "e") {
 			s = strings.Replace(s, "e", ".0e", 1)
 		}

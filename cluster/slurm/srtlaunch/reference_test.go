@@ -46,7 +46,7 @@ func TestReferenceRenders(t *testing.T) {
 				}
 				fp, err := recipe.Footprint(0)
 				require.NoError(t, err)
-				got, err := Render(recipe, PlaceholderAllocation(fp.Nodes), opt)
+				got, err := Render(recipe, PlaceholderAllocation(recipe, fp.Nodes), opt)
 				require.NoError(t, err)
 				compareReference(t, sub+"/"+name+".json", f, got.Processes)
 			})

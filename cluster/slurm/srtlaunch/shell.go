@@ -88,6 +88,16 @@ func (o *ordered) Len() int {
 	return len(o.keys)
 }
 
+// At is the i-th key and its value (typed when read from YAML), so an
+// ordered map dumps as a Python dict (pyjson.Object).
+func (o *ordered) At(i int) (string, any) {
+	k := o.keys[i]
+	if v, ok := o.anyVals[k]; ok {
+		return k, v
+	}
+	return k, o.vals[k]
+}
+
 func (o *ordered) clone() *ordered {
 	c := newOrdered()
 	if o != nil {

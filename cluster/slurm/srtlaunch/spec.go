@@ -69,6 +69,12 @@ type spec struct {
 	requestPlane            string
 	eventPlane              string
 	servedModelNameFallback bool
+
+	// features.go: InferenceX's recipe features beyond srt-slurm's own GB200 recipes.
+	mooncake            *mooncakeSpec  // backend.mooncake_kv_store; nil when absent
+	telemetry           *telemetrySpec // telemetry with enabled: true; nil when off
+	tokenizerMode       string         // benchmark.tokenizer_mode
+	aiperfServerMetrics bool           // benchmark.aiperf_server_metrics (default true)
 }
 
 // modeBlocks maps srt-slurm's worker modes to the recipe's key suffixes.
@@ -181,8 +187,8 @@ func anyMap(n *yaml.Node, field string) (*ordered, error) {
 
 // unsupported lists recipe features that change the process set and that
 // this launcher does not render yet; refusing beats launching something else.
-var unsupported = []string{"container_mounts", "services", "profiling.enabled", "backend.mooncake_kv_store",
-	"observability.enabled", "resources.het_jobs", "resources.pack_multinode_workers", "frontend.placement", "telemetry.enabled"}
+var unsupported = []string{"container_mounts", "services", "profiling.enabled",
+	"observability.enabled", "resources.het_jobs", "resources.pack_multinode_workers", "frontend.placement"}
 
 func parseSpec(r *config.Recipe) (*spec, error) {
 	doc := deref(r.Doc)
@@ -241,8 +247,8 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	if s.frontendType, err = optString(get(fe, "type"), "frontend.type", "dynamo"); err != nil {
 		return nil, err
 	}
-	if s.frontendType != "dynamo" && s.frontendType != "sglang" {
-		return nil, fmt.Errorf("recipe %s: frontend.type %q is not supported by the engine launcher yet (dynamo, sglang)", r.Display, s.frontendType)
+	if s.frontendType != "dynamo" && s.frontendType != "sglang" && s.frontendType != "vllm" {
+		return nil, fmt.Errorf("recipe %s: frontend.type %q is not supported by the engine launcher yet (dynamo, sglang, vllm)", r.Display, s.frontendType)
 	}
 	if s.multipleFrontends, err = optBool(get(fe, "enable_multiple_frontends"), "frontend.enable_multiple_frontends", true); err != nil {
 		return nil, err
@@ -338,6 +344,9 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 	default:
 		return nil, fmt.Errorf("recipe %s: backend.type %q is not supported by the engine launcher (sglang, trtllm, vllm)", r.Display, s.backendType)
 	}
+	if s.frontendType == "vllm" && s.backendType != "vllm" {
+		return nil, fmt.Errorf("recipe %s: frontend.type: vllm requires backend.type: vllm (got %s)", r.Display, s.backendType)
+	}
 	sc := get(be, cfgKey)
 	for _, b := range modeBlocks {
 		if n := get(be, b.env); n != nil {
@@ -353,6 +362,15 @@ func parseSpec(r *config.Recipe) (*spec, error) {
 		if s.kvEvents, err = pyValue(kv); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.parseMooncake(be, r.Display); err != nil {
+		return nil, err
+	}
+	if err := s.parseBenchExtras(r.Display); err != nil {
+		return nil, err
+	}
+	if err := s.parseTelemetry(doc, r.Display); err != nil {
+		return nil, err
 	}
 
 	if s.environment, err = strMap(get(doc, "environment"), "environment"); err != nil {

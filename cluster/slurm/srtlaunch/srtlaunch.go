@@ -68,11 +68,17 @@ func PlaceholderPaths(modelName string) Paths {
 	}
 }
 
-// PlaceholderAllocation is node N = gb200-NN at 10.0.0.N, as in the references.
-func PlaceholderAllocation(n int) Allocation {
+// PlaceholderAllocation is the n nodes the reference renders use for
+// recipe r: node N = <platform>-NN at 10.0.0.N, the platform being the
+// recipe's resources.gpu_type (gb200 when it names none).
+func PlaceholderAllocation(r *config.Recipe, n int) Allocation {
+	platform := strings.ToLower(r.Resources.GPUType)
+	if platform == "" {
+		platform = "gb200"
+	}
 	a := Allocation{}
 	for i := 1; i <= n; i++ {
-		a.Nodes = append(a.Nodes, fmt.Sprintf("gb200-%02d", i))
+		a.Nodes = append(a.Nodes, fmt.Sprintf("%s-%02d", platform, i))
 		a.Addrs = append(a.Addrs, fmt.Sprintf("10.0.0.%d", i))
 	}
 	return a
@@ -84,11 +90,13 @@ type Role string
 // Roles, in launch order.
 const (
 	RoleInfra     Role = "infra"
+	RoleMooncake  Role = "mooncake-master" // backend.mooncake_kv_store's master, on the infra node
 	RolePrefill   Role = "prefill"
 	RoleDecode    Role = "decode"
 	RoleAgg       Role = "agg"
 	RoleNginx     Role = "nginx"
 	RoleFrontend  Role = "frontend"
+	RoleTelemetry Role = "telemetry" // the DCGM exporter on every worker node (telemetry dcgm-power)
 	RoleBenchmark Role = "benchmark"
 )
 
@@ -246,17 +254,35 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	add := func(p *Process) { out = append(out, p) }
 	files := map[string]string{}
 
-	// Infra: nats and etcd via srt-slurm's setup_head.py.
-	infraCmd := []string{"python3", "/tmp/setup_head.py", "--name", s.name, "--log-dir", opt.Paths.LogDir}
-	if s.natsMaxPayloadMB != "" {
-		infraCmd = append(infraCmd, "--nats-max-payload-mb", s.natsMaxPayloadMB)
+	// Infra: nats and etcd via srt-slurm's setup_head.py; a direct vLLM
+	// frontend has no dynamo request plane and skips it.
+	if s.frontendType != "vllm" {
+		infraCmd := []string{"python3", "/tmp/setup_head.py", "--name", s.name, "--log-dir", opt.Paths.LogDir}
+		if s.natsMaxPayloadMB != "" {
+			infraCmd = append(infraCmd, "--nats-max-payload-mb", s.natsMaxPayloadMB)
+		}
+		infraMounts := mounts.clone()
+		infraMounts.Set(opt.Paths.SrtRoot+"/src/srtctl/cli/setup_head.py", "/tmp/setup_head.py")
+		infraMounts.Set("/tmp", "/host-tmp") // etcd WAL on local disk
+		add(&Process{Role: RoleInfra, Command: infraCmd, Env: newOrdered(), Nodelist: []string{ns.infra},
+			Output: opt.Paths.LogDir + "/infra.out", ContainerImage: image, ContainerMounts: infraMounts,
+			SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
 	}
-	infraMounts := mounts.clone()
-	infraMounts.Set(opt.Paths.SrtRoot+"/src/srtctl/cli/setup_head.py", "/tmp/setup_head.py")
-	infraMounts.Set("/tmp", "/host-tmp") // etcd WAL on local disk
-	add(&Process{Role: RoleInfra, Command: infraCmd, Env: newOrdered(), Nodelist: []string{ns.infra},
-		Output: opt.Paths.LogDir + "/infra.out", ContainerImage: image, ContainerMounts: infraMounts,
-		SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
+	// The Mooncake master on the infra node (do_sweep.start_mooncake_master):
+	// the job's mounts, neither the recipe's srun options nor an environment;
+	// vLLM workers read the store config srt-slurm writes first.
+	if s.mooncake != nil {
+		img := image
+		if s.mooncake.container != "" {
+			img = s.mooncake.container
+		}
+		if s.backendType == "vllm" {
+			files[mooncakeFile] = s.mooncakeStoreConfig(ns.addr[ns.infra])
+		}
+		add(&Process{Role: RoleMooncake, Command: mooncakeMasterCommand(s.mooncake), Env: newOrdered(), Nodelist: []string{ns.infra},
+			Output: opt.Paths.LogDir + "/mooncake_master.out", ContainerImage: img, ContainerMounts: mounts.clone(),
+			SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
+	}
 
 	served := modelName
 	for _, m := range []string{"prefill", "agg", "decode"} {
@@ -337,6 +363,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 				unset = []string{"VLLM_PORT"} // concurrent ranks would race on one base port
 			}
 		}
+		s.mooncakeWorkerEnv(e, ns.addr[ns.infra], ns.addr[wp.node])
 		add(&Process{Role: Role(mode), Index: wp.ep.index, Command: cmd, Env: e, BashPreamble: preamble,
 			Nodelist: []string{wp.node}, Output: fmt.Sprintf("%s/%s_%s_w%d.out", opt.Paths.LogDir, wp.node, mode, wp.ep.index),
 			ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(),
@@ -344,9 +371,17 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	}
 
 	// Frontends: nginx on the head in front of frontends on the other worker
-	// nodes, or one frontend on the head.
+	// nodes, or one frontend on the head; a direct vLLM frontend is the agg
+	// worker itself.
 	feNodes, fePort := []string{ns.head}, frontendPublicPort
-	if len(ns.worker) > 1 && s.multipleFrontends {
+	multi := len(ns.worker) > 1 && s.multipleFrontends
+	if s.frontendType == "vllm" {
+		if multi {
+			return nil, fmt.Errorf("recipe %s: frontend.type: vllm binds vllm serve directly to the public port; set frontend.enable_multiple_frontends: false", r.Display)
+		}
+		feNodes, multi = nil, false
+	}
+	if multi {
 		var others []string
 		for _, n := range ns.worker {
 			if n != ns.head {
@@ -408,16 +443,27 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 			SrunExportEnv: feExport, MPI: &pmix, wrap: true})
 	}
 
+	// DCGM power telemetry (telemetry_stage.start_power_telemetry): one
+	// exporter srun over every worker node, no bash wrapper (the exporter
+	// image is distroless); the samples are collected off the head node.
+	var power *PowerTelemetry
+	if t := s.telemetry; t != nil {
+		power = powerTelemetry(t, s, procs, ns, opt)
+		add(&Process{Role: RoleTelemetry, Command: strings.Fields(t.command), Env: newOrdered(), Nodelist: power.Nodes,
+			Output: opt.Paths.LogDir + "/telemetry_dcgm_exporter.out", ContainerImage: t.image, ContainerMounts: mounts.clone(),
+			SrunOptions: s.srunOptions.clone(), SrunExportEnv: newOrdered(), ntasks: len(power.Nodes)})
+	}
+
+	public := publicNode(s, procs, ns)
 	if s.benchType == "custom" {
 		e := newOrdered()
-		var urls []string
+		leaders := logicalEndpoints(s, procs, ns)
 		for _, m := range []string{"prefill", "decode", "agg"} {
 			var ips, eps []string
-			for _, wp := range procs {
-				if wp.ep.mode == m && wp.rank == 0 {
-					ips = append(ips, ns.addr[wp.node])
-					eps = append(eps, fmt.Sprintf("%s:%d", ns.addr[wp.node], wp.sysPort))
-					urls = append(urls, fmt.Sprintf("http://%s:%d/metrics", ns.addr[wp.node], wp.sysPort))
+			for _, l := range leaders {
+				if l.mode == m {
+					ips = append(ips, l.host)
+					eps = append(eps, fmt.Sprintf("%s:%d", l.host, l.port))
 				}
 			}
 			if len(ips) > 0 {
@@ -427,13 +473,21 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 			}
 		}
 		e.Set("SRTCTL_FRONTEND_TYPE", s.frontendType)
-		e.Set("SRT_FRONTEND_HOST", ns.addr[ns.head])
+		e.Set("SRT_FRONTEND_HOST", ns.addr[public])
 		e.Set("SRT_FRONTEND_PORT", strconv.Itoa(frontendPublicPort))
 		for _, k := range env.keys {
 			e.Set(k, env.vals[k])
 		}
-		if !e.Has("AIPERF_SERVER_METRICS_URLS") && len(urls) > 0 {
-			e.Set("AIPERF_SERVER_METRICS_URLS", strings.Join(dedupe(urls), ","))
+		measurementWindowEnv(e, s)
+		if s.aiperfServerMetrics {
+			var urls []string
+			for _, l := range leaders {
+				urls = append(urls, fmt.Sprintf("http://%s:%d/metrics", l.host, l.port))
+			}
+			urls = append(urls, kvbmMetricsURLs(s, procs, ns)...)
+			if len(urls) > 0 {
+				e.Set("AIPERF_SERVER_METRICS_URLS", strings.Join(dedupe(urls), ","))
+			}
 		}
 		for _, k := range s.benchEnv.keys {
 			e.Set(k, s.benchEnv.vals[k])
@@ -452,7 +506,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 		}
-		e, err := builtinBenchEnv(s, runner, procs, ns, env)
+		e, err := builtinBenchEnv(s, runner, procs, ns, env, public)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 		}
@@ -463,7 +517,83 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	for _, p := range out {
 		p.Argv = srunArgv(p, opt.JobID)
 	}
-	return &Rendered{Processes: out, Files: files, Frontend: s.frontendType, ServedModel: served}, nil
+	return &Rendered{Processes: out, Files: files, Frontend: s.frontendType, ServedModel: served, PublicNode: public, Power: power}, nil
+}
+
+// publicNode is _public_api_node: the one aggregate leader for a direct
+// vLLM frontend, else the head.
+func publicNode(s *spec, procs []*workerProc, ns *nodes) string {
+	if s.frontendType == "vllm" {
+		var leaders []string
+		for _, wp := range procs {
+			if wp.ep.mode == "agg" && wp.rank == 0 {
+				leaders = append(leaders, wp.node)
+			}
+		}
+		if len(leaders) == 1 {
+			return leaders[0]
+		}
+	}
+	return ns.head
+}
+
+// leaderEndpoint is one logical worker as a custom benchmark sees it.
+type leaderEndpoint struct {
+	mode, host string
+	port       int
+}
+
+// logicalEndpoints is _logical_worker_endpoints: every worker leader with
+// the port its metrics answer on (dynamo: the system port; direct vLLM: the
+// public port; SGLang's router: the worker's HTTP port), in process order.
+func logicalEndpoints(s *spec, procs []*workerProc, ns *nodes) []leaderEndpoint {
+	var out []leaderEndpoint
+	for _, wp := range procs {
+		if wp.rank != 0 {
+			continue
+		}
+		port := wp.httpPort
+		switch s.frontendType {
+		case "dynamo":
+			port = wp.sysPort
+		case "vllm":
+			port = frontendPublicPort
+		}
+		if port <= 0 {
+			continue
+		}
+		out = append(out, leaderEndpoint{mode: wp.ep.mode, host: ns.addr[wp.node], port: port})
+	}
+	return out
+}
+
+// kvbmMetricsURLs are KVBM's metrics endpoints on prefill and agg leaders
+// when the prefill (else aggregated) environment sets DYN_KVBM_METRICS_PORT.
+func kvbmMetricsURLs(s *spec, procs []*workerProc, ns *nodes) []string {
+	port := ""
+	for _, m := range []string{"prefill", "agg"} {
+		if me := s.modeEnv[m]; me != nil && port == "" {
+			port = me.Get("DYN_KVBM_METRICS_PORT")
+		}
+	}
+	if port == "" {
+		return nil
+	}
+	var urls []string
+	for _, wp := range procs {
+		if (wp.ep.mode == "prefill" || wp.ep.mode == "agg") && wp.rank == 0 {
+			urls = append(urls, fmt.Sprintf("http://%s:%s/metrics", ns.addr[wp.node], port))
+		}
+	}
+	return urls
+}
+
+// measurementWindowEnv points the benchmark at the power artifact's
+// windows directory (benchmark_stage._get_measurement_window_env).
+func measurementWindowEnv(e *ordered, s *spec) {
+	if s.telemetry != nil {
+		e.Set("SRT_MEASUREMENT_WINDOW_DIR", "/logs/"+s.telemetry.storageSubdir+"/windows")
+	}
 }
 
 // carve splits the allocation into head, benchmark, infra and worker nodes
@@ -680,20 +810,14 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 	return cmd
 }
 
-// kvEventsFor resolves backend.kv_events_config for a mode: true enables
-// prefill and decode; a mapping enables listed modes ("aggregated" for agg).
-func kvEventsFor(cfg any, mode string) *ordered {
-	def := func() *ordered {
-		o := newOrdered()
-		o.Set("publisher", "zmq")
-		o.Set("topic", "kv-events")
-		return o
-	}
+// kvEventsMode resolves backend.kv_events_config for a mode as both
+// backends' get_kv_events_config_for_mode do: true enables prefill and
+// decode; a mapping enables the modes it lists ("aggregated" for agg),
+// own holding a mode's settings when they are a mapping.
+func kvEventsMode(cfg any, mode string) (on bool, own *ordered) {
 	switch c := cfg.(type) {
 	case bool:
-		if c && (mode == "prefill" || mode == "decode") {
-			return def()
-		}
+		return c && (mode == "prefill" || mode == "decode"), nil
 	case *ordered:
 		key := mode
 		if mode == "agg" {
@@ -701,18 +825,30 @@ func kvEventsFor(cfg any, mode string) *ordered {
 		}
 		switch m := c.anyVals[key].(type) {
 		case bool:
-			if m {
-				return def()
-			}
+			return m, nil
 		case *ordered:
-			o := def()
-			for _, k := range m.keys {
-				o.Set(k, pyStr(m.anyVals[k]))
-			}
-			return o
+			return true, m
 		}
 	}
-	return nil
+	return false, nil
+}
+
+// kvEventsFor is SGLang's --kv-events-config for a mode (nil: none): zmq
+// on topic kv-events, the mode's settings as strings.
+func kvEventsFor(cfg any, mode string) *ordered {
+	on, own := kvEventsMode(cfg, mode)
+	if !on {
+		return nil
+	}
+	o := newOrdered()
+	o.Set("publisher", "zmq")
+	o.Set("topic", "kv-events")
+	if own != nil {
+		for _, k := range own.keys {
+			o.Set(k, pyStr(own.anyVals[k]))
+		}
+	}
+	return o
 }
 
 // runtimeMounts are the mounts every container gets (srt-slurm

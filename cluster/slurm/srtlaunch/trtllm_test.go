@@ -14,7 +14,8 @@ import (
 // Expected values follow srt-slurm's backends/trtllm.py and
 // cli/mixins/worker_stage.py (start_endpoint_worker) at v1.0.68.
 func TestRenderTRTLLM(t *testing.T) {
-	r, err := Render(load(t, "trtllm-disagg.yaml"), PlaceholderAllocation(3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
+	rec := load(t, "trtllm-disagg.yaml")
+	r, err := Render(rec, PlaceholderAllocation(rec, 3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
 	require.NoError(t, err)
 	procs := r.Processes
 	assert.Equal(t, []string{"infra.out", "gb200-01_prefill_w0.out", "gb200-02_decode_w0.out", "gb200-01_nginx.out",
@@ -35,7 +36,7 @@ func TestRenderTRTLLM(t *testing.T) {
 	shm := regexp.MustCompile(`^moe_shared_[0-9a-f]{32}$`)
 	assert.Regexp(t, shm, env(p)["TRTLLM_EPLB_SHM_NAME"])
 	assert.NotEqual(t, env(p)["TRTLLM_EPLB_SHM_NAME"], env(d)["TRTLLM_EPLB_SHM_NAME"], "unique per worker")
-	again, err := Render(load(t, "trtllm-disagg.yaml"), PlaceholderAllocation(3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
+	again, err := Render(rec, PlaceholderAllocation(rec, 3), Options{Paths: PlaceholderPaths("Tiny-1B"), JobID: "7"})
 	require.NoError(t, err)
 	assert.Equal(t, env(d)["TRTLLM_EPLB_SHM_NAME"], env(again.Processes[2])["TRTLLM_EPLB_SHM_NAME"], "deterministic")
 

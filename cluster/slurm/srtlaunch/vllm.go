@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // vLLM workers through dynamo (srt-slurm backends/vllm.py, v1.0.68): one
@@ -47,12 +49,10 @@ func (s *spec) parseVLLM(be *yaml.Node, display string) error {
 			return err
 		}
 	}
-	// Features that change the process set or its ports, not rendered yet.
-	for _, k := range []string{"allow_prefill_decode_colocation", "kv_events_config"} {
-		if n := get(be, k); n != nil {
-			if v, _ := pyValue(n); pyTruthy(v) {
-				return fmt.Errorf("recipe %s: backend.%s is not supported by the engine launcher yet for vllm", display, k)
-			}
+	// A feature that changes the process set, not rendered yet.
+	if n := get(be, "allow_prefill_decode_colocation"); n != nil {
+		if v, _ := pyValue(n); pyTruthy(v) {
+			return fmt.Errorf("recipe %s: backend.allow_prefill_decode_colocation is not supported by the engine launcher yet for vllm", display)
 		}
 	}
 	if m, err := optString(get(be, "dp_launch_mode"), "backend.dp_launch_mode", "per_node"); err != nil {
@@ -60,10 +60,41 @@ func (s *spec) parseVLLM(be *yaml.Node, display string) error {
 	} else if m != "per_node" {
 		return fmt.Errorf("recipe %s: backend.dp_launch_mode %q is not supported by the engine launcher yet (per_node)", display, m)
 	}
-	if s.frontendType != "dynamo" {
+	switch s.frontendType {
+	case "dynamo":
+	case "vllm":
+		// frontends/vllm.py: `vllm serve` of the one aggregate worker binds
+		// the public port; nothing routes between workers.
+		if s.prefillWorkers > 0 || s.decodeWorkers > 0 {
+			return fmt.Errorf("recipe %s: frontend.type: vllm supports aggregate vLLM jobs only", display)
+		}
+		if s.aggWorkers != 1 {
+			return fmt.Errorf("recipe %s: frontend.type: vllm supports exactly one aggregate worker, got %d; use frontend.type: dynamo to route between workers", display, s.aggWorkers)
+		}
+	default:
 		return fmt.Errorf("recipe %s: frontend.type %q with backend vllm is not supported by the engine launcher yet", display, s.frontendType)
 	}
 	return nil
+}
+
+// vllmKVEvents is vLLM's --kv-events-config for a mode (nil: none): zmq
+// on topic kv-events with KV cache events enabled, the mode's settings
+// typed (VLLMProtocol.get_kv_events_config_for_mode).
+func vllmKVEvents(cfg any, mode string) *ordered {
+	on, own := kvEventsMode(cfg, mode)
+	if !on {
+		return nil
+	}
+	o := &ordered{}
+	o.setAny("publisher", "zmq")
+	o.setAny("topic", "kv-events")
+	o.setAny("enable_kv_cache_events", true)
+	if own != nil {
+		for _, k := range own.keys {
+			o.setAny(k, own.anyVals[k])
+		}
+	}
+	return o
 }
 
 // findKey is the value node of key even when it is null (get hides nulls).
@@ -132,7 +163,8 @@ func vllmToProcesses(s *spec, eps []*endpoint) ([]*workerProc, error) {
 	}
 	for _, ep := range eps {
 		cfg := s.modeConfig[ep.mode]
-		if !s.vllmDP(ep.mode) {
+		// `vllm serve` manages its local DP ranks itself: one process per node.
+		if !s.vllmDP(ep.mode) || s.frontendType == "vllm" {
 			perNode(ep)
 			continue
 		}
@@ -205,6 +237,9 @@ func vllmCommand(s *spec, wp *workerProc, procs []*workerProc, ns *nodes, modelA
 		return first
 	}
 	leader := ns.addr[wp.ep.nodes[0]]
+	if s.frontendType == "vllm" {
+		return vllmServeCommand(s, wp, cfg, pop, leader, modelArg, served), nil
+	}
 	cmd := []string{"python3", "-m", "dynamo.vllm", "--model", modelArg, "--served-model-name", served}
 	if mode != "agg" {
 		cmd = append(cmd, "--disaggregation-mode", mode)
@@ -255,7 +290,49 @@ func vllmCommand(s *spec, wp *workerProc, procs []*workerProc, ns *nodes, modelA
 		}
 	}
 	cmd = append(cmd, "--request-plane", s.requestPlane, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
+	if kv := vllmKVEvents(s.kvEvents, mode); kv != nil {
+		kv.setAny("endpoint", fmt.Sprintf("tcp://*:%d", wp.kvEventPort))
+		cmd = append(cmd, "--kv-events-config", pyJSONDump(kv, 0))
+	}
 	return append(cmd, configFlags(cfg)...), nil
+}
+
+// vllmOrchestrationFlags are the flags srt-slurm derives from the topology
+// for `vllm serve` (_VLLM_ORCHESTRATION_FLAGS) and drops from the recipe.
+var vllmOrchestrationFlags = []string{"headless", "host", "port", "master-addr", "nnodes", "node-rank"}
+
+// vllmServeCommand is build_worker_command for frontend.type vllm: `vllm
+// serve` itself; the leader binds the public port, other node ranks run
+// headless (without API-server-only flags).
+func vllmServeCommand(s *spec, wp *workerProc, cfg *ordered, pop func(...string) any, leader, modelArg, served string) []string {
+	for _, k := range append([]string(nil), cfg.keys...) {
+		if indexOf(vllmOrchestrationFlags, strings.ReplaceAll(k, "_", "-")) >= 0 {
+			pop(k)
+		}
+	}
+	pop("connector")
+	if _, ok := cfg.anyVals["served-model-name"]; !ok {
+		cfg.setAny("served-model-name", served)
+	}
+	cmd := []string{"vllm", "serve", modelArg}
+	if wp.rank == 0 {
+		cmd = append(cmd, "--host", "0.0.0.0", "--port", strconv.Itoa(frontendPublicPort))
+	}
+	if len(wp.ep.nodes) > 1 {
+		cmd = append(cmd, "--master-addr", leader, "--nnodes", strconv.Itoa(len(wp.ep.nodes)), "--node-rank", strconv.Itoa(wp.rank))
+		if wp.rank > 0 {
+			cmd = append(cmd, "--headless")
+			for _, k := range append([]string(nil), cfg.keys...) {
+				if strings.ReplaceAll(k, "_", "-") == "api-server-count" {
+					pop(k)
+				}
+			}
+		}
+	}
+	if !s.vllm.setCVD && len(wp.gpus) > 0 {
+		cmd = append(cmd, "--device-ids", joinInts(wp.gpus))
+	}
+	return append(cmd, configFlags(cfg)...)
 }
 
 // configFlags is srt-slurm's _config_to_cli_args: keys sorted, "_" -> "-",
@@ -315,7 +392,7 @@ func (s *spec) injectVLLMSynthetic(al float64) error {
 		}
 		cfg := s.modeConfig[b.mode]
 		raw, _ := cfg.anyVals["speculative-config"].(string)
-		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", pyFloatRepr(al)}})
+		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", pyjson.FloatRepr(al)}})
 		if err != nil {
 			return fmt.Errorf("backend.vllm_config.%s.speculative-config: %v", b.cfg, err)
 		}

@@ -62,15 +62,15 @@ func TestSyntheticAcceptanceByFramework(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := config.ParseRecipe("x.yaml", []byte(base+tt.backend+"\n"), "")
 			require.NoError(t, err)
-			_, err = Render(r, PlaceholderAllocation(1), Options{Paths: PlaceholderPaths("M"), SyntheticAL: 3.77})
+			_, err = Render(r, PlaceholderAllocation(r, 1), Options{Paths: PlaceholderPaths("M"), SyntheticAL: 3.77})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
-			_, err = Render(r, PlaceholderAllocation(1), Options{Paths: PlaceholderPaths("M")})
+			_, err = Render(r, PlaceholderAllocation(r, 1), Options{Paths: PlaceholderPaths("M")})
 			assert.NoError(t, err, "an eval render is untouched")
 		})
 	}
 	r, err := config.ParseRecipe("x.yaml", []byte(base+"backend: {type: trtllm, trtllm_config: {aggregated: {max_batch_size: 8}}}\n"), "")
 	require.NoError(t, err)
-	_, err = Render(r, PlaceholderAllocation(1), Options{Paths: PlaceholderPaths("M"), SyntheticAL: 3.77})
+	_, err = Render(r, PlaceholderAllocation(r, 1), Options{Paths: PlaceholderPaths("M"), SyntheticAL: 3.77})
 	assert.NoError(t, err, "no draft model: nothing to pin")
 }
