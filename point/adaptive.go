@@ -90,7 +90,7 @@ func (a Adaptive) String() string {
 	case AdaptiveFill:
 		f := a.Factor
 		if f == 0 {
-			f = 2
+			f = 2 // curvegaps.DefaultFactor, which this package cannot import
 		}
 		s += fmt.Sprintf(": fill gaps wider than x%g", f)
 	case AdaptiveSLO:
