@@ -26,6 +26,9 @@ const (
 	Eval        = "eval"
 	Teardown    = "teardown"
 	Held        = "held-for-operator"
+	// Adaptive is the warmup and perf of the points an adaptive search
+	// added to a deployment (point.Added): what the search cost.
+	Adaptive = "adaptive"
 	// FailedPrefix + class, e.g. "failed:cuda-oom".
 	FailedPrefix = "failed:"
 )
@@ -59,6 +62,9 @@ type Point struct {
 	// ReusedCost is, per reused stage, what the stage cost when it was
 	// measured (node time of its run in the source sweep); absent: unknown.
 	ReusedCost map[string]NodeTime
+	// Added: an adaptive search added the point; its warmup and perf are
+	// booked as Adaptive.
+	Added bool
 }
 
 // Allocation is one allocation: from the grant (the end of the allocate
@@ -268,6 +274,9 @@ func (b *Books) bookGroup(ps []*Point, now time.Time) {
 				continue
 			}
 			t := &timed{p: p, r: r, end: r.EndedAt, cat: category(p.Runs, i), atts: atts[i]}
+			if p.Added && (t.cat == Warmup || t.cat == Perf) {
+				t.cat = Adaptive
+			}
 			if t.end.IsZero() {
 				t.end = now
 			}

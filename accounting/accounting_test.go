@@ -339,3 +339,46 @@ func TestLoadAttachesAttempts(t *testing.T) {
 	assert.Equal(t, two(18), b.Categories[Held], "32-50: waiting for the operator")
 	assert.Equal(t, two(7), b.Categories[Perf], "50-57: the attempt that made the figure")
 }
+
+// TestAdaptivePointsBookedApart: the warmup and perf of a point an
+// adaptive search added go to their own category; the shared allocation,
+// bring-up and teardown stay where they ran, and the total is unchanged.
+func TestAdaptivePointsBookedApart(t *testing.T) {
+	ctx := context.Background()
+	s, err := results.Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	require.NoError(t, s.UpsertSweep(ctx, results.Sweep{ID: "s", Status: "done", StartedAt: m(0)}))
+	pt := func(id string, conc int, added bool, runs ...results.StageRun) {
+		spec := fmt.Sprintf(`{"point_id":%q,"nodes":4,"deployment_hash":"eeee"`, id)
+		if added {
+			spec += `,"added":{"mode":"fill","deployment":"eeee","topology":"T","reason":"gap","seq":1}`
+		}
+		require.NoError(t, s.UpsertPoint(ctx, results.Point{SweepID: "s", PointID: id, Identity: fmt.Sprintf("eeee-c%d", conc),
+			ConfigKey: "k", Conc: conc, Status: "completed", UpdatedAt: m(100), SpecJSON: []byte(spec + "}")}))
+		require.NoError(t, s.PutStageRuns(ctx, "s", id, runs))
+	}
+	pt("planned", 32, false, run("allocate", "ok", 0, 1), run("bringup", "ok", 1, 11), run("warmup", "ok", 11, 12), run("perf", "ok", 12, 22))
+	pt("added", 64, true, run("allocate", "shared", 22, 22), run("bringup", "shared", 22, 22),
+		run("warmup", "ok", 22, 24), run("perf", "ok", 24, 34), run("teardown", "ok", 34, 35))
+	ps, _, err := Load(ctx, s, Filter{Sweep: "s"})
+	require.NoError(t, err)
+	b := Book(ps, m(100))
+	got := map[string]float64{}
+	for c, v := range b.Categories {
+		got[c] = v.Minutes()
+	}
+	// 4 nodes: bring-up 10 min, planned warmup 1 + perf 10, added warmup 2
+	// + perf 10 (adaptive), teardown 1; allocation [1, 35].
+	assert.InDeltaMapValues(t, map[string]float64{BringUp: 40, Warmup: 4, Perf: 40, Adaptive: 48, Teardown: 4}, got, 1e-9)
+	assert.InDelta(t, 136.0, b.Total.Minutes(), 1e-9)
+	sum := Summarize(b, []string{"s"})
+	assert.Contains(t, sum.CategoryOrder, Adaptive)
+	assert.InDelta(t, 136.0, sum.TotalNodeMinutes, 1e-9)
+
+	// A sweep without added points shows no adaptive category.
+	i := slices.IndexFunc(ps, func(p Point) bool { return p.PointID == "planned" })
+	plain := Summarize(Book(ps[i:i+1], m(100)), []string{"s"})
+	assert.Positive(t, plain.TotalNodeMinutes)
+	assert.NotContains(t, plain.CategoryOrder, Adaptive)
+}

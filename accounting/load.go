@@ -160,7 +160,7 @@ func (l *loader) sweep(ctx context.Context, sweepID, cluster, configKey string) 
 		}
 		p := Point{SweepID: sweepID, PointID: row.PointID, Identity: row.Identity, ConfigKey: row.ConfigKey, Cluster: cluster,
 			Runs: byPoint[row.PointID], Attempts: attemptsOf[row.PointID], PerfStored: perfStored[row.Identity], EvalStored: evalStored[row.Identity]}
-		p.Deployment, p.Nodes = specOf(row)
+		p.Deployment, p.Nodes, p.Added = specOf(row)
 		for _, r := range p.Runs {
 			if r.Outcome != "reused" {
 				continue
@@ -179,9 +179,10 @@ func (l *loader) sweep(ctx context.Context, sweepID, cluster, configKey string) 
 	return out, nil
 }
 
-// specOf reads the deployment hash and node count from the point's spec;
-// the identity ("<hash>-c<conc>") gives the hash of older rows.
-func specOf(row results.Point) (string, int) {
+// specOf reads the deployment hash, node count and whether an adaptive
+// search added the point from its spec; the identity ("<hash>-c<conc>")
+// gives the hash of older rows.
+func specOf(row results.Point) (string, int, bool) {
 	var spec point.Spec
 	if len(row.SpecJSON) > 0 {
 		_ = json.Unmarshal(row.SpecJSON, &spec) // a bad spec leaves the identity's hash and no nodes
@@ -192,7 +193,7 @@ func specOf(row results.Point) (string, int) {
 			dep = id.DeploymentHash
 		}
 	}
-	return dep, spec.Nodes
+	return dep, spec.Nodes, spec.Added != nil
 }
 
 // reusedCost is what the stage of the identity cost where the reused
@@ -219,7 +220,7 @@ func (l *loader) reusedCost(ctx context.Context, sweepID, identity, stage string
 		if row.Identity != identity {
 			continue
 		}
-		_, nodes := specOf(row)
+		_, nodes, _ := specOf(row)
 		for _, r := range runs {
 			if r.PointID == row.PointID && r.Stage == stage && r.Outcome == "ok" && r.Duration() > 0 {
 				l.costs[k] = nodeTime(nodes, r.Duration())

@@ -79,7 +79,11 @@ func Summarize(b *Books, sweeps []string) Summary {
 	slices.SortFunc(failed, func(x, y string) int {
 		return cmp.Or(cmp.Compare(b.Categories[y], b.Categories[x]), cmp.Compare(x, y))
 	})
-	for _, c := range append(slices.Clone(categoryOrder), failed...) {
+	order := slices.Clone(categoryOrder)
+	if _, ok := b.Categories[Adaptive]; ok {
+		order = append(order, Adaptive) // only sweeps with adaptive points show it
+	}
+	for _, c := range append(order, failed...) {
 		if _, ok := b.Categories[c]; !ok && strings.HasPrefix(c, FailedPrefix) {
 			continue
 		}

@@ -3,6 +3,7 @@ package activities
 import (
 	"time"
 
+	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
@@ -141,6 +142,9 @@ type SweepRecord struct {
 	// Canaries are a canary sweep's groups with their verdicts, what
 	// `starter report` says about them.
 	Canaries []point.Canary `json:"canaries,omitempty"`
+	// Adaptive is each adaptive key's search (deployments, added points,
+	// an slo's result), what `starter report` draws.
+	Adaptive []adaptive.Key `json:"adaptive,omitempty"`
 }
 
 // servedModel is the model name requests to ep must carry.

@@ -3,10 +3,12 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // Sweep bundles what one sweep runs: master config files, the runners file,
@@ -30,6 +32,11 @@ type Sweep struct {
 	Thinking bool // thinking_on (default) or thinking_off golden values
 	// Regression holds the tolerances a nightly run compares with.
 	Regression Regression
+	// Adaptive are the config keys whose deployments get adaptive points
+	// (the `adaptive:` list): fill or slo, each with its budget.
+	Adaptive []point.Adaptive
+	// AdaptivePos is where each Adaptive entry is written.
+	AdaptivePos []strictyaml.Pos
 }
 
 // Regression is the optional `regression:` mapping of a sweep file: how much
@@ -41,7 +48,9 @@ type Regression struct {
 	InteractivityDropPct    float64 // interactivity-drop-pct, default 5
 }
 
-var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals", "golden-al", "thinking", "regression"}
+var sweepFields = []string{"name", "description", "config-files", "runner-config", "config-keys", "cluster", "recipes-root", "evals", "golden-al", "thinking", "regression", "adaptive"}
+
+var adaptiveFields = []string{"config-key", "mode", "topology", "factor", "slo", "grid", "max-points", "max-node-hours"}
 
 var regressionFields = []string{"output-tput-per-gpu-drop-pct", "ttft-p90-rise-pct", "interactivity-drop-pct"}
 
@@ -122,10 +131,90 @@ func ParseSweep(display, abs string, data []byte) (*Sweep, error) {
 			}
 		}
 	}
+	if n := m.Get("adaptive"); n != nil {
+		s.Adaptive, s.AdaptivePos = d.adaptiveList(n, m.Field("adaptive"))
+	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// adaptiveList reads the `adaptive:` list: one entry per config key.
+func (d *decoder) adaptiveList(n *yaml.Node, field string) ([]point.Adaptive, []strictyaml.Pos) {
+	items, ok := d.Seq(n, field)
+	if !ok {
+		return nil, nil
+	}
+	var out []point.Adaptive
+	var pos []strictyaml.Pos
+	seen := map[string]int{}
+	for i, it := range items {
+		path := strictyaml.Index(field, i)
+		m := d.Mapping(it, path, adaptiveFields)
+		if m == nil {
+			continue
+		}
+		a := point.Adaptive{ConfigKey: m.ReqStr("config-key"), MaxPoints: point.DefaultAdaptivePoints}
+		a.Mode = m.ReqStr("mode")
+		a.Topology, _ = m.OptStr("topology")
+		num := func(key string, dst *float64) {
+			if v := m.Get(key); v != nil {
+				*dst, _, _ = d.Number(v, m.Field(key))
+			}
+		}
+		whole := func(mm *strictyaml.Mapping, key string, dst *int) {
+			if v, ok := mm.OptInt(key); ok {
+				*dst = int(v)
+			}
+		}
+		num("factor", &a.Factor)
+		num("max-node-hours", &a.MaxNodeHours)
+		whole(m, "max-points", &a.MaxPoints)
+		if v := m.Get("slo"); v != nil {
+			if sm := d.Mapping(v, m.Field("slo"), []string{"metric", "max", "min"}); sm != nil {
+				slo := point.SLO{Metric: sm.ReqStr("metric")}
+				for _, f := range []struct {
+					key string
+					dst *float64
+				}{{"max", &slo.Max}, {"min", &slo.Min}} {
+					if v := sm.Get(f.key); v != nil {
+						*f.dst, _, _ = d.Number(v, sm.Field(f.key))
+					}
+				}
+				a.SLO = &slo
+			}
+		}
+		if v := m.Get("grid"); v != nil {
+			if gm := d.Mapping(v, m.Field("grid"), []string{"min", "max", "step"}); gm != nil {
+				whole(gm, "min", &a.Grid.Min)
+				whole(gm, "max", &a.Grid.Max)
+				whole(gm, "step", &a.Grid.Step)
+			}
+		}
+		if first, dup := seen[a.ConfigKey]; dup && a.ConfigKey != "" {
+			d.Errorf(m.Values["config-key"], m.Field("config-key"), "%s already has adaptive points (%s)", a.ConfigKey, strictyaml.Index(field, first))
+			continue
+		}
+		seen[a.ConfigKey] = i
+		if a.ConfigKey == "" || a.Mode == "" {
+			continue // already reported as missing
+		}
+		if err := a.Validate(); err != nil {
+			// Validate's messages start with the field they are about.
+			sub, msg, _ := strings.Cut(err.Error(), ": ")
+			key, _, _ := strings.Cut(sub, ".")
+			node := m.Values[key]
+			if node == nil {
+				node = m.Node
+			}
+			d.Errorf(node, strictyaml.Join(path, sub), "%s", msg)
+			continue
+		}
+		out = append(out, a)
+		pos = append(pos, d.Pos(m.Values["config-key"]))
+	}
+	return out, pos
 }
 
 // stringList reads a non-empty list of strings (a single string is accepted

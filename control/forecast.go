@@ -198,9 +198,37 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 	}
 	in := workflows.SweepInput{SweepID: "forecast-" + sw.Name, Name: sw.Name, Cluster: cl.Name, TaskQueue: cl.TaskQueue,
 		NodeBudget: cl.Nodes, Points: pts}
+	plain := in
+	if p != nil && len(sw.Adaptive) > 0 {
+		// The sweep's adaptive points at worst: every budget spent.
+		ain := in
+		ain.Points = slices.Clone(in.Points)
+		asw := sw
+		asw.Adaptive, asw.AdaptivePos = nil, nil
+		for _, a := range sw.Adaptive {
+			if slices.ContainsFunc(pts, func(pt point.Spec) bool { return pt.ConfigKey == a.ConfigKey }) {
+				asw.Adaptive = append(asw.Adaptive, a)
+			}
+		}
+		if err := ApplyAdaptive(&ain, p, &asw, nil); err != nil {
+			notes = append(notes, "adaptive points not forecast: "+oneLine(err))
+		} else {
+			for i := range ain.Adaptive {
+				ain.Adaptive[i].WorstCase = true
+			}
+			in = ain
+		}
+	}
 	c, err := forecast.Run(in, inputs)
 	if err != nil {
 		return nil, err
+	}
+	if len(in.Adaptive) > 0 {
+		pc, err := forecast.Run(plain, inputs)
+		if err != nil {
+			return nil, fmt.Errorf("without adaptive points: %w", err)
+		}
+		c = forecast.CompareAdaptive(pc, c)
 	}
 	if len(pts) > 0 {
 		// The same sweep as `sweep start --canary` starts it.

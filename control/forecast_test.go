@@ -12,6 +12,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // forecastFixture writes a master config made from the backends sweep's
@@ -208,4 +209,42 @@ func TestForecastCanaryBackends(t *testing.T) {
 	assert.Equal(t, forecast.Step{Deployment: "B2", Canary: true, ConfigKey: "dsv4-fp4-gb200-dynamo-vllm-agentic-mtp-disagg", Topology: "1P1D DEP4/DEP8",
 		Nodes: 3, Concs: []int{8}, StartHours: 0, EndHours: 85.0 / 60}, h.CriticalPath[0])
 	assert.Len(t, h.CriticalPath, 2)
+}
+
+// TestForecastAdaptiveWorstCase: the forecast of the seed sweep with fill
+// on its disagg key books the request's whole budget on the key's largest
+// deployment (2P1D, 16 nodes): 3 points of 5 min warmup + 1 h perf, 16 x
+// 65 min x 3 = 52 node-hours, no bring-up, and the sweep ends that much
+// later (the key's deployments run lowest concurrency first). A node-hour
+// budget below that stops at the points it pays for.
+func TestForecastAdaptiveWorstCase(t *testing.T) {
+	sw, err := config.LoadSweep("../configs/sweeps/dsv4-gb200-agentx.yaml")
+	require.NoError(t, err)
+	plain, err := Forecast(context.Background(), ForecastRequest{Sweep: sw, Assumptions: forecast.DefaultAssumptions()})
+	require.NoError(t, err)
+	base := plain.Clusters[0]
+	require.Nil(t, base.Adaptive)
+
+	sw.Adaptive = []point.Adaptive{{ConfigKey: disaggKey, Mode: point.AdaptiveFill, MaxPoints: 3}}
+	rep, err := Forecast(context.Background(), ForecastRequest{Sweep: sw, Assumptions: forecast.DefaultAssumptions()})
+	require.NoError(t, err)
+	c := rep.Clusters[0]
+	require.NotNil(t, c.Adaptive)
+	assert.Equal(t, 3, c.Adaptive.ExtraPoints)
+	assert.Zero(t, c.Adaptive.ExtraBringUps)
+	assert.InDelta(t, 16*65.0*3/60, c.Adaptive.ExtraNodeHours, 1e-9)
+	assert.InDelta(t, base.NodeHours+52, c.NodeHours, 1e-9, "the headline includes the worst case")
+	assert.Equal(t, base.BringUps, c.BringUps)
+	assert.Equal(t, []forecast.AdaptiveKey{{ConfigKey: disaggKey, Mode: point.AdaptiveFill, Topology: "2P1D DEP16/DEP32", Points: 3, NodeHours: 52}}, c.Adaptive.Keys)
+	assert.InDelta(t, base.MakespanHours+c.Adaptive.DelayHours, c.MakespanHours, 1e-9)
+	assert.GreaterOrEqual(t, c.Adaptive.DelayHours, 3*65.0/60-1e-9, "the 2P1D deployment ends last: its added points add to the makespan")
+	var out strings.Builder
+	require.NoError(t, rep.Write(&out))
+	assert.Contains(t, out.String(), "adaptive points at worst (every budget spent; the figures above include them): +3 points, +52.0 node-hours, +0 bring-ups")
+
+	// 40 node-hours pay for two such points (34.7), not three.
+	sw.Adaptive[0].MaxNodeHours = 40
+	rep, err = Forecast(context.Background(), ForecastRequest{Sweep: sw, Assumptions: forecast.DefaultAssumptions()})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Clusters[0].Adaptive.ExtraPoints)
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/plan/budgetcheck"
 	"github.com/sweepflow/sweepflow/point"
@@ -40,6 +44,9 @@ type Request struct {
 	RecipesRoot string
 	// OnePointPerKey plans one point per config key (plan.Options).
 	OnePointPerKey bool
+	// Adaptive adds to (or, for the same config key, replaces) the sweep
+	// file's adaptive requests (`sweep start --adaptive`).
+	Adaptive []point.Adaptive
 }
 
 // Build plans the sweep file and converts every point into the
@@ -84,6 +91,9 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 	if err := ApplyFaults(req.Faults, in.Points); err != nil {
 		return nil, nil, err
 	}
+	if err := ApplyAdaptive(in, p, sw, req.Adaptive); err != nil {
+		return nil, nil, err
+	}
 	if req.Canary {
 		ApplyCanaries(in, plan.DefaultNodeMinuteTimes(cl.BringUpTime))
 	}
@@ -117,11 +127,98 @@ func defaultSweepID(name string, in *workflows.SweepInput, extra ...string) stri
 			fmt.Fprintln(h, p.PointID, f.Stage, f.Times)
 		}
 	}
-	// A canary run of a plan is another sweep than a plain one.
+	// A canary run of a plan is another sweep than a plain one, and so is
+	// a run with adaptive points.
 	if len(in.Canaries) > 0 {
 		fmt.Fprintln(h, "canary")
 	}
+	if len(in.Adaptive) > 0 {
+		a, _ := json.Marshal(in.Adaptive)
+		fmt.Fprintln(h, "adaptive", string(a))
+	}
 	return name + "-" + hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// ApplyAdaptive puts the sweep file's adaptive requests, and those of
+// flags (a flag's request replaces the file's for its config key), on the
+// sweep input. Each must name a config key, and a topology, that the plan
+// has; the points of those keys learn the concurrency their recipe claims
+// (point.Spec.RecipeConc), above which nothing is added.
+func ApplyAdaptive(in *workflows.SweepInput, p *plan.Plan, sw *config.Sweep, flags []point.Adaptive) error {
+	type req struct {
+		a     point.Adaptive
+		where string
+	}
+	var reqs []req
+	for i, a := range sw.Adaptive {
+		where := strictyaml.DisplayPath(sw.Path) + ": adaptive"
+		if i < len(sw.AdaptivePos) {
+			where = fmt.Sprintf("%s: adaptive[%d]", sw.AdaptivePos[i], i)
+		}
+		reqs = append(reqs, req{a, where})
+	}
+	for _, a := range flags {
+		if i := slices.IndexFunc(reqs, func(r req) bool { return r.a.ConfigKey == a.ConfigKey }); i >= 0 {
+			reqs[i] = req{a, "--adaptive " + a.ConfigKey}
+			continue
+		}
+		reqs = append(reqs, req{a, "--adaptive " + a.ConfigKey})
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	if len(in.Points) >= storedPlanPoints {
+		return fmt.Errorf("%s: adaptive points need a plan of fewer than %d points (this one has %d: the sweep would load it page by page)",
+			reqs[0].where, storedPlanPoints, len(in.Points))
+	}
+	claims := map[string]int{}
+	for _, pt := range p.Points {
+		if pt.Recipe != nil {
+			claims[pt.ID] = checklist.ClaimedConc(pt.Recipe)
+		}
+	}
+	for _, r := range reqs {
+		var topologies []string
+		for i := range in.Points {
+			pt := &in.Points[i]
+			if pt.ConfigKey != r.a.ConfigKey {
+				continue
+			}
+			if !slices.Contains(topologies, pt.Topology) {
+				topologies = append(topologies, pt.Topology)
+			}
+			pt.RecipeConc = claims[pt.PointID]
+		}
+		switch {
+		case len(topologies) == 0:
+			return fmt.Errorf("%s: config-key: %s has no point in the plan", r.where, r.a.ConfigKey)
+		case r.a.Topology != "" && !slices.Contains(topologies, r.a.Topology):
+			return fmt.Errorf("%s: topology: %s has no deployment of topology %q (it has %s)", r.where, r.a.ConfigKey, r.a.Topology, strings.Join(topologies, ", "))
+		}
+		in.Adaptive = append(in.Adaptive, r.a)
+	}
+	return nil
+}
+
+// AddedPoints are the points a sweep's adaptive searches added, from the
+// ledger, as `starter check --added` checks them.
+func AddedPoints(ctx context.Context, store *results.Store, sweepID string) ([]checklist.Added, error) {
+	pts, err := store.Points(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("sweep %q has no points in the ledger", sweepID)
+	}
+	var out []checklist.Added
+	for _, p := range pts {
+		var spec point.Spec
+		if len(p.SpecJSON) == 0 || json.Unmarshal(p.SpecJSON, &spec) != nil || spec.Added == nil {
+			continue
+		}
+		out = append(out, checklist.Added{PointID: p.PointID, ConfigKey: spec.ConfigKey, Conc: spec.Conc, Row: spec.Row})
+	}
+	return out, nil
 }
 
 // ApplyCanaries makes in a canary sweep: every point gets its planned

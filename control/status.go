@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -119,7 +121,11 @@ type SweepView struct {
 	// SavedNodeHours sums those.
 	Canaries       []point.Canary `json:"canaries,omitempty"`
 	SavedNodeHours float64        `json:"saved_node_hours,omitempty"`
-	closed         bool
+	// Adaptive is each adaptive key's search: its request, deployments and
+	// why each stopped, the points it added, an slo's result and the
+	// budget spent. Each added point's row carries "added" too.
+	Adaptive []adaptive.Key `json:"adaptive,omitempty"`
+	closed   bool
 }
 
 // Query asks a sweep workflow for its progress.
@@ -155,7 +161,7 @@ func Collect(ctx context.Context, c client.Client, id string) (*SweepView, error
 		end = pr.FinishedAt
 	}
 	v.Elapsed = end.Sub(pr.StartedAt).Seconds()
-	v.Canaries = pr.Canaries
+	v.Canaries, v.Adaptive = pr.Canaries, pr.Adaptive
 	for _, c := range pr.Canaries {
 		v.SavedNodeHours += c.SavedNodeHours
 	}
@@ -296,6 +302,7 @@ func Print(w io.Writer, v *SweepView) {
 		}
 	}
 	PrintCanaries(w, v.Canaries)
+	PrintAdaptive(w, v.Adaptive, v.Points)
 	for _, p := range v.Points {
 		if p.Status == point.StatusAwaitingOperator {
 			fmt.Fprintf(w, "! %s waits for an operator at %s: %s\n", p.PointID, p.Stage, p.LastError)
@@ -338,6 +345,31 @@ func PrintCanaries(w io.Writer, cs []point.Canary) {
 	}
 }
 
+// PrintAdaptive writes each adaptive key's search: its request and budget,
+// per deployment where its search stands (an slo's result), and each added
+// point with the deployment that served it and why.
+func PrintAdaptive(w io.Writer, keys []adaptive.Key, rows []PointView) {
+	for _, k := range keys {
+		fmt.Fprintf(w, "adaptive %s\n  %d of %d points added", k.Request, len(k.Added), k.Request.MaxPoints)
+		if k.Request.MaxNodeHours > 0 {
+			fmt.Fprintf(w, ", %.2f of %g node-hours", k.NodeMinutes/60, k.Request.MaxNodeHours)
+		} else {
+			fmt.Fprintf(w, ", %.2f node-hours", k.NodeMinutes/60)
+		}
+		fmt.Fprintln(w)
+		for _, d := range k.Deployments {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+		for _, a := range k.Added {
+			status := "decided"
+			if i := slices.IndexFunc(rows, func(r PointView) bool { return r.PointID == a.PointID }); i >= 0 {
+				status = rows[i].Status
+			}
+			fmt.Fprintf(w, "  + %s c%d (%s): added by %s on %s: %s\n", a.PointID, a.Conc, status, a.Added.Mode, a.Added.Topology, a.Added.Reason)
+		}
+	}
+}
+
 // nodesCell is a live point's allocation against its plan ("0/6" once the
 // nodes went back while it waits), else the planned node count.
 func nodesCell(p PointView) string {
@@ -347,14 +379,18 @@ func nodesCell(p PointView) string {
 	return fmt.Sprint(p.Nodes)
 }
 
-// statusCell names what an incomplete point skipped, and that a
-// not-started point's canary failed (PrintCanaries says why).
+// statusCell names what an incomplete point skipped, that a not-started
+// point's canary failed (PrintCanaries says why), and that an adaptive
+// search added a point (PrintAdaptive says why).
 func statusCell(p PointView) string {
 	if p.Status == point.StatusIncomplete && len(p.Skipped) > 0 {
 		return p.Status + " (skipped " + strings.Join(p.Skipped, ",") + ")"
 	}
 	if p.Status == point.StatusNotStarted && strings.HasPrefix(p.Reason, point.NotStartedReason("")) {
 		return p.Status + " (canary failed)"
+	}
+	if p.Added != nil {
+		return p.Status + " (added: " + p.Added.Mode + ")"
 	}
 	return p.Status
 }

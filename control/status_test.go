@@ -3,11 +3,13 @@ package control
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -130,4 +132,32 @@ func TestStatusShowsFailureClass(t *testing.T) {
 	pv.FailureClass = ""
 	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 	require.Regexp(t, `(?m)^p-c64\s.*\sawaiting-operator\s+-\s`, buf.String(), "no class: a dash")
+}
+
+// Added points are marked in the table and listed under their key's
+// search with the deployment that served them and why; --json carries the
+// searches and each added point's marker.
+func TestStatusShowsAdaptive(t *testing.T) {
+	added := &point.Added{Mode: point.AdaptiveFill, Deployment: "d1", Topology: "TP1 agg", Seq: 1,
+		Reason: "fill: gap c32 (19.5 s) -> c256 (106 s) of median_e2el, x5.4 > x2; next to TP1 agg, whose server is up"}
+	var planned, extra PointView
+	planned.PointID, planned.Status, planned.Conc = "p-c32", point.StatusCompleted, 32
+	extra.PointID, extra.Status, extra.Conc, extra.Added = "p-c64", point.StatusCompleted, 64, added
+	k := adaptive.Key{Request: point.Adaptive{ConfigKey: "k", Mode: point.AdaptiveFill, MaxPoints: 3, MaxNodeHours: 2},
+		Deployments: []adaptive.Deployment{{Key: "d1000000000000", Topology: "TP1 agg", State: adaptive.Done, Stop: "no gap wider than x2 left on the curve"}},
+		Added:       []adaptive.AddedPoint{{PointID: "p-c64", Conc: 64, Added: *added}}, NodeMinutes: 30}
+	v := &SweepView{SweepID: "s", Points: []PointView{planned, extra}, Adaptive: []adaptive.Key{k}}
+	var buf bytes.Buffer
+	Print(&buf, v)
+	out := buf.String()
+	require.Contains(t, out, "completed (added: fill)")
+	require.Equal(t, 1, strings.Count(out, "(added: fill)"), "only the added point is marked")
+	require.Contains(t, out, "adaptive k: fill gaps wider than x2, up to 3 added points and 2 node-hours\n  1 of 3 points added, 0.50 of 2 node-hours\n")
+	require.Contains(t, out, "  TP1 agg (d10000000000): done: no gap wider than x2 left on the curve\n")
+	require.Contains(t, out, "  + p-c64 c64 (completed): added by fill on TP1 agg: fill: gap c32 (19.5 s) -> c256 (106 s)")
+
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"added":{"mode":"fill","deployment":"d1","topology":"TP1 agg"`)
+	require.Contains(t, string(b), `"adaptive":[{"request":{"config_key":"k","mode":"fill"`)
 }

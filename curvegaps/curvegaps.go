@@ -98,15 +98,18 @@ func Find(curves []Curve, factor float64) (Result, error) {
 // of the two levels decides, because a value already measured at either
 // level covers that part of the axis.
 func curveGaps(c Curve, metric string, value func(Point) float64, factor float64) []Gap {
+	// Concurrencies collected in a slice, not by ranging over the map: the
+	// sweep workflow calls this too (package adaptive), and workflowcheck
+	// refuses map iteration there.
 	levels := map[int][]float64{}
+	var concs []int
 	for _, p := range c.Points {
 		if v := value(p); p.Conc > 0 && v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+			if _, seen := levels[p.Conc]; !seen {
+				concs = append(concs, p.Conc)
+			}
 			levels[p.Conc] = append(levels[p.Conc], v)
 		}
-	}
-	concs := make([]int, 0, len(levels))
-	for k := range levels {
-		concs = append(concs, k)
 	}
 	sort.Ints(concs)
 	var gaps []Gap

@@ -65,7 +65,10 @@ type Cluster struct {
 	// Canary is the same sweep with canaries (`sweep start --canary`) set
 	// against it without: what the canaries cost and how much later the
 	// sweep ends (CompareCanaries).
-	Canary   *Canary   `json:"canary,omitempty"`
+	Canary *Canary `json:"canary,omitempty"`
+	// Adaptive is the worst case of the sweep's adaptive points, whose
+	// figures the cluster's include (CompareAdaptive).
+	Adaptive *Adaptive `json:"adaptive,omitempty"`
 	Timeline *Timeline `json:"-"`
 }
 

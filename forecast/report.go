@@ -105,6 +105,7 @@ func (c *Cluster) write(out io.Writer) error {
 			}
 			fmt.Fprintf(out, "    %s-%s  %s %s c%s, %d nodes%s\n", hm(s.StartHours), hm(s.EndHours), dep, s.Topology, concs(s.Concs), s.Nodes, key)
 		}
+		c.Adaptive.write(out)
 		c.Canary.write(out)
 		fmt.Fprintln(out, "  where the figures come from:")
 		for _, s := range c.Sources {

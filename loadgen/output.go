@@ -80,7 +80,7 @@ func (a *Aggregate) Summary() point.PerfSummary {
 	ev := a.Evidence()
 	return point.PerfSummary{
 		OutputTputPerGPU: a.OutputTputPerGPU, TputPerGPU: a.TputPerGPU, InputTputPerGPU: a.InputTputPerGPU,
-		Interactivity: a.MedianIntvty, TTFTp90Ms: a.P90TTFT * 1000, TPOTMedianMs: a.MedianTPOT * 1000,
+		Interactivity: a.MedianIntvty, TTFTp90Ms: a.P90TTFT * 1000, TTFTp99Ms: a.P99TTFT * 1000, TPOTMedianMs: a.MedianTPOT * 1000,
 		E2ELMedianMs: a.MedianE2EL * 1000, Requests: a.NumRequestsTotal, Failed: a.Failed, Simulated: a.Simulated,
 		Evidence: &ev,
 	}

@@ -72,6 +72,13 @@ type Spec struct {
 	// inputs when an operator skipped the warmup stage: the figures were
 	// measured on a cold server, and their profile says so.
 	WarmupSkipped bool `json:"warmup_skipped,omitempty"`
+	// RecipeConc is the concurrency the recipe's name claims it is sized
+	// for (…-c1280-…); set for the points of a key with adaptive points,
+	// which stay at or below it (InferenceX's recipe-row rule). 0: none.
+	RecipeConc int `json:"recipe_conc,omitempty"`
+	// Added marks a point an adaptive search added while its deployment's
+	// server was up (nil: a planned point).
+	Added *Added `json:"added,omitempty"`
 }
 
 // Fault makes a stage fail on purpose for its first Times attempts: with

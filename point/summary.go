@@ -20,6 +20,9 @@ type PerfSummary struct {
 	// Evidence is what the validity gate (ValidatePerf) judged the figures
 	// on, stored with them so a reader can check the verdict.
 	Evidence *PerfEvidence `json:"evidence,omitempty"`
+	// TTFTp99Ms is measured by sweepflow's load generator; InferenceX's
+	// agentic result file has no p99 (0: not measured).
+	TTFTp99Ms float64 `json:"ttft_p99_ms,omitempty"`
 }
 
 // EvalSummary is a point's GSM8K verdict.

@@ -23,6 +23,9 @@ type XY struct {
 	X, Y  float64
 	Conc  int
 	Label string
+	// Added names the adaptive search that added the point (fill, slo):
+	// its label reads +c<conc>.
+	Added string
 }
 
 // Band shades a coverage gap along the x axis of one config key's curve,
@@ -319,11 +322,15 @@ func Chart(series []Series, o ChartOptions) string {
 			if !onFront {
 				r, fillOp, role = 3.5, 0.35, "dominated"
 			}
-			fmt.Fprintf(&b, `<circle class="pt %s %s" cx="%.1f" cy="%.1f" r="%.1f" fill="%s" fill-opacity="%.2f" stroke="%s" stroke-width="2"><title>%s</title></circle>`,
-				kind, role, ax.px(p.X), ay.px(p.Y), r, fill, fillOp, color,
-				html.EscapeString(fmt.Sprintf("%s conc %d: %.3g %s, %.1f tok/s/GPU (%s)", s.Label, p.Conc, p.X, o.XUnit, p.Y, role)))
-			lx, ly := labels.place(ax.px(p.X), ay.px(p.Y), fmt.Sprintf("c%d", p.Conc))
-			fmt.Fprintf(&b, `<text class="conc-label" x="%.1f" y="%.1f" font-size="11" fill="%s">c%d</text>`, lx, ly, color, p.Conc)
+			label, cls, tip := fmt.Sprintf("c%d", p.Conc), "", ""
+			if p.Added != "" {
+				label, cls, tip = "+"+label, " added", ", added by "+p.Added
+			}
+			fmt.Fprintf(&b, `<circle class="pt %s %s%s" cx="%.1f" cy="%.1f" r="%.1f" fill="%s" fill-opacity="%.2f" stroke="%s" stroke-width="2"><title>%s</title></circle>`,
+				kind, role, cls, ax.px(p.X), ay.px(p.Y), r, fill, fillOp, color,
+				html.EscapeString(fmt.Sprintf("%s conc %d: %.3g %s, %.1f tok/s/GPU (%s%s)", s.Label, p.Conc, p.X, o.XUnit, p.Y, role, tip)))
+			lx, ly := labels.place(ax.px(p.X), ay.px(p.Y), label)
+			fmt.Fprintf(&b, `<text class="conc-label" x="%.1f" y="%.1f" font-size="11" fill="%s">%s</text>`, lx, ly, color, label)
 		}
 		for _, p := range front {
 			marker(p, true)

@@ -30,6 +30,9 @@ type pointView struct {
 	// EvalOnly: the point ran its eval without the throughput benchmark
 	// (an evals-only or all-evals changelog entry).
 	EvalOnly bool
+	// Added: an adaptive search added the point; Served the gap or SLO.
+	Added  *point.Added
+	Served string
 }
 
 type stageView struct {
@@ -92,6 +95,8 @@ type page struct {
 	ForecastNote string
 	// NodeHours is where the allocations' node-hours went (nil: none).
 	NodeHours *nodeHoursView
+	// Adaptive are the sweep's adaptive searches.
+	Adaptive []adaptiveView
 }
 
 // failureView is one failed stage attempt.
@@ -234,6 +239,10 @@ func build(in *Input) page {
 	}
 	p.Points = points(cur)
 	p.NodeHours = buildNodeHours(in.NodeHours)
+	p.Adaptive = adaptiveViews(cur.Adaptive, sim)
+	if n := len(cur.Added); n > 0 {
+		p.Summary = append(p.Summary, summaryRow{"Adaptive points", fmt.Sprintf("%d added on deployments whose server was up (marked +c in the charts)", n)})
+	}
 	return p
 }
 
@@ -375,8 +384,9 @@ func points(r *Run) []pointView {
 		seen[v.ID] = true
 	}
 	for _, p := range r.Points {
+		a := r.Added[p.PointID]
 		add(pointView{ID: p.PointID, ConfigKey: p.ConfigKey, Topology: p.Topology, Status: p.Status, FailedStage: p.FailedStage,
-			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc, EvalOnly: specEvalOnly(p.SpecJSON)})
+			Error: p.Error, Identity: short(p.Identity), Conc: p.Conc, EvalOnly: specEvalOnly(p.SpecJSON), Added: a, Served: addedText(a)})
 	}
 	for _, p := range r.Perf { // perf without a point row (older ledgers)
 		if !seen[p.PointID] {
@@ -704,7 +714,17 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 {{range .Timings}}<tr class="node-hours-timing-row"><td>{{or .Cluster "-"}}</td><td>{{or .ConfigKey "-"}}</td><td><code>{{short .Deployment}}</code></td><td class="n">{{.QueueN}}</td><td class="n">{{printf "%.1f" .QueueP50}}</td><td class="n">{{printf "%.1f" .QueueP90}}</td><td class="n">{{.BringUpN}}</td><td class="n">{{printf "%.1f" .BringUpP50}}</td><td class="n">{{printf "%.1f" .BringUpP90}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Notes}}<div class="muted">note: {{.}}</div>{{end}}
-{{end}}<h2>Output throughput per GPU vs interactivity</h2>
+{{end}}{{if .Adaptive}}<h2 id="adaptive">Adaptive points</h2>
+<div class="muted">Points the sweep added while a deployment's server was up: fill splits the gaps <code>starter coverage</code> finds (same rule and factor), slo brackets and bisects for the largest concurrency that meets an SLO. None brought a server up.</div>
+{{range .Adaptive}}<h3>{{.Request}}</h3>
+<div class="adaptive-budget">{{.Budget}}</div>
+<ul class="adaptive-deployments">{{range .Deps}}<li>{{.}}</li>{{end}}</ul>
+{{if .Added}}<table class="adaptive-added">
+<tr><th>#</th><th>point</th><th>conc</th><th>deployment</th><th>served</th><th>why</th></tr>
+{{range .Added}}<tr class="added-row"><td class="n">{{.Seq}}</td><td>{{.PointID}}</td><td class="n">{{.Conc}}</td><td>{{.Topology}}</td><td>{{.Served}}</td><td class="muted">{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Charts}}<div class="chart">{{.}}</div>{{end}}
+{{end}}{{end}}<h2>Output throughput per GPU vs interactivity</h2>
 <div class="chart">{{.Chart}}</div>
 <div class="muted">Each point is a concurrency. Each config key's curve is its Pareto frontier (no other point of the key has both more throughput and more interactivity); small faded markers are dominated points. The wide grey band is the frontier across config keys. Shaded bands are interactivity coverage gaps.{{if .HasBaseline}} Dashed curves with hollow markers, and the dashed grey band: baseline {{.BaselineID}}.{{end}}</div>
 
@@ -748,6 +768,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>status</th><td class="status-{{.Status}}">{{.Status}}{{if .FailedStage}} (at {{.FailedStage}}){{end}}{{if .Error}}<div class="muted">{{.Error}}</div>{{end}}</td></tr>
 <tr><th>identity</th><td><code>{{.Identity}}</code></td></tr>
 {{if .EvalOnly}}<tr><th>measures</th><td><b>eval-only</b>: GSM8K without the throughput benchmark</td></tr>{{end}}
+{{if .Added}}<tr class="added"><th>added by</th><td><b>{{.Added.Mode}}</b> on {{.Added.Topology}}: {{.Served}}<div class="muted">{{.Added.Reason}}</div></td></tr>{{end}}
 {{with .Perf}}<tr><th>output throughput / GPU</th><td class="n">{{num .OutputTputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>total throughput / GPU</th><td class="n">{{num .TputPerGPU 1}} tok/s/GPU</td></tr>
 <tr><th>interactivity (median)</th><td class="n">{{num .Interactivity 1}} tok/s/user</td></tr>

@@ -34,12 +34,15 @@ func buildNodeHours(s *accounting.Summary) *nodeHoursView {
 	return v
 }
 
-// categoryColour: perf and eval green (what a figure is made of), setting
-// up blue, the operator hold amber, failed attempts red.
+// categoryColour: perf and eval green (what a figure is made of), adaptive
+// points a lighter green, setting up blue, the operator hold amber, failed
+// attempts red.
 func categoryColour(c string) string {
 	switch {
 	case c == accounting.Perf || c == accounting.Eval:
 		return "#2e8b57"
+	case c == accounting.Adaptive:
+		return "#7cc49a"
 	case c == accounting.Held:
 		return "#e0a100"
 	case strings.HasPrefix(c, accounting.FailedPrefix):

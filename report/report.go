@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/accounting"
+	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
@@ -41,6 +42,10 @@ type Run struct {
 	// Failures are the sweep's failed stage attempts with class and
 	// evidence (ledger table stage_failures).
 	Failures []results.StageAttempt
+	// Adaptive are the sweep's adaptive searches as its ledger row records
+	// them; Added the point IDs they added, with what added each.
+	Adaptive []adaptive.Key
+	Added    map[string]*point.Added
 }
 
 // Simulated is true when any figure of the run came from the simulator.
@@ -128,11 +133,19 @@ func LoadRun(ctx context.Context, s *results.Store, sweepID string) (*Run, error
 	if r.Found && r.Sweep.ConfigJSON != "" {
 		var rec struct {
 			Canaries []point.Canary `json:"canaries"`
+			Adaptive []adaptive.Key `json:"adaptive"`
 		}
 		if err := json.Unmarshal([]byte(r.Sweep.ConfigJSON), &rec); err != nil {
 			return nil, fmt.Errorf("report: sweep row of %s: %w", sweepID, err)
 		}
-		r.Canaries = rec.Canaries
+		r.Canaries, r.Adaptive = rec.Canaries, rec.Adaptive
+	}
+	r.Added = map[string]*point.Added{}
+	for _, p := range r.Points {
+		var s point.Spec
+		if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &s) == nil && s.Added != nil {
+			r.Added[p.PointID] = s.Added
+		}
 	}
 	if !r.Found && len(r.Points) == 0 && len(r.Perf) == 0 && len(r.Evals) == 0 {
 		return nil, fmt.Errorf("%w: %q has no rows in the results store", ErrNoSweep, sweepID)
@@ -181,7 +194,11 @@ func chartSeries(r *Run, baseline bool, x func(results.PerfResult) float64) []Se
 			by[k] = s
 			keys = append(keys, k)
 		}
-		s.Points = append(s.Points, XY{X: x(p), Y: p.OutputTputPerGPU, Conc: p.Conc, Label: k})
+		xy := XY{X: x(p), Y: p.OutputTputPerGPU, Conc: p.Conc, Label: k}
+		if a := r.Added[p.PointID]; a != nil {
+			xy.Added = a.Mode
+		}
+		s.Points = append(s.Points, xy)
 	}
 	sort.Strings(keys)
 	out := make([]Series, 0, len(keys))

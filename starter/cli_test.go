@@ -153,6 +153,8 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{name: "command error keeps its code and prefix", args: []string{"sim", "checkpoint"}, code: 2,
 			stderr: []string{"starter sim checkpoint: --dir is required"}},
 		{name: "completion", args: []string{"completion", "bash"}, code: 0, stdout: []string{"bash completion", "__start_starter"}},
+		{name: "a bad adaptive request is a usage error before anything starts", args: []string{"sweep", "start", "--adaptive", "k=grow,max-points=2"}, code: 2,
+			stderr: []string{`starter sweep start: --adaptive "k=grow,max-points=2": mode: want fill or slo, got "grow"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

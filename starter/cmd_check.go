@@ -35,6 +35,9 @@ usage:
   starter check --sweep FILE --changelog perf-changelog.yaml [--entry N|--since N] [--base REF-DIR]
                 (the chosen entries' fields and keys; with --base, the entries added
                  relative to REF-DIR's changelog, and their append-only promise)
+  starter check --sweep FILE --added SWEEP_ID [--results DSN]
+                (also the points SWEEP_ID's adaptive searches added, as if appended to
+                 their rows' conc-lists: InferenceX's append-only convention)
 
 rules:
 ` + ruleList() + `
@@ -65,6 +68,8 @@ type checkFlags struct {
 	// home and results name the ledger whose bring-up times judge the
 	// recipes' health_check budgets (skipped when there is none).
 	home, results string
+	// added names a sweep whose added points are checked too.
+	added string
 }
 
 func (f *checkFlags) bind(fs *flag.FlagSet) {
@@ -87,6 +92,7 @@ func (f *checkFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.since, "since", 0, "with --changelog: check entries N to the last")
 	fs.StringVar(&f.home, "home", envOr("SWEEPFLOW_HOME", ".sweepflow"), "local state directory (its results.db judges health_check budgets)")
 	fs.StringVar(&f.results, "results", os.Getenv("SWEEPFLOW_RESULTS"), "results store DSN whose bring-up times judge the recipes' health_check budgets (default: <home>/results.db when it exists)")
+	fs.StringVar(&f.added, "added", "", "check the points this sweep's adaptive searches added (read from the ledger) against the append-only convention, as if appended to their rows' conc-lists")
 }
 
 // checkOptions turns the flags (and the sweep file) into review options.
@@ -145,6 +151,17 @@ func checkOptions(f *checkFlags, fs *flag.FlagSet) (checklist.Options, error) {
 	for _, a := range f.allow {
 		if !checklist.KnownRule(a) {
 			return o, usageError("--allow %q: unknown rule (see starter check --help)", a)
+		}
+	}
+	if f.added != "" {
+		lf := ledgerFlags{home: f.home, results: f.results}
+		store, _, _, err := lf.open(context.Background())
+		if err != nil {
+			return o, err
+		}
+		defer store.Close()
+		if o.Added, err = control.AddedPoints(context.Background(), store, f.added); err != nil {
+			return o, err
 		}
 	}
 	return o, nil

@@ -139,6 +139,9 @@ func newExportCmd() *cobra.Command {
 			fmt.Fprintln(os.Stderr, "warning: "+w)
 		}
 		fmt.Printf("%s: %d rows\n%s: %d rows\n", paths[0], len(e.Bmk), paths[1], len(e.Evals))
+		if len(paths) > 2 {
+			fmt.Printf("%s: the append-only perf-changelog entries of the points adaptive searches added\n", paths[2])
+		}
 		return nil
 	}
 	return c

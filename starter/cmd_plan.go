@@ -330,5 +330,11 @@ func planPoints(out io.Writer, f *planFlags) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(p.Summary())
 	}
-	return p.WriteTable(out)
+	if err := p.WriteTable(out); err != nil {
+		return err
+	}
+	for _, a := range s.Adaptive {
+		fmt.Fprintf(out, "adaptive: %s (points decided while the sweep runs; starter forecast shows the worst case)\n", a)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/plan"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -31,6 +32,8 @@ func init() {
 		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
 		f.recipes.bind(c.Flags())
 		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
+		c.Flags().StringArrayVar(&f.adaptive, "adaptive", nil, "adaptive points for a config key, as the sweep file's adaptive: entry (repeatable; replaces the file's entry for that key): "+
+			"KEY=fill[,factor=2][,max-points=3][,max-node-hours=H] or KEY=slo,metric=p99_ttft,max=2,step=64[,grid-min=N][,grid-max=N][,topology=T][,max-points=N][,max-node-hours=H]")
 		f.chaos.bind(c.Flags())
 		return c
 	})
@@ -73,6 +76,8 @@ type startFlags struct {
 	// --srt-slurm DIR --one-point-per-key`.
 	recipes        recipesFlags
 	onePointPerKey bool
+	// adaptive: `sweep start --adaptive KEY=MODE,...`.
+	adaptive []string
 	// chaos: `sweep start --chaos SEED` (starter/chaos.go).
 	chaos chaosFlags
 }
@@ -120,6 +125,13 @@ func runSweepStart(f startFlags) error {
 	}
 	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
 		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
+	for _, a := range f.adaptive {
+		ar, err := point.ParseAdaptive(a)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		req.Adaptive = append(req.Adaptive, ar)
+	}
 	if f.fast {
 		req.Tuning = control.FastTuning()
 	}
@@ -204,11 +216,17 @@ func startAndReport(c client.Client, in *workflows.SweepInput, f startFlags) err
 		if len(in.Canaries) > 0 {
 			res["canaries"] = in.Canaries
 		}
+		if len(in.Adaptive) > 0 {
+			res["adaptive"] = in.Adaptive
+		}
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
 	if !f.jsonOut {
 		fmt.Printf("sweep %s: %d points on cluster %s (%d nodes)\n  run:    %s\n  Web UI: %s\n", in.SweepID, len(in.Points), in.Cluster, in.NodeBudget, run.GetRunID(), link)
 		control.PrintCanaries(os.Stdout, in.Canaries)
+		for _, a := range in.Adaptive {
+			fmt.Printf("  adaptive: %s\n", a)
+		}
 	}
 	if f.wait {
 		return watch(c, in.SweepID, watchOptions{json: f.jsonOut, interval: time.Second})

@@ -335,3 +335,19 @@ func TestPlanSingleNodeKeys(t *testing.T) {
 	assert.Contains(t, res.stderr, "sn-fixed.multinode: single-node config key")
 	assert.Contains(t, res.stderr, "--format ix-json")
 }
+
+// A sweep file's adaptive requests are named under the plan: their points
+// are decided while the sweep runs.
+func TestPlanNamesAdaptiveRequests(t *testing.T) {
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	seed, err := os.ReadFile(filepath.Join(repo, "configs/sweeps/dsv4-gb200-agentx.yaml"))
+	require.NoError(t, err)
+	configs := filepath.Join(repo, "configs")
+	body := strings.ReplaceAll(strings.ReplaceAll(string(seed), "recipes-root: ..", "recipes-root: "+configs), "../", configs+"/")
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(body+"adaptive:\n  - {config-key: dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg, mode: fill, max-points: 2}\n"), 0o644))
+	res := starterIn(t, repo, "plan", "--sweep", file)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "\nadaptive: dsv4-fp4-gb200-dynamo-sglang-agentic-mtp-disagg: fill gaps wider than x2, up to 2 added points (points decided while the sweep runs; starter forecast shows the worst case)\n")
+}

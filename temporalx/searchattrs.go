@@ -21,6 +21,9 @@ var (
 	SAFailureClass = temporal.NewSearchAttributeKeyKeyword("FailureClass")
 	// RegressionCount is set by nightly sweeps after the baseline comparison.
 	SARegressionCount = temporal.NewSearchAttributeKeyInt64("RegressionCount")
+	// Adaptive is the adaptive search (fill, slo) that added a point, and
+	// on a sweep the searches it runs: `Adaptive = "fill"` lists both.
+	SAAdaptive = temporal.NewSearchAttributeKeyKeywordList("Adaptive")
 )
 
 // SearchAttributeTypes lists every custom attribute with its type name as the
@@ -36,6 +39,7 @@ func SearchAttributeTypes() map[string]string {
 		SAKind.GetName():            "Keyword",
 		SARegressionCount.GetName(): "Int",
 		SAFailureClass.GetName():    "Keyword",
+		SAAdaptive.GetName():        "KeywordList",
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -48,12 +49,19 @@ type GroupRole struct {
 	// DeferEval: the point's eval waits for the group's eval phase, after
 	// every perf run of the deployment.
 	DeferEval bool `json:"defer_eval,omitempty"`
+	// Added: an adaptive search added the point; it runs only on the
+	// server handed over and never brings one up.
+	Added bool `json:"added,omitempty"`
 }
 
 // PerfDone is the payload of SignalPerfDone.
 type PerfDone struct {
 	PointID string `json:"point_id"`
 	Lease   *Lease `json:"lease,omitempty"`
+	// Perf and ServerTime are what the point measured and how long it held
+	// the server (warmup and perf), for an adaptive search.
+	Perf       *activities.PerfSummary `json:"perf,omitempty"`
+	ServerTime time.Duration           `json:"server_time,omitempty"`
 }
 
 // EvalTurn is the payload of SignalEvalTurn.
@@ -72,6 +80,11 @@ type DeploymentInput struct {
 	Tuning    Tuning       `json:"tuning"`
 	ReuseFrom []string     `json:"reuse_from,omitempty"`
 	Force     []string     `json:"force,omitempty"`
+	// Adaptive: the deployment's key has an adaptive request. Every eval
+	// waits for the eval phase, and before it the deployment asks the sweep
+	// workflow Sweep for points to add on its server (adaptive.go).
+	Adaptive bool   `json:"adaptive,omitempty"`
+	Sweep    string `json:"sweep,omitempty"`
 }
 
 // DeploymentKey is the deployment a point belongs to: its deployment hash,
@@ -130,7 +143,11 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		lease    *Lease
 		outcomes = map[string]PointOutcome{}
 		deferred []deferredEval
+		search   *deploymentSearch
 	)
+	if in.Adaptive {
+		search = &deploymentSearch{in: in, gid: gid}
+	}
 	perfDone := workflow.GetSignalChannel(ctx, SignalPerfDone)
 	settle := func(p point.Spec, fut workflow.ChildWorkflowFuture) {
 		out, st := childOutcome(ctx, p, PointWorkflowID(in.SweepID, p.PointID), fut)
@@ -138,6 +155,10 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		lease = nil
 		if st != nil {
 			lease = st.Handoff
+			search.report(p, st.Perf, serverTime(st.Stages))
+		}
+		if lease == nil {
+			search.lost(out)
 		}
 	}
 	for i, p := range order {
@@ -145,9 +166,10 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 			outcomes[p.PointID] = PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(in.SweepID, p.PointID), Status: point.StatusCancelled}
 			continue
 		}
-		// An eval-only point has no perf run to wait behind.
-		deferEval := p.Eval && !p.Profile.EvalOnly && i != lastEval
-		later := i < len(order)-1 || len(deferred) > 0 || deferEval
+		// An eval-only point has no perf run to wait behind; in an adaptive
+		// deployment every eval waits for the search.
+		deferEval := p.Eval && !p.Profile.EvalOnly && (i != lastEval || in.Adaptive)
+		later := i < len(order)-1 || len(deferred) > 0 || deferEval || in.Adaptive
 		role := &GroupRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
 		lease = nil
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Key, i+1, len(order), p.Topology, p.Conc))
@@ -169,6 +191,7 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 				return // p still runs on the server: keep waiting for its own
 			}
 			lease, handed = h.Lease, true
+			search.report(p, h.Perf, h.ServerTime)
 		})
 		sel.AddFuture(fut, func(workflow.Future) { finished = true })
 		for !handed && !finished {
@@ -179,6 +202,9 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 			continue
 		}
 		deferred = append(deferred, deferredEval{p: p, fut: fut})
+	}
+	if search != nil {
+		lease = search.search(ctx, lease, outcomes)
 	}
 	// The eval phase: one eval-mode server serves every deferred eval.
 	for j, d := range deferred {
@@ -205,6 +231,9 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 	}
 	out := make([]PointOutcome, 0, len(in.Points))
 	for _, p := range in.Points {
+		out = append(out, outcomes[p.PointID])
+	}
+	for _, p := range search.addedPoints() {
 		out = append(out, outcomes[p.PointID])
 	}
 	if ctx.Err() != nil {
@@ -247,24 +276,39 @@ func teardownLease(ctx workflow.Context, queue string, t Tuning, p point.Spec, l
 const stageStarting = "starting"
 
 func startPoint(ctx workflow.Context, sweepID string, p point.Spec, in PointInput) workflow.ChildWorkflowFuture {
+	attrs := []temporal.SearchAttributeUpdate{
+		temporalx.SAKind.ValueSet(temporalx.KindPoint), temporalx.SASweepID.ValueSet(sweepID), temporalx.SAConfigKey.ValueSet(p.ConfigKey),
+		temporalx.SATopology.ValueSet(p.Topology), temporalx.SAConcurrency.ValueSet(int64(p.Conc)),
+		// Running from its start: the point then writes no attribute
+		// until its status changes or a stage runs 2 s (a visibility
+		// write saved per point; PointWorkflow reads what it started
+		// with).
+		temporalx.SAStage.ValueSet(stageStarting), temporalx.SAPointStatus.ValueSet(point.StatusRunning)}
+	summary := fmt.Sprintf("%s %s c%d (%d nodes, %d GPUs)", p.ConfigKey, p.Topology, p.Conc, p.Nodes, p.GPUs)
+	if p.Added != nil {
+		attrs = append(attrs, temporalx.SAAdaptive.ValueSet([]string{p.Added.Mode}))
+		summary += ", added by " + p.Added.Mode
+	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            PointWorkflowID(sweepID, p.PointID),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WaitForCancellation:   true,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:         fmt.Sprintf("%s %s c%d (%d nodes, %d GPUs)", p.ConfigKey, p.Topology, p.Conc, p.Nodes, p.GPUs),
-		StaticDetails: fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**identity** `%s`\n\n**profile** `%s`\n\n**recipe** %s\n\n**image** %s",
-			sweepID, p.PointID, p.Identity, p.ProfileHash, p.RecipePath, p.Image),
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporalx.SAKind.ValueSet(temporalx.KindPoint), temporalx.SASweepID.ValueSet(sweepID), temporalx.SAConfigKey.ValueSet(p.ConfigKey),
-			temporalx.SATopology.ValueSet(p.Topology), temporalx.SAConcurrency.ValueSet(int64(p.Conc)),
-			// Running from its start: the point then writes no attribute
-			// until its status changes or a stage runs 2 s (a visibility
-			// write saved per point; PointWorkflow reads what it started
-			// with).
-			temporalx.SAStage.ValueSet(stageStarting), temporalx.SAPointStatus.ValueSet(point.StatusRunning)),
+		StaticSummary:         summary,
+		StaticDetails:         pointDetails(sweepID, p),
+		TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),
 	})
 	return workflow.ExecuteChildWorkflow(cctx, PointWorkflow, in)
+}
+
+// pointDetails is a point's static details in the Web UI.
+func pointDetails(sweepID string, p point.Spec) string {
+	d := fmt.Sprintf("**sweep** %s\n\n**point** %s\n\n**identity** `%s`\n\n**profile** `%s`\n\n**recipe** %s\n\n**image** %s",
+		sweepID, p.PointID, p.Identity, p.ProfileHash, p.RecipePath, p.Image)
+	if p.Added != nil {
+		d += fmt.Sprintf("\n\n**added by %s** on %s: %s", p.Added.Mode, p.Added.Topology, p.Added.Reason)
+	}
+	return d
 }
 
 // childOutcome waits for a point's child workflow and turns its result into

@@ -38,6 +38,9 @@ type groupFake struct {
 	// the real activities honour them).
 	allocated []string
 	faults    map[string]int
+	// model, when set, gives a point's figures (adaptive searches read
+	// them); the fake's own figure stays in OutputTputPerGPU.
+	model func(p point.Spec) activities.PerfSummary
 }
 
 func newGroupFake() *groupFake {
@@ -129,7 +132,12 @@ func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
 			return activities.PerfSummary{}, fmt.Errorf("perf of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
 		}
 		f.note(in.Alloc.JobID, "perf:"+in.Point.PointID)
-		return activities.PerfSummary{Requests: in.Point.Conc, OutputTputPerGPU: tput(in.Point.Conc), Simulated: true}, nil
+		var sum activities.PerfSummary
+		if f.model != nil {
+			sum = f.model(in.Point)
+		}
+		sum.Requests, sum.OutputTputPerGPU, sum.Simulated = in.Point.Conc, tput(in.Point.Conc), true
+		return sum, nil
 	})
 	env.OnActivity(a.Eval, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
 		f.mu.Lock()

@@ -356,6 +356,9 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 		// A shared server started for perf (the golden AL in its
 		// environment) serves this point's perf run as it is.
 		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "perf") {
+			if r.in.Group != nil && r.in.Group.Added {
+				return true, addedNoServer(p, "the handed-over server is not up in perf mode")
+			}
 			if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
 				return true, err
 			}

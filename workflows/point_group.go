@@ -15,10 +15,15 @@ func (r *pointRun) acquire(ctx workflow.Context) (activities.StageInput, bool, e
 	p := r.in.Point
 	if r.in.Group != nil && r.allocated {
 		in := activities.StageInput{Point: p, Alloc: r.alloc, Endpoint: r.endpoint}
-		if r.probe(ctx, &in) {
+		if r.probe(ctx, &in) && (in.Endpoint != nil || !r.in.Group.Added) {
 			r.markShared(ctx, activities.StageAllocate)
 			return in, false, nil
 		}
+	}
+	if r.in.Group != nil && r.in.Group.Added {
+		// An added point runs on the server its deployment holds up, or not
+		// at all: it never allocates or brings a server up.
+		return activities.StageInput{}, true, addedNoServer(p, "the handed-over server does not answer")
 	}
 	var alloc activities.Allocation
 	skipped, err := r.stage(ctx, activities.StageAllocate, func(actx workflow.Context) error {
@@ -73,7 +78,7 @@ func (r *pointRun) probe(ctx workflow.Context, in *activities.StageInput) bool {
 // allocation it is given (or allocates again when there is none).
 func (r *pointRun) awaitEvalTurn(ctx workflow.Context) (activities.StageInput, bool, error) {
 	p := r.in.Point
-	h := PerfDone{PointID: p.PointID}
+	h := PerfDone{PointID: p.PointID, Perf: r.state.Perf, ServerTime: serverTime(r.state.Stages)}
 	if r.allocated {
 		h.Lease = r.lease()
 		r.allocated, r.endpoint, r.state.NodesHeld = false, nil, 0

@@ -16,15 +16,17 @@ import (
 // abort, ledger reuse, a vLLM point with eval on the emulated Slurm
 // partition, a whole sweep with the operator gate, a canary sweep whose vLLM
 // canary failed, a point whose worker was killed mid-perf and whose new
-// worker replayed it; package nightly replays its own). A change to the
-// workflows that would break running sweeps fails here. Re-record
-// (SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run
-// 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep|TestIntegrationCanary|TestIntegrationEveryAttemptOnTheBooks')
+// worker replayed it, a sweep with adaptive fill points and its deployment,
+// whose worker was killed during an added point; package nightly replays
+// its own). A change to the workflows that would break running sweeps fails
+// here. Re-record (SWEEPFLOW_RECORD_HISTORIES=1 go test ./e2e -run
+// 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep|TestIntegrationCanary|TestIntegrationEveryAttemptOnTheBooks|TestIntegrationAdaptiveWorkerKilled')
 // only for changes made under the revision rule in the package comment.
 func TestReplayRecordedHistories(t *testing.T) {
-	replaytest.Files(t, filepath.Join("testdata", "histories", "*.json"), 5, func(r worker.WorkflowReplayer) {
+	replaytest.Files(t, filepath.Join("testdata", "histories", "*.json"), 9, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflow(SweepWorkflow)
 		r.RegisterWorkflow(PointWorkflow)
+		r.RegisterWorkflow(DeploymentWorkflow)
 	})
 }
 

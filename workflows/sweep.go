@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -56,8 +58,14 @@ type SweepInput struct {
 	// its group; the others start once it has figures, and end not-started
 	// when it has none. Carried across continue-as-new with the verdicts.
 	Canaries []point.Canary `json:"canaries,omitempty"`
+	// Adaptive are the config keys whose deployments get adaptive points
+	// (fill, slo), each with its budget; their deployments run as adaptive
+	// DeploymentWorkflows and ask the sweep what to add (adaptive.go).
+	Adaptive []point.Adaptive `json:"adaptive,omitempty"`
 
 	// Carried across continue-as-new.
+	// AdaptiveState is each adaptive key's search so far.
+	AdaptiveState []adaptive.Key `json:"adaptive_state,omitempty"`
 	// PlanOffset is where in the stored plan this run starts loading (every
 	// point before it has finished; points after it listed in Done are
 	// skipped). PlanTotal is the stored plan's length.
@@ -95,6 +103,8 @@ type PointProgress struct {
 	Eval       bool   `json:"eval"`
 	// EvalOnly: the point runs its eval without perf.
 	EvalOnly bool `json:"eval_only,omitempty"`
+	// Added: an adaptive search added the point (why, on which deployment).
+	Added *point.Added `json:"added,omitempty"`
 	// Status is pending/running here, or the final status once done.
 	Status  string        `json:"status"`
 	Outcome *PointOutcome `json:"outcome,omitempty"`
@@ -118,6 +128,9 @@ type SweepProgress struct {
 	ClusterFile string          `json:"cluster_file,omitempty"`
 	// Canaries: a canary sweep's groups, verdicts and saved node-hours.
 	Canaries []point.Canary `json:"canaries,omitempty"`
+	// Adaptive is each adaptive key's search: its deployments and why each
+	// stopped, what was added, an slo's result, the budget spent.
+	Adaptive []adaptive.Key `json:"adaptive,omitempty"`
 }
 
 // PointWorkflowID is the deterministic ID of a point in a sweep.
@@ -149,6 +162,8 @@ type sweepRun struct {
 	finished   map[string]bool
 	// canary is the canary state of a canary sweep, else nil.
 	canary *canaryRun
+	// adaptive holds the adaptive keys' searches, else nil.
+	adaptive *adaptiveRun
 }
 
 // unit is what the sweep schedules on its node budget: the points of one
@@ -164,8 +179,11 @@ func (u unit) has(id string) bool {
 }
 
 // sortQueue orders the queue: canaries first (every other point of their
-// group waits for them), then the largest units, the hardest to place.
+// group waits for them), then the largest units, the hardest to place (the
+// deployments of a key with adaptive fill together, by the largest of
+// them, lowest concurrency first: adaptiveRun.weight).
 func (s *sweepRun) sortQueue() {
+	weight := s.adaptive.weight(s.queue)
 	slices.SortStableFunc(s.queue, func(a, b unit) int {
 		if ca, cb := s.canary.isCanary(a), s.canary.isCanary(b); ca != cb {
 			if ca {
@@ -173,8 +191,29 @@ func (s *sweepRun) sortQueue() {
 			}
 			return 1
 		}
+		if c := fillOrder(weight, a, b); c != 0 {
+			return c
+		}
 		return b.nodes - a.nodes
 	})
+}
+
+// fillOrder orders two units by (weight, key, lowest concurrency) when one
+// belongs to a fill key; 0 leaves them to the node rule, which is the same
+// order for every other unit (its weight is its nodes).
+func fillOrder(weight func(unit) (int, string, int), a, b unit) int {
+	na, ka, ca := weight(a)
+	nb, kb, cb := weight(b)
+	if ka == "" && kb == "" {
+		return 0
+	}
+	if na != nb {
+		return nb - na
+	}
+	if ka != kb {
+		return strings.Compare(ka, kb)
+	}
+	return ca - cb
 }
 
 // units groups points into scheduling units by deployment, in plan order;
@@ -229,6 +268,10 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 	for i := range pts {
 		pts[i].SweepID = in.SweepID
 	}
+	if len(in.Adaptive) > 0 && in.PlanRef != "" {
+		return nil, temporal.NewNonRetryableApplicationError("sweep input: adaptive points need the plan in the start input, not a stored plan_ref", activities.ErrBadConfig, nil)
+	}
+	s.adaptive = newAdaptiveRun(ctx, in, pts)
 	s.queue = units(pts, s.canary.solo)
 	s.sortQueue()
 	if in.PlanRef != "" {
@@ -253,6 +296,9 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		temporalx.SAPointStatus.ValueSet(point.StatusRunning))
 	if in.Runs == 0 {
 		s.record(ctx, point.StatusRunning, time.Time{})
+	}
+	if s.adaptive != nil {
+		workflow.Go(ctx, func(gctx workflow.Context) { s.adaptive.serve(gctx, s) })
 	}
 
 	s.failUnfit()
@@ -289,6 +335,7 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 				// Every running point finished: hand the rest to a fresh run.
 				in.Points, in.Done, in.Runs = flatten(s.queue), slimOutcomes(in.SweepID, s.done), in.Runs+1
 				in.Canaries = s.canaries()
+				in.AdaptiveState = s.adaptive.snapshot()
 				if in.PlanRef != "" {
 					in.Points, in.PlanOffset, in.PlanTotal = nil, s.resumeOffset(), s.in.PlanTotal
 				}
@@ -388,11 +435,21 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 	s.running = append(s.running, u)
 	s.inUse += u.nodes
 	s.maxInUse = max(s.maxInUse, s.inUse)
+	s.adaptive.started(u)
+	// current is the unit as it is now: an adaptive search may have added
+	// points to it.
+	current := func() unit {
+		if i := slices.IndexFunc(s.running, func(r unit) bool { return r.key == u.key }); i >= 0 {
+			return s.running[i]
+		}
+		return u
+	}
 	finish := func() {
 		s.inUse -= u.nodes
 		s.running = slices.DeleteFunc(s.running, func(r unit) bool { return r.key == u.key })
 	}
-	if len(u.points) == 1 {
+	searched := s.adaptive.has(u)
+	if len(u.points) == 1 && !searched {
 		p := u.points[0]
 		fut := startPoint(ctx, s.in.SweepID, p, PointInput{
 			Point: p, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning, ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
@@ -417,10 +474,14 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 			temporalx.SAKind.ValueSet(KindDeployment), temporalx.SASweepID.ValueSet(s.in.SweepID), temporalx.SAConfigKey.ValueSet(p0.ConfigKey),
 			temporalx.SATopology.ValueSet(p0.Topology)),
 	})
-	fut := workflow.ExecuteChildWorkflow(cctx, DeploymentWorkflow, DeploymentInput{
+	din := DeploymentInput{
 		SweepID: s.in.SweepID, Key: u.key, Points: u.points, TaskQueue: s.in.TaskQueue, Tuning: s.in.Tuning,
 		ReuseFrom: s.in.ReuseFrom, Force: s.in.Force,
-	})
+	}
+	if searched {
+		din.Adaptive, din.Sweep = true, s.adaptive.sweep
+	}
+	fut := workflow.ExecuteChildWorkflow(cctx, DeploymentWorkflow, din)
 	sel.AddFuture(fut, func(f workflow.Future) {
 		var outs []PointOutcome
 		err := f.Get(ctx, &outs)
@@ -437,7 +498,12 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 				s.done = append(s.done, o)
 			}
 		}
-		for _, p := range u.points {
+		if err != nil {
+			s.adaptive.ended(u, "deployment workflow ended: "+RootMessage(err))
+		} else {
+			s.adaptive.ended(u, "")
+		}
+		for _, p := range current().points {
 			if got[p.PointID] {
 				continue
 			}
@@ -462,10 +528,10 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 	pr := SweepProgress{SweepID: s.in.SweepID, Name: s.in.Name, Cluster: s.in.Cluster, NodeBudget: s.in.NodeBudget,
 		NodesInUse: s.inUse, MaxInUse: s.maxInUse, StartedAt: s.in.StartedAt, FinishedAt: end,
 		Counts: map[string]int{}, Runs: s.in.Runs, ReuseFrom: s.in.ReuseFrom, SweepFile: s.in.SweepFile, ClusterFile: s.in.ClusterFile,
-		Canaries: s.canaries()}
+		Canaries: s.canaries(), Adaptive: s.adaptive.snapshot()}
 	row := func(p point.Spec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
-			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status}
+			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status, Added: p.Added}
 	}
 	// The last outcome of every finished point (an index: progress also
 	// builds the sweep's summary of 10,000 points).
@@ -507,7 +573,9 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 			if wid == "" {
 				wid = PointWorkflowID(s.in.SweepID, d.PointID)
 			}
-			pr.Points = append(pr.Points, PointProgress{PointID: d.PointID, WorkflowID: wid, Status: d.Status, Outcome: d})
+			r := PointProgress{PointID: d.PointID, WorkflowID: wid, Status: d.Status, Outcome: d}
+			s.adaptive.addedRow(&r)
+			pr.Points = append(pr.Points, r)
 			pr.Counts[d.Status]++
 		}
 	}
@@ -574,7 +642,7 @@ func (s *sweepRun) plannedSet() map[string]bool {
 func (s *sweepRun) record(ctx workflow.Context, status string, end time.Time) {
 	lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, s.in.TaskQueue, s.in.Tuning))
 	rec := activities.SweepRecord{SweepID: s.in.SweepID, Name: s.in.Name, Status: status, ReuseFrom: s.in.ReuseFrom,
-		StartedAt: s.in.StartedAt, FinishedAt: end, Nightly: s.in.Nightly, Canaries: s.canaries()}
+		StartedAt: s.in.StartedAt, FinishedAt: end, Nightly: s.in.Nightly, Canaries: s.canaries(), Adaptive: s.adaptive.snapshot()}
 	if err := workflow.ExecuteActivity(lctx, s.acts.RecordSweep, rec).Get(lctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("recording sweep failed", "sweep", s.in.SweepID, "error", err)
 	}

@@ -106,6 +106,7 @@ func (s *sweepRun) failUnfit() {
 	for _, u := range slices.Clone(s.queue) {
 		if u.nodes > s.in.NodeBudget || u.nodes <= 0 {
 			s.removeQueued(u.key)
+			s.adaptive.ended(u, fmt.Sprintf("never started: needs %d nodes, cluster budget is %d", u.nodes, s.in.NodeBudget))
 			for _, p := range u.points {
 				s.done = append(s.done, PointOutcome{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID),
 					Status: point.StatusFailed, Error: fmt.Sprintf("needs %d nodes, cluster budget is %d", p.Nodes, s.in.NodeBudget)})

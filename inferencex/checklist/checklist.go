@@ -156,6 +156,9 @@ type Options struct {
 	// with neither, the entries added relative to Base's copy (or the last).
 	Changelog                      string
 	ChangelogEntry, ChangelogSince int
+	// Added are the points an adaptive search added to a sweep (`check
+	// --added SWEEP`): each must keep to the append-only convention.
+	Added []Added
 }
 
 // FromSweep sets what a sweep file implies: its config files, runners,
@@ -251,6 +254,7 @@ func Check(opts Options) (*Report, error) {
 		}
 	}
 	c.run()
+	c.added()
 	if opts.Base != "" {
 		if err := c.appendOnly(); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
@@ -187,7 +188,14 @@ func oneLineOf(s string) string {
 
 var concClaimRe = regexp.MustCompile(`(?:^|[-_])c(\d+)(?:[-_.]|$)`)
 
-// claimedConc is the concurrency a recipe's name claims (…-c128-…), 0 if none.
+// ClaimedConc is the concurrency a recipe claims in its name (its name:
+// field, else its file name: …-c128-…), 0 if none: the top concurrency of
+// the row that uses it. An adaptive point stays at or below it.
+func ClaimedConc(r *config.Recipe) int {
+	return claimedConc(r.Name, strings.TrimSuffix(path.Base(r.Path), path.Ext(r.Path)))
+}
+
+// claimedConc is the concurrency the first name that claims one claims.
 func claimedConc(names ...string) int {
 	for _, n := range names {
 		if m := concClaimRe.FindStringSubmatch(n); m != nil {
@@ -298,7 +306,7 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 	if !sglang {
 		c.note("%s: recipe %s has no sglang_config; %s compared workers and GPUs only", row.ConfigKey, rv.Path, RuleRecipeRow)
 	}
-	if claim := claimedConc(rv.Name, strings.TrimSuffix(path.Base(rv.Path), path.Ext(rv.Path))); claim > 0 {
+	if claim := ClaimedConc(rv.Recipe); claim > 0 {
 		// The search entry's top concurrency: agentic rows hold one conc each.
 		concs := s.ConcList
 		if len(concs) == 0 && s.ConcEnd != nil {

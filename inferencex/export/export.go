@@ -26,6 +26,9 @@ type Export struct {
 	// Warnings say what could not be filled (a missing artifact, a point
 	// recorded without its spec); the rows are still written.
 	Warnings []string
+	// AppendOnly is the perf-changelog entry of the points adaptive
+	// searches added (AppendOnlyFile), nil when there are none.
+	AppendOnly []byte
 }
 
 // File names inside the output directory, as InferenceX's collectors name
@@ -33,6 +36,10 @@ type Export struct {
 const (
 	BmkFile  = "agg_bmk.json"
 	EvalFile = "agg_eval_all.json"
+	// AppendOnlyFile holds the perf-changelog entries (append-only: true)
+	// that publish a sweep's added points the way InferenceX appends
+	// points to an existing curve.
+	AppendOnlyFile = "perf-changelog-append-only.yaml"
 )
 
 // ErrNoSweep is returned when the store has nothing for the sweep.
@@ -87,14 +94,21 @@ func Build(ctx context.Context, store *results.Store, arts artifacts.Store, swee
 		return id
 	}
 
+	var added []addedRow
 	for _, r := range perf {
 		id := identityFor(r.PointID, r.Identity, r.ConfigKey, r.ExpName, r.Conc)
 		agg, warn := readAggregate(ctx, arts, r)
 		if warn != "" {
 			e.Warnings = append(e.Warnings, warn)
 		}
-		e.Bmk = append(e.Bmk, bmkRow(id, r, agg))
+		row := bmkRow(id, r, agg)
+		if id.added != nil {
+			markAdded(row, id.added)
+			added = append(added, addedRow{id: id, conc: r.Conc})
+		}
+		e.Bmk = append(e.Bmk, row)
 	}
+	e.AppendOnly = appendOnlyEntries(sweepID, added)
 	for _, r := range evals {
 		p := byID[r.PointID]
 		id := identityFor(r.PointID, r.Identity, p.ConfigKey, p.ExpName, p.Conc)
@@ -343,13 +357,20 @@ func toInt(v any) (int, bool) {
 
 // WriteDir writes agg_bmk.json and agg_eval_all.json (JSON lists, as
 // InferenceX's collectors write them) into dir and returns their paths.
-func (e *Export) WriteDir(dir string) ([]string, error) {
+// With added points it writes AppendOnlyFile too (its path comes last).
+func (e *Export) WriteDir(dir string) (paths []string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	sortRows(e.Bmk)
 	sortRows(e.Evals)
-	var paths []string
+	if e.AppendOnly != nil {
+		p := filepath.Join(dir, AppendOnlyFile)
+		if err := os.WriteFile(p, e.AppendOnly, 0o644); err != nil {
+			return nil, fmt.Errorf("export: %w", err)
+		}
+		defer func() { paths = append(paths, p) }()
+	}
 	for _, f := range []struct {
 		name string
 		rows []map[string]any

@@ -65,6 +65,8 @@ type identity struct {
 	agentic  bool
 	missing  []string // fields that could not be filled
 	rowKnown bool
+	// added: an adaptive search added the point (its spec says so).
+	added *point.Added
 }
 
 // identityOf builds the InferenceX identity fields of a point.
@@ -84,6 +86,7 @@ func identityOf(p results.Point) identity {
 	if len(p.SpecJSON) > 0 && json.Unmarshal(p.SpecJSON, &sp) == nil && len(sp.Row) > 0 && json.Unmarshal(sp.Row, &row) == nil {
 		id.rowKnown = true
 	}
+	id.added = sp.Added
 	if !id.rowKnown {
 		return fromExpName(id, p)
 	}
