@@ -143,7 +143,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	hb := startHeartbeat(ctx, 0, "starting")
 	defer hb.Finish(&err)
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
-		Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
+		Model: in.Point.Model, CheckpointPath: in.Point.CheckpointPath, Layout: in.Point.Layout, RowJSON: in.Point.Row,
 		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
