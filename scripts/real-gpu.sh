@@ -3,12 +3,13 @@
 # against a real engine on one lent GPU, in one call, on a bare machine that
 # can download nothing.
 #
-#   1. a real model server: a Llama-architecture model of 0.45 B parameters
-#      with random bf16 weights and a BPE tokenizer trained here
-#      (e2e/realgpu/make_model.py), served by e2e/realgpu/server.py over
-#      transformers' ContinuousBatchingManager (`transformers serve` is used
-#      instead when its dependencies are there and REALGPU_SERVE=transformers;
-#      the probe records which are missing);
+#   1. a real model server: a Llama-architecture model of ~0.4 B parameters
+#      with random bf16 weights and a word-level tokenizer built here
+#      (e2e/realgpu/make_model.py), served by e2e/realgpu/server.py, a
+#      minimal OpenAI-compatible front over transformers'
+#      ContinuousBatchingManager. `transformers serve` needs fastapi,
+#      uvicorn and openai, which the machine's image lacks: the probe
+#      records which of them are missing;
 #   2. the whole chain: the embedded Temporal dev server, a worker and the
 #      local-gpu cluster profile (e2e/realgpu/cluster.yaml) run the sweep
 #      e2e/realgpu/sweep.yaml (8k1k at conc 1 and 32, GSM8K at conc 32 with a
@@ -125,11 +126,12 @@ export SWEEPFLOW_HOME=$work/home SWEEPFLOW_DATA_DIR=$work/data SWEEPFLOW_DEVSERV
 mkdir -p "$SWEEPFLOW_HOME"
 
 say "model: config and tokenizer (random weights are drawn at load)"
-model_dir=$SWEEPFLOW_DATA_DIR/local-gpu/shared/models/random-llama-0.45b
+model_dir=$SWEEPFLOW_DATA_DIR/local-gpu/shared/models/random-llama-0.4b
 if [ "$engine" = fake ]; then
   mkdir -p "$model_dir" && echo '{"parameters": 0, "architecture": "fake"}' >"$model_dir/model_info.json"
 else
-  "$PY" e2e/realgpu/make_model.py --out "$model_dir" --gsm8k-train "$carry/gsm8k/train.jsonl" || exit 1
+  "$PY" e2e/realgpu/make_model.py --out "$model_dir" --gsm8k-train "$carry/gsm8k/train.jsonl" \
+    --gsm8k-test "$carry/gsm8k/test.jsonl" || exit 1
 fi
 cp "$model_dir/model_info.json" "$res/"
 
@@ -159,7 +161,9 @@ id="realgpu-$(date +%Y%m%d-%H%M%S)"
 sweep_rc=0
 # engine-first (InferenceX's reviewer rule: a vLLM or SGLang entry before
 # any other framework) does not apply to a test fixture's engine.
-timeout $(( $(left) - 150 )) "$SF" sweep start --sweep "$sweep" --id "$id" --allow engine-first --wait || sweep_rc=$?
+# --fast-retries: a stage out of retries reaches the operator gate's short
+# timeout and fails, instead of holding the call until the deadline.
+timeout $(( $(left) - 150 )) "$SF" sweep start --sweep "$sweep" --id "$id" --allow engine-first --fast-retries --wait || sweep_rc=$?
 "$SF" status "$id" || true
 "$SF" status "$id" --json >"$res/status.json" || true
 say "sweep ended (exit $sweep_rc)"
@@ -172,7 +176,7 @@ while read -r f; do cp "$f" "$res/perf/"; done <"$work/files.txt"
 port=18400
 start_server() { # name, extra flags
   REALGPU_SERVER_ARGS="$server_flags $2" "$PY" e2e/realgpu/server.py --listen 127.0.0.1:$port \
-    --model-dir "$model_dir" --served-model-name sweepflow/random-llama-0.45b \
+    --model-dir "$model_dir" --served-model-name sweepflow/random-llama-0.4b \
     --request-log "$res/$1-received.jsonl" >"$work/logs/$1.log" 2>&1 &
   srv=$!
   pids+=($srv)

@@ -53,8 +53,8 @@ func TestRunFilesPlan(t *testing.T) {
 			assert.Equal(t, want.osl, pt.OSL, file)
 		}
 		for _, spec := range plan.PointSpecs(p, c, s.Evals) {
-			assert.Equal(t, "/data/local-gpu/nvme/models/random-llama-0.45b", spec.CheckpointPath, "staged from the shared root to each node")
-			assert.Equal(t, "/data/local-gpu/shared/models/random-llama-0.45b", spec.CheckpointSource)
+			assert.Equal(t, "/data/local-gpu/nvme/models/random-llama-0.4b", spec.CheckpointPath, "staged from the shared root to each node")
+			assert.Equal(t, "/data/local-gpu/shared/models/random-llama-0.4b", spec.CheckpointSource)
 		}
 		assert.Equal(t, want.concs, concs, file)
 		assert.Equal(t, want.evalConcs, evals, file)

@@ -498,7 +498,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--listen", default="127.0.0.1:8000")
     ap.add_argument("--model-dir", help="config.json and tokenizer.json (make_model.py)")
-    ap.add_argument("--served-model-name", default="sweepflow/random-llama-0.45b")
+    ap.add_argument("--served-model-name", default="sweepflow/random-llama-0.4b")
     ap.add_argument("--engine", choices=["cb", "fake"], default="cb")
     ap.add_argument("--seed", type=int, default=1234, help="seed of the random weights")
     ap.add_argument("--attn", default="sdpa", help="attention implementation to try first (others follow if no request runs)")
