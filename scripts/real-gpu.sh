@@ -225,6 +225,16 @@ if [ "$(left)" -gt 60 ] && start_server crosscheck ""; then
   echo "exit $?" >>"$g/chunk4.txt"
   tail -4 "$g/chunk4.txt"
 
+  if [ "$smoke" = 1 ]; then
+    # The smoke sweep has no 8k1k row, so no eval of its own: GSM8K here,
+    # through the same eval code, against the same server.
+    say "smoke: GSM8K (64 questions, conc 16) through starter eval"
+    "$SF" eval --base-url "http://127.0.0.1:$port" --model sweepflow/random-llama-0.4b --mode lm-eval --limit 64 \
+      --concurrency 16 --test "$carry/gsm8k/test.jsonl" --train "$carry/gsm8k/train.jsonl" \
+      --thresholds e2e/realgpu/thresholds.yaml --model-prefix randllama \
+      --output-json "$res/perf/eval_smoke.json" --samples-jsonl "$res/perf/eval_samples_smoke.jsonl" 2>&1 | tail -8
+  fi
+
   say "cross-check: the same requests again, from the independent client, on a fresh server"
   for agg in $(ls "$res"/perf/*_conc*.json | sort -V); do
     conc=$(sed -n 's/.*"conc": \([0-9]*\).*/\1/p' "$agg" | head -1)
