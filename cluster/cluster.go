@@ -61,7 +61,10 @@ type StageReport struct {
 
 // ServeSpec describes the server to start on an allocation.
 type ServeSpec struct {
-	Model        string
+	Model string
+	// CheckpointPath is the node-local checkpoint the engine loads
+	// (point.Spec.CheckpointPath; empty when the point stages none).
+	CheckpointPath string
 	Layout       string // the topology in the simulator's shorthand, e.g. "2P1D DEP16/DEP32"
 	RowJSON      []byte // the InferenceX matrix row
 	RecipePath   string

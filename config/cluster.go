@@ -64,6 +64,12 @@ type Cluster struct {
 	// Emulation, when set, marks an emulated partition: every rendered
 	// command is handed to a simulator role (contract in docs/slurm.md).
 	Emulation *Emulation
+	// ServeCommand (local backend, yaml "serve-command") is the argv of a
+	// real engine the local backend starts instead of the simulator, with
+	// the placeholders of cluster/local.Config.ServeCommand. Each word has
+	// ${VAR} references expanded; a word starting with ./ or ../ is a path
+	// relative to the profile's directory. Empty: the simulator.
+	ServeCommand []string
 	// BringUpTime is how long a server of this cluster takes from launch to
 	// healthy (yaml "bring-up-time: 20m"); 0 when the profile does not say.
 	// Node-minute estimates (`starter bench nodeminutes`) use it.
@@ -98,8 +104,11 @@ const (
 )
 
 // Simulated reports whether the engines this profile serves are sweepflow's
-// simulator (the local backend, or an emulated Slurm partition).
-func (c *Cluster) Simulated() bool { return c.Backend == BackendLocal || c.Emulation != nil }
+// simulator (the local backend without a serve-command, or an emulated
+// Slurm partition).
+func (c *Cluster) Simulated() bool {
+	return (c.Backend == BackendLocal && len(c.ServeCommand) == 0) || c.Emulation != nil
+}
 
 // Model says where a checkpoint alias lives on a cluster.
 type Model struct {
@@ -117,7 +126,7 @@ var (
 	clusterFields = []string{"name", "backend", "nodes", "gpus-per-node", "gpu-type", "partition", "account", "shared-root",
 		"node-local-root", "launcher", "recipes-root", "task-queue", "default-time-limit", "runners", "models",
 		"runtime", "containers", "row-image-containers", "srt-root", "infmax-workspace", "perf-client", "emulation",
-		"bring-up-time", "failure-signatures", "bad-nodes", "inferencex", "srt-slurm", "srtslurm-yaml"}
+		"bring-up-time", "failure-signatures", "bad-nodes", "inferencex", "srt-slurm", "srtslurm-yaml", "serve-command"}
 	badNodeFields    = []string{"attempts", "window"}
 	signatureFields  = []string{"class", "pattern"}
 	modelFields      = []string{"path", "source"}
@@ -323,6 +332,43 @@ func (d *decoder) launchFields(m *strictyaml.Mapping, c *Cluster, dir string) {
 	}
 	if c.Backend == BackendLocal && c.Emulation != nil {
 		d.Errorf(m.Values["emulation"], "emulation", "only for the slurm backend")
+	}
+	d.serveCommand(m, c, dir)
+}
+
+// serveCommand reads serve-command: the argv of a real engine on the local
+// backend.
+func (d *decoder) serveCommand(m *strictyaml.Mapping, c *Cluster, dir string) {
+	n := m.Get("serve-command")
+	if n == nil {
+		return
+	}
+	if c.Backend != BackendLocal {
+		d.Errorf(n, "serve-command", "only for the local backend (a slurm cluster launches the recipe's engine)")
+		return
+	}
+	items, ok := d.Seq(n, "serve-command")
+	if !ok {
+		return
+	}
+	for i, it := range items {
+		f := strictyaml.Index("serve-command", i)
+		s, ok := d.Str(it, f)
+		if !ok {
+			continue
+		}
+		w, err := expandEnv(s)
+		if err != nil {
+			d.Errorf(it, f, "%v", err)
+			continue
+		}
+		if strings.HasPrefix(w, "./") || strings.HasPrefix(w, "../") {
+			w = resolvePath(dir, w)
+		}
+		c.ServeCommand = append(c.ServeCommand, w)
+	}
+	if len(items) == 0 || (len(c.ServeCommand) > 0 && c.ServeCommand[0] == "") {
+		d.Errorf(n, "serve-command", "must name the engine's program")
 	}
 }
 

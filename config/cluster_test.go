@@ -108,6 +108,31 @@ func TestLocalSimCluster(t *testing.T) {
 	assert.Equal(t, filepath.Join(repo, ".sweepflow", "local-sim", "shared"), c.SharedRoot, "default data dir")
 }
 
+// A local profile with a serve-command runs a real engine: not simulated,
+// its words' ${VAR}s expanded and ./ or ../ paths made absolute against
+// the profile; bad commands are refused by line and field.
+func TestLocalServeCommand(t *testing.T) {
+	t.Setenv("SF_TEST_PY", "/opt/py/bin/python3")
+	local := "name: g\nbackend: local\nnodes: 1\ngpus-per-node: 1\nshared-root: /s\nnode-local-root: /n\n"
+	c, err := ParseCluster("g.yaml", "/repo/e2e/g.yaml", []byte(local+
+		"serve-command: [\"${SF_TEST_PY}\", ./server.py, --listen, \"{listen}\", --log, \"{work_dir}/x.jsonl\", ../tok.json]\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/opt/py/bin/python3", "/repo/e2e/server.py", "--listen", "{listen}", "--log", "{work_dir}/x.jsonl", "/repo/tok.json"}, c.ServeCommand)
+	assert.False(t, c.Simulated(), "a real engine")
+	c, err = ParseCluster("g.yaml", "/repo/e2e/g.yaml", []byte(local))
+	require.NoError(t, err)
+	assert.True(t, c.Simulated(), "no serve-command: the simulator")
+
+	for cmd, want := range map[string]string{
+		"serve-command: []\n":                  "g.yaml:7: serve-command: must name the engine's program",
+		"serve-command: python3\n":             "g.yaml:7: serve-command: expected a list",
+		"serve-command: [\"${SF_UNSET_X}\"]\n": "g.yaml:7: serve-command[0]: environment variable SF_UNSET_X is not set",
+	} {
+		_, err := ParseCluster("g.yaml", "/repo/e2e/g.yaml", []byte(local+cmd))
+		require.ErrorContains(t, err, want, cmd)
+	}
+}
+
 const baseCluster = `name: c1
 backend: slurm
 nodes: 18
@@ -141,6 +166,7 @@ func TestParseClusterErrors(t *testing.T) {
 		{"bad-nodes window", "nodes: 18\n", "nodes: 18\nbad-nodes: {attempts: 2, window: a day}\n", "c.yaml:4: bad-nodes.window: expected a positive duration such as 24h, got \"a day\""},
 		{"bad-nodes negative attempts", "nodes: 18\n", "nodes: 18\nbad-nodes:\n  attempts: -1\n", "c.yaml:5: bad-nodes.attempts: expected 0 (never exclude) or more, got -1"},
 		{"bad-nodes unknown field", "nodes: 18\n", "nodes: 18\nbad-nodes: {attempt: 3}\n", "bad-nodes.attempt: unknown field"},
+		{"serve-command on slurm", "nodes: 18\n", "nodes: 18\nserve-command: [python3, server.py]\n", "c.yaml:4: serve-command: only for the local backend"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,7 +33,8 @@ type Config struct {
 	SharedRoot    string // checkpoints: SharedRoot/<model>
 	NodeLocalRoot string // NodeLocalRoot/<node>/<model>
 	// ServeCommand is the argv of the server. Placeholders: {listen},
-	// {deployment}, {model}, {row_json_file}, {gpus_per_node}, {work_dir}.
+	// {deployment}, {model}, {row_json_file}, {gpus_per_node}, {work_dir},
+	// {checkpoint} (the first node's staged copy of the checkpoint).
 	ServeCommand []string
 }
 
@@ -186,6 +187,19 @@ func (b *Backend) StageCheckpoint(ctx context.Context, alloc cluster.Allocation,
 	})
 }
 
+// nodeCheckpoint is where StageCheckpoint put dst on the allocation's first
+// node: each emulated node has its own directory under the node-local root.
+func (b *Backend) nodeCheckpoint(alloc cluster.Allocation, dst string) (string, error) {
+	if dst == "" || len(alloc.Nodes) == 0 {
+		return dst, nil
+	}
+	rel, err := filepath.Rel(b.cfg.NodeLocalRoot, dst)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("%w: node-local checkpoint path %s is not under the node-local root %s", cluster.ErrBadConfig, dst, b.cfg.NodeLocalRoot)
+	}
+	return filepath.Join(b.cfg.NodeLocalRoot, alloc.Nodes[0], rel), nil
+}
+
 func pidFile(alloc cluster.Allocation) string { return filepath.Join(alloc.WorkDir, "server.pid") }
 
 // BringUp stops any server this allocation already runs (a retry, or the
@@ -206,8 +220,12 @@ func (b *Backend) BringUp(ctx context.Context, alloc cluster.Allocation, spec cl
 	if err := os.WriteFile(rowFile, spec.RowJSON, 0o644); err != nil {
 		return cluster.Server{}, err
 	}
+	ckpt, err := b.nodeCheckpoint(alloc, spec.CheckpointPath)
+	if err != nil {
+		return cluster.Server{}, err
+	}
 	repl := strings.NewReplacer(
-		"{listen}", listen, "{deployment}", spec.Layout, "{model}", spec.Model,
+		"{listen}", listen, "{deployment}", spec.Layout, "{model}", spec.Model, "{checkpoint}", ckpt,
 		"{row_json_file}", rowFile, "{gpus_per_node}", strconv.Itoa(spec.GPUsPerNode), "{work_dir}", alloc.WorkDir)
 	argv := make([]string, len(b.cfg.ServeCommand))
 	for i, a := range b.cfg.ServeCommand {

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -201,6 +202,25 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 			store.Close()
 			return nil, nil, fmt.Errorf("%s: --sim-crash needs an emulated Slurm partition (its worker roles crash); the local backend has none: use --sim-engine-flags",
 				strictyaml.DisplayPath(c.ClusterFile))
+		}
+		if !cl.Simulated() {
+			// A real engine on this host (serve-command): real time, the
+			// row's duration, no simulator knobs.
+			if err := c.refuseSimOnly(cl); err != nil {
+				store.Close()
+				return nil, nil, err
+			}
+			b, err := local.New(local.Config{
+				Root: filepath.Join(home, "local-cluster"), Nodes: cl.Nodes, NodePrefix: cmp.Or(cl.GPUType, "node") + "-",
+				SharedRoot: cl.SharedRoot, NodeLocalRoot: cl.NodeLocalRoot, ServeCommand: cl.ServeCommand,
+			})
+			if err != nil {
+				store.Close()
+				return nil, nil, err
+			}
+			acts.Backend = b
+			acts.Simulated, acts.Engine = false, "local/"+filepath.Base(cl.ServeCommand[0])
+			break
 		}
 		b, err := c.localBackend(cl, home, ev.TestPath)
 		if err != nil {
