@@ -714,7 +714,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 		DecodeTP:       s.Decode.TP,
 		DecodeEP:       s.Decode.EP,
 		DecodeDPA:      s.Decode.DPAttn,
-		DraftTokens:    recipe.Backend.DraftTokens,
+		DraftTokens:    recipe.DraftTokens(),
 
 		TotalCPUDRAMGB: row.Int("total-cpu-dram-gb"),
 
@@ -787,7 +787,7 @@ func crossCheck(row *matrix.Row, r *config.Recipe) error {
 		if s.Decode.NumWorker != 0 {
 			return fail(".decode.num-worker", "is %d but recipe %s is aggregated (agg_nodes); aggregated entries use decode num-worker 0", s.Decode.NumWorker, r.Path)
 		}
-		workers := max(res.AggWorkers, 1)
+		workers := r.Roles.Agg.NumWorkers()
 		if s.Prefill.NumWorker != workers {
 			return fail(".prefill.num-worker", "is %d but recipe %s runs %d aggregated worker(s)", s.Prefill.NumWorker, r.Path, workers)
 		}
@@ -796,11 +796,11 @@ func crossCheck(row *matrix.Row, r *config.Recipe) error {
 	if s.Decode.NumWorker == 0 {
 		return fail(".decode.num-worker", "is 0 (aggregated) but recipe %s is disaggregated", r.Path)
 	}
-	if s.Prefill.NumWorker != res.PrefillWorkers {
-		return fail(".prefill.num-worker", "is %d but recipe %s runs %d prefill worker(s)", s.Prefill.NumWorker, r.Path, res.PrefillWorkers)
+	if p := r.Roles.Prefill.Workers; s.Prefill.NumWorker != p {
+		return fail(".prefill.num-worker", "is %d but recipe %s runs %d prefill worker(s)", s.Prefill.NumWorker, r.Path, p)
 	}
-	if s.Decode.NumWorker != res.DecodeWorkers {
-		return fail(".decode.num-worker", "is %d but recipe %s runs %d decode worker(s)", s.Decode.NumWorker, r.Path, res.DecodeWorkers)
+	if d := r.Roles.Decode.Workers; s.Decode.NumWorker != d {
+		return fail(".decode.num-worker", "is %d but recipe %s runs %d decode worker(s)", s.Decode.NumWorker, r.Path, d)
 	}
 	return nil
 }

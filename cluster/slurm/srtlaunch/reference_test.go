@@ -55,6 +55,58 @@ func TestReferenceRenders(t *testing.T) {
 	t.Logf("compared %d reference renders", n)
 }
 
+// TestSchema2SeedReferences renders the nine recipes of the seed and
+// backends sweeps as srt-slurm 2.x's migration converted them
+// (SWEEPFLOW_SRT_SLURM/schema2-seed/*.recipe.v2.yaml): each launches
+// exactly what its schema-1 original launches, in eval and in perf mode
+// (every process, argv and file), and the six seed recipes what
+// srt-slurm's renders record (rendered/, rendered-perf/).
+func TestSchema2SeedReferences(t *testing.T) {
+	dir := reftest.SrtSlurm(t, "schema2-seed", "rendered", "rendered-perf")
+	v2s, err := filepath.Glob(filepath.Join(dir, "schema2-seed", "*.recipe.v2.yaml"))
+	require.NoError(t, err)
+	require.Len(t, v2s, 9, "the seed's six recipes and the backends sweep's three")
+	withRefs := 0
+	for _, f := range v2s {
+		name := strings.TrimSuffix(filepath.Base(f), ".recipe.v2.yaml")
+		t.Run(name, func(t *testing.T) {
+			v1, err := config.LoadRecipe(filepath.Dir(f), name+".recipe.yaml")
+			require.NoError(t, err)
+			v2, err := config.LoadRecipe(filepath.Dir(f), filepath.Base(f))
+			require.NoError(t, err)
+			require.Equal(t, config.SchemaV2, v2.Schema)
+			fp, err := v2.Footprint(0)
+			require.NoError(t, err)
+			for _, al := range []float64{0, referenceAL} {
+				if al > 0 && v2.Engine.Type == "trtllm" {
+					continue // no draft model: perf renders as eval
+				}
+				opt := Options{Paths: PlaceholderPaths(modelName(t, v2)), JobID: "4242", SyntheticAL: al}
+				a, err := Render(v1, PlaceholderAllocation(v1, fp.Nodes), opt)
+				require.NoError(t, err)
+				b, err := Render(v2, PlaceholderAllocation(v2, fp.Nodes), opt)
+				require.NoError(t, err)
+				ja, err := json.Marshal(a)
+				require.NoError(t, err)
+				jb, err := json.Marshal(b)
+				require.NoError(t, err)
+				firstDiff(t, fmt.Sprintf("%s (synthetic AL %g)", name, opt.SyntheticAL), "render of the schema-2 conversion vs its original", string(ja), string(jb))
+				sub := "rendered"
+				if al > 0 {
+					sub = "rendered-perf"
+				}
+				if ref := filepath.Join(dir, sub, name+".json"); fileExists(ref) {
+					compareReference(t, sub+"/"+name+".json (schema 2)", ref, b.Processes)
+					withRefs++
+				}
+			}
+		})
+	}
+	require.Equal(t, 12, withRefs, "the six seed recipes' eval and perf renders")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
 // recipeIndex maps recipe base names to the repo's recipes.
 func recipeIndex(t *testing.T) map[string]*config.Recipe {
 	root := filepath.Join("..", "..", "..", "configs", "recipes")
