@@ -144,7 +144,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	defer hb.Finish(&err)
 	srv, err := a.Backend.BringUp(ctx, alloc, cluster.ServeSpec{
 		Model: in.Point.Model, Layout: in.Point.Layout, RowJSON: in.Point.Row,
-		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
+		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, RecipeSets: in.Point.RecipeSets, GPUsPerNode: a.GPUsPerNode, Env: env, SyntheticAL: al,
 	})
 	if err != nil {
 		return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, err)

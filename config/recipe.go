@@ -658,7 +658,11 @@ func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, sel
 	if file, clean, selector, err = recipeFile(root, ref); err != nil {
 		return nil, "", "", "", err
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	absRoot, err := filepath.Abs(root) // file is absolute; so must the root be to compare them
+	if err != nil {
+		return nil, "", "", "", &strictyaml.Error{Msg: "recipes root: " + strictyaml.CleanIOError(err)}
+	}
+	realRoot, err := filepath.EvalSymlinks(absRoot)
 	if err != nil {
 		return nil, "", "", "", &strictyaml.Error{Msg: "recipes root: " + strictyaml.CleanIOError(err)}
 	}

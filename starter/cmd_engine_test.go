@@ -76,6 +76,30 @@ func TestEngineRender(t *testing.T) {
 				assert.Contains(t, nodes, "gb200-03", "the recipe needs 3 nodes")
 				assert.NotContains(t, nodes, "gb200-04")
 			}, ""},
+		// srtctl's --set: the value typed as YAML, at the dotted path of the
+		// file's own spelling; several apply in order.
+		{"--set", []string{"--recipe", seedAgg, "--json", "--reference-placeholders",
+			"--set", "backend.sglang_config.aggregated.mem-fraction-static=0.8", "--set", "backend.sglang_config.aggregated.page-size=128",
+			"--set", "frontend.enable_multiple_frontends=false"},
+			func(t *testing.T, out string) {
+				var doc struct {
+					Processes []struct {
+						Output  string   `json:"output"`
+						Command []string `json:"command"`
+					} `json:"processes"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				cmd := strings.Join(doc.Processes[1].Command, " ")
+				assert.Contains(t, cmd, "--mem-fraction-static 0.8 ")
+				assert.Contains(t, cmd, "--page-size 128 ")
+				var outs []string
+				for _, p := range doc.Processes {
+					outs = append(outs, p.Output)
+				}
+				assert.Contains(t, outs, "{LOG_DIR}/gb200-01_frontend_0.out", "one frontend on the head")
+				assert.NotContains(t, outs, "{LOG_DIR}/gb200-01_nginx.out", "no nginx")
+			}, ""},
+		{"bad --set", []string{"--recipe", seedAgg, "--reference-placeholders", "--set", "frontend"}, nil, `--set "frontend": want dotted.key=value`},
 		{"no nodes without placeholders", []string{"--recipe", seedAgg}, nil, "--recipe and --nodes are required"},
 		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
 		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},

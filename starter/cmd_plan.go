@@ -95,12 +95,14 @@ type planFlags struct {
 	noEvals, evalsOnly, jsonOut, launchable, onePointPerKey           bool
 	indent                                                            int
 	changelog                                                         control.ChangelogRef
+	sets                                                              recipeSets
 }
 
 func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
 	f.recipes.bind(fs)
+	f.sets.bind(fs, "every recipe the plan reads")
 	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (default configs/runners.yaml without --sweep)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
@@ -309,7 +311,10 @@ func planPoints(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
+	if err := f.sets.check(); err != nil {
+		return err
+	}
+	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets}
 	if f.changelog.Path != "" {
 		sel, err := control.ApplyChangelog(f.changelog, s, &opts)
 		if err != nil {

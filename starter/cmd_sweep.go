@@ -31,6 +31,7 @@ func init() {
 		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
 		f.recipes.bind(c.Flags())
 		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
+		f.sets.bind(c.Flags(), "every recipe of the sweep")
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -72,6 +73,8 @@ type startFlags struct {
 	// --srt-slurm DIR --one-point-per-key`.
 	recipes        recipesFlags
 	onePointPerKey bool
+	// sets: `sweep start --set dotted.key=value`.
+	sets recipeSets
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -115,8 +118,11 @@ func runSweepStart(f startFlags) error {
 	if f.onePointPerKey && f.changelog.Path != "" {
 		return usageError("--one-point-per-key plans the sweep file's keys; drop --changelog")
 	}
+	if err := f.sets.check(); err != nil {
+		return err
+	}
 	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
-		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
+		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets}
 	if f.fast {
 		req.Tuning = control.FastTuning()
 	}

@@ -451,7 +451,7 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if spec.RecipePath == "" {
 		return nil, nil, fmt.Errorf("%w: the point has no recipe (CONFIG_FILE) to launch", cluster.ErrBadConfig)
 	}
-	rec, err := b.recipe(spec.RecipePath, spec.RecipeDigest)
+	rec, err := b.recipe(spec.RecipePath, spec.RecipeDigest, spec.RecipeSets)
 	if err != nil {
 		return nil, nil, err
 	}
