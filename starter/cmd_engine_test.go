@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/plan"
 )
 
 const seedAgg = "../configs/recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml"
@@ -119,4 +122,16 @@ func TestEngineRender(t *testing.T) {
 			tt.check(t, strings.TrimSpace(out.String()))
 		})
 	}
+}
+
+// TestPlanWarnsOfDuplicateKeys: a key written twice in a recipe is warned of
+// once per recipe, naming both lines, whichever points share the recipe.
+func TestPlanWarnsOfDuplicateKeys(t *testing.T) {
+	r, err := config.ParseRecipe("r.yaml", []byte("name: x\nmodel: {path: /m, container: i}\nresources: {gpus_per_node: 4, agg_nodes: 1}\n"+
+		"backend:\n  aggregated_environment:\n    A: \"1\"\n    A: \"2\"\n"), "")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	warnRecipes(&out, &plan.Plan{Points: []plan.Point{{Recipe: r}, {Recipe: r}, {}}})
+	assert.Equal(t, "warning: r.yaml:7: backend.aggregated_environment.A: duplicate key (first defined on line 6); "+
+		"srt-slurm's YAML loader keeps this later value, so it is the one launched\n", out.String())
 }

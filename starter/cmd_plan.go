@@ -330,10 +330,26 @@ func planPoints(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
+	warnRecipes(os.Stderr, p)
 	if f.format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(p.Summary())
 	}
 	return p.WriteTable(out)
+}
+
+// warnRecipes prints, once per recipe, what a plan's recipes mean
+// differently from how they read (a key written twice: srt-slurm launches
+// the later value).
+func warnRecipes(w io.Writer, p *plan.Plan) {
+	seen := map[*config.Recipe]bool{}
+	for _, pt := range p.Points {
+		if r := pt.Recipe; r != nil && !seen[r] {
+			seen[r] = true
+			for _, warn := range r.Warnings {
+				fmt.Fprintf(w, "warning: %s\n", warn.Error())
+			}
+		}
+	}
 }

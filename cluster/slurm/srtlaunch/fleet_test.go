@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/reftest"
@@ -258,35 +257,22 @@ func TestSrtSlurmGB200RecipesRender(t *testing.T) {
 		return err
 	}))
 	require.NotEmpty(t, files)
-	// An override-format recipe is one recipe per variant (override_*,
-	// zip_override_*[i]; its base alone when it has none).
+	// An override-format recipe is one recipe per variant (what srtctl
+	// apply submits; its base alone when it has none).
 	var refs []string
 	for _, f := range files {
 		rel, _ := filepath.Rel(root, f)
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
-		var top map[string]any
-		if yaml.Unmarshal(data, &top) != nil || top["base"] == nil {
-			refs = append(refs, rel)
-			continue
+		variants, err := config.RecipeVariants(rel, data)
+		switch {
+		case err != nil || variants == nil:
+			refs = append(refs, rel) // not an override file (or a broken one: reported below)
+		case len(variants) == 0:
+			refs = append(refs, rel+":base")
 		}
-		n := len(refs)
-		for k := range top {
-			switch {
-			case strings.HasPrefix(k, "override_"):
-				refs = append(refs, rel+":"+k)
-			case strings.HasPrefix(k, "zip_override_"):
-				for i := 0; i < 64; i++ {
-					ref := fmt.Sprintf("%s:%s[%d]", rel, k, i)
-					if _, err := config.LoadRecipe(root, ref); err != nil {
-						break
-					}
-					refs = append(refs, ref)
-				}
-			}
-		}
-		if len(refs) == n {
-			refs = append(refs, rel+":base") // the base runs only when nothing overrides it
+		for _, v := range variants {
+			refs = append(refs, rel+":"+v)
 		}
 	}
 	ok := 0
