@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/internal/treecopy"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim/simrole"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -143,27 +145,14 @@ func schema2Configs(t *testing.T) string {
 	src, err := filepath.Abs(filepath.Join("..", "configs"))
 	require.NoError(t, err)
 	dst := filepath.Join(t.TempDir(), "configs")
-	seed := filepath.Join("recipes", "sglang", "deepseek-v4-0813", "gb200", "agentic")
+	seed := "recipes/sglang/deepseek-v4-0813/gb200/agentic"
 	migrated := 0
-	require.NoError(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
+	require.NoError(t, treecopy.Copy(src, dst, func(rel string, data []byte) ([]byte, error) {
+		if path.Dir(rel) != seed {
+			return data, nil
 		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if filepath.Dir(rel) == seed {
-			if data, err = config.MigrateRecipe(rel, data); err != nil {
-				return err
-			}
-			migrated++
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+		migrated++
+		return config.MigrateRecipe(rel, data)
 	}))
 	require.Equal(t, 6, migrated, "the seed's six recipes")
 	return dst

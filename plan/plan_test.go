@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/internal/treecopy"
 )
 
 const (
@@ -31,21 +31,7 @@ func copySeed(t *testing.T) string {
 	src, err := filepath.Abs(filepath.Join("..", "configs"))
 	require.NoError(t, err)
 	dst := filepath.Join(t.TempDir(), "configs")
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	require.NoError(t, err)
+	require.NoError(t, treecopy.Copy(src, dst, nil))
 	return dst
 }
 
