@@ -400,12 +400,13 @@ func TestMergeKeys(t *testing.T) {
 	assert.Equal(t, []any{"9", "x", "3"}, []any{env.Vals["A"], env.Vals["B"], env.Vals["C"]})
 }
 
-// TestRepoRecipesMigrate: each of the repository's recipes (the seed and
-// backends sweeps') migrates to schema 2 and resolves to itself.
+// TestRepoRecipesMigrate: each of the repository's recipes (the seed,
+// backends, features and schema-2 AgentX sweeps') migrates to schema 2 and
+// resolves to itself (a schema-2 recipe stays what it is).
 func TestRepoRecipesMigrate(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "configs", "recipes", "*", "*", "*", "*", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 12)
+	require.Len(t, files, 14)
 	for _, f := range files {
 		a := loadFile(t, f)
 		data, err := os.ReadFile(f)
