@@ -216,7 +216,7 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	}
 	sort.Strings(keys)
 	path, err := bm.RunBenchmark(ctx, in.Alloc, *in.Endpoint,
-		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Env: env, ResultFilename: rf, Conc: p.Conc,
+		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, RecipeSets: p.RecipeSets, Env: env, ResultFilename: rf, Conc: p.Conc,
 			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s, Refused: refused}) }})
 	if err != nil {
 		return PerfSummary{}, a.nodeFailure(ctx, StagePerf, in.Alloc, err)

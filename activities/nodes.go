@@ -88,7 +88,7 @@ func (a *Activities) recordNodeFaults(ctx context.Context, stage string, alloc A
 // allocRequest is the backend's request for p's nodes, without the
 // excluded ones.
 func (a *Activities) allocRequest(ctx context.Context, p point.Spec, status func(string)) cluster.AllocRequest {
-	req := cluster.AllocRequest{SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, Status: status}
+	req := cluster.AllocRequest{SweepID: p.SweepID, PointID: p.PointID, Nodes: p.Nodes, RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, RecipeSets: p.RecipeSets, Status: status}
 	if req.Exclude = a.excludedNodes(ctx); len(req.Exclude) > 0 {
 		a.log(ctx).Info("allocating without bad nodes", zap.Strings("excluded", req.Exclude))
 	}

@@ -25,7 +25,7 @@ func (a *Activities) verifyRecipe(p point.Spec) error {
 	if p.RecipePath == "" || a.RecipesRoot == "" && !a.RequireRecipes {
 		return nil
 	}
-	if err := config.VerifyPlannedRecipe(a.RecipesRoot, p.RecipePath, p.RecipeDigest); err != nil {
+	if err := config.VerifyPlannedRecipe(a.RecipesRoot, p.RecipePath, p.RecipeDigest, p.RecipeSets...); err != nil {
 		if errors.Is(err, config.ErrRecipeMissing) && !a.RequireRecipes {
 			// A backend that launches no recipe (the simulator) may run a
 			// sweep planned against another recipes root; a file that is

@@ -130,7 +130,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	}
 	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
 	spec := cluster.ServeSpec{Model: in.Point.Model, CheckpointPath: in.Point.CheckpointPath, Layout: in.Point.Layout, RowJSON: in.Point.Row,
-		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, Image: in.Point.Image, GPUsPerNode: a.GPUsPerNode, Env: env}
+		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, RecipeSets: in.Point.RecipeSets, Image: in.Point.Image, GPUsPerNode: a.GPUsPerNode, Env: env}
 	if err := a.chaosBringUp(ctx, in.Point, &spec); err != nil {
 		return Endpoint{}, err
 	}

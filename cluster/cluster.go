@@ -22,6 +22,8 @@ type AllocRequest struct {
 	// RecipeDigest is the sha256 of the recipe bytes the point was planned
 	// from; a backend that reads the recipe refuses a file without them.
 	RecipeDigest string
+	// RecipeSets are the point's --set overrides (point.Spec.RecipeSets).
+	RecipeSets []string
 	// Exclude are nodes the allocation must not get (package nodehealth's
 	// excluded nodes); a backend without node names ignores it.
 	Exclude []string
@@ -65,10 +67,11 @@ type ServeSpec struct {
 	// CheckpointPath is the node-local checkpoint the engine loads
 	// (point.Spec.CheckpointPath; empty when the point stages none).
 	CheckpointPath string
-	Layout       string // the topology in the simulator's shorthand, e.g. "2P1D DEP16/DEP32"
-	RowJSON      []byte // the InferenceX matrix row
-	RecipePath   string
-	RecipeDigest string // see AllocRequest.RecipeDigest
+	Layout         string // the topology in the simulator's shorthand, e.g. "2P1D DEP16/DEP32"
+	RowJSON        []byte // the InferenceX matrix row
+	RecipePath     string
+	RecipeDigest   string   // see AllocRequest.RecipeDigest
+	RecipeSets     []string // see AllocRequest.RecipeSets
 	// Image is the matrix row's image (point.Spec.Image): the container of
 	// a recipe whose model.container the profile binds to the row's image.
 	Image       string
@@ -88,7 +91,8 @@ type ServeSpec struct {
 // the environment InferenceX's workflow gives it.
 type BenchmarkSpec struct {
 	RecipePath   string
-	RecipeDigest string // see AllocRequest.RecipeDigest
+	RecipeDigest string   // see AllocRequest.RecipeDigest
+	RecipeSets   []string // see AllocRequest.RecipeSets
 	// Env: CONC, DURATION, MODEL, RESULT_FILENAME, ... (names and values as
 	// InferenceX's benchmark-multinode template exports them).
 	Env map[string]string

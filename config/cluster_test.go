@@ -74,7 +74,7 @@ func TestSeedFilesLoad(t *testing.T) {
 		require.NoError(t, err, p)
 		assert.Equal(t, "gb200", rec.Resources.GPUType, p)
 		assert.Equal(t, 4, rec.Resources.GPUsPerNode, p)
-		assert.Equal(t, 6, rec.Backend.DraftTokens, p)
+		assert.Equal(t, 6, rec.DraftTokens(), p)
 		assert.Equal(t, 4*time.Hour, rec.HealthCheck.Timeout(), p)
 		lines := strings.Split(string(rec.Raw), "\n")
 		require.Greater(t, rec.HealthCheck.Pos.Line, 1, p)

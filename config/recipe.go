@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -32,10 +31,8 @@ type Recipe struct {
 	// picked variant before it is decoded.
 	Sets []string
 
-	Raw      []byte     // file bytes, verbatim
-	Doc      *yaml.Node // the recipe mapping after the selector and Sets were applied
-	Resolved []byte     // Doc serialised; equals Raw for plain recipes
-	Schema   int        // the spelling: SchemaV1 or SchemaV2
+	Raw    []byte // file bytes, verbatim
+	Schema int    // the spelling: SchemaV1 or SchemaV2
 
 	Name        string
 	Model       RecipeModel
@@ -49,6 +46,8 @@ type Recipe struct {
 	Dynamo      Dynamo
 	HealthCheck HealthCheck
 	Slurm       Slurm
+	// Telemetry is DCGM power telemetry; nil when the recipe enables none.
+	Telemetry *Telemetry
 	// Environment is the top-level environment every worker gets after its
 	// role's; SrunOptions apply to workers and the benchmark.
 	Environment      *Map
@@ -57,19 +56,17 @@ type Recipe struct {
 	ExtraMounts      []string // host:container
 	SetupScript      string
 	EnableConfigDump bool
-	// Sections srt-slurm accepts that sweepflow does not launch from; a
-	// launcher refuses the ones that would change what runs.
-	ContainerMounts, Profiling, Observability, Telemetry, Output, Reporting *Map
-
-	// Phase-A views kept for readers of the schema-1 layout; filled from the
-	// typed fields by resolveRecipe.
-	Infra   Infra
-	Backend RecipeBackend
+	// Sections srt-slurm accepts that sweepflow launches nothing from; a
+	// launcher refuses the ones that are on.
+	ContainerMounts, Profiling, Observability, Output, Reporting Section
 
 	// Warnings are what the recipe means differently from how it reads:
 	// a key written twice in one mapping, of which srt-slurm (PyYAML)
 	// silently launches the last value, as sweepflow does too.
 	Warnings []strictyaml.Error
+
+	doc       *yaml.Node // the recipe mapping after the selector and Sets (Scalars walks it)
+	telemetry *Map       // the telemetry section as written (the resolved recipe hashes it)
 }
 
 // RecipeModel is the recipe's model section.
@@ -89,20 +86,6 @@ type Resources struct {
 	HetJobs              *bool // nil: the cluster's default
 	PackMultinodeWorkers bool
 	Disaggregated        bool // prefill/decode roles rather than agg
-
-	// Phase-A view of Roles for readers of the schema-1 layout.
-	PrefillNodes, PrefillWorkers int
-	DecodeNodes, DecodeWorkers   int
-	AggNodes, AggWorkers         int
-	GPUsPerPrefill               int
-	GPUsPerDecode                int
-	GPUsPerAgg                   int
-}
-
-// Infra is the phase-A schema-1 view of Services.
-type Infra struct {
-	EtcdNATSDedicatedNode bool
-	NATSMaxPayloadMB      int
 }
 
 // HealthCheck is srt-slurm's health_check section (defaults 180 x 10 s).
@@ -124,11 +107,6 @@ type Slurm struct {
 	TimeLimit string
 	Account   string
 	Partition string
-}
-
-// RecipeBackend summarises the speculative decoding sweepflow reports.
-type RecipeBackend struct {
-	DraftTokens int // speculative-num-draft-tokens of the decode (or aggregated) role
 }
 
 var selectorRe = regexp.MustCompile(`^zip_override_[\w-]+\[(\d+)\]$`)
@@ -244,12 +222,7 @@ func ParseRecipe(display string, data []byte, selector string, sets ...string) (
 			return nil, err
 		}
 	}
-	r.Doc = doc
-	if selector == "" && len(sets) == 0 {
-		r.Resolved = data
-	} else if out, mErr := yaml.Marshal(doc); mErr == nil {
-		r.Resolved = out
-	}
+	r.doc = doc
 	(&recipeDecoder{decoder: d}).decodeRecipe(r, doc)
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -268,87 +241,131 @@ type Footprint struct {
 	GPUsPerDecode  int
 }
 
-// Footprint computes nodes and GPUs as srt-slurm allocates them:
-// worker nodes from resources, plus one node per dedicated role. gpusPerNode
-// is used when the recipe does not say; when both do they must agree.
+// Footprint computes nodes and GPUs as srt-slurm allocates them: worker
+// nodes from the roles, plus the nodes of dedicated roles (etcd/NATS,
+// frontend, benchmark client): one shared node when the benchmark is
+// colocated with the frontend (srt-slurm's default), else one each
+// (submit.py). gpusPerNode is used when the recipe does not say; when both
+// do they must agree.
 func (r *Recipe) Footprint(gpusPerNode int) (Footprint, error) {
 	res := r.Resources
 	gpn := res.GPUsPerNode
 	if gpn == 0 {
 		gpn = gpusPerNode
 	}
-	field := func(k string) string { return "resources." + k }
-	pos := res.Pos
-	if pos.File == "" {
-		pos = strictyaml.Pos{File: r.Display}
+	field := func(role, k string) string {
+		if r.Schema >= SchemaV2 {
+			return "roles." + role + "." + k
+		}
+		switch k {
+		case "gpus":
+			return "resources.gpus_per_" + role
+		case "":
+			return "resources"
+		}
+		return "resources." + role + "_" + k
 	}
-	fail := func(k, format string, args ...any) (Footprint, error) {
-		return Footprint{}, &strictyaml.Error{Pos: pos, Field: field(k), Msg: fmt.Sprintf(format, args...)}
+	fail := func(pos strictyaml.Pos, f, format string, args ...any) (Footprint, error) {
+		if pos.File == "" {
+			pos = res.Pos
+		}
+		if pos.File == "" {
+			pos = strictyaml.Pos{File: r.Display}
+		}
+		return Footprint{}, &strictyaml.Error{Pos: pos, Field: f, Msg: fmt.Sprintf(format, args...)}
 	}
 	if gpn <= 0 {
-		return fail("gpus_per_node", "unknown: set it in the recipe or in the runner's hardware entry")
+		return fail(res.Pos, "resources.gpus_per_node", "unknown: set it in the recipe or in the runner's hardware entry")
 	}
 	// A recipe may use part of each node (srt-slurm asks sbatch for
 	// --gpus-per-node=<recipe's>, and places workers on GPUs 0..n-1), but
 	// never more GPUs than a node has.
 	if res.GPUsPerNode != 0 && gpusPerNode != 0 && res.GPUsPerNode > gpusPerNode {
-		return fail("gpus_per_node", "recipe says %d GPUs per node but the runner hardware has only %d", res.GPUsPerNode, gpusPerNode)
+		return fail(res.Pos, "resources.gpus_per_node", "recipe says %d GPUs per node but the runner hardware has only %d", res.GPUsPerNode, gpusPerNode)
 	}
-	perWorker := func(role string, nodes, workers, explicit int) (int, error) {
+	// perWorker is a role's GPUs per worker; a colocated decode role shares
+	// the prefill nodes and must say its GPUs.
+	perWorker := func(ro *Role, workers int) (int, error) {
 		if workers <= 0 {
-			_, err := fail(role+"_workers", "must be > 0, got %d", workers)
+			_, err := fail(ro.Pos, field(ro.Name, "workers"), "must be > 0, got %d", workers)
 			return 0, err
 		}
-		if explicit > 0 {
-			if nodes > 0 && workers*explicit > nodes*gpn {
-				_, err := fail("gpus_per_"+role, "%d workers x %d GPUs do not fit on %d nodes x %d GPUs", workers, explicit, nodes, gpn)
+		if ro.GPUs > 0 {
+			if ro.Nodes > 0 && workers*ro.GPUs > ro.Nodes*gpn {
+				_, err := fail(ro.Pos, field(ro.Name, "gpus"), "%d workers x %d GPUs do not fit on %d nodes x %d GPUs", workers, ro.GPUs, ro.Nodes, gpn)
 				return 0, err
 			}
-			return explicit, nil
+			return ro.GPUs, nil
 		}
-		if nodes <= 0 || (nodes*gpn)%workers != 0 {
-			_, err := fail(role+"_nodes", "%d nodes x %d GPUs cannot be split evenly over %d workers; set gpus_per_%s", nodes, gpn, workers, role)
+		if ro.Nodes <= 0 || (ro.Nodes*gpn)%workers != 0 {
+			_, err := fail(ro.Pos, field(ro.Name, "nodes"), "%d nodes x %d GPUs cannot be split evenly over %d workers; set %s", ro.Nodes, gpn, workers, field(ro.Name, "gpus"))
 			return 0, err
 		}
-		return nodes * gpn / workers, nil
+		return ro.Nodes * gpn / workers, nil
 	}
 	var f Footprint
 	if res.Disaggregated {
-		p, err := perWorker("prefill", res.PrefillNodes, res.PrefillWorkers, res.GPUsPerPrefill)
+		p, dc := r.Roles.Prefill, r.Roles.Decode
+		if p == nil || dc == nil {
+			return fail(res.Pos, field(RoleDecode, ""), "a disaggregated recipe needs prefill and decode roles")
+		}
+		pg, err := perWorker(p, p.Workers)
 		if err != nil {
 			return Footprint{}, err
 		}
-		dw, err := perWorker("decode", res.DecodeNodes, res.DecodeWorkers, res.GPUsPerDecode)
+		dg, err := perWorker(dc, dc.Workers)
 		if err != nil {
 			return Footprint{}, err
 		}
-		f.GPUsPerPrefill, f.GPUsPerDecode = p, dw
-		f.PrefillGPUs, f.DecodeGPUs = p*res.PrefillWorkers, dw*res.DecodeWorkers
-		f.Nodes = res.PrefillNodes + res.DecodeNodes
+		f.GPUsPerPrefill, f.GPUsPerDecode = pg, dg
+		f.PrefillGPUs, f.DecodeGPUs = pg*p.Workers, dg*dc.Workers
+		f.Nodes = p.Nodes + dc.Nodes
 	} else {
-		workers := res.AggWorkers
-		if workers == 0 {
-			workers = 1
+		a := r.Roles.Agg
+		if a == nil {
+			return fail(res.Pos, field(RoleAgg, ""), "the recipe has no workers")
 		}
-		a, err := perWorker("agg", res.AggNodes, workers, res.GPUsPerAgg)
+		workers := a.NumWorkers()
+		g, err := perWorker(a, workers)
 		if err != nil {
 			return Footprint{}, err
 		}
-		f.GPUsPerPrefill = a
-		f.PrefillGPUs = a * workers
-		f.Nodes = res.AggNodes
+		f.GPUsPerPrefill = g
+		f.PrefillGPUs = g * workers
+		f.Nodes = a.Nodes
 	}
 	if f.Nodes <= 0 {
-		return fail("prefill_nodes", "the recipe allocates no nodes")
+		return fail(res.Pos, field(RolePrefill, "nodes"), "the recipe allocates no nodes")
 	}
-	for _, dedicated := range []bool{r.Services.InfraDedicated(), r.Frontend.Placement == NodeDedicated, r.Benchmark.Placement == NodeDedicated} {
-		if dedicated {
-			f.DedicatedNodes++
+	dedicated := 0
+	for _, on := range []bool{r.Services.InfraDedicated(), r.Frontend.Placement == NodeDedicated, r.Benchmark.Placement == NodeDedicated} {
+		if on {
+			dedicated++
 		}
 	}
+	if dedicated > 0 && r.Benchmark.ColocateWithFrontend {
+		dedicated = 1 // the dedicated roles share one reserved node
+	}
+	f.DedicatedNodes = dedicated
 	f.Nodes += f.DedicatedNodes
 	f.GPUs = f.PrefillGPUs + f.DecodeGPUs
 	return f, nil
+}
+
+// DraftTokens is the speculative draft length (speculative-num-draft-tokens)
+// of the role that decodes (decode, else agg), else of prefill; 0 without.
+func (r *Recipe) DraftTokens() int {
+	for _, ro := range []*Role{r.Roles.Decode, r.Roles.Agg, r.Roles.Prefill} {
+		if ro == nil {
+			continue
+		}
+		if v, ok := ro.Args.Get("speculative-num-draft-tokens"); ok {
+			if n, ok := v.(int64); ok && n != 0 {
+				return int(n)
+			}
+		}
+	}
+	return 0
 }
 
 // applySelector resolves srt-slurm's override formats: a file with `base:`
@@ -369,28 +386,9 @@ func (d *decoder) applySelector(root *yaml.Node, selector string) (*yaml.Node, e
 		// srtctl apply submits every override_* and zip_override_* variant
 		// (base excluded), one job each. One variant is one deployment, as
 		// a matrix row is; several cannot be one row.
-		var variants []string
-		for _, k := range m.Keys {
-			if strings.HasPrefix(k, "override_") {
-				variants = append(variants, k)
-			}
-		}
-		slices.Sort(variants)
-		var zips []string
-		for _, k := range m.Keys {
-			if strings.HasPrefix(k, "zip_override_") {
-				zips = append(zips, k)
-			}
-		}
-		slices.Sort(zips)
-		for _, k := range zips {
-			n, err := zipLength(strictyaml.Deref(m.Values[k]))
-			if err != nil {
-				return nil, &strictyaml.Error{Pos: d.Pos(m.Values[k]), Field: k, Msg: err.Error()}
-			}
-			for i := range n {
-				variants = append(variants, fmt.Sprintf("%s[%d]", k, i))
-			}
+		variants, err := d.variants(m)
+		if err != nil {
+			return nil, err
 		}
 		switch len(variants) {
 		case 1:
@@ -660,7 +658,11 @@ func plannedRecipeBytes(root, ref, digest string) (data []byte, file, clean, sel
 	if file, clean, selector, err = recipeFile(root, ref); err != nil {
 		return nil, "", "", "", err
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	absRoot, err := filepath.Abs(root) // file is absolute; so must the root be to compare them
+	if err != nil {
+		return nil, "", "", "", &strictyaml.Error{Msg: "recipes root: " + strictyaml.CleanIOError(err)}
+	}
+	realRoot, err := filepath.EvalSymlinks(absRoot)
 	if err != nil {
 		return nil, "", "", "", &strictyaml.Error{Msg: "recipes root: " + strictyaml.CleanIOError(err)}
 	}

@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -157,12 +159,13 @@ func (d *recipeDecoder) decodeRecipe(r *Recipe, doc *yaml.Node) {
 	}
 	r.SetupScript, _ = m.OptStr("setup_script")
 	optBool(m, "enable_config_dump", &r.EnableConfigDump)
-	r.ContainerMounts = d.anyMap(m.Get("container_mounts"), "container_mounts")
-	r.Profiling = d.anyMap(m.Get("profiling"), "profiling")
-	r.Observability = d.anyMap(m.Get("observability"), "observability")
-	r.Telemetry = d.anyMap(m.Get("telemetry"), "telemetry")
-	r.Output = d.anyMap(m.Get("output"), "output")
-	r.Reporting = d.anyMap(m.Get("reporting"), "reporting")
+	enabled := func(v *Map) bool { on, _ := v.Get("enabled"); return Truthy(on) }
+	r.ContainerMounts = d.section(m, "container_mounts", func(v *Map) bool { return v.Len() > 0 })
+	r.Profiling = d.section(m, "profiling", enabled)
+	r.Observability = d.section(m, "observability", enabled)
+	r.Output = d.section(m, "output", func(*Map) bool { return false })
+	r.Reporting = d.section(m, "reporting", func(*Map) bool { return false })
+	d.telemetry(r, m)
 	d.resolve(r)
 	d.checkRecipe(r, m)
 	for _, k := range m.Keys {
@@ -902,22 +905,150 @@ func (d *recipeDecoder) benchmark(r *Recipe, m *strictyaml.Mapping) {
 		if !read(k) {
 			continue
 		}
-		if b.Fields == nil {
-			b.Fields = NewMap()
+		if b.fields == nil {
+			b.fields = NewMap()
 		}
 		v, _ := d.pyValue(bm.Values[k], bm.Field(k), 0)
-		b.Fields.Set(k, v)
-		if b.Fields.Pos == nil {
-			b.Fields.Pos = map[string]strictyaml.Pos{}
+		b.fields.Set(k, v)
+		if b.fields.Pos == nil {
+			b.fields.Pos = map[string]strictyaml.Pos{}
 		}
-		b.Fields.Pos[k] = d.Pos(bm.KeyNodes[k])
+		b.fields.Pos[k] = d.Pos(bm.KeyNodes[k])
 		if vn := bm.Values[k]; vn.Kind == yaml.ScalarNode && vn.Style == yaml.SingleQuotedStyle {
-			if b.Fields.SingleQuoted == nil {
-				b.Fields.SingleQuoted = map[string]bool{}
+			if b.fields.SingleQuoted == nil {
+				b.fields.SingleQuoted = map[string]bool{}
 			}
-			b.Fields.SingleQuoted[k] = true
+			b.fields.SingleQuoted[k] = true
 		}
 	}
+	d.benchSettings(b, bm)
+}
+
+// benchSettings reads the settings of srt-slurm's own runners as they read
+// them, refusing values they refuse. What a run needs and a recipe may
+// leave to the launcher (SA-Bench's isl, osl, concurrencies) is checked
+// when it is launched.
+func (d *recipeDecoder) benchSettings(b *Benchmark, bm *strictyaml.Mapping) {
+	val := func(k string) any { v, _ := b.fields.Get(k); return v }
+	number := func(k string, dst *float64) {
+		switch x := val(k).(type) {
+		case nil:
+		case float64:
+			*dst = x
+		case int64:
+			*dst = float64(x)
+		case string:
+			// marshmallow's Float takes a numeric string.
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				d.Errorf(bm.Values[k], bm.Field(k), "expected a number, got %q", x)
+			}
+			*dst = f
+		default:
+			d.Errorf(bm.Values[k], bm.Field(k), "expected a number, got %s", strictyaml.KindName(bm.Values[k]))
+		}
+	}
+	if n := bm.Get("aiperf_server_metrics"); n != nil {
+		b.AIPerfServerMetrics, _ = bm.OptBool("aiperf_server_metrics")
+		if b.Type != "custom" {
+			// The custom-benchmark opt-out of cquil11/srt-slurm-nv de59739b;
+			// srt-slurm's own runners get their URLs from the runner.
+			d.Errorf(n, "benchmark.aiperf_server_metrics", "applies to benchmark.type custom; %q gets its metrics URLs from its runner", b.Type)
+		}
+	}
+	if bm.Get("tokenizer_mode") != nil && b.Type != "sa-bench" {
+		d.Errorf(bm.Values["tokenizer_mode"], "benchmark.tokenizer_mode", "is an SA-Bench option; benchmark.type %q does not take it", b.Type)
+	}
+	switch b.Type {
+	case "sa-bench":
+		sa := &SABench{ISL: val("isl"), OSL: val("osl"), Concurrencies: val("concurrencies"), ReqRate: val("req_rate"),
+			RandomRangeRatio: 0.8, NumPromptsMult: val("num_prompts_mult"), NumWarmupMult: val("num_warmup_mult"),
+			CustomTokenizer: val("custom_tokenizer"), UseChatTemplate: true, DatasetName: val("dataset_name"), DatasetPath: val("dataset_path")}
+		sa.ConcurrencyList, _ = concurrencyList(sa.Concurrencies)
+		number("random_range_ratio", &sa.RandomRangeRatio)
+		number("slow_down_sleep_time", &sa.SlowDownSleep)
+		number("slow_down_wait_time", &sa.SlowDownWait)
+		optBool(bm, "use_chat_template", &sa.UseChatTemplate)
+		optBool(bm, "reuse_http_connections", &sa.ReuseHTTPConnections)
+		optStr(bm, "tokenizer_mode", &sa.TokenizerMode)
+		b.SABench = sa
+	case "mooncake-router":
+		mr := &MooncakeRouterBench{Workload: "conversation", TTFTThresholdMs: 2000, ITLThresholdMs: 25}
+		if w, ok := bm.OptStr("mooncake_workload"); ok && w != "" {
+			mr.Workload = w
+		}
+		switch mr.Workload {
+		case "mooncake", "conversation", "synthetic", "toolagent":
+		default:
+			d.Errorf(bm.Values["mooncake_workload"], "benchmark.mooncake_workload", "must be one of mooncake, conversation, synthetic, toolagent, got %q", mr.Workload)
+		}
+		for k, dst := range map[string]*int{"ttft_threshold_ms": &mr.TTFTThresholdMs, "itl_threshold_ms": &mr.ITLThresholdMs} {
+			if v, ok := bm.OptInt(k); ok {
+				if v < 0 {
+					d.Errorf(bm.Values[k], bm.Field(k), "must be positive, got %d", v)
+				} else if v > 0 { // the runner's `or` keeps the default for 0
+					*dst = int(v)
+				}
+			}
+		}
+		b.MooncakeRouter = mr
+	}
+}
+
+// Truthy is Python's bool(v) for the values a recipe can hold (what
+// srt-slurm's `x or default` and `if x:` test).
+func Truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case *Map:
+		return x.Len() > 0
+	}
+	return true
+}
+
+// concurrencyList is BenchmarkConfig.get_concurrency_list: "4x8", a list, or
+// one value.
+func concurrencyList(v any) ([]int, error) {
+	var parts []any
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		for _, p := range strings.Split(x, "x") {
+			parts = append(parts, p)
+		}
+	case []any:
+		parts = x
+	default:
+		parts = []any{x}
+	}
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		switch y := p.(type) {
+		case int64:
+			out = append(out, int(y))
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(y), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an integer", y)
+			}
+			out = append(out, int(n))
+		default:
+			return nil, fmt.Errorf("%v is not an integer", y)
+		}
+	}
+	return out, nil
 }
 
 // dynamo reads how Dynamo is installed: schema 2's dynamo.source or schema
@@ -1056,6 +1187,130 @@ func (d *recipeDecoder) slurm(r *Recipe, m *strictyaml.Mapping) {
 	r.Slurm.Partition, _ = sm.OptStr("partition")
 }
 
+// section reads a section sweepflow launches nothing from; on says whether
+// its values switch something on.
+func (d *recipeDecoder) section(m *strictyaml.Mapping, k string, on func(*Map) bool) Section {
+	s := Section{Values: d.anyMap(m.Get(k), k)}
+	if s.Values != nil {
+		s.Pos, s.On = d.Pos(m.KeyNodes[k]), on(s.Values)
+	}
+	return s
+}
+
+// Limits srt-slurm's _validate_dcgm_power checks the telemetry block against.
+const (
+	powerMaxSampleGap      = 3.0 // seconds; a longer collector period fails every window
+	powerCycleTimeoutGrace = 1.0 // seconds added to each collect cycle's deadline
+	// dcgmExporterCommand is srt-slurm's DCGM_EXPORTER_COMMAND_TEMPLATE: 100 ms
+	// NVML sampling, the exporter listening on the recipe's port.
+	dcgmExporterCommand = "dcgm-exporter --collect-interval=100 --address :{port}"
+)
+
+var (
+	telemetryFields = []string{"enabled", "provider", "dcgm_exporter", "default_frequency", "storage_subdir", "required",
+		"startup_timeout_seconds", "request_timeout_seconds", "collector_join_timeout_seconds"}
+	dcgmExporterFields = []string{"container_image", "port", "command"}
+)
+
+// telemetry reads the telemetry section (srt-slurm v1.0.68 TelemetryConfig,
+// provider as the power lineage InferenceX pins names it). Only an enabled
+// dcgm-power block launches anything; it is checked as srt-slurm's
+// _validate_dcgm_power checks it (the parts that need the benchmark and
+// services in checkRecipe), so a run that could never publish is refused
+// before nodes are requested.
+func (d *recipeDecoder) telemetry(r *Recipe, m *strictyaml.Mapping) {
+	n := m.Get("telemetry")
+	r.telemetry = d.anyMap(n, "telemetry")
+	if n == nil {
+		return
+	}
+	tm := d.Mapping(n, "telemetry", telemetryFields)
+	if tm == nil {
+		return
+	}
+	if on, _ := tm.OptBool("enabled"); !on {
+		return
+	}
+	t := &Telemetry{Pos: d.Pos(m.KeyNodes["telemetry"]), Interval: 1, StorageSubdir: "power", StartupTimeout: 30, RequestTimeout: 2}
+	if p, ok := tm.OptStr("provider"); ok && p != "dcgm-power" {
+		d.Errorf(tm.Values["provider"], "telemetry.provider", "%q is not launched by sweepflow yet (dcgm-power)", p)
+	}
+	if !tm.Has("dcgm_exporter") {
+		d.Errs.Add(t.Pos, "telemetry.dcgm_exporter", "is required when telemetry is enabled")
+	} else if ex := d.Mapping(tm.Values["dcgm_exporter"], "telemetry.dcgm_exporter", dcgmExporterFields); ex != nil {
+		t.ExporterImage, _ = ex.OptStr("container_image")
+		if t.ExporterImage == "" {
+			d.Errs.Add(d.Pos(ex.Node), "telemetry.dcgm_exporter.container_image", "must be non-empty")
+		}
+		port, _ := ex.OptInt("port")
+		if port < 1 || port > 65535 {
+			d.Errs.Add(d.Pos(ex.Node), "telemetry.dcgm_exporter.port", "must be in 1..65535")
+		}
+		t.ExporterPort = int(port)
+		// resolve_exporter_command: the recipe's command (with {port}) or the template.
+		cmd := dcgmExporterCommand
+		if c, _ := ex.OptStr("command"); c != "" {
+			cmd = c
+		}
+		t.ExporterCommand = strings.ReplaceAll(cmd, "{port}", strconv.Itoa(t.ExporterPort))
+	}
+	optNum := func(k string) (float64, bool) {
+		if n := tm.Get(k); n != nil {
+			v, _, ok := d.Number(n, tm.Field(k))
+			return v, ok
+		}
+		return 0, false
+	}
+	seconds := func(k string, dst *float64) {
+		v, ok := optNum(k)
+		if !ok {
+			return
+		}
+		if math.IsInf(v, 0) || math.IsNaN(v) || v <= 0 {
+			d.Errorf(tm.Values[k], tm.Field(k), "must be finite and positive")
+		}
+		*dst = v
+	}
+	seconds("default_frequency", &t.Interval)
+	seconds("startup_timeout_seconds", &t.StartupTimeout)
+	seconds("request_timeout_seconds", &t.RequestTimeout)
+	if t.Interval > powerMaxSampleGap {
+		d.Errorf(tm.Values["default_frequency"], "telemetry.default_frequency", "%s exceeds the %gs max sample gap srt-slurm's power validator accepts",
+			strconv.FormatFloat(t.Interval, 'g', -1, 64), powerMaxSampleGap)
+	}
+	// v1.0.68 defaults the join budget to two full collect cycles plus 2 s
+	// and requires more than two cycles; the power lineage InferenceX pins
+	// (edwingao28/srt-slurm, where provider comes from) only requires more
+	// than one request timeout, which its recipes' 10 s with 2 s requests
+	// meet. That lineage's check is the one followed.
+	t.JoinTimeout = 2*(2*t.RequestTimeout+powerCycleTimeoutGrace) + 2
+	if v, ok := optNum("collector_join_timeout_seconds"); ok {
+		if math.IsInf(v, 0) || math.IsNaN(v) || v <= t.RequestTimeout {
+			d.Errorf(tm.Values["collector_join_timeout_seconds"], "telemetry.collector_join_timeout_seconds", "must be finite and greater than telemetry.request_timeout_seconds")
+		}
+		t.JoinTimeout = v
+	}
+	optStr(tm, "storage_subdir", &t.StorageSubdir)
+	if !safeSubpath(t.StorageSubdir) {
+		d.Errorf(tm.Values["storage_subdir"], "telemetry.storage_subdir", "must be a safe relative path below the run log directory")
+	}
+	optBool(tm, "required", &t.Required)
+	r.Telemetry = t
+}
+
+// safeSubpath is srt-slurm's _is_safe_relative_subpath.
+func safeSubpath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == ".." {
+			return false
+		}
+	}
+	return path.Clean(p) != "."
+}
+
 // checkRecipe applies srt-slurm's cross-field checks that need defaults.
 func (d *recipeDecoder) checkRecipe(r *Recipe, m *strictyaml.Mapping) {
 	e := r.Engine
@@ -1074,6 +1329,29 @@ func (d *recipeDecoder) checkRecipe(r *Recipe, m *strictyaml.Mapping) {
 	case "", "nats", "zmq":
 	default:
 		d.Errs.Add(r.Dynamo.Pos, "dynamo.event_plane", "must be nats or zmq, got %q", r.Dynamo.EventPlane)
+	}
+	if t := r.Telemetry; t != nil {
+		// Power samples are matched to SA-Bench's measurement windows, on
+		// the host that runs the head.
+		switch sa := r.Benchmark.SABench; {
+		case sa == nil:
+			d.Errs.Add(t.Pos, "telemetry", "requires benchmark.type: sa-bench (power samples are matched to SA-Bench's measurement windows)")
+		case r.Services.InfraDedicated():
+			d.Errs.Add(t.Pos, "telemetry", "requires etcd and NATS on the head node, not a dedicated one (a dedicated infra node moves the head off the host that collects the samples)")
+		default:
+			list, err := concurrencyList(sa.Concurrencies)
+			seen := map[int]bool{}
+			for _, c := range list {
+				if c <= 0 || seen[c] {
+					list = nil
+					break
+				}
+				seen[c] = true
+			}
+			if err != nil || len(list) == 0 {
+				d.Errs.Add(r.Benchmark.fields.Pos["concurrencies"], "benchmark.concurrencies", "telemetry requires a non-empty list of unique positive concurrencies")
+			}
+		}
 	}
 }
 

@@ -47,6 +47,15 @@ type Role struct {
 	nodesSet, workersSet bool // written, even as 0 (decoding only)
 }
 
+// NumWorkers is the role's worker count; an agg role that does not say
+// has one worker (srt-slurm's default).
+func (r *Role) NumWorkers() int {
+	if r.Name == RoleAgg && r.Workers == 0 {
+		return 1
+	}
+	return r.Workers
+}
+
 // Mode is the role's name in srt-slurm's backend keys: aggregated for agg.
 func (r *Role) Mode() string {
 	if r.Name == RoleAgg {
@@ -140,14 +149,18 @@ type Services struct {
 // InfraDedicated reports whether etcd and NATS take a node of their own.
 func (s Services) InfraDedicated() bool { return s.InfraNode == NodeDedicated }
 
-// MooncakeMaster is srt-slurm's mooncake_master process. Its env (schema 1
-// backend.mooncake_kv_store.env) is part of every role's Env, where srt-slurm
-// injected it and where its migration puts it.
+// MooncakeMaster is srt-slurm's mooncake_master process.
 type MooncakeMaster struct {
 	Pos         strictyaml.Pos
 	Container   string // "" for the job's container
 	Args        []any  // master_extra_args
-	StoreConfig *Map   // options.store_config (vLLM and TRT-LLM)
+	StoreConfig *Map   // options.store_config (vLLM)
+	// Env is schema 1's backend.mooncake_kv_store.env, which srt-slurm
+	// v1.0.68 injects into every worker right after MOONCAKE_LOCAL_HOSTNAME
+	// (so it may override it). Schema 2 has no such block: its migration
+	// moves the variables into every role's env, and the resolved recipe
+	// (Canonical) counts them there for both spellings.
+	Env *Map
 }
 
 // Placements (schema 2 placement.node, schema 1 dedicated_node and *_placement).
@@ -197,12 +210,79 @@ type Benchmark struct {
 	Command              string // custom
 	ContainerImage       string // custom
 	Env                  *Map   // custom
-	AIPerfPackage        string
-	AIPerfArgs           *Map
-	// Fields are the runner's own settings (isl, osl, concurrencies, ...),
-	// only those the benchmark type reads: srt-slurm 2.x rejects the rest
-	// and its migration drops them, since they never had an effect.
-	Fields *Map
+	// AIPerfServerMetrics: a custom benchmark gets every worker leader's
+	// metrics URL in AIPERF_SERVER_METRICS_URLS (default true).
+	AIPerfServerMetrics bool
+	AIPerfPackage       string
+	AIPerfArgs          *Map
+	// The settings of srt-slurm's own runners, nil for other types.
+	SABench        *SABench
+	MooncakeRouter *MooncakeRouterBench
+
+	// fields are the runner's settings as written (isl, osl, ...), only
+	// those the type reads: srt-slurm 2.x rejects the rest and its
+	// migration drops them, since they never had an effect. They are what
+	// the resolved recipe hashes; the typed settings above are read from them.
+	fields *Map
+}
+
+// SABench is what SA-Bench's runner reads (benchmark type sa-bench). The
+// values it prints with Python's str() keep the type they were written
+// with (nil: not written); the rest are as the runner converts them.
+type SABench struct {
+	ISL, OSL any
+	// Concurrencies is a list or an "AxB" string, as written;
+	// ConcurrencyList is its values.
+	Concurrencies        any
+	ConcurrencyList      []int
+	ReqRate              any
+	RandomRangeRatio     float64 // 0.8
+	NumPromptsMult       any     // nil: 10
+	NumWarmupMult        any     // nil: 2
+	CustomTokenizer      any
+	UseChatTemplate      bool // true
+	DatasetName          any  // nil: random
+	DatasetPath          any
+	ReuseHTTPConnections bool
+	// SlowDownSleep and SlowDownWait (seconds) let SA-Bench pause the SGLang
+	// router's decode workers when both are positive; 0 when not written.
+	SlowDownSleep, SlowDownWait float64
+	// TokenizerMode is SA-Bench's --tokenizer-mode (srt-slurm 4261dba6), ""
+	// when not written.
+	TokenizerMode string
+}
+
+// MooncakeRouterBench is what the mooncake-router runner reads.
+type MooncakeRouterBench struct {
+	Workload        string // mooncake, conversation (default), synthetic, toolagent
+	TTFTThresholdMs int    // 2000
+	ITLThresholdMs  int    // 25
+}
+
+// Telemetry is DCGM power telemetry (srt-slurm's telemetry section with
+// provider dcgm-power, enabled): a DCGM exporter on every worker node,
+// polled by a collector on the head node that writes samples.csv and
+// manifest.json under the log directory's StorageSubdir.
+type Telemetry struct {
+	Pos             strictyaml.Pos
+	ExporterImage   string
+	ExporterPort    int
+	ExporterCommand string  // with {port} filled in
+	Interval        float64 // default_frequency: seconds between samples
+	StorageSubdir   string  // power
+	Required        bool
+	StartupTimeout  float64 // seconds (30)
+	RequestTimeout  float64 // seconds (2)
+	JoinTimeout     float64 // seconds
+}
+
+// Section is a recipe section srt-slurm accepts that sweepflow launches
+// nothing from: kept as written (it is part of the resolved recipe), with
+// whether it switches on something a launch would have to start.
+type Section struct {
+	Pos    strictyaml.Pos
+	Values *Map
+	On     bool // enabled: true (profiling, observability), any mount (container_mounts)
 }
 
 // Dynamo is how Dynamo is installed and wired.

@@ -26,16 +26,14 @@ func setRecipeDefaults(r *Recipe) {
 	r.Services = Services{InfraNode: NodeInfra}
 	r.Frontend = Frontend{Type: FrontendDynamo, Placement: NodeHead, EnableMultipleFrontends: true, NumAdditionalFrontends: 9,
 		NginxContainer: defaultNginxContainer, NginxSessionAffinityHeader: defaultAffinityHeader, NginxKeepaliveTimeout: defaultKeepaliveTimeout}
-	r.Benchmark = Benchmark{Type: "manual", Placement: NodeHead, ColocateWithFrontend: true}
+	r.Benchmark = Benchmark{Type: "manual", Placement: NodeHead, ColocateWithFrontend: true, AIPerfServerMetrics: true}
 	r.Dynamo = Dynamo{Install: true, RequestPlane: "tcp"}
 	r.HealthCheck = HealthCheck{MaxAttempts: defaultMaxAttempts, IntervalSeconds: defaultIntervalSeconds}
 	r.EnableConfigDump = true
 }
 
 // resolve completes the typed recipe after decoding: defaults that depend
-// on what was written, the Mooncake environment folded into the roles (as
-// srt-slurm injected it and as its migration writes it), and the phase-A
-// schema-1 views.
+// on what was written.
 func (d *recipeDecoder) resolve(r *Recipe) {
 	if r.Engine.Type != "vllm" {
 		r.Engine.Connector, r.Engine.DPLaunchMode = nil, ""
@@ -47,38 +45,28 @@ func (d *recipeDecoder) resolve(r *Recipe) {
 		if ro.Args == nil {
 			ro.Args = NewMap()
 		}
-		if d.mooncakeEnv.Len() > 0 {
-			if ro.Env == nil {
-				ro.Env = NewMap()
-			}
-			for _, k := range d.mooncakeEnv.Keys {
-				ro.Env.Set(k, d.mooncakeEnv.Vals[k]) // Mooncake's values win, as at launch
-			}
-		}
 	}
+	if mc := r.Services.Mooncake; mc != nil && d.mooncakeEnv.Len() > 0 {
+		mc.Env = d.mooncakeEnv
+	}
+}
 
-	res := &r.Resources
-	if p := r.Roles.Prefill; p != nil {
-		res.PrefillNodes, res.PrefillWorkers, res.GPUsPerPrefill = p.Nodes, p.Workers, p.GPUs
+// roleEnv is a role's environment as the resolved recipe counts it: schema
+// 1's Mooncake worker environment is part of it, as srt-slurm's migration
+// writes it (Mooncake's values win, as they did at launch).
+func (r *Recipe) roleEnv(ro *Role) *Map {
+	mc := r.Services.Mooncake
+	if mc == nil || mc.Env.Len() == 0 {
+		return ro.Env
 	}
-	if dc := r.Roles.Decode; dc != nil {
-		res.DecodeNodes, res.DecodeWorkers, res.GPUsPerDecode = dc.Nodes, dc.Workers, dc.GPUs
+	env := ro.Env.Clone()
+	if env == nil {
+		env = NewMap()
 	}
-	if a := r.Roles.Agg; a != nil {
-		res.AggNodes, res.AggWorkers, res.GPUsPerAgg = a.Nodes, a.Workers, a.GPUs
+	for _, k := range mc.Env.Keys {
+		env.Set(k, mc.Env.Vals[k])
 	}
-	r.Infra = Infra{EtcdNATSDedicatedNode: r.Services.InfraDedicated(), NATSMaxPayloadMB: r.Services.NATSMaxPayloadMB}
-	// The draft length of the role that decodes, else of prefill.
-	for _, ro := range []*Role{r.Roles.Decode, r.Roles.Agg, r.Roles.Prefill} {
-		if ro == nil || r.Backend.DraftTokens != 0 {
-			continue
-		}
-		if v, ok := ro.Args.Get("speculative-num-draft-tokens"); ok {
-			if n, ok := v.(int64); ok {
-				r.Backend.DraftTokens = int(n)
-			}
-		}
-	}
+	return env
 }
 
 // Canonical is the resolved recipe as bytes: equal for two files that
@@ -154,50 +142,53 @@ func (r *Recipe) canonicalParts() []canonicalPart {
 	res, e, f, bm, dy := r.Resources, r.Engine, r.Frontend, r.Benchmark, r.Dynamo
 	add("name", r.Name)
 	add("model", []string{r.Model.Path, r.Model.Container, r.Model.Precision})
-	add("identity", r.Identity)
+	add("identity", value{r.Identity})
 	add("resources", []any{res.GPUType, res.GPUsPerNode, res.SpreadWorkers, res.HetJobs, res.PackMultinodeWorkers, res.Disaggregated})
 	for _, ro := range r.Roles.All() {
 		p := "roles." + ro.Name + "."
 		add(p+"topology", []any{ro.Nodes, ro.Colocate, ro.Workers, ro.GPUs})
-		add(p+"env", ro.Env)
-		add(p+"args", ro.Args)
+		add(p+"env", value{r.roleEnv(ro)})
+		add(p+"args", value{ro.Args})
 		add(p+"extra_args", list(ro.ExtraArgs))
 		add(p+"kv_events", value{ro.KVEvents})
 	}
 	add("engine", []any{e.Type, value{e.Connector}, e.SetCUDAVisibleDevices, e.DPLaunchMode, e.AllowPrefillDecodeColocation,
-		e.AllowPrefillDecodeColocationAcrossNodes, e.PublishEventsAndMetrics, e.SequentialNodeStart, e.NUMAMemoryBind, e.GPUType, e.Other})
+		e.AllowPrefillDecodeColocationAcrossNodes, e.PublishEventsAndMetrics, e.SequentialNodeStart, e.NUMAMemoryBind, e.GPUType, value{e.Other}})
 	add("services.etcd_nats", []any{r.Services.InfraNode, r.Services.NATSMaxPayloadMB})
 	if mc := r.Services.Mooncake; mc != nil {
-		add("services.mooncake-master", []any{mc.Container, list(mc.Args), mc.StoreConfig})
+		add("services.mooncake-master", []any{mc.Container, list(mc.Args), value{mc.StoreConfig}})
 	}
 	add("frontend", []any{f.Type, f.Placement, f.EnableMultipleFrontends, f.NumAdditionalFrontends, f.NginxContainer, f.NginxRaiseUlimit,
-		f.NginxSessionAffinity, f.NginxSessionAffinityHeader, f.NginxKeepaliveTimeout, f.Other})
-	add("frontend.args", f.Args)
-	add("frontend.env", f.Env)
+		f.NginxSessionAffinity, f.NginxSessionAffinityHeader, f.NginxKeepaliveTimeout, value{f.Other}})
+	add("frontend.args", value{f.Args})
+	add("frontend.env", value{f.Env})
 	add("benchmark", []any{bm.Type, bm.Placement, bm.ColocateWithFrontend, bm.Command, bm.ContainerImage, bm.AIPerfPackage})
-	add("benchmark.env", bm.Env)
-	add("benchmark.aiperf_args", bm.AIPerfArgs)
-	add("benchmark.fields", bm.Fields)
+	add("benchmark.env", value{bm.Env})
+	add("benchmark.aiperf_args", value{bm.AIPerfArgs})
+	add("benchmark.fields", value{bm.fields})
 	add("dynamo", []any{dy.Install, dy.Source.Kind, dy.Source.Value, list(dy.Source.Patches), dy.RequestPlane, dy.EventPlane})
 	add("health_check", []int{r.HealthCheck.MaxAttempts, r.HealthCheck.IntervalSeconds})
 	add("slurm", []string{r.Slurm.TimeLimit, r.Slurm.Account, r.Slurm.Partition})
-	add("environment", r.Environment)
-	add("srun_options", r.SrunOptions)
-	add("sbatch_directives", r.SbatchDirectives)
+	add("environment", value{r.Environment})
+	add("srun_options", value{r.SrunOptions})
+	add("sbatch_directives", value{r.SbatchDirectives})
 	add("extra_mount", r.ExtraMounts)
 	add("setup_script", r.SetupScript)
 	add("enable_config_dump", r.EnableConfigDump)
+	// Sections hashed as written (the telemetry one whether or not it is
+	// enabled), in the order recipes have always been hashed.
 	for _, o := range []struct {
 		name string
 		m    *Map
-	}{{"container_mounts", r.ContainerMounts}, {"profiling", r.Profiling}, {"observability", r.Observability},
-		{"telemetry", r.Telemetry}, {"output", r.Output}, {"reporting", r.Reporting}} {
-		add(o.name, o.m)
+	}{{"container_mounts", r.ContainerMounts.Values}, {"profiling", r.Profiling.Values}, {"observability", r.Observability.Values},
+		{"telemetry", r.telemetry}, {"output", r.Output.Values}, {"reporting", r.Reporting.Values}} {
+		add(o.name, value{o.m})
 	}
 	return parts
 }
 
-// list and value encode recipe values with their Python types kept.
+// list and value encode recipe values with their Python types kept (a *Map
+// as its pairs, with 1 and 1.0 apart).
 type (
 	list  []any
 	value struct{ v any }

@@ -93,8 +93,8 @@ func TestSchemasResolveToOneRecipe(t *testing.T) {
 	assert.Equal(t, DynamoSource{Kind: SourcePyPI, Value: "0.8.1"}, b.Dynamo.Source)
 	assert.True(t, b.Frontend.EnableMultipleFrontends, "srt-slurm's default")
 	assert.Equal(t, "nginx:1.27.4", b.Frontend.NginxContainer)
-	assert.Nil(t, a.Benchmark.Fields, "use_chat_template is not read by a custom benchmark")
-	assert.Equal(t, 6, b.Backend.DraftTokens)
+	assert.Nil(t, a.Benchmark.fields, "use_chat_template is not read by a custom benchmark")
+	assert.Equal(t, 6, b.DraftTokens())
 	f, err := b.Footprint(4)
 	require.NoError(t, err)
 	assert.Equal(t, 7, f.Nodes, "six worker nodes and the dedicated etcd/NATS node")
@@ -208,7 +208,9 @@ func TestColocateSpellings(t *testing.T) {
 }
 
 // TestMooncakeSpellings: backend.mooncake_kv_store is a mooncake-master
-// service whose environment every role gets (Mooncake's values win).
+// service whose environment every role gets (Mooncake's values win) in the
+// resolved recipe; schema 1 keeps it apart for the launch, which injects it
+// where srt-slurm v1.0.68 did.
 func TestMooncakeSpellings(t *testing.T) {
 	one := parse(t, strings.Replace(v1Recipe, "  kv_events_config: true\n",
 		"  kv_events_config: true\n  mooncake_kv_store: {container: mc:1, master_extra_args: [--v], env: {B: \"9\", MC: x}}\n", 1))
@@ -218,7 +220,9 @@ func TestMooncakeSpellings(t *testing.T) {
 		"env: {A: \"1\"}", "env: {A: \"1\", B: \"9\", MC: x}", 1))
 	require.Empty(t, canonicalDiff(one.Canonical(), two.Canonical()))
 	assert.Equal(t, "mc:1", two.Services.Mooncake.Container)
-	assert.Equal(t, "9", one.Roles.Prefill.Env.Str("B"))
+	assert.Equal(t, "2", one.Roles.Prefill.Env.Str("B"))
+	assert.Equal(t, []string{"B", "MC"}, one.Services.Mooncake.Env.Keys)
+	assert.Nil(t, two.Services.Mooncake.Env)
 }
 
 const variantsRecipe = `schema: 2
@@ -372,10 +376,13 @@ func TestPlannedRecipe(t *testing.T) {
 // deciding whether it is part of the resolved recipe (canonicalParts).
 func TestCanonicalCoversTheTypes(t *testing.T) {
 	for typ, n := range map[reflect.Type]int{
-		reflect.TypeFor[Recipe](): 37, reflect.TypeFor[Role](): 12, reflect.TypeFor[Engine](): 12, reflect.TypeFor[Services](): 4,
-		reflect.TypeFor[MooncakeMaster](): 4, reflect.TypeFor[Frontend](): 13, reflect.TypeFor[Benchmark](): 10,
-		reflect.TypeFor[Dynamo](): 5, reflect.TypeFor[DynamoSource](): 3, reflect.TypeFor[Resources](): 16,
+		reflect.TypeFor[Recipe](): 35, reflect.TypeFor[Role](): 12, reflect.TypeFor[Engine](): 12, reflect.TypeFor[Services](): 4,
+		reflect.TypeFor[MooncakeMaster](): 5, reflect.TypeFor[Frontend](): 13, reflect.TypeFor[Benchmark](): 13,
+		reflect.TypeFor[Dynamo](): 5, reflect.TypeFor[DynamoSource](): 3, reflect.TypeFor[Resources](): 7,
 		reflect.TypeFor[RecipeModel](): 3, reflect.TypeFor[HealthCheck](): 3, reflect.TypeFor[Slurm](): 3,
+		// Read from parts hashed as written (benchmark.fields, telemetry, the sections).
+		reflect.TypeFor[SABench](): 16, reflect.TypeFor[MooncakeRouterBench](): 3, reflect.TypeFor[Telemetry](): 10,
+		reflect.TypeFor[Section](): 3,
 	} {
 		assert.Equal(t, n, typ.NumField(), "%s changed: update canonicalParts and this count", typ)
 	}
@@ -393,12 +400,13 @@ func TestMergeKeys(t *testing.T) {
 	assert.Equal(t, []any{"9", "x", "3"}, []any{env.Vals["A"], env.Vals["B"], env.Vals["C"]})
 }
 
-// TestRepoRecipesMigrate: each of the repository's recipes (the seed and
-// backends sweeps') migrates to schema 2 and resolves to itself.
+// TestRepoRecipesMigrate: each of the repository's recipes (the seed,
+// backends, features and schema-2 AgentX sweeps') migrates to schema 2 and
+// resolves to itself (a schema-2 recipe stays what it is).
 func TestRepoRecipesMigrate(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "configs", "recipes", "*", "*", "*", "*", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 12)
+	require.Len(t, files, 14)
 	for _, f := range files {
 		a := loadFile(t, f)
 		data, err := os.ReadFile(f)

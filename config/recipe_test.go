@@ -44,11 +44,10 @@ func TestParseRecipe(t *testing.T) {
 	assert.True(t, r.Resources.Disaggregated)
 	assert.Equal(t, 4*time.Hour, r.HealthCheck.Timeout())
 	assert.Equal(t, "8:00:00", r.Slurm.TimeLimit)
-	assert.Equal(t, 6, r.Backend.DraftTokens)
+	assert.Equal(t, 6, r.DraftTokens())
 	assert.Equal(t, "DSPARK", r.Roles.Decode.Args.Str("speculative-algorithm"))
 	assert.Equal(t, "8000", r.Benchmark.Env.Str("PORT"))
 	assert.Equal(t, []byte(disaggRecipe), r.Raw, "the document is kept byte for byte")
-	assert.Equal(t, []byte(disaggRecipe), r.Resolved)
 
 	_, err = ParseRecipe("r.yaml", []byte(disaggRecipe+"whatever_srt_slurm_adds: {x: 1}\n"), "")
 	require.ErrorContains(t, err, "r.yaml:24: whatever_srt_slurm_adds: unknown field (srt-slurm rejects it)")
@@ -72,7 +71,11 @@ func TestFootprint(t *testing.T) {
 		{"2P1D DEP16/DEP32", disagg("prefill_nodes: 8, prefill_workers: 2, gpus_per_prefill: 16, decode_nodes: 8, decode_workers: 1, gpus_per_decode: 32", ""), 16, 64, 32, 32},
 		{"GPUs per worker derived", disagg("prefill_nodes: 4, prefill_workers: 2, decode_nodes: 4, decode_workers: 1", ""), 8, 32, 16, 16},
 		{"dedicated etcd/NATS", agg("infra: {etcd_nats_dedicated_node: true}\n"), 3, 8, 8, 0},
-		{"dedicated frontend and client", agg("frontend: {dedicated_node: true}\nbenchmark: {client_dedicated_node: true}\n"), 4, 8, 8, 0},
+		// srt-slurm's submit.py: dedicated roles share one reserved node while
+		// the benchmark is colocated with the frontend (the default).
+		{"dedicated frontend and client, colocated", agg("frontend: {dedicated_node: true}\nbenchmark: {client_dedicated_node: true}\n"), 3, 8, 8, 0},
+		{"dedicated etcd/NATS, frontend and client, colocated", agg("infra: {etcd_nats_dedicated_node: true}\nfrontend: {dedicated_node: true}\nbenchmark: {client_dedicated_node: true}\n"), 3, 8, 8, 0},
+		{"dedicated frontend and client, apart", agg("frontend: {dedicated_node: true}\nbenchmark: {client_dedicated_node: true, colocate_with_frontend: false}\n"), 4, 8, 8, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,21 +154,20 @@ func TestRecipeSelectors(t *testing.T) {
 	r, err := ParseRecipe("o.yaml", []byte(overrideRecipe), "zip_override_lat[2]")
 	require.NoError(t, err)
 	assert.Equal(t, "base_lat_2", r.Name)
-	assert.Equal(t, 4, r.Resources.DecodeNodes)
-	assert.Equal(t, 2, r.Backend.DraftTokens, "length-1 lists broadcast")
-	assert.Contains(t, string(r.Resolved), "decode_nodes: 4")
+	assert.Equal(t, 4, r.Roles.Decode.Nodes)
+	assert.Equal(t, 2, r.DraftTokens(), "length-1 lists broadcast")
 	assert.Equal(t, []byte(overrideRecipe), r.Raw)
 
 	r, err = ParseRecipe("o.yaml", []byte(overrideRecipe), "override_big")
 	require.NoError(t, err)
 	assert.Equal(t, "base_big", r.Name)
-	assert.Equal(t, 4, r.Resources.DecodeNodes)
-	assert.Equal(t, 1, r.Resources.PrefillNodes, "deep merge keeps base keys")
-	assert.NotContains(t, string(r.Resolved), "max-running-requests", "null deletes")
+	assert.Equal(t, 4, r.Roles.Decode.Nodes)
+	assert.Equal(t, 1, r.Roles.Prefill.Nodes, "deep merge keeps base keys")
+	assert.False(t, r.Roles.Decode.Args.Has("max-running-requests"), "null deletes")
 
 	r, err = ParseRecipe("o.yaml", []byte(overrideRecipe), "base")
 	require.NoError(t, err)
-	assert.Equal(t, 1, r.Resources.DecodeNodes)
+	assert.Equal(t, 1, r.Roles.Decode.Nodes)
 
 	for sel, want := range map[string]string{
 		"": "o.yaml:1: base: override-format recipe named without a variant: srtctl apply would submit all 4 " +
@@ -192,13 +194,13 @@ func TestRecipeWithoutVariant(t *testing.T) {
 	r, err := ParseRecipe("o.yaml", []byte(one), "")
 	require.NoError(t, err)
 	assert.Equal(t, "base_lat_0", r.Name, "srtctl's name for the zip group's only variant")
-	assert.Equal(t, 2, r.Resources.DecodeNodes)
+	assert.Equal(t, 2, r.Roles.Decode.Nodes)
 
 	bigOnly := overrideRecipe[:strings.Index(overrideRecipe, "zip_override_lat:")]
 	r, err = ParseRecipe("o.yaml", []byte(bigOnly), "")
 	require.NoError(t, err)
 	assert.Equal(t, "base_big", r.Name)
-	assert.Equal(t, 4, r.Resources.DecodeNodes)
+	assert.Equal(t, 4, r.Roles.Decode.Nodes)
 
 	baseOnly := overrideRecipe[:strings.Index(overrideRecipe, "override_big:")]
 	_, err = ParseRecipe("o.yaml", []byte(baseOnly), "")
@@ -263,9 +265,7 @@ backend:
 	require.Len(t, r.Warnings, 1)
 	assert.Equal(t, "r.yaml:13: backend.vllm_config.aggregated.max-num-seqs: duplicate key (first defined on line 12); srt-slurm's YAML loader keeps this later value, so it is the one launched",
 		r.Warnings[0].Error())
-	be := mapGet(r.Doc, "backend")
-	env := mapGet(be, "aggregated_environment")
-	require.NotNil(t, env)
-	assert.Equal(t, "A", env.Content[0].Value, "the merged key is in the mapping")
-	assert.Equal(t, "16", mapGet(mapGet(mapGet(be, "vllm_config"), "aggregated"), "max-num-seqs").Value)
+	require.NotNil(t, r.Roles.Agg)
+	assert.Equal(t, []string{"A", "B"}, r.Roles.Agg.Env.Keys, "the merged key is in the mapping")
+	assert.Equal(t, int64(16), r.Roles.Agg.Args.Vals["max-num-seqs"])
 }

@@ -20,6 +20,9 @@ import (
 type Map struct {
 	Keys []string
 	Vals map[string]any
+	// Path is where the mapping is written, e.g. backend.decode_environment
+	// (not part of the resolved recipe).
+	Path string
 	// Pos is where each key is written (not part of the resolved recipe).
 	Pos map[string]strictyaml.Pos
 	// SingleQuoted marks string values written in single quotes: InferenceX's
@@ -89,7 +92,7 @@ func (m *Map) Clone() *Map {
 	if m == nil {
 		return nil
 	}
-	c := &Map{Keys: append([]string(nil), m.Keys...), Vals: make(map[string]any, len(m.Vals))}
+	c := &Map{Keys: append([]string(nil), m.Keys...), Vals: make(map[string]any, len(m.Vals)), Path: m.Path}
 	for k, v := range m.Vals {
 		c.Vals[k] = cloneValue(v)
 	}
@@ -122,14 +125,41 @@ func cloneValue(v any) any {
 	return v
 }
 
-// MarshalJSON writes the map as a list of [key, value] pairs in order, each
-// value tagged with its Python type where JSON alone would lose it (1 and
-// 1.0 launch different flags), so equal JSON means an equal mapping.
+// At is the i-th key and its value, so a Map dumps as a Python dict
+// (pyjson.Object).
+func (m *Map) At(i int) (string, any) { return m.Keys[i], m.Vals[m.Keys[i]] }
+
+// MarshalJSON writes the map as a JSON object with its keys in order (the
+// process fields of srt-slurm's renders). The resolved recipe does not use
+// it: there a value keeps its Python type (writeCanonical).
 func (m *Map) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	if err := writeCanonical(&b, m); err != nil {
-		return nil, err
+	if m == nil {
+		return []byte("null"), nil
 	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	put := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+		return nil
+	}
+	b.WriteByte('{')
+	for i, k := range m.Keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := put(k); err != nil {
+			return nil, err
+		}
+		b.WriteByte(':')
+		if err := put(m.Vals[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
 	return b.Bytes(), nil
 }
 
@@ -232,6 +262,7 @@ func (d *recipeDecoder) pyValue(n *yaml.Node, field string, depth int) (any, boo
 		return out, ok
 	case yaml.MappingNode:
 		m := NewMap()
+		m.Path = field
 		ok := true
 		// Merge keys were expanded (PyYAML's way) when ParseRecipe read the
 		// tree, so a mapping's pairs are its own.
@@ -289,7 +320,7 @@ func (d *recipeDecoder) envMap(n *yaml.Node, field string) *Map {
 	if m == nil {
 		return nil
 	}
-	out := &Map{Vals: map[string]any{}, Pos: m.Pos, SingleQuoted: m.SingleQuoted}
+	out := &Map{Vals: map[string]any{}, Path: m.Path, Pos: m.Pos, SingleQuoted: m.SingleQuoted}
 	for _, k := range m.Keys {
 		switch v := m.Vals[k].(type) {
 		case nil:

@@ -25,6 +25,12 @@ func RecipeVariants(display string, data []byte) ([]string, error) {
 	if m == nil {
 		return nil, errs.Err()
 	}
+	return d.variants(m)
+}
+
+// variants lists the selectors of the override file m in the order srtctl
+// apply submits them.
+func (d *decoder) variants(m *strictyaml.Mapping) ([]string, error) {
 	var overrides, zips, out []string
 	for _, k := range m.Keys {
 		switch {

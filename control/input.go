@@ -47,6 +47,8 @@ type Request struct {
 	// Adaptive adds to (or, for the same config key, replaces) the sweep
 	// file's adaptive requests (`sweep start --adaptive`).
 	Adaptive []point.Adaptive
+	// RecipeSets are --set overrides for every recipe (plan.Options).
+	RecipeSets []string
 }
 
 // Build plans the sweep file and converts every point into the
@@ -66,7 +68,7 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 	}
 	// The launcher version comes from the cluster (backend+launcher), so a
 	// simulated and a real sweep of one plan never share identities.
-	opts := plan.Options{Sweep: sw, Cluster: cl, RecipesRoot: req.RecipesRoot, OnePointPerKey: req.OnePointPerKey}
+	opts := plan.Options{Sweep: sw, Cluster: cl, RecipesRoot: req.RecipesRoot, OnePointPerKey: req.OnePointPerKey, RecipeSets: req.RecipeSets}
 	if req.Changelog != nil {
 		if _, err := ApplyChangelog(*req.Changelog, sw, &opts); err != nil {
 			return nil, nil, err
@@ -286,7 +288,7 @@ func preflightRecipes(cl *config.Cluster, root string, pts []point.Spec) error {
 // preflightRecipe renders one point's recipe as the launcher will; what
 // the refusal means for the caller follows "does not launch on CLUSTER".
 func preflightRecipe(cl *config.Cluster, root string, p point.Spec, meaning string) error {
-	r, err := config.LoadRecipe(root, p.RecipePath)
+	r, err := config.LoadRecipe(root, p.RecipePath, p.RecipeSets...)
 	if err != nil {
 		return err
 	}

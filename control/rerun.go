@@ -58,6 +58,9 @@ func RerunInput(ctx context.Context, c client.Client, store *results.Store, old 
 		// A rerun of a canary sweep runs canaries again.
 		req := Request{SweepFile: cmp.Or(r.SweepFile, prev.SweepFile), ClusterFile: cmp.Or(r.ClusterFile, prev.ClusterFile),
 			ID: r.ID, ReuseFrom: reuse, Force: r.Force, Faults: r.Faults, Tuning: r.Tuning, Canary: len(prev.Canaries) > 0}
+		if len(prev.Points) > 0 {
+			req.RecipeSets = prev.Points[0].RecipeSets // the earlier run's --set overrides
+		}
 		var p *plan.Plan
 		if in, p, err = Build(req); err != nil {
 			return nil, nil, firstLine(err)

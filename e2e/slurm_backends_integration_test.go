@@ -36,7 +36,7 @@ func TestSlurmBackendsSweep(t *testing.T) {
 
 	in := s.sweepOf(t, "../configs/sweeps/dsv4-gb200-backends.yaml", "slurm-backends")
 	require.Len(t, in.Points, 5)
-	s.runToCompletion(t, in, 10*time.Minute)
+	s.runToCompletion(t, 10*time.Minute, in)
 	// A vLLM point that ran every stage with its eval, for the replay set.
 	for _, p := range in.Points {
 		if p.Eval && strings.Contains(p.RecipePath, "/vllm/") {
@@ -82,7 +82,7 @@ func TestSlurmBackendsSweep(t *testing.T) {
 		},
 		benchEnv: benchEnv("dynamo-sglang"),
 	}
-	deployments, perf, eval := checkSweepBringUps(t, in, func(p point.Spec) deploymentCheck {
+	deployments, perf, eval := checkSweepBringUps(t, s.profile, in, func(p point.Spec) deploymentCheck {
 		switch {
 		case strings.Contains(p.RecipePath, "/trtllm/"):
 			return trt

@@ -34,11 +34,14 @@ const (
 )
 
 // slurmIT is the Temporal dev-server harness plus the emulated partition and
-// a worker serving configs/clusters/slurm-emu.yaml.
+// a worker serving configs/clusters/slurm-emu.yaml (or profile).
 type slurmIT struct {
 	*itEnv
 	part       *slurmemu.Partition
 	stopWorker func()
+	// profile is the cluster profile the worker serves and sweeps plan
+	// for; its recipes root is where the worker reads recipes.
+	profile string
 	// perfClient, when set, replaces the profile's perf-client for the
 	// worker startWorker starts.
 	perfClient string
@@ -49,7 +52,7 @@ func (s *slurmIT) startWorker(queueWait time.Duration) {
 		s.stopWorker()
 	}
 	cfg := s.workerConfig()
-	cfg.ClusterFile = slurmEmuProfile
+	cfg.ClusterFile = s.profile
 	cfg.PerfDuration = 4 * time.Second
 	cfg.SlurmQueueWait = queueWait
 	acts, closeFn, err := cfg.Activities(context.Background(), itWorkerLog(s.t))
@@ -78,10 +81,15 @@ func (s *slurmIT) sweep(t *testing.T, id string, keep ...string) *workflows.Swee
 // sweepOf plans a sweep file for the emulated partition, keeping only the
 // named points when keep names any.
 func (s *slurmIT) sweepOf(t *testing.T, file, id string, keep ...string) *workflows.SweepInput {
-	in, _, err := control.Build(control.Request{
-		SweepFile: file, ClusterFile: slurmEmuProfile, ID: id,
-		Tuning: workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour},
-	})
+	return s.plan(t, control.Request{SweepFile: file, ID: id}, keep...)
+}
+
+// plan plans a sweep request for the emulated partition (the harness's
+// profile and tuning), keeping only the named points when keep names any.
+func (s *slurmIT) plan(t *testing.T, req control.Request, keep ...string) *workflows.SweepInput {
+	req.ClusterFile = s.profile
+	req.Tuning = workflows.Tuning{RetryInterval: 200 * time.Millisecond, MaxAttempts: 2, HeartbeatTimeout: 5 * time.Second, OperatorTimeout: time.Hour}
+	in, _, err := control.Build(req)
 	require.NoError(t, err)
 	if len(keep) == 0 {
 		return in
@@ -176,7 +184,7 @@ func newSlurmIT(t *testing.T) *slurmIT {
 	out, err := exec.Command(e.starterBin, "sim", "checkpoint", "--dir",
 		filepath.Join(e.home, "slurm-emu", "shared", "models", "DeepSeek-V4-Pro-0813"), "--shards", "3", "--shard-mib", "1").CombinedOutput()
 	require.NoError(t, err, string(out))
-	s := &slurmIT{itEnv: e, part: part}
+	s := &slurmIT{itEnv: e, part: part, profile: slurmEmuProfile}
 	s.startWorker(0)
 	t.Cleanup(func() { s.stopWorker() })
 	return s

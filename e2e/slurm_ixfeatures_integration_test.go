@@ -44,9 +44,9 @@ func TestSlurmIXFeatures(t *testing.T) {
 
 	in := s.sweepOf(t, "../configs/sweeps/ix-features-gb200.yaml", "slurm-ixf")
 	require.Len(t, in.Points, 3)
-	s.runToCompletion(t, in, 8*time.Minute)
+	s.runToCompletion(t, 8*time.Minute, in)
 
-	cl, err := config.LoadCluster(slurmEmuProfile)
+	cl, err := config.LoadCluster(s.profile)
 	require.NoError(t, err)
 	noSynthetic := deploymentCheck{synthetic: func(t *testing.T, name string, argv []string, env map[string]string, _ bool) {
 		for _, k := range synthKeys {

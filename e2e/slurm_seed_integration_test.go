@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/internal/treecopy"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim/simrole"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -67,45 +70,112 @@ var seedCheck = deploymentCheck{
 }
 
 // TestSlurmSeedSweep runs the whole seed sweep (8 points) through the real
-// launcher on the emulated 18-node partition: every process of every
-// bring-up is the one srtlaunch.Render gives for that allocation, handed to a
-// simulator role. From the roles' own logs it checks that each received its
-// rendered argv and env_to_set unchanged, that perf-mode workers got the
-// golden AL exactly as InferenceX delivers it and eval-mode workers none of
-// it, and that perf went through the rendered benchmark process with
-// InferenceX's environment. Afterwards no job is left in squeue and no role
-// process is left on the machine.
+// launcher on the emulated 18-node partition, with the seed's recipes in
+// schema 2 (srt-slurm 2.x's format, written by `starter recipe migrate`'s
+// code) and the sweep file unchanged; beside it, the sweep of the two
+// DeepSeek-V4-Pro-0813 AgentX points InferenceX keeps as schema-2 recipes
+// (configs/sweeps/dsv4-gb200-agentx-schema2.yaml: TP8 agg c1, 1P1D
+// DEP8/DEP16 c64 with HiCache and dedicated etcd/NATS), planned with a
+// --set override. The seed's schema-1 recipes run in TestSlurm,
+// TestSlurmBackends and TestSlurmIXFeatures, and both spellings render the
+// same process sets (srtlaunch's reference tests), so this run replaces the
+// schema-1 seed run rather than adding one.
+//
+// The schema-2 seed plans to the identities of the schema-1 seed (one
+// deployment whichever way it is spelled). Every process of every bring-up
+// is the one srtlaunch.Render gives for that allocation, handed to a
+// simulator role: from the roles' own logs it checks that each received its
+// rendered argv and env_to_set unchanged (the --set's effect included),
+// that perf-mode workers got the golden AL exactly as InferenceX delivers
+// it and eval-mode workers none of it, and that perf went through the
+// rendered benchmark process with InferenceX's environment. Afterwards no
+// job is left in squeue and no role process is left on the machine.
 func TestSlurmSeedSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: needs the emulated Slurm partition and the Temporal dev server")
 	}
 	s := newSlurmIT(t)
+	v1 := s.sweep(t, "slurm-seed-v1")
+	configs := schema2Configs(t)
+	s.profile = filepath.Join(configs, "clusters", "slurm-emu.yaml")
+	s.startWorker(0) // reads recipes from the schema-2 tree
 
-	in := s.sweep(t, "slurm-seed-all")
+	in := s.sweepOf(t, filepath.Join(configs, "sweeps", "dsv4-gb200-agentx.yaml"), "slurm-seed-all")
 	require.Len(t, in.Points, 8, "the whole seed sweep")
-	s.runToCompletion(t, in, 15*time.Minute)
+	for i, p := range in.Points {
+		require.Equal(t, v1.Points[i].Identity, p.Identity, "%s: the schema-2 seed is the schema-1 seed's deployment", p.ExpName)
+	}
+	probe := "environment.SWEEPFLOW_SET_PROBE=schema2"
+	ix := s.plan(t, control.Request{SweepFile: filepath.Join(configs, "sweeps", "dsv4-gb200-agentx-schema2.yaml"), ID: "slurm-ix-schema2",
+		RecipeSets: []string{probe}})
+	require.Len(t, ix.Points, 2)
+	s.runToCompletion(t, 15*time.Minute, in, ix)
 
-	deployments, perfBringUps, evalBringUps := checkSweepBringUps(t, in, func(point.Spec) deploymentCheck { return seedCheck })
+	deployments, perfBringUps, evalBringUps := checkSweepBringUps(t, s.profile, in, func(point.Spec) deploymentCheck { return seedCheck })
 	require.Equal(t, 6, deployments, "the seed sweep has 6 deployments")
 	require.GreaterOrEqual(t, perfBringUps, deployments, "one perf bring-up per deployment")
 	require.Less(t, perfBringUps, len(in.Points), "points of one deployment share its perf bring-up")
 	require.GreaterOrEqual(t, evalBringUps, 1)
+
+	// InferenceX's AgentX recipes draft 7 tokens: golden AL 3.73.
+	ixCheck := seedCheck
+	ixCheck.al = 3.73
+	ixCheck.synthetic = func(t *testing.T, name string, argv []string, env map[string]string, perf bool) {
+		assert.Equal(t, "schema2", env["SWEEPFLOW_SET_PROBE"], "%s: the point's --set reached the worker", name)
+		if perf {
+			assert.Equal(t, "3.73", env["SGLANG_SIMULATE_ACC_LEN"], name)
+			return
+		}
+		assert.NotContains(t, env, "SGLANG_SIMULATE_ACC_LEN", name)
+	}
+	ixCheck.benchEnv = map[string]string{"MODEL_PREFIX": "dsv4", "FRAMEWORK": "dynamo-sglang", "PRECISION": "fp4",
+		"KV_OFFLOADING": "dram", "KV_OFFLOAD_BACKEND": "hicache"}
+	deployments, perfBringUps, evalBringUps = checkSweepBringUps(t, s.profile, ix, func(point.Spec) deploymentCheck { return ixCheck })
+	require.Equal(t, 2, deployments)
+	require.Equal(t, 2, perfBringUps)
+	require.Equal(t, 1, evalBringUps, "the c64 point's eval restart")
 }
 
-// runToCompletion runs a whole sweep on the emulated partition and requires
-// every point completed, no job of the sweep left in squeue and no role
-// process left on the machine.
-func (s *slurmIT) runToCompletion(t *testing.T, in *workflows.SweepInput, limit time.Duration) {
+// schema2Configs is a copy of the repository's configs/ whose seed recipes
+// are rewritten in schema 2 by sweepflow's migration (config.MigrateRecipe,
+// what `starter recipe migrate` writes); its cluster profiles read recipes
+// from it.
+func schema2Configs(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("..", "configs"))
+	require.NoError(t, err)
+	dst := filepath.Join(t.TempDir(), "configs")
+	seed := "recipes/sglang/deepseek-v4-0813/gb200/agentic"
+	migrated := 0
+	require.NoError(t, treecopy.Copy(src, dst, func(rel string, data []byte) ([]byte, error) {
+		if path.Dir(rel) != seed {
+			return data, nil
+		}
+		migrated++
+		return config.MigrateRecipe(rel, data)
+	}))
+	require.Equal(t, 6, migrated, "the seed's six recipes")
+	return dst
+}
+
+// runToCompletion runs whole sweeps side by side on the emulated partition
+// and requires every point completed, no job of the sweeps left in squeue
+// and no role process left on the machine.
+func (s *slurmIT) runToCompletion(t *testing.T, limit time.Duration, ins ...*workflows.SweepInput) {
 	t.Helper()
 	t0 := time.Now()
-	s.start(in)
-	pr := s.wait(in.SweepID, limit)
-	t.Logf("%s on the emulated partition: %d points in %s", in.Name, len(in.Points), time.Since(t0).Round(time.Second))
-	for _, p := range in.Points {
-		s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
+	for _, in := range ins {
+		s.start(in)
 	}
-	require.Equal(t, len(in.Points), pr.Counts[point.StatusCompleted], "%+v", pr)
-	s.settled(t, in)
+	for _, in := range ins {
+		pr := s.wait(in.SweepID, limit-time.Since(t0))
+		t.Logf("%s on the emulated partition: %d points in %s", in.Name, len(in.Points), time.Since(t0).Round(time.Second))
+		for _, p := range in.Points {
+			s.logFailures(t, workflows.PointWorkflowID(in.SweepID, p.PointID))
+		}
+		require.Equal(t, len(in.Points), pr.Counts[point.StatusCompleted], "%+v", pr)
+		s.settled(t, in)
+	}
 	require.Eventually(t, func() bool { return len(simRoleProcs(t)) == 0 }, 30*time.Second, 500*time.Millisecond,
 		"simulator role processes left: %v", simRoleProcs(t))
 }
@@ -114,9 +184,9 @@ func (s *slurmIT) runToCompletion(t *testing.T, in *workflows.SweepInput, limit 
 // that ran on the emulated partition (checkSeedDeployment, with the checks
 // dc gives for the point's deployment); it returns the number of
 // deployments and of complete perf and eval bring-ups.
-func checkSweepBringUps(t *testing.T, in *workflows.SweepInput, dc func(point.Spec) deploymentCheck) (deployments, perfBringUps, evalBringUps int) {
+func checkSweepBringUps(t *testing.T, profile string, in *workflows.SweepInput, dc func(point.Spec) deploymentCheck) (deployments, perfBringUps, evalBringUps int) {
 	t.Helper()
-	cl, err := config.LoadCluster(slurmEmuProfile)
+	cl, err := config.LoadCluster(profile)
 	require.NoError(t, err)
 	// Points of one deployment share one allocation (the holder job of the
 	// point that allocated) and its bring-ups; each point's perf ran its own
@@ -211,7 +281,7 @@ type perfServe struct {
 // bring-ups in order and the perf ones' directories and processes.
 func checkSeedServes(t *testing.T, cl *config.Cluster, p point.Spec, jobDir string, dc deploymentCheck) (modes []string, perfDirs []perfServe) {
 	t.Helper()
-	rec, err := config.LoadRecipe(cl.RecipesRoot, p.RecipePath)
+	rec, err := config.LoadRecipe(cl.RecipesRoot, p.RecipePath, p.RecipeSets...)
 	require.NoError(t, err)
 	model := cl.Models[rec.Model.Path].Path
 	require.NotEmpty(t, model, "%s: model %s in the profile", p.ExpName, rec.Model.Path)

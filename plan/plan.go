@@ -61,6 +61,9 @@ type Options struct {
 	// or its all-evals selection when all is true (matrix.AllEvalRows).
 	// Such points have no perf stage.
 	EvalOnlyRow func(*matrix.Row) (ok, all bool) `json:"-"`
+	// RecipeSets are --set dotted.key=value overrides applied, in order, to
+	// every recipe of the plan (as srtctl applies them to its recipe).
+	RecipeSets []string
 	// OnePointPerKey keeps, of each config key, its lowest concurrency on
 	// the first row that has it: one deployment per key (a fleet bring-up).
 	// The key's eval, when InferenceX selects one, runs on that point.
@@ -72,6 +75,7 @@ type Plan struct {
 	SweepName       string          `json:"sweep"`
 	Cluster         *config.Cluster `json:"-"`
 	RecipesRoot     string          `json:"recipes-root"`
+	RecipeSets      []string        `json:"recipe-sets,omitempty"`
 	LauncherVersion string          `json:"launcher-version"`
 	Points          []Point         `json:"points"`
 	// Inputs are the files the plan read (role and absolute path), so a
@@ -146,6 +150,7 @@ type Point struct {
 	// (config.Recipe.ResolvedDigest); a worker launches the recipe only
 	// when its file still resolves to it.
 	RecipeDigest string         `json:"recipe-sha256,omitempty"`
+	RecipeSets   []string       `json:"recipe-sets,omitempty"` // --set overrides (Options.RecipeSets)
 	Recipe       *config.Recipe `json:"-"`
 	Source       strictyaml.Pos `json:"source"` // the search-space entry in the master config
 
@@ -353,9 +358,9 @@ func Build(opts Options) (*Plan, error) {
 		}
 	}
 	launcher := cmp.Or(opts.LauncherVersion, ClusterLauncher(c))
-	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
+	p := &Plan{SweepName: s.Name, Cluster: c, RecipesRoot: root, RecipeSets: opts.RecipeSets, LauncherVersion: launcher, Rows: rows, EvalRows: evalRows}
 	recipes := map[string]*config.Recipe{}
-	src := recipeSource{root: root}
+	src := recipeSource{root: root, sets: opts.RecipeSets}
 	src.overlay, _ = overlay.Open(root)
 	for i, row := range rows {
 		pts, err := points(row, i, evalAt, runners, c, src, launcher, recipes)
@@ -613,6 +618,7 @@ func cutEq(s string) (string, string, bool) {
 type recipeSource struct {
 	root    string
 	overlay *overlay.Root
+	sets    []string // --set overrides applied to every recipe
 }
 
 func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig.Runners, c *config.Cluster,
@@ -645,7 +651,7 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 	}
 	recipe := recipes[ref]
 	if recipe == nil {
-		recipe, err = config.LoadRecipe(root, ref)
+		recipe, err = config.LoadRecipe(root, ref, src.sets...)
 		if err != nil {
 			// Problems inside the recipe carry the recipe's own file:line;
 			// a missing or unreadable recipe is reported where it is named.
@@ -714,13 +720,14 @@ func points(row *matrix.Row, rowIndex int, evalAt map[int]int, runners *ixconfig
 		DecodeTP:       s.Decode.TP,
 		DecodeEP:       s.Decode.EP,
 		DecodeDPA:      s.Decode.DPAttn,
-		DraftTokens:    recipe.Backend.DraftTokens,
+		DraftTokens:    recipe.DraftTokens(),
 
 		TotalCPUDRAMGB: row.Int("total-cpu-dram-gb"),
 
 		RecipePath:   recipe.Path,
 		RecipeFile:   recipe.File,
 		RecipeDigest: recipe.ResolvedDigest(),
+		RecipeSets:   recipe.Sets,
 		Recipe:       recipe,
 		Source:       s.Pos,
 		Row:          rowJSON,
@@ -787,7 +794,7 @@ func crossCheck(row *matrix.Row, r *config.Recipe) error {
 		if s.Decode.NumWorker != 0 {
 			return fail(".decode.num-worker", "is %d but recipe %s is aggregated (agg_nodes); aggregated entries use decode num-worker 0", s.Decode.NumWorker, r.Path)
 		}
-		workers := max(res.AggWorkers, 1)
+		workers := r.Roles.Agg.NumWorkers()
 		if s.Prefill.NumWorker != workers {
 			return fail(".prefill.num-worker", "is %d but recipe %s runs %d aggregated worker(s)", s.Prefill.NumWorker, r.Path, workers)
 		}
@@ -796,11 +803,11 @@ func crossCheck(row *matrix.Row, r *config.Recipe) error {
 	if s.Decode.NumWorker == 0 {
 		return fail(".decode.num-worker", "is 0 (aggregated) but recipe %s is disaggregated", r.Path)
 	}
-	if s.Prefill.NumWorker != res.PrefillWorkers {
-		return fail(".prefill.num-worker", "is %d but recipe %s runs %d prefill worker(s)", s.Prefill.NumWorker, r.Path, res.PrefillWorkers)
+	if p := r.Roles.Prefill.Workers; s.Prefill.NumWorker != p {
+		return fail(".prefill.num-worker", "is %d but recipe %s runs %d prefill worker(s)", s.Prefill.NumWorker, r.Path, p)
 	}
-	if s.Decode.NumWorker != res.DecodeWorkers {
-		return fail(".decode.num-worker", "is %d but recipe %s runs %d decode worker(s)", s.Decode.NumWorker, r.Path, res.DecodeWorkers)
+	if d := r.Roles.Decode.Workers; s.Decode.NumWorker != d {
+		return fail(".decode.num-worker", "is %d but recipe %s runs %d decode worker(s)", s.Decode.NumWorker, r.Path, d)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/internal/treecopy"
 )
 
 const (
@@ -31,21 +31,7 @@ func copySeed(t *testing.T) string {
 	src, err := filepath.Abs(filepath.Join("..", "configs"))
 	require.NoError(t, err)
 	dst := filepath.Join(t.TempDir(), "configs")
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	require.NoError(t, err)
+	require.NoError(t, treecopy.Copy(src, dst, nil))
 	return dst
 }
 
@@ -214,6 +200,42 @@ func TestIdentityStableAndRecipeSensitive(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, ref.Points[0].Identity, img.Points[0].Identity)
 	assert.Equal(t, ref.Points[2].Identity, img.Points[2].Identity, "only the first key's image changed")
+}
+
+// TestRecipeSets: --set overrides apply to every recipe of the plan; the
+// identity hashes their effect (a set that changes nothing is the same
+// deployment), and every point carries them so the worker launches the
+// recipe the identity names.
+func TestRecipeSets(t *testing.T) {
+	configs := filepath.Join("..", "configs")
+	s, err := config.LoadSweep(filepath.Join(configs, seedSweep))
+	require.NoError(t, err)
+	c, err := config.LoadCluster(filepath.Join(configs, seedCluster))
+	require.NoError(t, err)
+	ref, err := Build(Options{Sweep: s, Cluster: c})
+	require.NoError(t, err)
+	same := []string{"health_check.interval_seconds=10"} // what every seed recipe says already
+	noop, err := Build(Options{Sweep: s, Cluster: c, RecipeSets: same})
+	require.NoError(t, err)
+	set := []string{"health_check.interval_seconds=20"}
+	changed, err := Build(Options{Sweep: s, Cluster: c, RecipeSets: set})
+	require.NoError(t, err)
+	assert.Equal(t, set, changed.RecipeSets)
+	specs := PointSpecs(changed, c, true)
+	for i := range ref.Points {
+		assert.Equal(t, ref.Points[i].Identity, noop.Points[i].Identity, "a set that changes nothing is the same deployment")
+		assert.NotEqual(t, ref.Points[i].Identity, changed.Points[i].Identity, "a set that changes the recipe is another")
+		assert.Equal(t, set, changed.Points[i].RecipeSets)
+		assert.Equal(t, set, specs[i].RecipeSets)
+		assert.Equal(t, changed.Points[i].RecipeDigest, specs[i].RecipeDigest)
+		// What the worker checks before it launches: the file with the
+		// point's sets resolves to the planned recipe; without them it does not.
+		require.NoError(t, config.VerifyPlannedRecipe(configs, specs[i].RecipePath, specs[i].RecipeDigest, specs[i].RecipeSets...))
+		require.Error(t, config.VerifyPlannedRecipe(configs, specs[i].RecipePath, specs[i].RecipeDigest))
+	}
+	assert.Equal(t, 1440*20, int(changed.Points[0].Recipe.HealthCheck.Timeout().Seconds()))
+	_, err = Build(Options{Sweep: s, Cluster: c, RecipeSets: []string{"health_check.interval_seconds=-1"}})
+	require.ErrorContains(t, err, "health_check.interval_seconds: must be > 0")
 }
 
 func TestDedicatedNodeAddsOne(t *testing.T) {

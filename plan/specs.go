@@ -20,7 +20,7 @@ func PointSpecs(p *Plan, cl *config.Cluster, evals bool) []point.Spec {
 		}
 		if pt.Recipe != nil {
 			// The reference with its override selector, as the identity has it.
-			spec.RecipeDigest = pt.RecipeDigest
+			spec.RecipeDigest, spec.RecipeSets = pt.RecipeDigest, pt.RecipeSets
 			if pt.Recipe.Selector != "" {
 				spec.RecipePath = pt.Recipe.Path + ":" + pt.Recipe.Selector
 			}

@@ -41,11 +41,15 @@ type Spec struct {
 	RecipePath string `json:"recipe_path"`
 	// RecipeDigest is the sha256 of the recipe bytes the identity was
 	// computed from; the worker launches only a recipe file that has them.
-	RecipeDigest string          `json:"recipe_sha256,omitempty"`
-	Row          json.RawMessage `json:"row"`
-	ISL          int             `json:"isl"`
-	OSL          int             `json:"osl"`
-	DurationSec  int             `json:"duration_sec"`
+	RecipeDigest string `json:"recipe_sha256,omitempty"`
+	// RecipeSets are the --set dotted.key=value overrides the plan applied
+	// to the recipe (the identity hashes their effect); the worker applies
+	// them again to launch what was planned.
+	RecipeSets  []string        `json:"recipe_sets,omitempty"`
+	Row         json.RawMessage `json:"row"`
+	ISL         int             `json:"isl"`
+	OSL         int             `json:"osl"`
+	DurationSec int             `json:"duration_sec"`
 	// NodeMinutes is the point's planned node-minutes on an allocation of
 	// its own (plan.NodeMinuteTimes.PointAlone): what picks a canary and
 	// what a point that a failed canary kept from starting did not spend.

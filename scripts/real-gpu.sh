@@ -12,7 +12,7 @@
 #      records which of them are missing;
 #   2. the whole chain: the embedded Temporal dev server, a worker and the
 #      local-gpu cluster profile (e2e/realgpu/cluster.yaml) run the sweep
-#      e2e/realgpu/sweep.yaml (8k1k at conc 1 and 32, GSM8K at conc 32 with a
+#      e2e/realgpu/sweep.yaml (8k1k at conc 1 and 16, GSM8K at conc 16 with a
 #      floor of 0) through bring-up, warmup, perf, eval and teardown;
 #   3. the cross-check: a fresh server of the same build takes the requests
 #      of each perf run again from e2e/realgpu/client.py (Python standard

@@ -54,6 +54,8 @@ func newEngineRenderCmd() *cobra.Command {
 	jobID := fs.String("job-id", "", "Slurm job id for srun --jobid (default: $SLURM_JOB_ID; 4242 with --reference-placeholders)")
 	var checkouts recipesFlags
 	checkouts.bindCheckouts(fs)
+	var sets recipeSets
+	sets.bind(fs, "the recipe")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		// With the checkouts, --recipe is a CONFIG_FILE value in the root
 		// they compose, rendered with their srt-slurm and InferenceX paths.
@@ -71,10 +73,13 @@ func newEngineRenderCmd() *cobra.Command {
 		if *recipeFile == "" || (*nodesFlag == "" && !*placeholders) {
 			return usageError("--recipe and --nodes are required (usage: starter engine %s)", c.Use)
 		}
+		if err := sets.check(); err != nil {
+			return err
+		}
 		return engineRenderRun(c.OutOrStdout(), c.ErrOrStderr(), engineRenderFlags{
 			recipe: *recipeFile, nodes: *nodesFlag, json: *asJSON, al: *al, placeholders: *placeholders,
 			cluster: *clusterFile, modelDir: *modelDir, image: *image, logDir: *logDir, srtRoot: *srtRoot,
-			infmax: *infmax, addrs: *addrs, jobID: *jobID,
+			infmax: *infmax, addrs: *addrs, jobID: *jobID, sets: sets,
 		})
 	}
 	return c
@@ -86,10 +91,11 @@ type engineRenderFlags struct {
 	al                                        float64
 	cluster, modelDir, image, logDir, srtRoot string
 	infmax, addrs, jobID                      string
+	sets                                      []string
 }
 
 func engineRenderRun(stdout, stderr io.Writer, f engineRenderFlags) error {
-	recipe, err := loadRecipeFile(f.recipe)
+	recipe, err := loadRecipeFile(f.recipe, f.sets...)
 	if err != nil {
 		return err
 	}
@@ -185,7 +191,7 @@ func engineRenderRun(stdout, stderr io.Writer, f engineRenderFlags) error {
 	return nil
 }
 
-func loadRecipeFile(ref string) (*config.Recipe, error) {
+func loadRecipeFile(ref string, sets ...string) (*config.Recipe, error) {
 	file, sel := config.SplitRecipeRef(ref)
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -195,7 +201,7 @@ func loadRecipeFile(ref string) (*config.Recipe, error) {
 	if sel != "" {
 		r += ":" + sel
 	}
-	return config.LoadRecipe(filepath.Dir(abs), r)
+	return config.LoadRecipe(filepath.Dir(abs), r, sets...)
 }
 
 // nodeAddrs takes addresses from --addrs, else resolves each node, else

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/plan"
 )
 
 const seedAgg = "../configs/recipes/sglang/deepseek-v4-0813/gb200/agentic/agg-gb200-tp8-c1-dspark6-hicache.yaml"
@@ -76,6 +79,30 @@ func TestEngineRender(t *testing.T) {
 				assert.Contains(t, nodes, "gb200-03", "the recipe needs 3 nodes")
 				assert.NotContains(t, nodes, "gb200-04")
 			}, ""},
+		// srtctl's --set: the value typed as YAML, at the dotted path of the
+		// file's own spelling; several apply in order.
+		{"--set", []string{"--recipe", seedAgg, "--json", "--reference-placeholders",
+			"--set", "backend.sglang_config.aggregated.mem-fraction-static=0.8", "--set", "backend.sglang_config.aggregated.page-size=128",
+			"--set", "frontend.enable_multiple_frontends=false"},
+			func(t *testing.T, out string) {
+				var doc struct {
+					Processes []struct {
+						Output  string   `json:"output"`
+						Command []string `json:"command"`
+					} `json:"processes"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				cmd := strings.Join(doc.Processes[1].Command, " ")
+				assert.Contains(t, cmd, "--mem-fraction-static 0.8 ")
+				assert.Contains(t, cmd, "--page-size 128 ")
+				var outs []string
+				for _, p := range doc.Processes {
+					outs = append(outs, p.Output)
+				}
+				assert.Contains(t, outs, "{LOG_DIR}/gb200-01_frontend_0.out", "one frontend on the head")
+				assert.NotContains(t, outs, "{LOG_DIR}/gb200-01_nginx.out", "no nginx")
+			}, ""},
+		{"bad --set", []string{"--recipe", seedAgg, "--reference-placeholders", "--set", "frontend"}, nil, `--set "frontend": want dotted.key=value`},
 		{"no nodes without placeholders", []string{"--recipe", seedAgg}, nil, "--recipe and --nodes are required"},
 		{"bad hostlist", []string{"--recipe", seedAgg, "--nodes", "gb200-[01-02"}, nil, "--nodes"},
 		{"too few nodes", []string{"--recipe", seedAgg, "--nodes", "gb200-01", "--reference-placeholders"}, nil, "needs 2 nodes"},
@@ -95,4 +122,16 @@ func TestEngineRender(t *testing.T) {
 			tt.check(t, strings.TrimSpace(out.String()))
 		})
 	}
+}
+
+// TestPlanWarnsOfDuplicateKeys: a key written twice in a recipe is warned of
+// once per recipe, naming both lines, whichever points share the recipe.
+func TestPlanWarnsOfDuplicateKeys(t *testing.T) {
+	r, err := config.ParseRecipe("r.yaml", []byte("name: x\nmodel: {path: /m, container: i}\nresources: {gpus_per_node: 4, agg_nodes: 1}\n"+
+		"backend:\n  aggregated_environment:\n    A: \"1\"\n    A: \"2\"\n"), "")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	warnRecipes(&out, &plan.Plan{Points: []plan.Point{{Recipe: r}, {Recipe: r}, {}}})
+	assert.Equal(t, "warning: r.yaml:7: backend.aggregated_environment.A: duplicate key (first defined on line 6); "+
+		"srt-slurm's YAML loader keeps this later value, so it is the one launched\n", out.String())
 }

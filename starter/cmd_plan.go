@@ -95,12 +95,14 @@ type planFlags struct {
 	noEvals, evalsOnly, jsonOut, launchable, onePointPerKey           bool
 	indent                                                            int
 	changelog                                                         control.ChangelogRef
+	sets                                                              recipeSets
 }
 
 func (f *planFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.sweep, "sweep", "", "sweep file (configs/sweeps/*.yaml)")
 	fs.StringVar(&f.cluster, "cluster", "", "cluster profile; overrides the sweep's")
 	f.recipes.bind(fs)
+	f.sets.bind(fs, "every recipe the plan reads")
 	fs.Var(&f.configFiles, "config-files", "master config files (InferenceX format); several may follow the flag")
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (default configs/runners.yaml without --sweep)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
@@ -309,7 +311,10 @@ func planPoints(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
+	if err := f.sets.check(); err != nil {
+		return err
+	}
+	opts := plan.Options{Sweep: s, Cluster: cluster, LauncherVersion: f.launcherVersion, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets}
 	if f.changelog.Path != "" {
 		sel, err := control.ApplyChangelog(f.changelog, s, &opts)
 		if err != nil {
@@ -325,6 +330,7 @@ func planPoints(out io.Writer, f *planFlags) error {
 	if err != nil {
 		return configError(err)
 	}
+	warnRecipes(os.Stderr, p)
 	if f.format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -337,4 +343,19 @@ func planPoints(out io.Writer, f *planFlags) error {
 		fmt.Fprintf(out, "adaptive: %s (points decided while the sweep runs; starter forecast shows the worst case)\n", a)
 	}
 	return nil
+}
+
+// warnRecipes prints, once per recipe, what a plan's recipes mean
+// differently from how they read (a key written twice: srt-slurm launches
+// the later value).
+func warnRecipes(w io.Writer, p *plan.Plan) {
+	seen := map[*config.Recipe]bool{}
+	for _, pt := range p.Points {
+		if r := pt.Recipe; r != nil && !seen[r] {
+			seen[r] = true
+			for _, warn := range r.Warnings {
+				fmt.Fprintf(w, "warning: %s\n", warn.Error())
+			}
+		}
+	}
 }

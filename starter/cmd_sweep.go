@@ -35,6 +35,7 @@ func init() {
 		c.Flags().StringArrayVar(&f.adaptive, "adaptive", nil, "adaptive points for a config key, as the sweep file's adaptive: entry (repeatable; replaces the file's entry for that key): "+
 			"KEY=fill[,factor=2][,max-points=3][,max-node-hours=H] or KEY=slo,metric=p99_ttft,max=2,step=64[,grid-min=N][,grid-max=N][,topology=T][,max-points=N][,max-node-hours=H]")
 		f.chaos.bind(c.Flags())
+		f.sets.bind(c.Flags(), "every recipe of the sweep")
 		return c
 	})
 	register("rerun", func() *cobra.Command {
@@ -80,6 +81,8 @@ type startFlags struct {
 	adaptive []string
 	// chaos: `sweep start --chaos SEED` (starter/chaos.go).
 	chaos chaosFlags
+	// sets: `sweep start --set dotted.key=value`.
+	sets recipeSets
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -123,8 +126,11 @@ func runSweepStart(f startFlags) error {
 	if f.onePointPerKey && f.changelog.Path != "" {
 		return usageError("--one-point-per-key plans the sweep file's keys; drop --changelog")
 	}
+	if err := f.sets.check(); err != nil {
+		return err
+	}
 	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
-		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey}
+		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets}
 	for _, a := range f.adaptive {
 		ar, err := point.ParseAdaptive(a)
 		if err != nil {

@@ -3,8 +3,29 @@ package main
 import (
 	flag "github.com/spf13/pflag"
 
+	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/overlay"
 )
+
+// recipeSets are --set dotted.key=value overrides of recipe fields, as
+// srtctl applies them: to the picked variant, in order, the value read as
+// YAML. The plan's identities hash their effect and every point carries
+// them, so a worker launches the recipe the plan hashed.
+type recipeSets []string
+
+func (s *recipeSets) bind(fs *flag.FlagSet, what string) {
+	fs.StringArrayVar((*[]string)(s), "set", nil, "override a field of "+what+" as srtctl --set does: dotted.key=value, the value read as YAML (repeatable; later wins)")
+}
+
+// check refuses a malformed --set before anything is read.
+func (s recipeSets) check() error {
+	for _, v := range s {
+		if _, _, err := config.ParseSet(v); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	return nil
+}
 
 // recipesFlags say where CONFIG_FILE paths resolve: a recipes root as it
 // is (--recipes-root), an srt-slurm checkout (--srt-slurm), or the root

@@ -269,7 +269,7 @@ func pairs(keys []string, get func(string) string) []kv {
 func (l *Launch) newStep(p *srtlaunch.Process) (step, error) {
 	s := step{Name: stepName(p), Role: string(p.Role), Nodes: p.Nodelist, Output: p.Output, Command: p.Command,
 		Env:    pairs(p.EnvKeys(), func(k string) string { v, _ := p.EnvValue(k); return v }),
-		Mounts: pairs(p.ContainerMounts.Keys(), p.ContainerMounts.Get),
+		Mounts: pairs(p.ContainerMounts.Keys, p.ContainerMounts.Str),
 	}
 	if n := len(p.Command); len(p.Argv) >= n && slices.Equal(p.Argv[len(p.Argv)-n:], p.Command) {
 		s.Program = p.Command
@@ -277,10 +277,10 @@ func (l *Launch) newStep(p *srtlaunch.Process) (step, error) {
 		s.Program = []string{"bash", "-c", p.Payload(p.BashPreamble)}
 	}
 	if p.SrunOptions != nil {
-		s.SrunOptions = pairs(p.SrunOptions.Keys(), p.SrunOptions.Get)
+		s.SrunOptions = pairs(p.SrunOptions.Keys, p.SrunOptions.Str)
 	}
 	if p.SrunExportEnv != nil {
-		s.ExportEnv = pairs(p.SrunExportEnv.Keys(), p.SrunExportEnv.Get)
+		s.ExportEnv = pairs(p.SrunExportEnv.Keys, p.SrunExportEnv.Str)
 	}
 	if p.MPI != nil {
 		s.MPI = *p.MPI
@@ -465,7 +465,7 @@ func (b *Backend) render(ctx context.Context, alloc cluster.Allocation, spec clu
 	if spec.RecipePath == "" {
 		return nil, nil, fmt.Errorf("%w: the point has no recipe (CONFIG_FILE) to launch", cluster.ErrBadConfig)
 	}
-	rec, err := b.recipe(spec.RecipePath, spec.RecipeDigest)
+	rec, err := b.recipe(spec.RecipePath, spec.RecipeDigest, spec.RecipeSets)
 	if err != nil {
 		return nil, nil, err
 	}

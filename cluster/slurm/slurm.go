@@ -129,13 +129,13 @@ func run(ctx context.Context, env []string, name string, args ...string) (string
 func (b *Backend) jobDir(name string) string { return filepath.Join(b.cfg.SharedRoot, "jobs", name) }
 
 // recipe loads the point's recipe when the profile has a recipes root,
-// refusing a file outside it or without the bytes the point was planned
-// from (digest).
-func (b *Backend) recipe(path, digest string) (*config.Recipe, error) {
+// refusing a file outside it or one that with the point's --set overrides
+// no longer resolves to what the point was planned from (digest).
+func (b *Backend) recipe(path, digest string, sets []string) (*config.Recipe, error) {
 	if path == "" || b.cfg.RecipesRoot == "" {
 		return nil, nil
 	}
-	r, err := config.LoadPlannedRecipe(b.cfg.RecipesRoot, path, digest)
+	r, err := config.LoadPlannedRecipe(b.cfg.RecipesRoot, path, digest, sets...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", cluster.ErrBadConfig, err)
 	}
@@ -235,7 +235,7 @@ func (b *Backend) findActive(ctx context.Context, name, dir string) (string, err
 }
 
 func (b *Backend) submit(ctx context.Context, req cluster.AllocRequest, name, dir string) (string, error) {
-	rec, err := b.recipe(req.RecipePath, req.RecipeDigest)
+	rec, err := b.recipe(req.RecipePath, req.RecipeDigest, req.RecipeSets)
 	if err != nil {
 		return "", err
 	}

@@ -6,80 +6,46 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/internal/anynum"
 )
 
-// recipeView reads the parts of an srt-slurm recipe the rules need, keeping
-// the line of every value so findings point into the recipe.
+// recipeView reads the parts of a typed srt-slurm recipe the rules need
+// (whichever schema spells it), keeping the line of every value so
+// findings point into the recipe.
 type recipeView struct {
 	*config.Recipe
 }
 
-func (rv *recipeView) pos(n *yaml.Node) strictyaml.Pos {
-	if n == nil {
-		return strictyaml.Pos{File: rv.Display}
+// at is the position of key k of m (the recipe's file when unknown).
+func (rv *recipeView) at(m *config.Map, k string) strictyaml.Pos {
+	if m != nil {
+		if p, ok := m.Pos[k]; ok {
+			return p
+		}
 	}
-	return strictyaml.Pos{File: rv.Display, Line: n.Line}
+	return strictyaml.Pos{File: rv.Display}
 }
 
-func deref(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
+// role is the typed role of an srt-slurm mode (prefill, decode, aggregated).
+func (rv *recipeView) role(mode string) *config.Role {
+	if mode == "aggregated" {
+		mode = config.RoleAgg
 	}
-	return n
+	return rv.Roles.Get(mode)
 }
 
-// get walks a mapping path; it returns the key node and the value node.
-func get(n *yaml.Node, path ...string) (*yaml.Node, *yaml.Node) {
-	var key *yaml.Node
-	for _, p := range path {
-		n = deref(n)
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil, nil
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == p {
-				key, next = n.Content[i], deref(n.Content[i+1])
-				break
-			}
-		}
-		if next == nil {
-			return nil, nil
-		}
-		n = next
-	}
-	return key, n
-}
-
-// engineConfigKeys are srt-slurm's per-engine config sections.
-var engineConfigKeys = []string{"sglang_config", "vllm_config", "trtllm_config"}
-
-// roleConfig is backend.<engine>_config.<role> (role: prefill, decode,
-// aggregated); nil when absent.
-func (rv *recipeView) roleConfig(role string) *yaml.Node {
-	for _, k := range engineConfigKeys {
-		for _, r := range roleNames(role) {
-			if _, n := get(rv.Doc, "backend", k, r); n != nil && n.Kind == yaml.MappingNode {
-				return n
-			}
-		}
+// roleConfig is the engine args of a mode's role; nil when the recipe
+// gives the role none.
+func (rv *recipeView) roleConfig(mode string) *config.Map {
+	if ro := rv.role(mode); ro != nil && ro.Args.Len() > 0 {
+		return ro.Args
 	}
 	return nil
 }
 
-func roleNames(role string) []string {
-	if role == "aggregated" {
-		return []string{"aggregated", "agg"}
-	}
-	return []string{role}
-}
-
-// decodeRole is the role that decodes: decode, or aggregated for agg recipes.
+// decodeRole is the mode that decodes: decode, or aggregated for agg recipes.
 func (rv *recipeView) decodeRole() string {
 	if rv.Resources.Disaggregated {
 		return "decode"
@@ -87,58 +53,65 @@ func (rv *recipeView) decodeRole() string {
 	return "aggregated"
 }
 
-// env is backend.<role>_environment, falling back to the recipe's
-// top-level environment; nil when absent.
-func (rv *recipeView) env(role string) *yaml.Node {
-	for _, r := range roleNames(role) {
-		if _, n := get(rv.Doc, "backend", r+"_environment"); n != nil {
-			return n
-		}
-	}
-	return nil
+// envBlock is one environment mapping of the recipe: a role's (mode set)
+// or the top-level one.
+type envBlock struct {
+	mode string
+	env  *config.Map
 }
 
-// envBlocks yields every environment mapping of the recipe with its name.
-func (rv *recipeView) envBlocks() map[string]*yaml.Node {
-	out := map[string]*yaml.Node{}
-	for _, k := range []string{"prefill_environment", "decode_environment", "aggregated_environment", "agg_environment"} {
-		if _, n := get(rv.Doc, "backend", k); n != nil {
-			out["backend."+k] = n
+// envBlocks are the recipe's environment mappings, roles first.
+func (rv *recipeView) envBlocks() []envBlock {
+	var out []envBlock
+	for _, ro := range rv.Roles.All() {
+		if ro.Env != nil {
+			out = append(out, envBlock{ro.Mode(), ro.Env})
 		}
 	}
-	if _, n := get(rv.Doc, "environment"); n != nil {
-		out["environment"] = n
+	if rv.Environment != nil {
+		out = append(out, envBlock{"", rv.Environment})
 	}
 	return out
 }
 
-// scalar returns a mapping value as a string with its node.
-func scalar(m *yaml.Node, keys ...string) (string, *yaml.Node, bool) {
-	m = deref(m)
-	if m == nil || m.Kind != yaml.MappingNode {
-		return "", nil, false
-	}
+// lookup is the first of keys that m has, with its value as text (Python's
+// str()) and position.
+func (rv *recipeView) lookup(m *config.Map, keys ...string) (val any, text string, pos strictyaml.Pos, ok bool) {
 	for _, k := range keys {
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			if m.Content[i].Value == k {
-				v := deref(m.Content[i+1])
-				if v.Kind == yaml.ScalarNode {
-					return v.Value, v, true
-				}
-				return "", v, true
-			}
+		if v, found := m.Get(k); found {
+			return v, textOf(v), rv.at(m, k), true
 		}
 	}
-	return "", nil, false
+	return nil, "", strictyaml.Pos{}, false
 }
 
-func scalarInt(m *yaml.Node, keys ...string) (int, *yaml.Node, bool) {
-	s, n, ok := scalar(m, keys...)
-	if !ok {
-		return 0, nil, false
+// textOf is a recipe value as text.
+func textOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
-	v, err := strconv.Atoi(s)
-	return v, n, err == nil
+	return fmt.Sprint(v)
+}
+
+// intOf reads an integer value (or its decimal text).
+func intOf(v any) (int, bool) {
+	switch x := v.(type) {
+	case int64:
+		return int(x), true
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		return n, err == nil
+	}
+	return 0, false
 }
 
 func truthy(s string) bool {
@@ -149,25 +122,24 @@ func truthy(s string) bool {
 	return false
 }
 
-// specConfig reads a vLLM --speculative-config value (JSON text or a YAML
+// specConfig reads a vLLM --speculative-config value (JSON text or a
 // mapping) into a map.
-func specConfig(n *yaml.Node) map[string]any {
-	n = deref(n)
-	if n == nil {
-		return nil
-	}
-	var out map[string]any
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if json.Unmarshal([]byte(n.Value), &out) != nil {
+func specConfig(v any) map[string]any {
+	switch x := v.(type) {
+	case string:
+		var out map[string]any
+		if json.Unmarshal([]byte(x), &out) != nil {
 			return nil
 		}
-	case yaml.MappingNode:
-		if n.Decode(&out) != nil {
-			return nil
+		return out
+	case *config.Map:
+		out := map[string]any{}
+		for _, k := range x.Keys {
+			out[k] = x.Vals[k]
 		}
+		return out
 	}
-	return out
+	return nil
 }
 
 // draft is a recipe's speculative decoding on its decoding role.
@@ -183,8 +155,7 @@ type draft struct {
 // speculative-num-steps (num-draft-tokens is steps+1); DSpark's block size
 // is speculative-num-draft-tokens.
 func (rv *recipeView) speculative() (draft, bool) {
-	role := rv.decodeRole()
-	cfg := rv.roleConfig(role)
+	cfg := rv.roleConfig(rv.decodeRole())
 	if cfg == nil {
 		cfg = rv.roleConfig("prefill")
 	}
@@ -192,18 +163,24 @@ func (rv *recipeView) speculative() (draft, bool) {
 		return draft{}, false
 	}
 	d := draft{}
-	if alg, n, ok := scalar(cfg, "speculative-algorithm", "speculative_algorithm"); ok {
-		d.Algorithm, d.Pos = alg, rv.pos(n)
-		if v, n, ok := scalarInt(cfg, "speculative-num-steps", "speculative_num_steps"); ok && !strings.EqualFold(alg, "DSPARK") {
-			d.Tokens, d.Pos, d.Field = v, rv.pos(n), "speculative-num-steps"
-		} else if v, n, ok := scalarInt(cfg, "speculative-num-draft-tokens", "speculative_num_draft_tokens"); ok {
-			d.Tokens, d.Pos, d.Field = v, rv.pos(n), "speculative-num-draft-tokens"
+	if _, alg, pos, ok := rv.lookup(cfg, "speculative-algorithm", "speculative_algorithm"); ok {
+		d.Algorithm, d.Pos = alg, pos
+		if v, _, pos, ok := rv.lookup(cfg, "speculative-num-steps", "speculative_num_steps"); ok && !strings.EqualFold(alg, "DSPARK") {
+			if n, ok := intOf(v); ok {
+				d.Tokens, d.Pos, d.Field = n, pos, "speculative-num-steps"
+				return d, true
+			}
+		}
+		if v, _, pos, ok := rv.lookup(cfg, "speculative-num-draft-tokens", "speculative_num_draft_tokens"); ok {
+			if n, ok := intOf(v); ok {
+				d.Tokens, d.Pos, d.Field = n, pos, "speculative-num-draft-tokens"
+			}
 		}
 		return d, true
 	}
-	if _, n, ok := scalar(cfg, "speculative-config", "speculative_config"); ok {
-		sc := specConfig(n)
-		d.Pos, d.Field = rv.pos(n), "speculative-config"
+	if v, _, pos, ok := rv.lookup(cfg, "speculative-config", "speculative_config"); ok {
+		sc := specConfig(v)
+		d.Pos, d.Field = pos, "speculative-config"
 		if m, ok := sc["method"].(string); ok {
 			d.Algorithm = m
 		} else if m, ok := sc["decoding_type"].(string); ok {
@@ -218,34 +195,4 @@ func (rv *recipeView) speculative() (draft, bool) {
 		return d, true
 	}
 	return draft{}, false
-}
-
-// walkScalars calls fn for every scalar value (not key) under n, with the
-// dotted path of the key that holds it.
-func walkScalars(n *yaml.Node, path string, fn func(path string, key, val *yaml.Node)) {
-	walk(n, path, nil, 0, fn)
-}
-
-func walk(n *yaml.Node, path string, key *yaml.Node, depth int, fn func(string, *yaml.Node, *yaml.Node)) {
-	n = deref(n)
-	if n == nil || depth > 64 {
-		return
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		fn(path, key, n)
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			walk(c, fmt.Sprintf("%s[%d]", path, i), key, depth+1, fn)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
-			walk(n.Content[i+1], p, k, depth+1, fn)
-		}
-	}
 }

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
@@ -69,31 +67,26 @@ func (c *checker) rowOverrides(row *matrix.Row) {
 }
 
 func (c *checker) recipeOverrides(rv *recipeView) {
-	_, backend := get(rv.Doc, "backend")
-	walkScalars(rv.Doc, "", func(p string, key, val *yaml.Node) {
-		k := ""
-		if key != nil {
-			k = key.Value
-		}
+	for _, sc := range rv.Scalars() {
 		got := ""
 		switch {
-		case overrideKeyRe.MatchString(k) && !overrideOK(val.Value):
-			got = k + ": " + val.Value
-		case trimKeyRe.MatchString(k) && backend != nil && strings.HasPrefix(p, "backend."):
-			got = k + ": " + val.Value
-		case configEditRe.MatchString(val.Value):
-			got = val.Value
+		case overrideKeyRe.MatchString(sc.Key) && !overrideOK(sc.Value):
+			got = sc.Key + ": " + sc.Value
+		case trimKeyRe.MatchString(sc.Key) && sc.Engine:
+			got = sc.Key + ": " + sc.Value
+		case configEditRe.MatchString(sc.Value):
+			got = sc.Value
 		default:
-			for _, m := range overrideArgRe.FindAllStringSubmatch(val.Value, -1) {
+			for _, m := range overrideArgRe.FindAllStringSubmatch(sc.Value, -1) {
 				if !overrideOK(m[2]) {
 					got = m[0]
 				}
 			}
 		}
 		if got != "" {
-			c.add(Finding{Rule: RuleArchOverride, Pos: rv.pos(val), Field: p, Got: got, Want: archWant})
+			c.add(Finding{Rule: RuleArchOverride, Pos: sc.Pos, Field: sc.Path, Got: got, Want: archWant})
 		}
-	})
+	}
 }
 
 // --- engine-patch (check 10) ---
@@ -124,26 +117,27 @@ func patchLike(s string) bool {
 const patchWant = "the pinned image as shipped (no patch; a waiver docs/waiver/<PR>.md otherwise)"
 
 func (c *checker) enginePatches(rv *recipeView) {
-	walkScalars(rv.Doc, "", func(p string, key, val *yaml.Node) {
-		k := ""
-		if key != nil {
-			k = key.Value
-		}
+	if rv.SetupScript != "" {
+		c.setupScript(rv, rv.SetupScript)
+	}
+	for _, sc := range rv.Scalars() {
 		switch {
-		case k == "setup_script" || k == "setup-script":
-			c.setupScript(rv, val)
-		case patchKeyRe.MatchString(k):
-			c.add(Finding{Rule: RuleEnginePatch, Pos: rv.pos(val), Field: p, Got: k + ": " + val.Value, Want: patchWant})
-		case patchLike(val.Value):
-			c.add(Finding{Rule: RuleEnginePatch, Pos: rv.pos(val), Field: p, Got: oneLineOf(val.Value), Want: patchWant})
+		case sc.Key == "setup-script":
+			c.setupScript(rv, sc.Value)
+		case sc.Path == sc.Key && sc.Value == rv.SetupScript:
+			// the top-level setup script's own name, scanned above
+		case patchKeyRe.MatchString(sc.Key):
+			c.add(Finding{Rule: RuleEnginePatch, Pos: sc.Pos, Field: sc.Path, Got: sc.Key + ": " + sc.Value, Want: patchWant})
+		case patchLike(sc.Value):
+			c.add(Finding{Rule: RuleEnginePatch, Pos: sc.Pos, Field: sc.Path, Got: oneLineOf(sc.Value), Want: patchWant})
 		}
-	})
+	}
 }
 
 // setupScript scans the script a recipe runs before the engine starts, found
 // next to the recipe or in the recipes root's configs/ (srt-slurm's layout).
-func (c *checker) setupScript(rv *recipeView, val *yaml.Node) {
-	name := strings.TrimSpace(val.Value)
+func (c *checker) setupScript(rv *recipeView, script string) {
+	name := strings.TrimSpace(script)
 	var file string
 	for _, dir := range []string{filepath.Dir(rv.File), c.opts.RecipesRoot, filepath.Join(c.opts.RecipesRoot, "configs"), filepath.Join(c.opts.RecipesRoot, "scripts")} {
 		if p := filepath.Join(dir, name); exists(p) {
@@ -212,14 +206,14 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 		return
 	}
 	res := rv.Resources
-	fail := func(w *ixconfig.Worker, key, got, want string, n *yaml.Node) {
+	fail := func(w *ixconfig.Worker, key, got, want string, at *strictyaml.Pos) {
 		pos, field := s.Pos, s.Path
 		if w != nil {
 			pos, field = w.FieldPos(key), w.Path+"."+key
 		}
 		where := rv.Display
-		if n != nil {
-			where = rv.pos(n).String()
+		if at != nil {
+			where = at.String()
 		} else if res.Pos.Line > 0 {
 			where = res.Pos.String()
 		}
@@ -230,17 +224,18 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 		if s.Decode.NumWorker != 0 {
 			fail(s.Decode, "num-worker", itoa(s.Decode.NumWorker), "0: the recipe is aggregated", nil)
 		}
-		if w := max(res.AggWorkers, 1); s.Prefill.NumWorker != w {
+		if w := rv.Roles.Agg.NumWorkers(); s.Prefill.NumWorker != w {
 			fail(s.Prefill, "num-worker", itoa(s.Prefill.NumWorker), itoa(w)+" aggregated worker(s)", nil)
 		}
 	} else {
+		pw, dw := rv.Roles.Prefill.Workers, rv.Roles.Decode.Workers
 		if s.Decode.NumWorker == 0 {
-			fail(s.Decode, "num-worker", "0 (aggregated)", itoa(res.DecodeWorkers)+" decode worker(s): the recipe is disaggregated", nil)
-		} else if s.Decode.NumWorker != res.DecodeWorkers {
-			fail(s.Decode, "num-worker", itoa(s.Decode.NumWorker), itoa(res.DecodeWorkers)+" decode worker(s)", nil)
+			fail(s.Decode, "num-worker", "0 (aggregated)", itoa(dw)+" decode worker(s): the recipe is disaggregated", nil)
+		} else if s.Decode.NumWorker != dw {
+			fail(s.Decode, "num-worker", itoa(s.Decode.NumWorker), itoa(dw)+" decode worker(s)", nil)
 		}
-		if s.Prefill.NumWorker != res.PrefillWorkers {
-			fail(s.Prefill, "num-worker", itoa(s.Prefill.NumWorker), itoa(res.PrefillWorkers)+" prefill worker(s)", nil)
+		if s.Prefill.NumWorker != pw {
+			fail(s.Prefill, "num-worker", itoa(s.Prefill.NumWorker), itoa(pw)+" prefill worker(s)", nil)
 		}
 	}
 	gpn := 0
@@ -280,31 +275,36 @@ func (c *checker) recipeRow(row *matrix.Row, rv *recipeView) {
 	}
 	sglang := false
 	for _, r := range roles {
-		_, cfg := get(rv.Doc, "backend", "sglang_config", r.role)
-		if r.role == "aggregated" && cfg == nil {
-			_, cfg = get(rv.Doc, "backend", "sglang_config", "agg")
-		}
-		if cfg == nil {
+		cfg := rv.roleConfig(r.role)
+		if cfg == nil || rv.Engine.Type != "sglang" {
 			continue
 		}
 		sglang = true
-		if v, n, ok := scalarInt(cfg, "tensor-parallel-size", "tp-size", "tp"); ok && v != r.w.TP {
-			fail(r.w, "tp", itoa(r.w.TP), itoa(v)+" (tensor-parallel-size)", n)
+		if v, _, pos, ok := rv.lookup(cfg, "tensor-parallel-size", "tp-size", "tp"); ok {
+			if tp, ok := intOf(v); ok && tp != r.w.TP {
+				fail(r.w, "tp", itoa(r.w.TP), itoa(tp)+" (tensor-parallel-size)", &pos)
+			}
 		}
-		ep, n, ok := scalarInt(cfg, "expert-parallel-size", "ep-size", "ep")
-		if !ok {
-			ep = 1
+		ep, epAt := 1, (*strictyaml.Pos)(nil)
+		if v, _, pos, ok := rv.lookup(cfg, "expert-parallel-size", "ep-size", "ep"); ok {
+			if n, ok := intOf(v); ok {
+				ep, epAt = n, &pos
+			}
 		}
 		if ep != r.w.EP {
-			fail(r.w, "ep", itoa(r.w.EP), itoa(ep)+" (expert-parallel-size)", n)
+			fail(r.w, "ep", itoa(r.w.EP), itoa(ep)+" (expert-parallel-size)", epAt)
 		}
-		dv, dn, _ := scalar(cfg, "enable-dp-attention")
+		_, dv, dpos, dok := rv.lookup(cfg, "enable-dp-attention")
 		if dpa := truthy(dv); dpa != r.w.DPAttn {
-			fail(r.w, "dp-attn", strconv.FormatBool(r.w.DPAttn), strconv.FormatBool(dpa)+" (enable-dp-attention)", dn)
+			var at *strictyaml.Pos
+			if dok {
+				at = &dpos
+			}
+			fail(r.w, "dp-attn", strconv.FormatBool(r.w.DPAttn), strconv.FormatBool(dpa)+" (enable-dp-attention)", at)
 		}
 	}
 	if !sglang {
-		c.note("%s: recipe %s has no sglang_config; %s compared workers and GPUs only", row.ConfigKey, rv.Path, RuleRecipeRow)
+		c.note("%s: recipe %s has no SGLang engine args; %s compared workers and GPUs only", row.ConfigKey, rv.Path, RuleRecipeRow)
 	}
 	if claim := ClaimedConc(rv.Recipe); claim > 0 {
 		// The search entry's top concurrency: agentic rows hold one conc each.

@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
@@ -96,47 +93,39 @@ func parsedPin(raw, knob, value string, offset float64, pos strictyaml.Pos, fiel
 // acceptance the benchmark measures.
 func (rv *recipeView) pins(decodeOnly bool) []pin {
 	var out []pin
-	blocks := rv.envBlocks()
-	names := make([]string, 0, len(blocks))
-	for k := range blocks {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if decodeOnly && name != "environment" && !strings.HasPrefix(name, "backend."+rv.decodeRole()) &&
-			!(rv.decodeRole() == "aggregated" && name == "backend.agg_environment") {
+	for _, b := range rv.envBlocks() {
+		if decodeOnly && b.mode != "" && b.mode != rv.decodeRole() {
 			continue
 		}
-		env := blocks[name]
+		env := b.env
 		for _, k := range []string{knobSGLang, knobTRT} {
-			if v, n, ok := scalar(env, k); ok {
+			if _, v, pos, ok := rv.lookup(env, k); ok {
 				off := 0.0
 				if k == knobTRT {
 					off = 1
 				}
-				out = append(out, parsedPin(k+"="+v, k, v, off, rv.pos(n), name+"."+k))
+				out = append(out, parsedPin(k+"="+v, k, v, off, pos, env.Path+"."+k))
 			}
 		}
 		if !decodeOnly {
 			// Any simulation knob counts when the question is "is it simulated at all".
-			for i := 0; i+1 < len(env.Content); i += 2 {
-				k := env.Content[i].Value
+			for _, k := range env.Keys {
 				if strings.HasPrefix(k, "SGLANG_SIMULATE_ACC") && k != knobSGLang {
-					out = append(out, pin{Raw: k + "=" + env.Content[i+1].Value, Knob: k, Pos: rv.pos(env.Content[i]), Field: name + "." + k, Bad: "simulation setting"})
+					out = append(out, pin{Raw: k + "=" + textOf(env.Vals[k]), Knob: k, Pos: rv.at(env, k), Field: env.Path + "." + k, Bad: "simulation setting"})
 				}
 			}
 		}
 	}
-	roles := []string{"prefill", "decode", "aggregated"}
+	modes := []string{"prefill", "decode", "aggregated"}
 	if decodeOnly {
-		roles = []string{rv.decodeRole()}
+		modes = []string{rv.decodeRole()}
 	}
-	for _, role := range roles {
-		cfg := rv.roleConfig(role)
-		if _, n, ok := scalar(cfg, "speculative-config", "speculative_config"); ok {
-			sc := specConfig(n)
+	for _, mode := range modes {
+		cfg := rv.roleConfig(mode)
+		if v, text, pos, ok := rv.lookup(cfg, "speculative-config", "speculative_config"); ok {
+			sc := specConfig(v)
 			if sc["rejection_sample_method"] == "synthetic" {
-				p := pin{Raw: "speculative-config " + strings.TrimSpace(n.Value), Knob: knobVLLM, Pos: rv.pos(n), Field: role + ".speculative-config"}
+				p := pin{Raw: "speculative-config " + strings.TrimSpace(text), Knob: knobVLLM, Pos: pos, Field: mode + ".speculative-config"}
 				if v, ok := anynum.Float(sc[knobVLLM]); ok {
 					p.AL = v
 				} else {
@@ -277,30 +266,41 @@ func (c *checker) specChat(row *matrix.Row, rv *recipeView) {
 	if row.Search.SpecDecoding == "none" && !hasDraft {
 		return
 	}
-	bk, bench := get(rv.Doc, "benchmark")
-	if bench == nil {
-		c.add(Finding{Rule: RuleSpecChat, Pos: rv.pos(nil), Field: "benchmark", ConfigKey: row.ConfigKey,
+	b := rv.Benchmark
+	if b.Pos.File == "" {
+		c.add(Finding{Rule: RuleSpecChat, Pos: strictyaml.Pos{File: rv.Display}, Field: "benchmark", ConfigKey: row.ConfigKey,
 			Got: "no benchmark section", Want: "a benchmark with use_chat_template: true (chat-completions endpoint)"})
 		return
 	}
-	if v, n, ok := scalar(bench, "use_chat_template"); ok {
-		if truthy(v) {
-			return
+	if sa := b.SABench; sa != nil {
+		if !sa.UseChatTemplate {
+			c.add(Finding{Rule: RuleSpecChat, Pos: b.Pos, Field: "benchmark.use_chat_template", ConfigKey: row.ConfigKey,
+				Got: "use_chat_template: false (raw completions)", Want: "use_chat_template: true"})
 		}
-		c.add(Finding{Rule: RuleSpecChat, Pos: rv.pos(n), Field: "benchmark.use_chat_template", ConfigKey: row.ConfigKey,
-			Got: "use_chat_template: " + v + " (raw completions)", Want: "use_chat_template: true"})
 		return
 	}
+	// Another benchmark says so in its own words: a chat setting, a chat
+	// endpoint, or InferenceX's AgentX driver (aiperf --endpoint-type chat).
 	chat := false
-	walkScalars(bench, "benchmark", func(_ string, _, v *yaml.Node) {
-		low := strings.ToLower(v.Value)
-		// InferenceX's AgentX driver runs aiperf with --endpoint-type chat.
+	for _, sc := range rv.Scalars() {
+		if !sc.Benchmark {
+			continue
+		}
+		if strings.Contains(strings.ToLower(sc.Key), "chat") && !strings.HasSuffix(sc.Path, "]") {
+			if !truthy(sc.Value) {
+				c.add(Finding{Rule: RuleSpecChat, Pos: sc.Pos, Field: sc.Path, ConfigKey: row.ConfigKey,
+					Got: sc.Key + ": " + sc.Value + " (raw completions)", Want: "use_chat_template: true"})
+				return
+			}
+			chat = true
+		}
+		low := strings.ToLower(sc.Value)
 		if strings.Contains(low, "chat") || strings.Contains(low, "agentic_srt.sh") {
 			chat = true
 		}
-	})
+	}
 	if !chat {
-		c.add(Finding{Rule: RuleSpecChat, Pos: rv.pos(bk), Field: "benchmark", ConfigKey: row.ConfigKey,
+		c.add(Finding{Rule: RuleSpecChat, Pos: b.Pos, Field: "benchmark", ConfigKey: row.ConfigKey,
 			Got: "no chat template or chat endpoint in the benchmark", Want: "use_chat_template: true (chat-completions endpoint)"})
 	}
 }

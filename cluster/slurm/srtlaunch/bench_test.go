@@ -78,7 +78,7 @@ func TestBuiltinBenchmarks(t *testing.T) {
 			}
 			assert.Equal(t, []string{tt.nodelist}, b.Nodelist)
 			assert.Equal(t, "{CONTAINER_IMAGE}", b.ContainerImage, "the job's image, not benchmark.container_image")
-			assert.Equal(t, procs[1].ContainerMounts.Keys(), b.ContainerMounts.Keys())
+			assert.Equal(t, procs[1].ContainerMounts.Keys, b.ContainerMounts.Keys)
 			payload := b.Argv[len(b.Argv)-1]
 			assert.True(t, strings.HasPrefix(payload, "export SRTCTL_FRONTEND_TYPE=dynamo && "), payload)
 			assert.True(t, strings.HasSuffix(payload, " && "+shJoin(tt.command)), payload)
@@ -92,26 +92,31 @@ func TestSABenchLayoutDetails(t *testing.T) {
 	assert.Equal(t, "2,3", env(p1)["CUDA_VISIBLE_DEVICES"])
 	assert.Contains(t, p1.CommandLine(), "--port 6132 --nccl-port 17501 --disaggregation-mode prefill --disaggregation-bootstrap-port 7201 ")
 	assert.Equal(t, []string{"python3", "-m", "dynamo.frontend", "--http-port=8000", "--router-mode", "kv", "--router-reset-states"}, fe.Command)
-	assert.Equal(t, []string{"mem"}, b.SrunOptions.Keys(), "the benchmark gets the recipe's srun options")
+	assert.Equal(t, []string{"mem"}, b.SrunOptions.Keys, "the benchmark gets the recipe's srun options")
 	assert.NotNil(t, p1.BashPreamble, "top_of_tree installs dynamo")
 }
 
 func TestBuiltinBenchmarkErrors(t *testing.T) {
 	base := "name: x\nmodel: {path: /m/M, container: img}\nresources: {gpus_per_node: 4, agg_nodes: 1, agg_workers: 1}\nbackend: {type: sglang}\n"
 	tests := []struct{ name, bench, want string }{
+		// The runners' validate_config: what a run needs, when it is launched.
 		{"sa-bench without isl", "{type: sa-bench, osl: 1, concurrencies: '1'}", "benchmark.isl is required for sa-bench"},
 		{"sa-bench without concurrencies", "{type: sa-bench, isl: 1, osl: 1}", "benchmark.concurrencies is required for sa-bench"},
 		{"custom dataset without path", "{type: sa-bench, dataset_name: custom, concurrencies: '1'}", "benchmark.dataset_path is required"},
-		{"bad mooncake workload", "{type: mooncake-router, mooncake_workload: chat}", "benchmark.mooncake_workload must be one of"},
-		{"negative threshold", "{type: mooncake-router, ttft_threshold_ms: -5}", "benchmark.ttft_threshold_ms must be positive"},
+		// Values they refuse, when the recipe is read.
+		{"bad mooncake workload", "{type: mooncake-router, mooncake_workload: chat}", "x.yaml:5: benchmark.mooncake_workload: must be one of"},
+		{"negative threshold", "{type: mooncake-router, ttft_threshold_ms: -5}", "x.yaml:5: benchmark.ttft_threshold_ms: must be positive"},
+		// What the launcher does not render.
 		{"unknown type", "{type: lm-eval}", `benchmark.type "lm-eval" is not supported by the engine launcher yet (custom, manual, mooncake-router, sa-bench)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := config.ParseRecipe("x.yaml", []byte(base+"benchmark: "+tt.bench+"\n"), "")
-			require.NoError(t, err)
-			_, err = Render(r, PlaceholderAllocation(r, 1), Options{Paths: PlaceholderPaths("M")})
+			if err == nil {
+				_, err = Render(r, PlaceholderAllocation(r, 1), Options{Paths: PlaceholderPaths("M")})
+			}
 			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "\n", "one line")
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Contains(t, err.Error(), "x.yaml", "names the recipe")
 		})

@@ -94,7 +94,7 @@ func TestDisaggDedicatedInfra(t *testing.T) {
 		"--disaggregation-mode", "prefill", "--tp-size", "4"}, prefill.Command, "hf: model id, served name from decode, duplicate flag kept")
 	assert.Contains(t, d0.CommandLine(), "--port 6100 --nccl-port 17501 --disaggregation-mode decode --dist-init-addr 10.0.0.3:8300 --nnodes 2 --node-rank 0")
 	assert.Contains(t, d1.CommandLine(), "--port 0 --nccl-port 17502 --disaggregation-mode decode --dist-init-addr 10.0.0.3:8300 --nnodes 2 --node-rank 1")
-	assert.NotContains(t, prefill.ContainerMounts.Keys(), "{MODEL_DIR:Tiny-1B}", "hf models are not mounted")
+	assert.NotContains(t, prefill.ContainerMounts.Keys, "{MODEL_DIR:Tiny-1B}", "hf models are not mounted")
 	assert.Equal(t, []string{"gb200-02"}, fe.Nodelist, "multiple frontends off: one on the head")
 	assert.Equal(t, []string{"python3", "-m", "dynamo.frontend", "--http-port=8000", "--router-mode", "kv"}, fe.Command)
 	assert.Equal(t, []string{"gb200-02"}, bench.Nodelist)
@@ -111,11 +111,11 @@ func TestTwoPrefillOneDecodeNginx(t *testing.T) {
 	assert.Contains(t, p0.CommandLine(), "--port 6100 --nccl-port 17500 --disaggregation-mode prefill --disaggregation-bootstrap-port 7200 ")
 	assert.Contains(t, p1.CommandLine(), "--port 6132 --nccl-port 17501 --disaggregation-mode prefill --disaggregation-bootstrap-port 7201 ")
 	assert.Equal(t, "ai_dynamo-1.2.0-py3-none-any.whl", env(p0)["DYNAMO_WHEEL_NAME"])
-	assert.Equal(t, []string{"mem", "exclusive"}, p0.SrunOptions.Keys())
+	assert.Equal(t, []string{"mem", "exclusive"}, p0.SrunOptions.Keys)
 	assert.Contains(t, p0.Argv, "--mem=0")
 	assert.Contains(t, p0.Argv, "--exclusive")
 	assert.Contains(t, p0.Argv, "--export=ALL,ENROOT_REMAP_ROOT=yes")
-	assert.Equal(t, []string{"container-remap-root"}, nginx.SrunOptions.Keys(), "nginx never gets the recipe's srun options")
+	assert.Equal(t, []string{"container-remap-root"}, nginx.SrunOptions.Keys, "nginx never gets the recipe's srun options")
 	assert.Equal(t, "nginx:1.27.4", nginx.ContainerImage)
 	assert.Equal(t, "--http-port=8180", fe0.Command[3], "frontends behind nginx use the internal port")
 	assert.Equal(t, 0, fe0.SrunOptions.Len(), "frontends do not get the recipe's srun options")
@@ -184,10 +184,9 @@ func TestErrors(t *testing.T) {
 		want   string
 	}{
 		{"too few nodes", recipe(base + "backend: {type: sglang}\n"), 1, Options{}, "needs 2 nodes, the allocation has 1"},
-		{"no backend", recipe(base), 2, Options{}, "backend is missing"},
-		{"other backend", recipe(base + "backend: {type: mocker}\n"), 2, Options{}, `backend.type "mocker" is not supported`},
+		{"other backend", recipe(base + "backend: {type: mocker}\n"), 2, Options{}, `engine "mocker" is not supported by the engine launcher yet (sglang, trtllm, vllm)`},
 		{"other frontend", recipe(base + "backend: {type: sglang}\nfrontend: {type: trtllm_serve}\n"), 2, Options{}, `frontend.type "trtllm_serve" is not supported`},
-		{"vllm frontend on sglang", recipe(base + "backend: {type: sglang}\nfrontend: {type: vllm}\n"), 2, Options{}, "frontend.type: vllm requires backend.type: vllm"},
+		{"vllm frontend on sglang", recipe(base + "backend: {type: sglang}\nfrontend: {type: vllm}\n"), 2, Options{}, "frontend.type: vllm requires the vllm engine"},
 		{"custom without command", recipe(base + "backend: {type: sglang}\nbenchmark: {type: custom}\n"), 2, Options{}, "benchmark.command is required"},
 		{"AL already set", recipe(base + "backend: {type: sglang, aggregated_environment: {SGLANG_SIMULATE_ACC_LEN: '2'}}\n"), 2,
 			Options{SyntheticAL: 3}, "already sets SGLANG_SIMULATE_ACC_LEN"},
@@ -207,6 +206,10 @@ func TestErrors(t *testing.T) {
 	}
 	_, err := config.ParseRecipe("x.yaml", []byte("model: {path: /m, container: i}\nresources: {agg_nodes: 1}\n"), "")
 	require.Error(t, err, "a recipe without a name is refused by the loader")
+	// srt-slurm's backend section defaults to SGLang.
+	procs, err := Render(recipe(base), PlaceholderAllocation(recipe(base), 2), Options{Paths: PlaceholderPaths("M")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"python3", "-m", "dynamo.sglang"}, procs.Processes[1].Command[:3], "a recipe without backend runs SGLang")
 }
 
 func TestPythonFormatting(t *testing.T) {
@@ -220,7 +223,7 @@ func TestPythonFormatting(t *testing.T) {
 func TestPlaceholderPathsAndMounts(t *testing.T) {
 	procs := render(t, "agg.yaml", 1, 0)
 	assert.Equal(t, []string{"{LOG_DIR}", "{MODEL_DIR:Tiny-1B}", "{SRT_ROOT}/configs", "{SRT_ROOT}/src/srtctl/runtime_scripts",
-		"{SRT_ROOT}/src/srtctl/benchmarks/scripts", "{INFMAX_WORKSPACE}"}, procs[1].ContainerMounts.Keys())
-	assert.Equal(t, "/host-tmp", procs[0].ContainerMounts.Get("/tmp"))
-	assert.Equal(t, filepath.Join("{SRT_ROOT}", "src/srtctl/cli/setup_head.py"), procs[0].ContainerMounts.Keys()[6])
+		"{SRT_ROOT}/src/srtctl/benchmarks/scripts", "{INFMAX_WORKSPACE}"}, procs[1].ContainerMounts.Keys)
+	assert.Equal(t, "/host-tmp", procs[0].ContainerMounts.Str("/tmp"))
+	assert.Equal(t, filepath.Join("{SRT_ROOT}", "src/srtctl/cli/setup_head.py"), procs[0].ContainerMounts.Keys[6])
 }

@@ -241,7 +241,7 @@ benchmark: {type: custom, command: run.sh, aiperf_server_metrics: false}
 	assert.NotContains(t, env(byOutput(t, optOut, "benchmark.out")), "AIPERF_SERVER_METRICS_URLS")
 	assert.Equal(t, "10.0.0.1:7500", env(byOutput(t, optOut, "benchmark.out"))["SRT_AGG_ENDPOINTS"], "dynamo: the system port")
 	assert.ErrorContains(t, renderErr(t, "name: x\nmodel: {path: /m/M, container: img}\nresources: {gpus_per_node: 4, agg_nodes: 1}\nbackend: {type: sglang}\n"+
-		"benchmark: {type: sa-bench, isl: 1, osl: 1, concurrencies: [1], aiperf_server_metrics: true}\n"), "benchmark.aiperf_server_metrics applies to benchmark.type custom")
+		"benchmark: {type: sa-bench, isl: 1, osl: 1, concurrencies: [1], aiperf_server_metrics: true}\n"), "x.yaml:5: benchmark.aiperf_server_metrics: applies to benchmark.type custom")
 }
 
 func TestTokenizerMode(t *testing.T) {
@@ -250,7 +250,7 @@ func TestTokenizerMode(t *testing.T) {
 	with := byOutput(t, renderYAML(t, base+"benchmark: {type: sa-bench, isl: 8, osl: 4, concurrencies: \"2\", tokenizer_mode: deepseek_v4}\n"), "benchmark.out").Command
 	require.Len(t, plain, 2+19, "v1.0.68's 19 positional arguments")
 	assert.Equal(t, append(append([]string(nil), plain...), "deepseek_v4"), with, "the mode follows them as the next positional argument")
-	assert.ErrorContains(t, renderErr(t, base+"benchmark: {type: custom, command: x, tokenizer_mode: auto}\n"), "benchmark.tokenizer_mode is an SA-Bench option")
+	assert.ErrorContains(t, renderErr(t, base+"benchmark: {type: custom, command: x, tokenizer_mode: auto}\n"), "benchmark.tokenizer_mode: is an SA-Bench option")
 }
 
 const telemetryRecipe = `name: pw
@@ -304,14 +304,14 @@ func TestTelemetry(t *testing.T) {
 	off := strings.Replace(telemetryRecipe, "enabled: true", "enabled: false", 1)
 	assert.Nil(t, renderYAML(t, off).Power)
 	for _, tc := range []struct{ from, to, want string }{
-		{"provider: dcgm-power", "provider: scraper", `telemetry.provider "scraper" is not supported`},
-		{"port: 19401", "port: 0", "telemetry.dcgm_exporter.port must be in 1..65535"},
+		{"provider: dcgm-power", "provider: scraper", `x.yaml:10: telemetry.provider: "scraper" is not launched by sweepflow yet (dcgm-power)`},
+		{"port: 19401", "port: 0", "x.yaml:17: telemetry.dcgm_exporter.port: must be in 1..65535"},
 		{"collector_join_timeout_seconds: 10", "collector_join_timeout_seconds: 10\n  sample_rate: 3", "telemetry.sample_rate: unknown field"},
 		{"collector_join_timeout_seconds: 10", "collector_join_timeout_seconds: 2", "greater than telemetry.request_timeout_seconds"},
 		{"default_frequency: 1.0", "default_frequency: 5", "exceeds the 3s max sample gap"},
-		{"storage_subdir: power", "storage_subdir: ../up", "storage_subdir must be a safe relative path"},
-		{`concurrencies: "1x4"`, `concurrencies: "4x4"`, "unique positive benchmark.concurrencies"},
-		{"benchmark: {type: sa-bench, isl: 8, osl: 4, concurrencies: \"1x4\"}", "benchmark: {type: custom, command: x}", "telemetry requires benchmark.type: sa-bench"},
+		{"storage_subdir: power", "storage_subdir: ../up", "x.yaml:12: telemetry.storage_subdir: must be a safe relative path"},
+		{`concurrencies: "1x4"`, `concurrencies: "4x4"`, "x.yaml:7: benchmark.concurrencies: telemetry requires a non-empty list of unique positive concurrencies"},
+		{"benchmark: {type: sa-bench, isl: 8, osl: 4, concurrencies: \"1x4\"}", "benchmark: {type: custom, command: x}", "x.yaml:8: telemetry: requires benchmark.type: sa-bench"},
 	} {
 		assert.ErrorContains(t, renderErr(t, strings.Replace(telemetryRecipe, tc.from, tc.to, 1)), tc.want)
 	}
@@ -331,4 +331,60 @@ backend: {type: sglang}
 	assert.Equal(t, "1", env(byOutput(t, r, "gb300-01_agg_w1.out"))["CUDA_VISIBLE_DEVICES"])
 	one := renderYAML(t, "name: half\nmodel: {path: /m/M, container: img}\nresources: {gpu_type: gb300, gpus_per_node: 2, agg_nodes: 1, agg_workers: 1}\nbackend: {type: sglang}\n")
 	assert.NotContains(t, env(byOutput(t, one, "gb300-01_agg_w0.out")), "CUDA_VISIBLE_DEVICES")
+}
+
+// TestPlacements: srt-slurm's frontend.orchestrator_placement first_decode
+// and benchmark.client_placement last_decode (topology.placed_node) put the
+// single frontend on the first decode leader's node and the benchmark on the
+// last one's; the benchmark targets the frontend there. Schema 2 spells them
+// placement.node.
+func TestPlacements(t *testing.T) {
+	const v1 = `name: pl
+model: {path: /m/M, container: img}
+resources: {gpu_type: gb300, gpus_per_node: 4, prefill_nodes: 1, prefill_workers: 1, decode_nodes: 2, decode_workers: 2}
+frontend: {enable_multiple_frontends: false, orchestrator_placement: first_decode}
+backend: {type: sglang}
+benchmark: {type: custom, command: run.sh, client_placement: last_decode}
+`
+	const v2 = `schema: 2
+name: pl
+model: {path: /m/M, container: img}
+resources: {gpu_type: gb300, gpus_per_node: 4}
+engine: sglang
+roles:
+  prefill: {nodes: 1, workers: 1}
+  decode: {nodes: 2, workers: 2}
+frontend: {enable_multiple_frontends: false, placement: {node: first_decode}}
+benchmark: {type: custom, command: run.sh, placement: {node: last_decode}}
+`
+	for _, src := range []string{v1, v2} {
+		r := renderYAML(t, src)
+		assert.Equal(t, []string{"infra.out", "gb300-01_prefill_w0.out", "gb300-02_decode_w0.out", "gb300-03_decode_w1.out",
+			"gb300-02_frontend_0.out", "benchmark.out"}, outputs(r.Processes))
+		assert.Equal(t, []string{"gb300-01"}, byOutput(t, r, "infra.out").Nodelist, "etcd/NATS stay on the head")
+		assert.Equal(t, []string{"gb300-03"}, byOutput(t, r, "benchmark.out").Nodelist)
+		assert.Equal(t, "10.0.0.2", env(byOutput(t, r, "benchmark.out"))["SRT_FRONTEND_HOST"])
+		assert.Equal(t, "gb300-02", r.PublicNode)
+	}
+	assert.ErrorContains(t, renderErr(t, strings.Replace(v1, "prefill_nodes: 1, prefill_workers: 1, decode_nodes: 2, decode_workers: 2", "agg_nodes: 1", 1)),
+		"placement first_decode but the recipe has no decode workers")
+}
+
+// TestDedicatedRolesShareANode: with the benchmark colocated with the
+// frontend (srt-slurm's default) the dedicated frontend and client share
+// one reserved node, the allocation's last (submit.py asks for one extra
+// node, runtime.Nodes.from_slurm carves it); apart, each takes its own.
+func TestDedicatedRolesShareANode(t *testing.T) {
+	base := "name: d\nmodel: {path: /m/M, container: img}\nresources: {gpu_type: gb200, gpus_per_node: 4, agg_nodes: 2, agg_workers: 1}\n" +
+		"backend: {type: sglang}\nfrontend: {dedicated_node: true, enable_multiple_frontends: false}\n"
+	r := renderYAML(t, base+"benchmark: {type: custom, command: run.sh, client_dedicated_node: true}\n")
+	assert.Equal(t, []string{"gb200-03"}, byOutput(t, r, "infra.out").Nodelist)
+	assert.Equal(t, []string{"gb200-03"}, byOutput(t, r, "gb200-03_frontend_0.out").Nodelist)
+	assert.Equal(t, []string{"gb200-03"}, byOutput(t, r, "benchmark.out").Nodelist)
+	assert.Equal(t, []string{"gb200-01"}, byOutput(t, r, "gb200-01_agg_w0.out").Nodelist)
+
+	r = renderYAML(t, base+"benchmark: {type: custom, command: run.sh, client_dedicated_node: true, colocate_with_frontend: false}\n")
+	assert.Equal(t, []string{"gb200-01"}, byOutput(t, r, "gb200-01_frontend_0.out").Nodelist)
+	assert.Equal(t, []string{"gb200-04"}, byOutput(t, r, "benchmark.out").Nodelist)
+	assert.Equal(t, []string{"gb200-02"}, byOutput(t, r, "gb200-02_agg_w0.out").Nodelist)
 }

@@ -46,9 +46,9 @@ func nginxConf(s *spec, hosts []string, backendPort, listenPort int) (string, er
 		Hosts                        []string
 		BackendPort, ListenPort      int
 	}{
-		RaiseUlimit: s.nginxRaiseUlimit, SessionAffinity: s.nginxSessionAffinity,
-		SessionKey:       "$http_" + strings.ReplaceAll(strings.ToLower(s.nginxAffinityHeader), "-", "_"),
-		KeepaliveTimeout: s.nginxKeepalive, Hosts: hosts, BackendPort: backendPort, ListenPort: listenPort,
+		RaiseUlimit: s.Frontend.NginxRaiseUlimit, SessionAffinity: s.Frontend.NginxSessionAffinity,
+		SessionKey:       "$http_" + strings.ReplaceAll(strings.ToLower(s.Frontend.NginxSessionAffinityHeader), "-", "_"),
+		KeepaliveTimeout: s.Frontend.NginxKeepaliveTimeout, Hosts: hosts, BackendPort: backendPort, ListenPort: listenPort,
 	})
 	if err != nil {
 		return "", fmt.Errorf("nginx.conf: %v", err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/reftest"
@@ -168,7 +167,9 @@ func placeholderModelName(r *config.Recipe) string {
 // TestFleetReferences renders srt-slurm's own GB200 recipes
 // (SWEEPFLOW_SRT_SLURM/rendered-fleet) and compares processes and files the
 // way compare.py does (bash_preamble is not compared; {MODEL_DIR:x} equal
-// whatever x; moe_shared_<hex> normalised).
+// whatever x; moe_shared_<hex> normalised). Each recipe's schema-2
+// conversion (<name>.recipe.v2.yaml, srt-slurm 2.x's `srtctl migrate`) must
+// render what its schema-1 original records.
 func TestFleetReferences(t *testing.T) {
 	compareRenderedDir(t, "rendered-fleet", placeholderModelName)
 }
@@ -195,37 +196,47 @@ func TestInferenceXReferences(t *testing.T) {
 }
 
 // compareRenderedDir renders every <case>.recipe.yaml of the reference
-// directory sub on the smallest allocation it needs and compares it with
+// directory sub, and its schema-2 conversion <case>.recipe.v2.yaml where
+// there is one, on the smallest allocation it needs and compares it with
 // <case>.json; a refusal counts apart from a wrong render, both fail.
 func compareRenderedDir(t *testing.T, sub string, modelName func(*config.Recipe) string) {
 	dir := filepath.Join(reftest.SrtSlurm(t, sub), sub)
 	cases, err := filepath.Glob(filepath.Join(dir, "*.recipe.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
-	ok, refused := 0, 0
+	ok, refused, v2s := 0, 0, 0
 	for _, f := range cases {
 		name := strings.TrimSuffix(filepath.Base(f), ".recipe.yaml")
-		t.Run(name, func(t *testing.T) {
-			want, err := os.ReadFile(filepath.Join(dir, name+".json"))
-			require.NoError(t, err)
-			r, err := config.LoadRecipe(dir, filepath.Base(f))
-			require.NoError(t, err)
-			fp, err := r.Footprint(0)
-			require.NoError(t, err)
-			got, err := Render(r, PlaceholderAllocation(r, fp.Nodes), Options{Paths: PlaceholderPaths(modelName(r)), JobID: "4242"})
-			if err != nil && strings.Contains(err.Error(), "not supported by the engine launcher") {
-				refused++ // srt-slurm launches it, so a refusal is a gap, counted apart from wrong renders
-			}
-			require.NoError(t, err)
-			b, err := json.Marshal(got)
-			require.NoError(t, err)
-			if d := fleetCompare(t, want, b); d != "" {
-				t.Fatal(d)
-			}
-			ok++
-		})
+		files := []string{filepath.Base(f)}
+		if _, err := os.Stat(filepath.Join(dir, name+".recipe.v2.yaml")); err == nil {
+			files = append(files, name+".recipe.v2.yaml")
+			v2s++
+		}
+		for _, file := range files {
+			t.Run(strings.TrimSuffix(file, ".yaml"), func(t *testing.T) {
+				want, err := os.ReadFile(filepath.Join(dir, name+".json"))
+				require.NoError(t, err)
+				r, err := config.LoadRecipe(dir, file)
+				require.NoError(t, err)
+				require.Equal(t, strings.HasSuffix(file, ".v2.yaml"), r.Schema == config.SchemaV2, "the file's spelling")
+				fp, err := r.Footprint(0)
+				require.NoError(t, err)
+				got, err := Render(r, PlaceholderAllocation(r, fp.Nodes), Options{Paths: PlaceholderPaths(modelName(r)), JobID: "4242"})
+				if err != nil && strings.Contains(err.Error(), "not supported by the engine launcher") {
+					refused++ // srt-slurm launches it, so a refusal is a gap, counted apart from wrong renders
+				}
+				require.NoError(t, err)
+				b, err := json.Marshal(got)
+				require.NoError(t, err)
+				if d := fleetCompare(t, want, b); d != "" {
+					t.Fatal(d)
+				}
+				ok++
+			})
+		}
 	}
-	t.Logf("%s: %d of %d renders compare ok, %d refused as not supported", sub, ok, len(cases), refused)
+	t.Logf("%s: %d of %d renders compare ok (%d schema-1 recipes, %d schema-2 conversions), %d refused as not supported",
+		sub, ok, len(cases)+v2s, len(cases), v2s, refused)
 }
 
 // TestSrtSlurmGB200RecipesRender renders every GB200 recipe of the srt-slurm
@@ -246,35 +257,22 @@ func TestSrtSlurmGB200RecipesRender(t *testing.T) {
 		return err
 	}))
 	require.NotEmpty(t, files)
-	// An override-format recipe is one recipe per variant (override_*,
-	// zip_override_*[i]; its base alone when it has none).
+	// An override-format recipe is one recipe per variant (what srtctl
+	// apply submits; its base alone when it has none).
 	var refs []string
 	for _, f := range files {
 		rel, _ := filepath.Rel(root, f)
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
-		var top map[string]any
-		if yaml.Unmarshal(data, &top) != nil || top["base"] == nil {
-			refs = append(refs, rel)
-			continue
+		variants, err := config.RecipeVariants(rel, data)
+		switch {
+		case err != nil || variants == nil:
+			refs = append(refs, rel) // not an override file (or a broken one: reported below)
+		case len(variants) == 0:
+			refs = append(refs, rel+":base")
 		}
-		n := len(refs)
-		for k := range top {
-			switch {
-			case strings.HasPrefix(k, "override_"):
-				refs = append(refs, rel+":"+k)
-			case strings.HasPrefix(k, "zip_override_"):
-				for i := 0; i < 64; i++ {
-					ref := fmt.Sprintf("%s:%s[%d]", rel, k, i)
-					if _, err := config.LoadRecipe(root, ref); err != nil {
-						break
-					}
-					refs = append(refs, ref)
-				}
-			}
-		}
-		if len(refs) == n {
-			refs = append(refs, rel+":base") // the base runs only when nothing overrides it
+		for _, v := range variants {
+			refs = append(refs, rel+":"+v)
 		}
 	}
 	ok := 0

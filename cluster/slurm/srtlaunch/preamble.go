@@ -3,6 +3,8 @@ package srtlaunch
 import (
 	"sort"
 	"strings"
+
+	"github.com/sweepflow/sweepflow/config"
 )
 
 // Our own setup preamble for workers and frontends. srt-slurm also runs a
@@ -11,17 +13,18 @@ import (
 // equivalent written here and the reference test does not compare it.
 
 func installCommand(s *spec) string {
-	switch {
-	case s.dynamoWheel != "":
+	src := s.Dynamo.Source
+	switch src.Kind {
+	case config.SourceWheel:
 		// srt-slurm's runtime script (mounted at /srtctl-runtime) installs the
 		// staged ai-dynamo and ai-dynamo-runtime wheels named by DYNAMO_VERSION.
 		return "python3 /srtctl-runtime/dynamo_wheels.py install"
-	case s.dynamoVersion != "":
-		v := s.dynamoVersion
+	case config.SourcePyPI:
+		v := src.Value
 		return "pip install --break-system-packages --quiet --extra-index-url https://pypi.nvidia.com ai-dynamo-runtime==" + v + " ai-dynamo==" + v
 	default:
-		ref := s.dynamoHash
-		if ref == "" {
+		ref := src.Value // a commit; the repository's head for top_of_tree
+		if src.Kind == config.SourceTopOfTree {
 			ref = "main"
 		}
 		// A source build: the runtime bindings need maturin, then the package.
@@ -34,9 +37,9 @@ func installCommand(s *spec) string {
 
 func preambleParts(s *spec, install bool) []string {
 	var parts []string
-	if s.setupScript != "" {
-		q := shQuote(s.setupScript)
-		parts = append(parts, "if [ -f /configs/"+q+" ]; then bash /configs/"+q+"; elif [ -f /configs/patches/"+q+" ]; then bash /configs/patches/"+q+"; else echo 'setup script "+strings.ReplaceAll(s.setupScript, "'", "")+" not found' >&2; fi")
+	if s.SetupScript != "" {
+		q := shQuote(s.SetupScript)
+		parts = append(parts, "if [ -f /configs/"+q+" ]; then bash /configs/"+q+"; elif [ -f /configs/patches/"+q+" ]; then bash /configs/patches/"+q+"; else echo 'setup script "+strings.ReplaceAll(s.SetupScript, "'", "")+" not found' >&2; fi")
 	}
 	if install {
 		// One install per container even when several steps share it.
@@ -55,7 +58,7 @@ func ourPreamble(s *spec) *string {
 }
 
 func frontendPreamble(s *spec) *string {
-	parts := preambleParts(s, s.dynamoInstall)
+	parts := preambleParts(s, s.Dynamo.Install)
 	if len(parts) == 0 {
 		return nil
 	}

@@ -5,9 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
-	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
@@ -15,20 +13,6 @@ import (
 // Python's str(), so a value must be typed (YAML 1.1) and printed the way
 // Python would: 0.850 -> "0.85", true -> "True" inside a list, a mapping ->
 // "{'k': 'v'}".
-
-// pyValue converts a YAML node into nil, bool, int64, float64, string,
-// []any or *ordered (for mappings).
-func pyValue(n *yaml.Node) (any, error) {
-	return strictyaml.Value(deref(n), -1,
-		func(k *yaml.Node) (string, error) { return deref(k).Value, nil },
-		func(keys []string, vals []any) any {
-			m := &ordered{}
-			for i, k := range keys {
-				m.setAny(k, vals[i])
-			}
-			return m
-		})
-}
 
 // pyStr is Python's str(v).
 func pyStr(v any) string {
@@ -62,10 +46,10 @@ func pyRepr(v any) string {
 			parts[i] = pyRepr(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
-	case *ordered:
-		parts := make([]string, len(x.keys))
-		for i, k := range x.keys {
-			parts[i] = pyStrRepr(k) + ": " + pyRepr(x.anyVals[k])
+	case *config.Map:
+		parts := make([]string, x.Len())
+		for i, k := range keysOf(x) {
+			parts[i] = pyStrRepr(k) + ": " + pyRepr(x.Vals[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
@@ -104,10 +88,10 @@ func pyStrRepr(s string) string {
 
 // pyJSON is Python's json.dumps with default separators, for flat
 // string-valued mappings such as --kv-events-config.
-func pyJSON(m *ordered) string {
-	parts := make([]string, len(m.keys))
-	for i, k := range m.keys {
-		parts[i] = strconv.Quote(k) + ": " + strconv.Quote(m.Get(k))
+func pyJSON(m *config.Map) string {
+	parts := make([]string, len(m.Keys))
+	for i, k := range m.Keys {
+		parts[i] = strconv.Quote(k) + ": " + strconv.Quote(m.Str(k))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
@@ -149,14 +133,4 @@ func pyFormatMap(s string, vars map[string]string) string {
 		}
 	}
 	return b.String()
-}
-
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 64; i++ {
-		n = n.Alias
-	}
-	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		return deref(n.Content[0])
-	}
-	return n
 }

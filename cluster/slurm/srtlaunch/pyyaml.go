@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
@@ -17,7 +18,7 @@ import (
 func pyYAMLDump(v any) string {
 	var b strings.Builder
 	switch x := v.(type) {
-	case *ordered:
+	case *config.Map:
 		if x.Len() == 0 {
 			return "{}\n"
 		}
@@ -35,8 +36,8 @@ func pyYAMLDump(v any) string {
 
 // dumpMapping writes "key: value" lines at indent; inline: the first key
 // follows a sequence dash already written.
-func dumpMapping(b *strings.Builder, m *ordered, indent int, inline bool) {
-	keys := append([]string(nil), m.keys...)
+func dumpMapping(b *strings.Builder, m *config.Map, indent int, inline bool) {
+	keys := append([]string(nil), m.Keys...)
 	sort.Strings(keys)
 	pad := strings.Repeat(" ", indent)
 	for i, k := range keys {
@@ -44,8 +45,8 @@ func dumpMapping(b *strings.Builder, m *ordered, indent int, inline bool) {
 			b.WriteString(pad)
 		}
 		b.WriteString(yamlScalar(k) + ":")
-		switch x := m.anyVals[k].(type) {
-		case *ordered:
+		switch x := m.Vals[k].(type) {
+		case *config.Map:
 			if x.Len() == 0 {
 				b.WriteString(" {}\n")
 				continue
@@ -75,7 +76,7 @@ func dumpSequence(b *strings.Builder, xs []any, indent int, inline bool) {
 		}
 		b.WriteString("- ")
 		switch x := v.(type) {
-		case *ordered:
+		case *config.Map:
 			if x.Len() == 0 {
 				b.WriteString("{}\n")
 				continue

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config"
@@ -54,6 +55,119 @@ func TestReferenceRenders(t *testing.T) {
 	}
 	t.Logf("compared %d reference renders", n)
 }
+
+// TestSchema2SeedReferences renders the nine recipes of the seed and
+// backends sweeps as srt-slurm 2.x's migration converted them
+// (SWEEPFLOW_SRT_SLURM/schema2-seed/*.recipe.v2.yaml): each launches
+// exactly what its schema-1 original launches, in eval and in perf mode
+// (every process, argv and file), and the six seed recipes what
+// srt-slurm's renders record (rendered/, rendered-perf/).
+func TestSchema2SeedReferences(t *testing.T) {
+	dir := reftest.SrtSlurm(t, "schema2-seed", "rendered", "rendered-perf")
+	v2s, err := filepath.Glob(filepath.Join(dir, "schema2-seed", "*.recipe.v2.yaml"))
+	require.NoError(t, err)
+	require.Len(t, v2s, 9, "the seed's six recipes and the backends sweep's three")
+	withRefs := 0
+	for _, f := range v2s {
+		name := strings.TrimSuffix(filepath.Base(f), ".recipe.v2.yaml")
+		t.Run(name, func(t *testing.T) {
+			v1, err := config.LoadRecipe(filepath.Dir(f), name+".recipe.yaml")
+			require.NoError(t, err)
+			v2, err := config.LoadRecipe(filepath.Dir(f), filepath.Base(f))
+			require.NoError(t, err)
+			require.Equal(t, config.SchemaV2, v2.Schema)
+			fp, err := v2.Footprint(0)
+			require.NoError(t, err)
+			for _, al := range []float64{0, referenceAL} {
+				if al > 0 && v2.Engine.Type == "trtllm" {
+					continue // no draft model: perf renders as eval
+				}
+				opt := Options{Paths: PlaceholderPaths(modelName(t, v2)), JobID: "4242", SyntheticAL: al}
+				a, err := Render(v1, PlaceholderAllocation(v1, fp.Nodes), opt)
+				require.NoError(t, err)
+				b, err := Render(v2, PlaceholderAllocation(v2, fp.Nodes), opt)
+				require.NoError(t, err)
+				ja, err := json.Marshal(a)
+				require.NoError(t, err)
+				jb, err := json.Marshal(b)
+				require.NoError(t, err)
+				firstDiff(t, fmt.Sprintf("%s (synthetic AL %g)", name, opt.SyntheticAL), "render of the schema-2 conversion vs its original", string(ja), string(jb))
+				sub := "rendered"
+				if al > 0 {
+					sub = "rendered-perf"
+				}
+				if ref := filepath.Join(dir, sub, name+".json"); fileExists(ref) {
+					compareReference(t, sub+"/"+name+".json (schema 2)", ref, b.Processes)
+					withRefs++
+				}
+			}
+		})
+	}
+	require.Equal(t, 12, withRefs, "the six seed recipes' eval and perf renders")
+}
+
+// TestInferenceXSchema2ExamplesRender renders the schema-2 recipes
+// InferenceX committed (SWEEPFLOW_INFERENCEX/schema2-examples), every variant
+// of its override file included: each renders on the allocation it needs,
+// or is refused with one line that names what is not rendered. The two
+// DeepSeek-V4-Pro-0813 AgentX recipes render their topologies.
+func TestInferenceXSchema2ExamplesRender(t *testing.T) {
+	dir := filepath.Join(reftest.InferenceX(t, "schema2-examples"), "schema2-examples")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 4)
+	rendered := map[string]*Rendered{}
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		sels, err := config.RecipeVariants(f, data)
+		require.NoError(t, err)
+		if sels == nil {
+			sels = []string{""}
+		}
+		for _, sel := range sels {
+			ref := filepath.Base(f)
+			if sel != "" {
+				ref += ":" + sel
+			}
+			r, err := config.LoadRecipe(dir, ref)
+			require.NoError(t, err, ref)
+			fp, err := r.Footprint(0)
+			require.NoError(t, err)
+			got, err := Render(r, PlaceholderAllocation(r, fp.Nodes), Options{Paths: PlaceholderPaths(placeholderModelName(r)), JobID: "4242"})
+			if err != nil {
+				assert.Contains(t, err.Error(), "not supported by the engine launcher yet", "%s:%s", filepath.Base(f), sel)
+				assert.NotContains(t, err.Error(), "\n")
+				t.Logf("%s:%s refused: %v", filepath.Base(f), sel, err)
+				continue
+			}
+			rendered[r.Name] = got
+			n++
+		}
+	}
+	t.Logf("%d of 14 recipes and variants render", n)
+	agg, dis := rendered["agg-gb200-tp8-c1-mtp-hicache"], rendered["disagg-gb200-1p1d-dep8-dep16-c64-mtp-kvoffload"]
+	require.NotNil(t, agg)
+	require.NotNil(t, dis)
+	var aggOut, disOut []string
+	for _, p := range agg.Processes {
+		aggOut = append(aggOut, filepath.Base(p.Output))
+	}
+	for _, p := range dis.Processes {
+		disOut = append(disOut, filepath.Base(p.Output))
+	}
+	assert.Equal(t, []string{"infra.out", "gb200-01_agg_w0.out", "gb200-02_agg_w0.out", "gb200-01_frontend_0.out", "benchmark.out"}, aggOut,
+		"TP8 over two nodes, etcd/NATS and the one frontend on the head")
+	assert.Equal(t, []string{"infra.out", "gb200-02_prefill_w0.out", "gb200-03_prefill_w0.out", "gb200-04_decode_w0.out", "gb200-05_decode_w0.out",
+		"gb200-06_decode_w0.out", "gb200-07_decode_w0.out", "gb200-02_nginx.out", "gb200-03_frontend_0.out", "gb200-04_frontend_1.out",
+		"gb200-05_frontend_2.out", "gb200-06_frontend_3.out", "gb200-07_frontend_4.out", "benchmark.out"}, disOut,
+		"etcd/NATS on a node of their own, DEP8 prefill on two nodes, DEP16 decode on four, nginx before five frontends")
+	assert.Equal(t, []string{"python3", "/tmp/setup_head.py", "--name", "disagg-gb200-1p1d-dep8-dep16-c64-mtp-kvoffload", "--log-dir", "{LOG_DIR}",
+		"--nats-max-payload-mb", "32"}, dis.Processes[0].Command)
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // recipeIndex maps recipe base names to the repo's recipes.
 func recipeIndex(t *testing.T) map[string]*config.Recipe {

@@ -1,10 +1,10 @@
 package srtlaunch
 
 import (
-	"bytes"
-	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/sweepflow/sweepflow/config"
 )
 
 // placeholderRe matches the reference renders' path placeholders. They stand
@@ -39,107 +39,29 @@ func shJoin(args []string) string {
 	return strings.Join(q, " ")
 }
 
-// ordered is a string map that keeps insertion order and, like a Python
-// dict, keeps a key's first position when it is set again. Environment order
-// is part of what srt-slurm launches.
-type ordered struct {
-	keys    []string
-	vals    map[string]string
-	anyVals map[string]any // only for values read from YAML mappings
+// cloneMap copies a process's string map (empty for nil): environment
+// order is part of what srt-slurm launches, and each process gets its own.
+func cloneMap(m *config.Map) *config.Map {
+	if m == nil {
+		return config.NewMap()
+	}
+	return m.Clone()
 }
 
-func newOrdered() *ordered { return &ordered{vals: map[string]string{}} }
-
-// Set adds or replaces k.
-func (o *ordered) Set(k, v string) {
-	if o.vals == nil {
-		o.vals = map[string]string{}
+// keysOf is m's keys in order (none for nil).
+func keysOf(m *config.Map) []string {
+	if m == nil {
+		return nil
 	}
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
-	}
-	o.vals[k] = v
+	return m.Keys
 }
 
-func (o *ordered) setAny(k string, v any) {
-	if o.anyVals == nil {
-		o.anyVals = map[string]any{}
+// strMap is a recipe mapping of scalars as srt-slurm hands it to a process:
+// every value through Python's str(), in order (empty for nil).
+func strMap(m *config.Map) *config.Map {
+	out := config.NewMap()
+	for _, k := range keysOf(m) {
+		out.Set(k, pyStr(m.Vals[k]))
 	}
-	if _, ok := o.anyVals[k]; !ok {
-		o.keys = append(o.keys, k)
-	}
-	o.anyVals[k] = v
-}
-
-// Get returns k's value ("" when absent).
-func (o *ordered) Get(k string) string { return o.vals[k] }
-
-// Has reports whether k is set.
-func (o *ordered) Has(k string) bool { _, ok := o.vals[k]; return ok }
-
-// Keys returns the keys in order.
-func (o *ordered) Keys() []string { return append([]string(nil), o.keys...) }
-
-// Len is the number of keys.
-func (o *ordered) Len() int {
-	if o == nil {
-		return 0
-	}
-	return len(o.keys)
-}
-
-// At is the i-th key and its value (typed when read from YAML), so an
-// ordered map dumps as a Python dict (pyjson.Object).
-func (o *ordered) At(i int) (string, any) {
-	k := o.keys[i]
-	if v, ok := o.anyVals[k]; ok {
-		return k, v
-	}
-	return k, o.vals[k]
-}
-
-func (o *ordered) clone() *ordered {
-	c := newOrdered()
-	if o != nil {
-		for _, k := range o.keys {
-			c.Set(k, o.vals[k])
-		}
-	}
-	return c
-}
-
-// MarshalJSON writes the keys in order.
-func (o *ordered) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	if o != nil {
-		for i, k := range o.keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			kb, err := marshalNoEscape(k)
-			if err != nil {
-				return nil, err
-			}
-			vb, err := marshalNoEscape(o.vals[k])
-			if err != nil {
-				return nil, err
-			}
-			b.Write(kb)
-			b.WriteByte(':')
-			b.Write(vb)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return out
 }

@@ -103,17 +103,17 @@ const (
 // Process is one srun. The JSON field names and order are those of the
 // srt-slurm reference renders.
 type Process struct {
-	Argv            []string `json:"argv"`
-	Command         []string `json:"command"`
-	Env             *ordered `json:"env_to_set"`
-	BashPreamble    *string  `json:"bash_preamble"`
-	Nodelist        []string `json:"nodelist"`
-	Output          string   `json:"output"`
-	ContainerImage  string   `json:"container_image"`
-	ContainerMounts *ordered `json:"container_mounts"`
-	SrunOptions     *ordered `json:"srun_options"`
-	SrunExportEnv   *ordered `json:"srun_export_env"`
-	MPI             *string  `json:"mpi"`
+	Argv            []string    `json:"argv"`
+	Command         []string    `json:"command"`
+	Env             *config.Map `json:"env_to_set"`
+	BashPreamble    *string     `json:"bash_preamble"`
+	Nodelist        []string    `json:"nodelist"`
+	Output          string      `json:"output"`
+	ContainerImage  string      `json:"container_image"`
+	ContainerMounts *config.Map `json:"container_mounts"`
+	SrunOptions     *config.Map `json:"srun_options"`
+	SrunExportEnv   *config.Map `json:"srun_export_env"`
+	MPI             *string     `json:"mpi"`
 
 	Role  Role `json:"-"`
 	Index int  `json:"-"` // worker or frontend index
@@ -130,10 +130,10 @@ type Process struct {
 }
 
 // EnvKeys returns env_to_set's names in order.
-func (p *Process) EnvKeys() []string { return p.Env.Keys() }
+func (p *Process) EnvKeys() []string { return append([]string(nil), keysOf(p.Env)...) }
 
 // EnvValue returns one env_to_set value.
-func (p *Process) EnvValue(k string) (string, bool) { return p.Env.Get(k), p.Env.Has(k) }
+func (p *Process) EnvValue(k string) (string, bool) { return p.Env.Str(k), p.Env.Has(k) }
 
 // Tasks is how srun starts the process: ntasks (one per GPU for an MPI
 // launch, else 1), --oversubscribe, and the --cpu-bind value ("": none).
@@ -151,8 +151,8 @@ func (p *Process) Payload(preamble *string) string {
 		return shJoin(p.Command)
 	}
 	var parts []string
-	for _, k := range p.Env.keys {
-		parts = append(parts, "export "+k+"="+shQuote(p.Env.vals[k]))
+	for _, k := range p.Env.Keys {
+		parts = append(parts, "export "+k+"="+shQuote(p.Env.Str(k)))
 	}
 	for _, k := range p.unset {
 		parts = append(parts, "unset -- "+shQuote(k))
@@ -208,15 +208,15 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	if opt.Paths.LogDir == "" || opt.Paths.Image == "" || opt.Paths.SrtRoot == "" {
 		return nil, fmt.Errorf("render needs a log directory, a container image and the srt-slurm root")
 	}
-	hf := strings.HasPrefix(s.modelPath, "hf:")
+	hf := strings.HasPrefix(s.Model.Path, "hf:")
 	if !hf && opt.Paths.ModelDir == "" {
-		return nil, fmt.Errorf("recipe %s: model %q needs a model directory", r.Display, s.modelPath)
+		return nil, fmt.Errorf("recipe %s: model %q needs a model directory", r.Display, s.Model.Path)
 	}
 	if len(alloc.Addrs) != 0 && len(alloc.Addrs) != len(alloc.Nodes) {
 		return nil, fmt.Errorf("allocation has %d nodes but %d addresses", len(alloc.Nodes), len(alloc.Addrs))
 	}
 	if len(alloc.Nodes) < s.nodesNeeded {
-		return nil, fmt.Errorf("recipe %s needs %d nodes, the allocation has %d", s.name, s.nodesNeeded, len(alloc.Nodes))
+		return nil, fmt.Errorf("recipe %s needs %d nodes, the allocation has %d", s.Name, s.nodesNeeded, len(alloc.Nodes))
 	}
 	// srt-slurm's sbatch asks for exactly the recipe's nodes; extra ones in a
 	// larger allocation stay idle rather than gaining frontends.
@@ -226,10 +226,10 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	}
 	eps, err := allocateEndpoints(s, ns.worker)
 	if err != nil {
-		return nil, fmt.Errorf("recipe %s: %v", s.name, err)
+		return nil, fmt.Errorf("recipe %s: %v", s.Name, err)
 	}
 	procs := toProcesses(eps)
-	if s.backendType == "vllm" {
+	if s.Engine.Type == "vllm" {
 		if procs, err = vllmToProcesses(s, eps); err != nil {
 			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 		}
@@ -239,14 +239,14 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	modelArg := "/model"
 	tokenizer := "/model" // what srt-slurm's benchmark runners pass as the tokenizer
 	if hf {
-		modelName = path.Base(strings.TrimPrefix(s.modelPath, "hf:"))
-		modelArg = strings.TrimPrefix(s.modelPath, "hf:")
+		modelName = path.Base(strings.TrimPrefix(s.Model.Path, "hf:"))
+		modelArg = strings.TrimPrefix(s.Model.Path, "hf:")
 		tokenizer = modelArg
 	}
 	mounts := runtimeMounts(s, opt.Paths, hf)
 	env := s.wheelEnv()
-	for _, k := range s.environment.keys {
-		env.Set(k, s.environment.vals[k])
+	for _, k := range keysOf(s.Environment) {
+		env.Set(k, pyStr(s.Environment.Vals[k]))
 	}
 	image := opt.Paths.Image
 	preamble := ourPreamble(s)
@@ -257,41 +257,41 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	// Infra: nats and etcd via srt-slurm's setup_head.py; a direct vLLM
 	// frontend has no dynamo request plane and skips it.
 	if s.frontendType != "vllm" {
-		infraCmd := []string{"python3", "/tmp/setup_head.py", "--name", s.name, "--log-dir", opt.Paths.LogDir}
-		if s.natsMaxPayloadMB != "" {
-			infraCmd = append(infraCmd, "--nats-max-payload-mb", s.natsMaxPayloadMB)
+		infraCmd := []string{"python3", "/tmp/setup_head.py", "--name", s.Name, "--log-dir", opt.Paths.LogDir}
+		if mb := s.Services.NATSMaxPayloadMB; mb != 0 {
+			infraCmd = append(infraCmd, "--nats-max-payload-mb", strconv.Itoa(mb))
 		}
-		infraMounts := mounts.clone()
+		infraMounts := cloneMap(mounts)
 		infraMounts.Set(opt.Paths.SrtRoot+"/src/srtctl/cli/setup_head.py", "/tmp/setup_head.py")
 		infraMounts.Set("/tmp", "/host-tmp") // etcd WAL on local disk
-		add(&Process{Role: RoleInfra, Command: infraCmd, Env: newOrdered(), Nodelist: []string{ns.infra},
+		add(&Process{Role: RoleInfra, Command: infraCmd, Env: config.NewMap(), Nodelist: []string{ns.infra},
 			Output: opt.Paths.LogDir + "/infra.out", ContainerImage: image, ContainerMounts: infraMounts,
-			SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
+			SrunOptions: config.NewMap(), SrunExportEnv: config.NewMap(), wrap: true})
 	}
 	// The Mooncake master on the infra node (do_sweep.start_mooncake_master):
 	// the job's mounts, neither the recipe's srun options nor an environment;
 	// vLLM workers read the store config srt-slurm writes first.
-	if s.mooncake != nil {
+	if mc := s.Services.Mooncake; mc != nil {
 		img := image
-		if s.mooncake.container != "" {
-			img = s.mooncake.container
+		if mc.Container != "" {
+			img = mc.Container
 		}
-		if s.backendType == "vllm" {
+		if s.Engine.Type == "vllm" {
 			files[mooncakeFile] = s.mooncakeStoreConfig(ns.addr[ns.infra])
 		}
-		add(&Process{Role: RoleMooncake, Command: mooncakeMasterCommand(s.mooncake), Env: newOrdered(), Nodelist: []string{ns.infra},
-			Output: opt.Paths.LogDir + "/mooncake_master.out", ContainerImage: img, ContainerMounts: mounts.clone(),
-			SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
+		add(&Process{Role: RoleMooncake, Command: mooncakeMasterCommand(mc), Env: config.NewMap(), Nodelist: []string{ns.infra},
+			Output: opt.Paths.LogDir + "/mooncake_master.out", ContainerImage: img, ContainerMounts: cloneMap(mounts),
+			SrunOptions: config.NewMap(), SrunExportEnv: config.NewMap(), wrap: true})
 	}
 
 	served := modelName
 	for _, m := range []string{"prefill", "agg", "decode"} {
-		if s.backendType == "trtllm" {
+		if s.Engine.Type == "trtllm" {
 			break // TRTLLMProtocol.get_served_model_name keeps the default
 		}
 		cfg := s.modeConfig[m]
 		for _, k := range []string{"served-model-name", "served_model_name"} {
-			if v := cfg.anyVals[k]; v != nil && pyStr(v) != "" {
+			if v := cfg.Vals[k]; v != nil && pyStr(v) != "" {
 				served = pyStr(v)
 				break
 			}
@@ -300,12 +300,12 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 			break
 		}
 	}
-	exportEnv := newOrdered()
+	exportEnv := config.NewMap()
 	if s.installsDynamo() {
 		exportEnv.Set("ENROOT_REMAP_ROOT", "yes") // the install needs root in the container
 	}
 
-	if s.backendType == "trtllm" {
+	if s.Engine.Type == "trtllm" {
 		for _, m := range []string{"prefill", "decode", "agg"} {
 			for _, ep := range eps {
 				if ep.mode == m {
@@ -317,7 +317,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	}
 	for i, wp := range procs {
 		mode := wp.ep.mode
-		if s.backendType == "trtllm" {
+		if s.Engine.Type == "trtllm" {
 			if wp.rank != 0 {
 				continue // the leader's srun spans the worker's nodes
 			}
@@ -325,39 +325,39 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 			continue
 		}
 		var cmd []string
-		if s.backendType == "vllm" {
+		if s.Engine.Type == "vllm" {
 			if cmd, err = vllmCommand(s, wp, procs, ns, modelArg, served, opt.Paths.LogDir); err != nil {
 				return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
 			}
 		} else {
 			cmd = workerCommand(s, wp, ns, modelArg, served, opt.Paths.LogDir)
 		}
-		e := newOrdered()
+		e := config.NewMap()
 		e.Set("HEAD_NODE_IP", ns.addr[ns.head])
 		e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
 		e.Set("NATS_SERVER", fmt.Sprintf("nats://%s:%d", ns.infra, natsPort))
 		e.Set("DYN_SYSTEM_PORT", strconv.Itoa(wp.sysPort))
-		e.Set("DYN_REQUEST_PLANE", s.requestPlane)
+		e.Set("DYN_REQUEST_PLANE", s.Dynamo.RequestPlane)
 		e.Set("DYN_SKIP_SGLANG_LOG_FORMATTING", "1")
-		if s.eventPlane != "" {
-			e.Set("DYN_EVENT_PLANE", s.eventPlane)
+		if s.Dynamo.EventPlane != "" {
+			e.Set("DYN_EVENT_PLANE", s.Dynamo.EventPlane)
 		}
 		e.Set("DYN_LOG", "info,dynamo_runtime::pipeline::network::ingress::push_handler=warn")
 		vars := map[string]string{"node": wp.node, "node_id": strconv.Itoa(indexOf(ns.worker, wp.node))}
 		if me := s.modeEnv[mode]; me != nil {
-			for _, k := range me.keys {
-				e.Set(k, pyFormatMap(me.vals[k], vars))
+			for _, k := range me.Keys {
+				e.Set(k, pyFormatMap(pyStr(me.Vals[k]), vars))
 			}
 		}
-		for _, k := range env.keys {
-			e.Set(k, pyFormatMap(env.vals[k], vars))
+		for _, k := range env.Keys {
+			e.Set(k, pyFormatMap(env.Str(k), vars))
 		}
 		// vLLM passes --device-ids instead unless set_cuda_visible_devices.
-		if len(wp.gpus) < s.gpusPerNode && (s.backendType != "vllm" || s.vllm.setCVD) {
+		if len(wp.gpus) < s.gpusPerNode && (s.Engine.Type != "vllm" || s.Engine.SetCUDAVisibleDevices) {
 			e.Set("CUDA_VISIBLE_DEVICES", joinInts(wp.gpus))
 		}
 		var unset []string
-		if s.backendType == "vllm" {
+		if s.Engine.Type == "vllm" {
 			vllmProcessEnv(e, wp, ns)
 			if len(wp.ep.nodes) > 1 {
 				unset = []string{"VLLM_PORT"} // concurrent ranks would race on one base port
@@ -366,15 +366,19 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		s.mooncakeWorkerEnv(e, ns.addr[ns.infra], ns.addr[wp.node])
 		add(&Process{Role: Role(mode), Index: wp.ep.index, Command: cmd, Env: e, BashPreamble: preamble,
 			Nodelist: []string{wp.node}, Output: fmt.Sprintf("%s/%s_%s_w%d.out", opt.Paths.LogDir, wp.node, mode, wp.ep.index),
-			ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(),
-			SrunExportEnv: exportEnv.clone(), wrap: true, unset: unset})
+			ContainerImage: image, ContainerMounts: cloneMap(mounts), SrunOptions: strMap(s.SrunOptions),
+			SrunExportEnv: cloneMap(exportEnv), wrap: true, unset: unset})
 	}
 
 	// Frontends: nginx on the head in front of frontends on the other worker
 	// nodes, or one frontend on the head; a direct vLLM frontend is the agg
 	// worker itself.
-	feNodes, fePort := []string{ns.head}, frontendPublicPort
-	multi := len(ns.worker) > 1 && s.multipleFrontends
+	orchestrator, err := placedNode(s.Frontend.Placement, procs, ns.head)
+	if err != nil {
+		return nil, fmt.Errorf("recipe %s: frontend: %v", r.Display, err)
+	}
+	feNodes, fePort := []string{orchestrator}, frontendPublicPort
+	multi := len(ns.worker) > 1 && s.Frontend.EnableMultipleFrontends
 	if s.frontendType == "vllm" {
 		if multi {
 			return nil, fmt.Errorf("recipe %s: frontend.type: vllm binds vllm serve directly to the public port; set frontend.enable_multiple_frontends: false", r.Display)
@@ -388,7 +392,7 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 				others = append(others, n)
 			}
 		}
-		feNodes, fePort = others[:min(s.numAdditionalFrontends+1, len(others))], frontendInternal
+		feNodes, fePort = others[:min(s.Frontend.NumAdditionalFrontends+1, len(others))], frontendInternal
 		var hosts []string
 		for _, n := range feNodes {
 			hosts = append(hosts, ns.addr[n])
@@ -399,47 +403,47 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		}
 		files["nginx.conf"] = conf
 		inner := "nginx -c /logs/nginx.conf -g 'daemon off;'"
-		if s.nginxRaiseUlimit {
+		if s.Frontend.NginxRaiseUlimit {
 			inner = "ulimit -n 1048576 && " + inner
 		}
-		nginxOpts := newOrdered()
+		nginxOpts := config.NewMap()
 		nginxOpts.Set("container-remap-root", "")
-		add(&Process{Role: RoleNginx, Command: []string{"bash", "-c", inner}, Env: newOrdered(), Nodelist: []string{ns.head},
-			Output: fmt.Sprintf("%s/%s_nginx.out", opt.Paths.LogDir, ns.head), ContainerImage: s.nginxContainer,
-			ContainerMounts: mounts.clone(), SrunOptions: nginxOpts, SrunExportEnv: newOrdered()})
+		add(&Process{Role: RoleNginx, Command: []string{"bash", "-c", inner}, Env: config.NewMap(), Nodelist: []string{ns.head},
+			Output: fmt.Sprintf("%s/%s_nginx.out", opt.Paths.LogDir, ns.head), ContainerImage: s.Frontend.NginxContainer,
+			ContainerMounts: cloneMap(mounts), SrunOptions: nginxOpts, SrunExportEnv: config.NewMap()})
 	}
 	pmix := "pmix"
 	if s.frontendType == "sglang" {
 		for i, n := range feNodes {
-			add(&Process{Role: RoleFrontend, Index: i, Command: sglangRouterCommand(s, procs, ns, fePort), Env: s.frontendEnv.clone(),
+			add(&Process{Role: RoleFrontend, Index: i, Command: sglangRouterCommand(s, procs, ns, fePort), Env: strMap(s.Frontend.Env),
 				Nodelist: []string{n}, Output: fmt.Sprintf("%s/%s_router_%d.out", opt.Paths.LogDir, n, i),
-				ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: newOrdered(), SrunExportEnv: newOrdered(), wrap: true})
+				ContainerImage: image, ContainerMounts: cloneMap(mounts), SrunOptions: config.NewMap(), SrunExportEnv: config.NewMap(), wrap: true})
 		}
 		feNodes = nil
 	}
 	for i, n := range feNodes {
 		cmd := append([]string{"python3", "-m", "dynamo.frontend", fmt.Sprintf("--http-port=%d", fePort)}, frontendArgs(s)...)
-		e := newOrdered()
+		e := config.NewMap()
 		e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
 		e.Set("NATS_SERVER", fmt.Sprintf("nats://%s:%d", ns.infra, natsPort))
-		e.Set("DYN_REQUEST_PLANE", s.requestPlane)
+		e.Set("DYN_REQUEST_PLANE", s.Dynamo.RequestPlane)
 		e.Set("DYN_SKIP_SGLANG_LOG_FORMATTING", "1")
-		if s.eventPlane != "" {
-			e.Set("DYN_EVENT_PLANE", s.eventPlane)
+		if s.Dynamo.EventPlane != "" {
+			e.Set("DYN_EVENT_PLANE", s.Dynamo.EventPlane)
 		}
-		for _, k := range env.keys {
-			e.Set(k, env.vals[k])
+		for _, k := range env.Keys {
+			e.Set(k, env.Vals[k])
 		}
-		for _, k := range s.frontendEnv.keys {
-			e.Set(k, s.frontendEnv.vals[k])
+		for _, k := range keysOf(s.Frontend.Env) {
+			e.Set(k, pyStr(s.Frontend.Env.Vals[k]))
 		}
-		feExport := newOrdered()
-		if s.dynamoInstall {
+		feExport := config.NewMap()
+		if s.Dynamo.Install {
 			feExport.Set("ENROOT_REMAP_ROOT", "yes")
 		}
 		add(&Process{Role: RoleFrontend, Index: i, Command: cmd, Env: e, BashPreamble: frontendPreamble(s),
 			Nodelist: []string{n}, Output: fmt.Sprintf("%s/%s_frontend_%d.out", opt.Paths.LogDir, n, i),
-			ContainerImage: image, ContainerMounts: mounts.clone(), SrunOptions: newOrdered(),
+			ContainerImage: image, ContainerMounts: cloneMap(mounts), SrunOptions: config.NewMap(),
 			SrunExportEnv: feExport, MPI: &pmix, wrap: true})
 	}
 
@@ -447,16 +451,22 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	// exporter srun over every worker node, no bash wrapper (the exporter
 	// image is distroless); the samples are collected off the head node.
 	var power *PowerTelemetry
-	if t := s.telemetry; t != nil {
+	if t := s.Telemetry; t != nil {
 		power = powerTelemetry(t, s, procs, ns, opt)
-		add(&Process{Role: RoleTelemetry, Command: strings.Fields(t.command), Env: newOrdered(), Nodelist: power.Nodes,
-			Output: opt.Paths.LogDir + "/telemetry_dcgm_exporter.out", ContainerImage: t.image, ContainerMounts: mounts.clone(),
-			SrunOptions: s.srunOptions.clone(), SrunExportEnv: newOrdered(), ntasks: len(power.Nodes)})
+		add(&Process{Role: RoleTelemetry, Command: strings.Fields(t.ExporterCommand), Env: config.NewMap(), Nodelist: power.Nodes,
+			Output: opt.Paths.LogDir + "/telemetry_dcgm_exporter.out", ContainerImage: t.ExporterImage, ContainerMounts: cloneMap(mounts),
+			SrunOptions: strMap(s.SrunOptions), SrunExportEnv: config.NewMap(), ntasks: len(power.Nodes)})
 	}
 
-	public := publicNode(s, procs, ns)
-	if s.benchType == "custom" {
-		e := newOrdered()
+	public := publicNode(s, procs, orchestrator)
+	benchNode := ns.bench
+	if s.Benchmark.Placement == config.NodeLastDecode {
+		if benchNode, err = placedNode(config.NodeLastDecode, procs, ns.head); err != nil {
+			return nil, fmt.Errorf("recipe %s: benchmark: %v", r.Display, err)
+		}
+	}
+	if b := s.Benchmark; b.Type == "custom" {
+		e := config.NewMap()
 		leaders := logicalEndpoints(s, procs, ns)
 		for _, m := range []string{"prefill", "decode", "agg"} {
 			var ips, eps []string
@@ -475,11 +485,11 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 		e.Set("SRTCTL_FRONTEND_TYPE", s.frontendType)
 		e.Set("SRT_FRONTEND_HOST", ns.addr[public])
 		e.Set("SRT_FRONTEND_PORT", strconv.Itoa(frontendPublicPort))
-		for _, k := range env.keys {
-			e.Set(k, env.vals[k])
+		for _, k := range env.Keys {
+			e.Set(k, env.Vals[k])
 		}
 		measurementWindowEnv(e, s)
-		if s.aiperfServerMetrics {
+		if b.AIPerfServerMetrics {
 			var urls []string
 			for _, l := range leaders {
 				urls = append(urls, fmt.Sprintf("http://%s:%d/metrics", l.host, l.port))
@@ -489,30 +499,24 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 				e.Set("AIPERF_SERVER_METRICS_URLS", strings.Join(dedupe(urls), ","))
 			}
 		}
-		for _, k := range s.benchEnv.keys {
-			e.Set(k, s.benchEnv.vals[k])
+		for _, k := range keysOf(b.Env) {
+			e.Set(k, pyStr(b.Env.Vals[k]))
 		}
 		bimg := image
-		if s.benchImage != "" {
-			bimg = s.benchImage
+		if b.ContainerImage != "" {
+			bimg = b.ContainerImage
 		}
-		add(&Process{Role: RoleBenchmark, Command: []string{"bash", "-lc", s.benchCommand}, Env: e,
-			Nodelist: []string{ns.bench}, Output: opt.Paths.LogDir + "/benchmark.out", ContainerImage: bimg,
-			ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(), SrunExportEnv: newOrdered(), wrap: true})
-	} else if runner, ok := benchRunners[s.benchType]; ok {
+		add(&Process{Role: RoleBenchmark, Command: []string{"bash", "-lc", b.Command}, Env: e,
+			Nodelist: []string{benchNode}, Output: opt.Paths.LogDir + "/benchmark.out", ContainerImage: bimg,
+			ContainerMounts: cloneMap(mounts), SrunOptions: strMap(s.SrunOptions), SrunExportEnv: config.NewMap(), wrap: true})
+	} else if runner, ok := benchRunners[b.Type]; ok {
 		// srt-slurm's own runners ignore benchmark.env and container_image
 		// (BenchmarkRunner.get_environment / get_container_image defaults).
-		cmd, err := runner.command(s, benchCtx{frontendPort: frontendPublicPort, tokenizer: tokenizer, served: served})
-		if err != nil {
-			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
-		}
-		e, err := builtinBenchEnv(s, runner, procs, ns, env, public)
-		if err != nil {
-			return nil, fmt.Errorf("recipe %s: %v", r.Display, err)
-		}
+		cmd := runner.command(s, benchCtx{frontendPort: frontendPublicPort, tokenizer: tokenizer, served: served})
+		e := builtinBenchEnv(s, runner, procs, ns, env, public)
 		add(&Process{Role: RoleBenchmark, Command: cmd, Env: e,
-			Nodelist: []string{ns.bench}, Output: opt.Paths.LogDir + "/benchmark.out", ContainerImage: image,
-			ContainerMounts: mounts.clone(), SrunOptions: s.srunOptions.clone(), SrunExportEnv: newOrdered(), wrap: true})
+			Nodelist: []string{benchNode}, Output: opt.Paths.LogDir + "/benchmark.out", ContainerImage: image,
+			ContainerMounts: cloneMap(mounts), SrunOptions: strMap(s.SrunOptions), SrunExportEnv: config.NewMap(), wrap: true})
 	}
 	for _, p := range out {
 		p.Argv = srunArgv(p, opt.JobID)
@@ -520,9 +524,31 @@ func Render(r *config.Recipe, alloc Allocation, opt Options) (*Rendered, error) 
 	return &Rendered{Processes: out, Files: files, Frontend: s.frontendType, ServedModel: served, PublicNode: public, Power: power}, nil
 }
 
+// placedNode is srt-slurm's topology.placed_node: the first or last node
+// holding a decode worker's leader (by worker index) for first_decode and
+// last_decode, else the head.
+func placedNode(placement string, procs []*workerProc, head string) (string, error) {
+	if placement != config.NodeFirstDecode && placement != config.NodeLastDecode {
+		return head, nil
+	}
+	var decode []string
+	for _, wp := range procs {
+		if wp.ep.mode == "decode" && wp.rank == 0 && indexOf(decode, wp.node) < 0 {
+			decode = append(decode, wp.node)
+		}
+	}
+	if len(decode) == 0 {
+		return "", fmt.Errorf("placement %s but the recipe has no decode workers", placement)
+	}
+	if placement == config.NodeFirstDecode {
+		return decode[0], nil
+	}
+	return decode[len(decode)-1], nil
+}
+
 // publicNode is _public_api_node: the one aggregate leader for a direct
-// vLLM frontend, else the head.
-func publicNode(s *spec, procs []*workerProc, ns *nodes) string {
+// vLLM frontend, else the frontend's (orchestrator's) node.
+func publicNode(s *spec, procs []*workerProc, orchestrator string) string {
 	if s.frontendType == "vllm" {
 		var leaders []string
 		for _, wp := range procs {
@@ -534,7 +560,7 @@ func publicNode(s *spec, procs []*workerProc, ns *nodes) string {
 			return leaders[0]
 		}
 	}
-	return ns.head
+	return orchestrator
 }
 
 // leaderEndpoint is one logical worker as a custom benchmark sees it.
@@ -573,7 +599,9 @@ func kvbmMetricsURLs(s *spec, procs []*workerProc, ns *nodes) []string {
 	port := ""
 	for _, m := range []string{"prefill", "agg"} {
 		if me := s.modeEnv[m]; me != nil && port == "" {
-			port = me.Get("DYN_KVBM_METRICS_PORT")
+			if v, ok := me.Get("DYN_KVBM_METRICS_PORT"); ok && v != nil {
+				port = pyStr(v)
+			}
 		}
 	}
 	if port == "" {
@@ -590,9 +618,9 @@ func kvbmMetricsURLs(s *spec, procs []*workerProc, ns *nodes) []string {
 
 // measurementWindowEnv points the benchmark at the power artifact's
 // windows directory (benchmark_stage._get_measurement_window_env).
-func measurementWindowEnv(e *ordered, s *spec) {
-	if s.telemetry != nil {
-		e.Set("SRT_MEASUREMENT_WINDOW_DIR", "/logs/"+s.telemetry.storageSubdir+"/windows")
+func measurementWindowEnv(e *config.Map, s *spec) {
+	if s.Telemetry != nil {
+		e.Set("SRT_MEASUREMENT_WINDOW_DIR", "/logs/"+s.Telemetry.StorageSubdir+"/windows")
 	}
 }
 
@@ -612,7 +640,7 @@ func carve(s *spec, alloc Allocation, n int) (*nodes, error) {
 	for _, r := range []struct {
 		name string
 		on   bool
-	}{{"infra", s.infraDedicated}, {"frontend", s.frontendDedicated}, {"client", s.clientDedicated}} {
+	}{{"infra", s.Services.InfraDedicated()}, {"frontend", s.Frontend.Placement == config.NodeDedicated}, {"client", s.Benchmark.Placement == config.NodeDedicated}} {
 		if r.on {
 			roles = append(roles, r.name)
 		}
@@ -623,7 +651,7 @@ func carve(s *spec, alloc Allocation, n int) (*nodes, error) {
 	}
 	reserved := map[string]string{}
 	hasClient := indexOf(roles, "client") >= 0
-	if s.colocateDedicated {
+	if s.Benchmark.ColocateWithFrontend {
 		if len(list) < 2 {
 			return nil, fmt.Errorf("dedicated node for %s needs at least 2 nodes", strings.Join(roles, "+"))
 		}
@@ -695,7 +723,7 @@ func allocateEndpoints(s *spec, avail []string) ([]*endpoint, error) {
 			}
 			eps = append(eps, &endpoint{mode: mode, index: i, nodes: avail[nodeIdx : nodeIdx+1], gpus: seq(gpuOff, gpuOff+per)})
 			gpuOff += per
-			if gpuOff >= gpn || s.spreadWorkers {
+			if gpuOff >= gpn || s.Resources.SpreadWorkers {
 				nodeIdx, gpuOff = nodeIdx+1, 0
 			}
 		}
@@ -771,20 +799,20 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 	if s.frontendType != "sglang" {
 		cmd = append(cmd, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
 	}
-	if kv := kvEventsFor(s.kvEvents, mode); kv != nil {
+	if kv := kvEventsFor(s.role(mode)); kv != nil {
 		kv.Set("endpoint", fmt.Sprintf("tcp://*:%d", wp.kvEventPort))
 		cmd = append(cmd, "--kv-events-config", pyJSON(kv))
 	}
 	if s.frontendType != "sglang" {
-		cmd = append(cmd, "--request-plane", s.requestPlane)
+		cmd = append(cmd, "--request-plane", s.Dynamo.RequestPlane)
 	}
 	cfg := s.modeConfig[mode]
 	// Only these are taken out; a flag the prefix also sets (e.g.
 	// disaggregation-mode) is passed again, as srt-slurm does.
 	skip := map[string]bool{"model-path": true, "model_path": true, "served-model-name": true, "served_model_name": true,
 		"nccl-port": true, "nccl_port": true, "grpc-port": true, "grpc_port": true}
-	keys := make([]string, 0, len(cfg.keys))
-	for _, k := range cfg.keys {
+	keys := make([]string, 0, len(cfg.Keys))
+	for _, k := range cfg.Keys {
 		if !skip[k] {
 			keys = append(keys, k)
 		}
@@ -792,7 +820,7 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 	sortStrings(keys)
 	for _, k := range keys {
 		flag := "--" + strings.ReplaceAll(k, "_", "-")
-		switch v := cfg.anyVals[k].(type) {
+		switch v := cfg.Vals[k].(type) {
 		case bool:
 			if v {
 				cmd = append(cmd, flag)
@@ -810,42 +838,18 @@ func workerCommand(s *spec, wp *workerProc, ns *nodes, modelArg, served, logDir 
 	return cmd
 }
 
-// kvEventsMode resolves backend.kv_events_config for a mode as both
-// backends' get_kv_events_config_for_mode do: true enables prefill and
-// decode; a mapping enables the modes it lists ("aggregated" for agg),
-// own holding a mode's settings when they are a mapping.
-func kvEventsMode(cfg any, mode string) (on bool, own *ordered) {
-	switch c := cfg.(type) {
-	case bool:
-		return c && (mode == "prefill" || mode == "decode"), nil
-	case *ordered:
-		key := mode
-		if mode == "agg" {
-			key = "aggregated"
-		}
-		switch m := c.anyVals[key].(type) {
-		case bool:
-			return m, nil
-		case *ordered:
-			return true, m
-		}
-	}
-	return false, nil
-}
-
-// kvEventsFor is SGLang's --kv-events-config for a mode (nil: none): zmq
-// on topic kv-events, the mode's settings as strings.
-func kvEventsFor(cfg any, mode string) *ordered {
-	on, own := kvEventsMode(cfg, mode)
-	if !on {
+// kvEventsFor is SGLang's --kv-events-config for a role (nil: none): zmq
+// on topic kv-events, the role's settings (config.Role.KVEvents) as strings.
+func kvEventsFor(ro *config.Role) *config.Map {
+	if ro == nil || ro.KVEvents == nil {
 		return nil
 	}
-	o := newOrdered()
+	o := config.NewMap()
 	o.Set("publisher", "zmq")
 	o.Set("topic", "kv-events")
-	if own != nil {
-		for _, k := range own.keys {
-			o.Set(k, pyStr(own.anyVals[k]))
+	if own, ok := ro.KVEvents.(*config.Map); ok {
+		for _, k := range own.Keys {
+			o.Set(k, pyStr(own.Vals[k]))
 		}
 	}
 	return o
@@ -853,8 +857,8 @@ func kvEventsFor(cfg any, mode string) *ordered {
 
 // runtimeMounts are the mounts every container gets (srt-slurm
 // RuntimeContext.from_config), in its order.
-func runtimeMounts(s *spec, p Paths, hf bool) *ordered {
-	m := newOrdered()
+func runtimeMounts(s *spec, p Paths, hf bool) *config.Map {
+	m := config.NewMap()
 	m.Set(p.LogDir, "/logs")
 	if !hf {
 		m.Set(p.ModelDir, "/model")
@@ -862,7 +866,7 @@ func runtimeMounts(s *spec, p Paths, hf bool) *ordered {
 	m.Set(p.SrtRoot+"/configs", "/configs")
 	m.Set(p.SrtRoot+"/src/srtctl/runtime_scripts", "/srtctl-runtime")
 	m.Set(p.SrtRoot+"/src/srtctl/benchmarks/scripts", "/srtctl-benchmarks")
-	for _, em := range s.extraMounts {
+	for _, em := range s.ExtraMounts {
 		host, ctr, _ := strings.Cut(em, ":")
 		m.Set(host, ctr)
 	}
@@ -894,14 +898,14 @@ func srunArgv(p *Process, jobID string) []string {
 		a = append(a, "--container-image", p.ContainerImage, "--no-container-entrypoint", "--no-container-mount-home")
 		if p.ContainerMounts.Len() > 0 {
 			var ms []string
-			for _, k := range p.ContainerMounts.keys {
-				ms = append(ms, k+":"+p.ContainerMounts.vals[k])
+			for _, k := range p.ContainerMounts.Keys {
+				ms = append(ms, k+":"+p.ContainerMounts.Str(k))
 			}
 			a = append(a, "--container-mounts", strings.Join(ms, ","))
 		}
 	}
-	for _, k := range p.SrunOptions.keys {
-		if v := p.SrunOptions.vals[k]; v != "" {
+	for _, k := range p.SrunOptions.Keys {
+		if v := p.SrunOptions.Str(k); v != "" {
 			a = append(a, "--"+k+"="+v)
 		} else {
 			a = append(a, "--"+k)
@@ -909,8 +913,8 @@ func srunArgv(p *Process, jobID string) []string {
 	}
 	if p.SrunExportEnv.Len() > 0 {
 		kv := []string{"ALL"}
-		for _, k := range p.SrunExportEnv.keys {
-			kv = append(kv, k+"="+p.SrunExportEnv.vals[k])
+		for _, k := range p.SrunExportEnv.Keys {
+			kv = append(kv, k+"="+p.SrunExportEnv.Str(k))
 		}
 		a = append(a, "--export="+strings.Join(kv, ","))
 	}
@@ -962,7 +966,7 @@ func dedupe(xs []string) []string {
 // frontend args in YAML order.
 func sglangRouterCommand(s *spec, procs []*workerProc, ns *nodes, port int) []string {
 	scheme := func(mode string) string {
-		if s.backendType == "sglang" && pyTruthy(s.modeConfig[mode].anyVals["grpc-mode"]) {
+		if s.Engine.Type == "sglang" && config.Truthy(s.modeConfig[mode].Vals["grpc-mode"]) {
 			return "grpc://"
 		}
 		return "http://"
@@ -999,8 +1003,8 @@ func sglangRouterCommand(s *spec, procs []*workerProc, ns *nodes, port int) []st
 // null dropped, anything else -> --flag str(v).
 func frontendArgs(s *spec) []string {
 	var out []string
-	for _, k := range s.frontendArgs.keys {
-		switch v := s.frontendArgs.anyVals[k]; v {
+	for _, k := range keysOf(s.Frontend.Args) {
+		switch v := s.Frontend.Args.Vals[k]; v {
 		case true:
 			out = append(out, "--"+k)
 		case false, nil:

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"gopkg.in/yaml.v3"
+	"github.com/sweepflow/sweepflow/config"
 )
 
 // TensorRT-LLM workers (srt-slurm backends/trtllm.py, v1.0.68): one srun
@@ -15,37 +15,15 @@ import (
 // recipe's trtllm_config.<mode>), which dynamo.trtllm reads via
 // --extra-engine-args.
 
-func (s *spec) parseTRTLLM(be *yaml.Node, display string) error {
-	var err error
-	if n := get(be, "numa_memory_bind"); n != nil {
-		b, err := optBool(n, "backend.numa_memory_bind", false)
-		if err != nil {
-			return err
-		}
-		s.numaBind = &b
-	}
-	if s.publishEvents, err = optBool(get(be, "publish_events_and_metrics"), "backend.publish_events_and_metrics", false); err != nil {
-		return err
-	}
-	// srt-slurm starts same-node workers in batches from a thread pool when
-	// this is set, so its launch order is not fixed; we do not render that.
-	if n, err := optInt(get(be, "sequential_node_start"), "backend.sequential_node_start", 0); err != nil {
-		return err
-	} else if n != 0 {
-		return fmt.Errorf("recipe %s: backend.sequential_node_start is not supported by the engine launcher yet", display)
-	}
-	return nil
-}
-
 // trtllmConfigFile is the file name srt-slurm writes a mode's engine options to.
 func trtllmConfigFile(mode string) string { return "trtllm_config_" + mode + ".yaml" }
 
 // trtllmCommand is the dynamo.trtllm argv of a worker.
 func trtllmCommand(s *spec, mode, modelArg, modelName string) []string {
 	var cmd []string
-	numa := s.gpuType == "gb200" || s.gpuType == "gb300"
-	if s.numaBind != nil {
-		numa = *s.numaBind
+	numa := s.Resources.GPUType == "gb200" || s.Resources.GPUType == "gb300"
+	if b := s.Engine.NUMAMemoryBind; b != nil {
+		numa = *b
 	}
 	if numa && (mode == "prefill" || mode == "decode") {
 		cmd = append(cmd, "numactl", "-m", "0,1")
@@ -54,8 +32,8 @@ func trtllmCommand(s *spec, mode, modelArg, modelName string) []string {
 	if mode != "agg" {
 		cmd = append(cmd, "--disaggregation-mode", mode)
 	}
-	cmd = append(cmd, "--extra-engine-args", "/logs/"+trtllmConfigFile(mode), "--request-plane", s.requestPlane)
-	if s.publishEvents {
+	cmd = append(cmd, "--extra-engine-args", "/logs/"+trtllmConfigFile(mode), "--request-plane", s.Dynamo.RequestPlane)
+	if s.Engine.PublishEventsAndMetrics {
 		cmd = append(cmd, "--publish-events-and-metrics")
 	}
 	return cmd
@@ -74,7 +52,7 @@ func eplbShmName(jobID, logDir, mode string, index int) string {
 // trtllmWorker is one worker's srun (srt-slurm start_endpoint_worker): the
 // leader's ports and log, every node of the worker, no recipe srun_options.
 func trtllmWorker(s *spec, leader *workerProc, rest []*workerProc, ns *nodes, opt Options, modelArg, modelName string,
-	env *ordered, mounts *ordered, preamble *string, exportEnv *ordered) *Process {
+	env *config.Map, mounts *config.Map, preamble *string, exportEnv *config.Map) *Process {
 	mode := leader.ep.mode
 	var nodelist []string
 	for _, wp := range rest {
@@ -82,24 +60,24 @@ func trtllmWorker(s *spec, leader *workerProc, rest []*workerProc, ns *nodes, op
 			nodelist = append(nodelist, wp.node)
 		}
 	}
-	e := newOrdered()
+	e := config.NewMap()
 	e.Set("HEAD_NODE_IP", ns.addr[ns.head])
 	e.Set("ETCD_ENDPOINTS", fmt.Sprintf("http://%s:%d", ns.infra, etcdPort))
 	e.Set("NATS_SERVER", fmt.Sprintf("nats://%s:%d", ns.infra, natsPort))
 	e.Set("DYN_SYSTEM_PORT", strconv.Itoa(leader.sysPort))
 	e.Set("DYN_SKIP_SGLANG_LOG_FORMATTING", "1")
-	if s.eventPlane != "" {
-		e.Set("DYN_EVENT_PLANE", s.eventPlane)
+	if s.Dynamo.EventPlane != "" {
+		e.Set("DYN_EVENT_PLANE", s.Dynamo.EventPlane)
 	}
 	e.Set("DYN_LOG", "info,dynamo_runtime::pipeline::network::ingress::push_handler=warn")
 	if me := s.modeEnv[mode]; me != nil {
-		for _, k := range me.keys {
-			e.Set(k, me.vals[k]) // no {node} templating on this path
+		for _, k := range me.Keys {
+			e.Set(k, pyStr(me.Vals[k])) // no {node} templating on this path
 		}
 	}
 	e.Set("TRTLLM_EPLB_SHM_NAME", eplbShmName(opt.JobID, opt.Paths.LogDir, mode, leader.ep.index))
-	for _, k := range env.keys {
-		e.Set(k, env.vals[k])
+	for _, k := range env.Keys {
+		e.Set(k, env.Vals[k])
 	}
 	if len(leader.gpus) < s.gpusPerNode {
 		e.Set("CUDA_VISIBLE_DEVICES", joinInts(leader.gpus))
@@ -108,7 +86,7 @@ func trtllmWorker(s *spec, leader *workerProc, rest []*workerProc, ns *nodes, op
 	return &Process{Role: Role(mode), Index: leader.ep.index, Command: trtllmCommand(s, mode, modelArg, modelName), Env: e,
 		BashPreamble: preamble, Nodelist: nodelist,
 		Output:         fmt.Sprintf("%s/%s_%s_w%d.out", opt.Paths.LogDir, leader.node, mode, leader.ep.index),
-		ContainerImage: opt.Paths.Image, ContainerMounts: mounts.clone(), SrunOptions: newOrdered(),
-		SrunExportEnv: exportEnv.clone(), MPI: &pmix, wrap: true,
+		ContainerImage: opt.Paths.Image, ContainerMounts: cloneMap(mounts), SrunOptions: config.NewMap(),
+		SrunExportEnv: cloneMap(exportEnv), MPI: &pmix, wrap: true,
 		ntasks: len(nodelist) * len(leader.gpus), oversubscribe: true, cpuBind: "verbose,none"}
 }

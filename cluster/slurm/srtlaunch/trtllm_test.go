@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gopkg.in/yaml.v3"
+	"github.com/sweepflow/sweepflow/config"
 )
 
 // Expected values follow srt-slurm's backends/trtllm.py and
@@ -45,7 +45,7 @@ func TestRenderTRTLLM(t *testing.T) {
 	assert.Contains(t, argv, "--overlap --mpi pmix --oversubscribe --cpu-bind=verbose,none --nodes 2 --ntasks 8 --nodelist gb200-02,gb200-03 ")
 	assert.Contains(t, strings.Join(p.Argv, " "), "--nodes 1 --ntasks 2 ")
 	assert.Zero(t, d.SrunOptions.Len())
-	assert.Equal(t, []string{"mem"}, procs[6].SrunOptions.Keys(), "the benchmark keeps them")
+	assert.Equal(t, []string{"mem"}, procs[6].SrunOptions.Keys, "the benchmark keeps them")
 	assert.Equal(t, "Tiny-1B", procs[6].Command[8])
 
 	assert.Equal(t, `cuda_graph_config: null
@@ -74,8 +74,11 @@ tiny: 1.0e-05
 }
 
 func TestPyYAMLDump(t *testing.T) {
-	v, err := pyValue(mustNode(t, "b: [{y: 1, x: [a, b]}, [1, [2]], []]\na: {}\nc: 'true'\nd: '- x'\ne: 'a: b'\nf: 1.5\ng: ''\n"))
+	// The values as a recipe holds them: a role's engine args.
+	r, err := config.ParseRecipe("r.yaml", []byte("name: x\nmodel: {path: /m, container: c}\nresources: {gpus_per_node: 4, agg_nodes: 1}\n"+
+		"backend:\n  type: trtllm\n  trtllm_config:\n    aggregated: {b: [{y: 1, x: [a, b]}, [1, [2]], []], a: {}, c: 'true', d: '- x', e: 'a: b', f: 1.5, g: ''}\n"), "")
 	require.NoError(t, err)
+	v := r.Roles.Agg.Args
 	assert.Equal(t, `a: {}
 b:
 - x:
@@ -91,12 +94,5 @@ e: 'a: b'
 f: 1.5
 g: ''
 `, pyYAMLDump(v))
-	assert.Equal(t, "{}\n", pyYAMLDump(&ordered{}))
-}
-
-func mustNode(t *testing.T, src string) *yaml.Node {
-	t.Helper()
-	var n yaml.Node
-	require.NoError(t, yaml.Unmarshal([]byte(src), &n))
-	return &n
+	assert.Equal(t, "{}\n", pyYAMLDump(config.NewMap()))
 }

@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
@@ -24,41 +23,15 @@ const (
 	vllmPortStride   = 50
 )
 
-type vllmSpec struct {
-	setCVD    bool
-	connector any // backend.connector: "nixl" by default, nil for none
-	// specQuoted: the mode's speculative-config is a single-quoted scalar,
-	// the form InferenceX's vLLM injector rewrites.
-	specQuoted map[string]bool
-}
-
-func (s *spec) parseVLLM(be *yaml.Node, display string) error {
-	var err error
-	if s.vllm.setCVD, err = optBool(get(be, "set_cuda_visible_devices"), "backend.set_cuda_visible_devices", false); err != nil {
-		return err
+// checkVLLM refuses what srt-slurm's vLLM backend launches and this
+// launcher does not render, and frontends that do not front vLLM.
+func (s *spec) checkVLLM() error {
+	e := s.Engine
+	if e.AllowPrefillDecodeColocation {
+		return notSupported(s.Recipe, "allow_prefill_decode_colocation for vllm")
 	}
-	s.vllm.specQuoted = map[string]bool{}
-	for _, b := range modeBlocks {
-		if n := get(get(get(be, "vllm_config"), b.cfg), "speculative-config"); n != nil && n.Kind == yaml.ScalarNode && n.Style == yaml.SingleQuotedStyle {
-			s.vllm.specQuoted[b.mode] = true
-		}
-	}
-	s.vllm.connector = "nixl"
-	if n := findKey(be, "connector"); n != nil {
-		if s.vllm.connector, err = scalar(n, "backend.connector"); err != nil {
-			return err
-		}
-	}
-	// A feature that changes the process set, not rendered yet.
-	if n := get(be, "allow_prefill_decode_colocation"); n != nil {
-		if v, _ := pyValue(n); pyTruthy(v) {
-			return fmt.Errorf("recipe %s: backend.allow_prefill_decode_colocation is not supported by the engine launcher yet for vllm", display)
-		}
-	}
-	if m, err := optString(get(be, "dp_launch_mode"), "backend.dp_launch_mode", "per_node"); err != nil {
-		return err
-	} else if m != "per_node" {
-		return fmt.Errorf("recipe %s: backend.dp_launch_mode %q is not supported by the engine launcher yet (per_node)", display, m)
+	if e.DPLaunchMode != "per_node" {
+		return notSupported(s.Recipe, fmt.Sprintf("dp_launch_mode %q", e.DPLaunchMode), "per_node")
 	}
 	switch s.frontendType {
 	case "dynamo":
@@ -66,60 +39,45 @@ func (s *spec) parseVLLM(be *yaml.Node, display string) error {
 		// frontends/vllm.py: `vllm serve` of the one aggregate worker binds
 		// the public port; nothing routes between workers.
 		if s.prefillWorkers > 0 || s.decodeWorkers > 0 {
-			return fmt.Errorf("recipe %s: frontend.type: vllm supports aggregate vLLM jobs only", display)
+			return fmt.Errorf("recipe %s: frontend.type: vllm supports aggregate vLLM jobs only", s.Display)
 		}
 		if s.aggWorkers != 1 {
-			return fmt.Errorf("recipe %s: frontend.type: vllm supports exactly one aggregate worker, got %d; use frontend.type: dynamo to route between workers", display, s.aggWorkers)
+			return fmt.Errorf("recipe %s: frontend.type: vllm supports exactly one aggregate worker, got %d; use frontend.type: dynamo to route between workers", s.Display, s.aggWorkers)
 		}
 	default:
-		return fmt.Errorf("recipe %s: frontend.type %q with backend vllm is not supported by the engine launcher yet", display, s.frontendType)
+		return notSupported(s.Recipe, fmt.Sprintf("frontend.type %q with the vllm engine", s.Frontend.Type))
 	}
 	return nil
 }
 
-// vllmKVEvents is vLLM's --kv-events-config for a mode (nil: none): zmq
-// on topic kv-events with KV cache events enabled, the mode's settings
+// vllmKVEvents is vLLM's --kv-events-config for a role (nil: none): zmq
+// on topic kv-events with KV cache events enabled, the role's settings
 // typed (VLLMProtocol.get_kv_events_config_for_mode).
-func vllmKVEvents(cfg any, mode string) *ordered {
-	on, own := kvEventsMode(cfg, mode)
-	if !on {
+func vllmKVEvents(ro *config.Role) *config.Map {
+	if ro == nil || ro.KVEvents == nil {
 		return nil
 	}
-	o := &ordered{}
-	o.setAny("publisher", "zmq")
-	o.setAny("topic", "kv-events")
-	o.setAny("enable_kv_cache_events", true)
-	if own != nil {
-		for _, k := range own.keys {
-			o.setAny(k, own.anyVals[k])
+	o := config.NewMap()
+	o.Set("publisher", "zmq")
+	o.Set("topic", "kv-events")
+	o.Set("enable_kv_cache_events", true)
+	if own, ok := ro.KVEvents.(*config.Map); ok {
+		for _, k := range own.Keys {
+			o.Set(k, own.Vals[k])
 		}
 	}
 	return o
 }
 
-// findKey is the value node of key even when it is null (get hides nulls).
-func findKey(n *yaml.Node, key string) *yaml.Node {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if deref(n.Content[i]).Value == key {
-			return deref(n.Content[i+1])
-		}
-	}
-	return nil
-}
-
 // cfgGet is config.get(kebab) or config.get(snake), Python's `or` included.
-func cfgGet(cfg *ordered, key string) any {
-	if v := cfg.anyVals[key]; pyTruthy(v) {
+func cfgGet(cfg *config.Map, key string) any {
+	if v := cfg.Vals[key]; config.Truthy(v) {
 		return v
 	}
-	return cfg.anyVals[strings.ReplaceAll(key, "-", "_")]
+	return cfg.Vals[strings.ReplaceAll(key, "-", "_")]
 }
 
-func cfgInt(cfg *ordered, key string, def int) int {
+func cfgInt(cfg *config.Map, key string, def int) int {
 	if v, ok := cfgGet(cfg, key).(int64); ok && v != 0 {
 		return int(v)
 	}
@@ -128,7 +86,7 @@ func cfgInt(cfg *ordered, key string, def int) int {
 
 func (s *spec) vllmDP(mode string) bool {
 	cfg := s.modeConfig[mode]
-	return cfg.anyVals["data-parallel-size"] != nil || cfg.anyVals["data_parallel_size"] != nil
+	return cfg.Vals["data-parallel-size"] != nil || cfg.Vals["data_parallel_size"] != nil
 }
 
 // vllmToProcesses is VLLMProtocol.endpoints_to_processes with per_node DP.
@@ -218,20 +176,15 @@ var vllmConnectors = map[string]string{
 // vllmCommand is dynamo.vllm's argv (VLLMProtocol.build_worker_command).
 func vllmCommand(s *spec, wp *workerProc, procs []*workerProc, ns *nodes, modelArg, served, logDir string) ([]string, error) {
 	mode := wp.ep.mode
-	src := s.modeConfig[mode]
-	cfg := &ordered{}
-	for _, k := range src.keys {
-		cfg.setAny(k, src.anyVals[k])
-	}
+	cfg := s.modeConfig[mode].Clone()
 	pop := func(keys ...string) any {
 		var first any
 		for _, k := range keys {
-			if v, ok := cfg.anyVals[k]; ok {
+			if v, ok := cfg.Get(k); ok {
 				if first == nil {
 					first = v
 				}
-				delete(cfg.anyVals, k)
-				cfg.keys = removeKey(cfg.keys, k)
+				cfg.Delete(k)
 			}
 		}
 		return first
@@ -244,8 +197,8 @@ func vllmCommand(s *spec, wp *workerProc, procs []*workerProc, ns *nodes, modelA
 	if mode != "agg" {
 		cmd = append(cmd, "--disaggregation-mode", mode)
 	}
-	connector := s.vllm.connector
-	if _, ok := cfg.anyVals["connector"]; ok {
+	connector := s.Engine.Connector
+	if cfg.Has("connector") {
 		if v := pop("connector"); v != nil {
 			connector = v
 		}
@@ -256,7 +209,7 @@ func vllmCommand(s *spec, wp *workerProc, procs []*workerProc, ns *nodes, modelA
 		}
 		cmd = append(cmd, "--kv-transfer-config", c)
 	}
-	if !s.vllm.setCVD && len(wp.gpus) > 0 {
+	if !s.Engine.SetCUDAVisibleDevices && len(wp.gpus) > 0 {
 		cmd = append(cmd, "--device-ids", joinInts(wp.gpus))
 	}
 	rank := strconv.Itoa(wp.rank)
@@ -289,9 +242,9 @@ func vllmCommand(s *spec, wp *workerProc, procs []*workerProc, ns *nodes, modelA
 			cmd = append(cmd, "--headless")
 		}
 	}
-	cmd = append(cmd, "--request-plane", s.requestPlane, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
-	if kv := vllmKVEvents(s.kvEvents, mode); kv != nil {
-		kv.setAny("endpoint", fmt.Sprintf("tcp://*:%d", wp.kvEventPort))
+	cmd = append(cmd, "--request-plane", s.Dynamo.RequestPlane, "--dump-config-to", fmt.Sprintf("%s/%s_config.json", logDir, wp.node))
+	if kv := vllmKVEvents(s.role(mode)); kv != nil {
+		kv.Set("endpoint", fmt.Sprintf("tcp://*:%d", wp.kvEventPort))
 		cmd = append(cmd, "--kv-events-config", pyJSONDump(kv, 0))
 	}
 	return append(cmd, configFlags(cfg)...), nil
@@ -304,15 +257,15 @@ var vllmOrchestrationFlags = []string{"headless", "host", "port", "master-addr",
 // vllmServeCommand is build_worker_command for frontend.type vllm: `vllm
 // serve` itself; the leader binds the public port, other node ranks run
 // headless (without API-server-only flags).
-func vllmServeCommand(s *spec, wp *workerProc, cfg *ordered, pop func(...string) any, leader, modelArg, served string) []string {
-	for _, k := range append([]string(nil), cfg.keys...) {
+func vllmServeCommand(s *spec, wp *workerProc, cfg *config.Map, pop func(...string) any, leader, modelArg, served string) []string {
+	for _, k := range append([]string(nil), cfg.Keys...) {
 		if indexOf(vllmOrchestrationFlags, strings.ReplaceAll(k, "_", "-")) >= 0 {
 			pop(k)
 		}
 	}
 	pop("connector")
-	if _, ok := cfg.anyVals["served-model-name"]; !ok {
-		cfg.setAny("served-model-name", served)
+	if _, ok := cfg.Vals["served-model-name"]; !ok {
+		cfg.Set("served-model-name", served)
 	}
 	cmd := []string{"vllm", "serve", modelArg}
 	if wp.rank == 0 {
@@ -322,14 +275,14 @@ func vllmServeCommand(s *spec, wp *workerProc, cfg *ordered, pop func(...string)
 		cmd = append(cmd, "--master-addr", leader, "--nnodes", strconv.Itoa(len(wp.ep.nodes)), "--node-rank", strconv.Itoa(wp.rank))
 		if wp.rank > 0 {
 			cmd = append(cmd, "--headless")
-			for _, k := range append([]string(nil), cfg.keys...) {
+			for _, k := range append([]string(nil), cfg.Keys...) {
 				if strings.ReplaceAll(k, "_", "-") == "api-server-count" {
 					pop(k)
 				}
 			}
 		}
 	}
-	if !s.vllm.setCVD && len(wp.gpus) > 0 {
+	if !s.Engine.SetCUDAVisibleDevices && len(wp.gpus) > 0 {
 		cmd = append(cmd, "--device-ids", joinInts(wp.gpus))
 	}
 	return append(cmd, configFlags(cfg)...)
@@ -337,13 +290,13 @@ func vllmServeCommand(s *spec, wp *workerProc, cfg *ordered, pop func(...string)
 
 // configFlags is srt-slurm's _config_to_cli_args: keys sorted, "_" -> "-",
 // true -> --flag, false/None dropped, a list -> --flag a b, else str(v).
-func configFlags(cfg *ordered) []string {
-	keys := append([]string(nil), cfg.keys...)
+func configFlags(cfg *config.Map) []string {
+	keys := append([]string(nil), cfg.Keys...)
 	sortStrings(keys)
 	var out []string
 	for _, k := range keys {
 		flag := "--" + strings.ReplaceAll(k, "_", "-")
-		switch v := cfg.anyVals[k].(type) {
+		switch v := cfg.Vals[k].(type) {
 		case bool:
 			if v {
 				out = append(out, flag)
@@ -361,18 +314,8 @@ func configFlags(cfg *ordered) []string {
 	return out
 }
 
-func removeKey(keys []string, k string) []string {
-	out := keys[:0:0]
-	for _, x := range keys {
-		if x != k {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // vllmProcessEnv adds VLLMProtocol.get_process_environment's ports.
-func vllmProcessEnv(e *ordered, wp *workerProc, ns *nodes) {
+func vllmProcessEnv(e *config.Map, wp *workerProc, ns *nodes) {
 	e.Set("DYN_VLLM_KV_EVENT_PORT", strconv.Itoa(wp.kvEventPort))
 	e.Set("VLLM_NIXL_SIDE_CHANNEL_PORT", strconv.Itoa(wp.nixlPort))
 	e.Set("VLLM_NIXL_SIDE_CHANNEL_HOST", ns.addr[wp.node])
@@ -387,20 +330,20 @@ func vllmProcessEnv(e *ordered, wp *workerProc, ns *nodes) {
 func (s *spec) injectVLLMSynthetic(al float64) error {
 	n := 0
 	for _, b := range modeBlocks {
-		if !s.vllm.specQuoted[b.mode] {
+		cfg := s.modeConfig[b.mode]
+		if !cfg.SingleQuoted["speculative-config"] {
 			continue
 		}
-		cfg := s.modeConfig[b.mode]
-		raw, _ := cfg.anyVals["speculative-config"].(string)
+		raw, _ := cfg.Vals["speculative-config"].(string)
 		out, err := setJSONKeys(raw, [][2]string{{"rejection_sample_method", `"synthetic"`}, {"synthetic_acceptance_length", pyjson.FloatRepr(al)}})
 		if err != nil {
-			return fmt.Errorf("backend.vllm_config.%s.speculative-config: %v", b.cfg, err)
+			return fmt.Errorf("%s.speculative-config: %v", cfg.Path, err)
 		}
-		cfg.anyVals["speculative-config"] = out
+		cfg.Vals["speculative-config"] = out
 		n++
 	}
 	if n == 0 {
-		return fmt.Errorf("synthetic acceptance for vllm needs a speculative-config: '<json>' entry in backend.vllm_config (InferenceX's injector found none)")
+		return fmt.Errorf("synthetic acceptance for vllm needs a speculative-config: '<json>' entry in a role's vLLM args (InferenceX's injector found none)")
 	}
 	return nil
 }
