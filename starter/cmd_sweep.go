@@ -31,6 +31,7 @@ func init() {
 		c.Flags().IntVar(&f.changelog.Since, "since", 0, "with --changelog: run entries N to the last (default: the last entry)")
 		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
 		f.recipes.bind(c.Flags())
+		c.Flags().Var(&f.configKeys, "config-keys", "config keys or globs, in place of the sweep file's; several may follow the flag")
 		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
 		c.Flags().StringArrayVar(&f.adaptive, "adaptive", nil, "adaptive points for a config key, as the sweep file's adaptive: entry (repeatable; replaces the file's entry for that key): "+
 			"KEY=fill[,factor=2][,max-points=3][,max-node-hours=H] or KEY=slo,metric=p99_ttft,max=2,step=64[,grid-min=N][,grid-max=N][,topology=T][,max-points=N][,max-node-hours=H]")
@@ -83,6 +84,8 @@ type startFlags struct {
 	chaos chaosFlags
 	// sets: `sweep start --set dotted.key=value`.
 	sets recipeSets
+	// configKeys: `sweep start --config-keys` (in place of the file's).
+	configKeys listFlag
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -130,7 +133,7 @@ func runSweepStart(f startFlags) error {
 		return err
 	}
 	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
-		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets}
+		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets, ConfigKeys: f.configKeys}
 	for _, a := range f.adaptive {
 		ar, err := point.ParseAdaptive(a)
 		if err != nil {
