@@ -21,7 +21,11 @@ import (
 // load generator: the emulation has a simulator role for InferenceX's
 // agentic benchmark only, not for srt-slurm's sa-bench and the other
 // benchmark types of the recipes, so every key measures the same way.
-func EmulatedFleet(target, emu *Cluster) ([]byte, error) {
+//
+// inferencex and srtSlurm, when given, are the user's checkouts the
+// profile composes its recipes root from (its inferencex and srt-slurm
+// keys), so the worker launches from the root the plan was made from.
+func EmulatedFleet(target, emu *Cluster, inferencex, srtSlurm string) ([]byte, error) {
 	if emu.Emulation == nil {
 		return nil, fmt.Errorf("%s: not an emulated partition (no emulation: entrypoints)", emu.Path)
 	}
@@ -50,6 +54,8 @@ func EmulatedFleet(target, emu *Cluster) ([]byte, error) {
 		NodeLocalRoot      string            `yaml:"node-local-root"`
 		Launcher           string            `yaml:"launcher"`
 		RecipesRoot        string            `yaml:"recipes-root,omitempty"`
+		InferenceX         string            `yaml:"inferencex,omitempty"`
+		SrtSlurm           string            `yaml:"srt-slurm,omitempty"`
 		SrtRoot            string            `yaml:"srt-root,omitempty"`
 		InfmaxWorkspace    string            `yaml:"infmax-workspace,omitempty"`
 		Runtime            string            `yaml:"runtime"`
@@ -70,6 +76,9 @@ func EmulatedFleet(target, emu *Cluster) ([]byte, error) {
 		Launcher: emu.Launcher, RecipesRoot: emu.RecipesRoot, SrtRoot: emu.SrtRoot, InfmaxWorkspace: emu.InfmaxWorkspace,
 		Runtime: RuntimeNone, RowImageContainers: target.RowImageContainers, Containers: map[string]string{},
 		PerfClient: PerfClientLoadgen, TaskQueue: emu.TaskQueue, Runners: target.Runners, Models: map[string]model{},
+	}
+	if inferencex != "" || srtSlurm != "" {
+		out.RecipesRoot, out.InferenceX, out.SrtSlurm = "", inferencex, srtSlurm
 	}
 	if emu.DefaultTimeLimit > 0 {
 		out.DefaultTimeLimit = emu.DefaultTimeLimit.String()

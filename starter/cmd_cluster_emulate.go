@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,20 +25,23 @@ func newClusterEmulateCmd() *cobra.Command {
 of PROFILE: the emulation's nodes, roots and simulator entry points, with
 PROFILE's GPU type, runner labels, model aliases, container names and
 bring-up time, so every key PROFILE launches plans and renders the same on
-the emulation. Each model alias points at the emulation's filesystems;
+the emulation. --inferencex and --srt-slurm name the checkouts its recipes
+root is composed from (the profile's inferencex and srt-slurm keys). Each model alias points at the emulation's filesystems;
 --checkpoints writes a small simulated checkpoint (random bytes, not
 weights) at each alias's shared copy. Perf runs sweepflow's load generator
 (the emulation has no simulator role for sa-bench). Every figure measured
 on it is simulated.`,
-		Example: "  starter cluster emulate configs/clusters/gb200-nvl72.yaml --checkpoints --out /tmp/fleet-gb200.yaml",
+		Example: "  starter cluster emulate configs/clusters/gb200-nvl72.yaml --inferencex ~/InferenceX --srt-slurm ~/srt-slurm --checkpoints --out /tmp/fleet-gb200.yaml",
 		Args:    exactArgs(1),
 	}
-	var emuPath, out string
+	var emuPath, out, ix, srt string
 	var ckpt bool
 	var shards, shardMiB int
 	fs := c.Flags()
 	fs.StringVar(&emuPath, "emulation", "configs/clusters/slurm-emu.yaml", "the emulated partition's profile")
 	fs.StringVarP(&out, "out", "o", "", "write the profile here (default: stdout)")
+	fs.StringVar(&ix, "inferencex", "", "InferenceX checkout: the profile's recipes root is its recipes laid over --srt-slurm, as its launchers lay them")
+	fs.StringVar(&srt, "srt-slurm", "", "srt-slurm checkout (with --inferencex: what InferenceX's recipes are laid over)")
 	fs.BoolVar(&ckpt, "checkpoints", false, "write a simulated checkpoint at every model alias's shared copy (kept where one is already there)")
 	fs.IntVar(&shards, "shards", 1, "with --checkpoints: shard files per checkpoint")
 	fs.IntVar(&shardMiB, "shard-mib", 1, "with --checkpoints: MiB per shard")
@@ -53,7 +57,14 @@ on it is simulated.`,
 		if err != nil {
 			return configError(err)
 		}
-		data, err := config.EmulatedFleet(target, emu)
+		for _, p := range []*string{&ix, &srt} {
+			if *p != "" {
+				if *p, err = filepath.Abs(*p); err != nil {
+					return err
+				}
+			}
+		}
+		data, err := config.EmulatedFleet(target, emu, ix, srt)
 		if err != nil {
 			return configError(err)
 		}

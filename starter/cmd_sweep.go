@@ -23,7 +23,8 @@ func init() {
 	register("sweep start", func() *cobra.Command {
 		var f startFlags
 		c := &cobra.Command{Use: "start", Short: "plan a sweep and start it on Temporal (prints the sweep ID and Web UI link)", Args: noArgs,
-			RunE: func(*cobra.Command, []string) error { return runSweepStart(f) }}
+			Annotations: map[string]string{annotationListFlags: "config-keys"},
+			RunE:        func(*cobra.Command, []string) error { return runSweepStart(f) }}
 		f.bind(c.Flags())
 		c.Flags().Var(&f.allow, "allow", "start despite failing `starter check` findings of this rule (repeatable; recorded in the sweep's memo)")
 		c.Flags().StringVar(&f.changelog.Path, "changelog", "", "InferenceX perf-changelog.yaml: run the config keys, scenario types and evals its chosen entries select (the --sweep file still names config files, cluster and recipes)")
@@ -156,7 +157,7 @@ func runSweepStart(f startFlags) error {
 		return usageError("--entry and --since are mutually exclusive")
 	}
 	// The reviewer checklist runs before anything is planned or scheduled.
-	rep, err := reviewSweep(f.sweepFile, f.clusterFile, root, f.allow, req.Changelog)
+	rep, err := reviewSweep(f.sweepFile, f.clusterFile, root, f.configKeys, f.allow, req.Changelog)
 	if err != nil {
 		return err
 	}
