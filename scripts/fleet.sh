@@ -199,8 +199,8 @@ echo "command:      scripts/fleet.sh --$rack${seed:+ --chaos $seed} --keys '$key
 printf 'wall time:    %dm%02ds\n' $(((t1 - t0) / 60)) $(((t1 - t0) % 60))
 jq -r '"node-hours:   \(.total_node_minutes / 60 | . * 1000 | round / 1000) (useful fraction \(.useful_fraction * 100 | round)%)"' "$home/stats.json"
 jq -r '[.clusters[] | .node_hours] | "forecast:     \(add * 1000 | round / 1000) node-hours (rack assumptions)"' "$home/forecast.json"
-[ -s "$home/forecast-ledger.json" ] && jq -r '[.clusters[] | .node_hours] | "              \(add * 1000 | round / 1000) node-hours (--from-ledger: this run'"'"'s stage times)"' "$home/forecast-ledger.json"
-jq -r '.points | group_by(.status) | map("\(.[0].status): \(length)") | "points:       \(length) planned; " + join(", ")' "$home/status.json"
+[ -s "$home/forecast-ledger.json" ] && jq -r '[.clusters[] | .node_hours] | "              \(add * 1000 | round / 1000) node-hours (the same with this run'"'"'s stage times where the ledger has them: --from-ledger)"' "$home/forecast-ledger.json"
+jq -r '(.points | length) as $n | .points | group_by(.status) | map("\(.[0].status): \(length)") | "points:       \($n) planned; " + join(", ")' "$home/status.json"
 jq -rs '"at the gate:  \(length) (aborted after the rest ended)"' "$home/gate.json"
 jq -r '"  \(.config_key) at \(.stage): \([.failure_class, .last_error] | map(select(. != null and . != "")) | join(": ") | .[:240])"' "$home/gate.json"
 jq -r '.points[] | select(.status != "completed") | "  \(.config_key) \(.status) at \(.stage): \([.failure_class, .reason, .last_error, .failure_excerpt] | map(select(. != null and . != "")) | join(": ") | .[:240])"' "$home/status.json"
