@@ -169,7 +169,7 @@ echo "== sweep start --one-point-per-key over ${#launch[@]} keys${seed:+ --chaos
 t0=$(date +%s)
 rc=0
 if [ -n "$seed" ]; then
-  "${start[@]}" --chaos "$seed" --chaos-worker "$home/worker.pid" --json >"$home/chaos.json" &
+  "${start[@]}" --chaos "$seed" --chaos-worker "$home/worker.pid" --chaos-server "$home/temporal/temporal.pid" --json >"$home/chaos.out" &
 else
   "${start[@]}" --wait >"$home/sweep.log" &
 fi
@@ -188,6 +188,9 @@ while kill -0 "$start_pid" 2>/dev/null; do
 done
 wait "$start_pid" || rc=$?
 t1=$(date +%s)
+# The account is the JSON line of the output (the SDK may log before it).
+[ -n "$seed" ] && { grep '^{' "$home/chaos.out" >"$home/chaos.json" || echo '{}' >"$home/chaos.json"; }
+set +e # the summary prints what it can
 
 bin/starter forecast --sweep "$sweep" --config-keys "${launch[@]}" "${recipes[@]}" --one-point-per-key --from-ledger --json >"$home/forecast-ledger.json" 2>/dev/null || true
 bin/starter status "$id" --json >"$home/status.json"
