@@ -214,6 +214,7 @@ if [ -n "$seed" ]; then
   jq -r '"faults:       \(.faults | length) injected (seed \(.seed)), \(.failed_attempts) failed attempts in the ledger, mismatches: \(.mismatches | length)"' "$home/chaos.json"
   jq -r '.faults[] | "  \(.kind) \(.point) \(.stage) -> \(.expect)"' "$home/chaos.json"
   jq -r '.mismatches[]? | "  MISMATCH \(.)"' "$home/chaos.json"
+  jq -r '.notes[]? | "  note: \(.)"' "$home/chaos.json"
 fi
 left=$(squeue -h -o '%i %j %T' 2>/dev/null || true)
 echo "squeue:       ${left:-none}"
