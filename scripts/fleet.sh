@@ -132,7 +132,7 @@ allow=()
 for rule in $(jq -r '[.findings[]? | select(.allowed | not) | .rule] | unique | .[]' "$home/check.json"); do
   allow+=(--allow "$rule")
 done
-jq -r '.findings[]? | select(.allowed | not) | "  allowed (--allow \(.rule)): \(.config_key): got \(.got); want \(.want)"' "$home/check.json"
+jq -r '.findings[]? | select(.allowed | not) | "  allowed (--allow \(.rule)): \(.config_key // .field // "\(.pos.file):\(.pos.line)"): got \(.got); want \(.want)"' "$home/check.json"
 
 echo "== waiting for the emulated partition's lock (/tmp/sweepflow-slurm-emu.lock)"
 exec 9>/tmp/sweepflow-slurm-emu.lock
