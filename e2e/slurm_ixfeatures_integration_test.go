@@ -15,6 +15,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm/power"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -121,7 +122,7 @@ func checkPower(t *testing.T, dir string, procs []*srtlaunch.Process) {
 	require.Len(t, want.Nodes, len(nodes), "one exporter per worker node")
 	require.Len(t, want.Devices, 4*len(nodes), "every GPU of the worker nodes is expected")
 
-	rows, reasons, err := power.ReadSamples(filepath.Join(want.Dir, power.SamplesFile))
+	rows, reasons, err := energy.ReadSamples(filepath.Join(want.Dir, power.SamplesFile))
 	require.NoError(t, err)
 	require.Empty(t, reasons)
 	require.NotEmpty(t, rows)
