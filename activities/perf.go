@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -101,6 +102,7 @@ func (a *Activities) perfProfile(p point.Spec, m *point.Measurement) {
 		m.RandomRangeRatio, m.WarmupISL, m.WarmupOSL = fixedRangeRatio, warmupISL, warmupOSL
 	}
 	m.PrefixCache = "flush"
+	m.PowerSource = a.powerSource()
 	if len(a.Containers) > 0 {
 		m.Containers = a.Containers
 	}
@@ -232,6 +234,12 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if err := a.validate(ctx, hb, p, out, o.Plan(), refused); err != nil {
 		return PerfSummary{}, err
 	}
+	if a.powerSource() == energy.SourceSimulated {
+		out.Power = a.simulatedPower(p, in.Alloc, res)
+	}
+	if err := a.gatePower(ctx, p, out); err != nil {
+		return PerfSummary{}, err
+	}
 	if out.AggregateURI, err = a.putArtifact(ctx, aggPath); err != nil {
 		return PerfSummary{}, classify(err)
 	}
@@ -241,7 +249,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated, nil); err != nil {
 		return PerfSummary{}, classify(err)
 	}
-	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU),
+	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU), zap.String("power", out.Power.Reason()),
 		zap.Float64("interactivity", out.Interactivity), zap.Float64("ttft_p90_ms", out.TTFTp90Ms), zap.Bool("simulated", out.Simulated))
 	return out, nil
 }
