@@ -137,3 +137,22 @@ func TestGateRefusesBadReadings(t *testing.T) {
 	assert.Equal(t, []string{ReasonNotBracketed}, Compute(SourceDCGM, rows, fixtureDevices, late, fixtureTokens, Rule{}).Reasons)
 	assert.Equal(t, []string{ReasonOutputTokens}, Compute(SourceDCGM, rows, fixtureDevices, fixtureWindow, Tokens{Completed: 1, InputTokens: 1}, Rule{}).Reasons)
 }
+
+// TestResultFields: the fixture's figures as InferenceX's
+// with_power_metrics writes them (__init__.py: schema version 2,
+// power_valid 1/0, _w and _j rounded to 3 decimals, the rest to 6; Python's
+// round is half-to-even), and an invalid window with no metric at all.
+func TestResultFields(t *testing.T) {
+	f := Compute(SourceDCGM, readFixture(t), fixtureDevices, fixtureWindow, fixtureTokens, Rule{})
+	got := f.ResultFields()
+	assert.Equal(t, map[string]any{
+		"power_metric_schema_version": 2, "power_valid": 1, "power_source": "dcgm-power",
+		"avg_power_w": 562.5, "p90_power_w": 617.5, "p90_total_gpu_power_w": 2470.0, "avg_total_gpu_power_w": 2250.0,
+		"total_gpu_energy_j": 9000.0, "joules_per_successful_query": 900.0, "joules_per_input_token": 3.0,
+		"joules_per_output_token": 6.0, "joules_per_total_token": 2.0,
+		"prefill_gpu_energy_j": 3200.0, "prefill_avg_power_w": 400.0, "prefill_joules_per_input_token": 1.066667,
+		"decode_gpu_energy_j": 5800.0, "decode_avg_power_w": 725.0, "decode_joules_per_output_token": 3.866667,
+	}, got)
+	bad := Compute(SourceDCGM, nil, fixtureDevices, fixtureWindow, fixtureTokens, Rule{})
+	assert.Equal(t, map[string]any{"power_metric_schema_version": 2, "power_valid": 0, "power_source": "dcgm-power"}, bad.ResultFields())
+}
