@@ -239,7 +239,7 @@ func build(in *Input) page {
 		for _, f := range fs {
 			counts[regress.Category(f.Kind)]++
 		}
-		for _, c := range []string{regress.CategorySlower, regress.CategoryLessAccurate, regress.CategoryEvalBelowFloor, regress.CategoryNewlyFailing, regress.CategoryMissing} {
+		for _, c := range []string{regress.CategorySlower, regress.CategoryMoreEnergy, regress.CategoryLessAccurate, regress.CategoryEvalBelowFloor, regress.CategoryNewlyFailing, regress.CategoryMissing} {
 			p.Counts = append(p.Counts, summaryRow{c, fmt.Sprint(counts[c])})
 		}
 		p.Summary = append(p.Summary, summaryRow{"Baseline", in.Baseline.Sweep.ID}, summaryRow{"Regression findings", fmt.Sprint(len(fs))})
@@ -755,7 +755,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 
 {{if .HasBaseline}}
 <h2>Regressions against {{.BaselineID}}</h2>
-<div class="muted">Thresholds: output throughput per GPU down more than {{pct .Thresholds.OutputTputPerGPUDropPct}} %, TTFT p90 up more than {{pct .Thresholds.TTFTp90RisePct}} %, interactivity down more than {{pct .Thresholds.InteractivityDropPct}} %, GSM8K down more than {{pct .EvalDropPts}} points or below its floor, a point that newly fails or is missing.</div>
+<div class="muted">Thresholds: output throughput per GPU down more than {{pct .Thresholds.OutputTputPerGPUDropPct}} %, TTFT p90 up more than {{pct .Thresholds.TTFTp90RisePct}} %, interactivity down more than {{pct .Thresholds.InteractivityDropPct}} %, joules per output token up more than {{pct .Thresholds.JoulesRisePct}} %, GSM8K down more than {{pct .EvalDropPts}} points or below its floor, a point that newly fails or is missing.</div>
 <table id="finding-counts"><tr>{{range .Counts}}<th>{{.Name}}</th>{{end}}</tr><tr>{{range .Counts}}<td class="n">{{.Value}}</td>{{end}}</tr></table>
 <table id="regressions">
 <tr><th>point</th><th>conc</th><th>status</th><th>output tok/s/GPU<br>base → current</th><th>Δ</th><th>TTFT p90 ms<br>base → current</th><th>Δ</th><th>interactivity tok/s/user<br>base → current</th><th>Δ</th><th>GSM8K strict<br>base → current</th><th>Δ</th><th>findings</th></tr>
