@@ -206,6 +206,20 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	}
 	o.CutStreamsAfter = cut
 	o.Progress = func(done, total int) { hb.set(loadProgress{Phase: "perf", Done: done, Total: total, Refused: refused}) }
+	powerRun, powerErr := a.startPower(ctx, in)
+	stopPower := func(res *loadgen.Result) *energy.Figures {
+		if powerRun == nil {
+			return powerErr
+		}
+		r := powerRun
+		powerRun = nil
+		if res == nil {
+			_, _, _, _ = r.run.Stop(ctx)
+			return nil
+		}
+		return a.stopPower(ctx, r, a.wallWindow(res), tokensOf(res.Aggregate))
+	}
+	defer stopPower(nil) // every early return ends the sampling
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)
 	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
@@ -234,7 +248,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if err := a.validate(ctx, hb, p, out, o.Plan(), refused); err != nil {
 		return PerfSummary{}, err
 	}
-	if a.powerSource() == energy.SourceSimulated {
+	if out.Power = stopPower(res); out.Power == nil && a.Simulated {
 		out.Power = a.simulatedPower(p, in.Alloc, res)
 	}
 	if err := a.gatePower(ctx, p, out); err != nil {

@@ -1,12 +1,14 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
@@ -18,6 +20,11 @@ type PowerConfig struct {
 	// InferenceX's REQUIRE_POWER=1 fails a power study; without it the
 	// result is stored with its perf figures and marked power-invalid.
 	Require bool
+	// Source is the backend's power source (energy.SourceNVML on a local
+	// host with nvidia-smi, energy.SourceDCGM on Slurm; "" none); a
+	// simulated cluster's is always the simulator's model. The backend
+	// must be a cluster.PowerSource for it to sample.
+	Source string
 }
 
 // PowerInvalidType is the application error type of a perf result whose
@@ -34,15 +41,78 @@ func (a *Activities) powerSource() string {
 	if a.Simulated {
 		return energy.SourceSimulated
 	}
+	if _, ok := a.Backend.(cluster.PowerSource); ok {
+		return a.Power.Source
+	}
 	return ""
+}
+
+// startPower begins sampling the backend's GPUs before the perf window
+// (nil: no power source for this allocation): nvidia-smi on a local GPU
+// host, a telemetry recipe's collector files on Slurm, emulated or real.
+// A simulated cluster without one gets the simulator's model after the
+// run. A source that fails to start leaves the point power-invalid, never
+// its perf.
+func (a *Activities) startPower(ctx context.Context, in StageInput) (*powerRun, *energy.Figures) {
+	ps, ok := a.Backend.(cluster.PowerSource)
+	if !ok || a.Power.Source == "" || in.Endpoint == nil {
+		return nil, nil
+	}
+	run, src, err := ps.StartPower(ctx, in.Alloc, *in.Endpoint, in.Point.GPUs)
+	if err != nil {
+		a.log(ctx).Warn("power sampling did not start", zap.String("point", in.Point.PointID), zap.Error(err))
+		return nil, energy.Invalid(cmp.Or(src, a.Power.Source), a.Simulated, energy.ReasonNotCollected)
+	}
+	if run == nil {
+		return nil, nil
+	}
+	return &powerRun{run: run, source: src}, nil
+}
+
+// powerRun is a started power source and what it samples.
+type powerRun struct {
+	run    cluster.PowerRun
+	source string
+}
+
+// stopPower ends the sampling and judges the window's figures.
+func (a *Activities) stopPower(ctx context.Context, r *powerRun, w energy.Window, t energy.Tokens) *energy.Figures {
+	rows, devs, reasons, err := r.run.Stop(ctx)
+	if err != nil {
+		a.log(ctx).Warn("power samples not read", zap.Error(err))
+		return energy.Invalid(r.source, a.Simulated, energy.ReasonNotCollected)
+	}
+	f := energy.Compute(r.source, rows, devs, w, t, energy.Rule{})
+	if len(reasons) > 0 && f.Valid {
+		// Rows the reader dropped as malformed are a broken file, as
+		// InferenceX's package recompute treats them.
+		f = energy.Invalid(r.source, a.Simulated, reasons...)
+	}
+	f.Simulated = a.Simulated
+	return f
+}
+
+// wallWindow is a load-generator run's window on the worker's wall clock,
+// which power samples are stamped with: the measured window, in the
+// engine's seconds, times the engine clock's rate (1 for a real engine).
+func (a *Activities) wallWindow(res *loadgen.Result) energy.Window {
+	start := float64(res.StartedAt.UnixNano()) / 1e9
+	return energy.Window{Start: start, End: start + res.Aggregate.Window*a.clockScale()}
+}
+
+// engineWindow is the same window on the engine's clock, which the
+// simulator's model is sampled on.
+func engineWindow(res *loadgen.Result) energy.Window {
+	start := float64(res.StartedAt.UnixNano()) / 1e9
+	return energy.Window{Start: start, End: start + res.Aggregate.Window}
 }
 
 // simulatedPower samples the simulator's power model (energy.Model) over a
 // load-generator run's window, with the load its requests put on the
 // deployment, and judges the figures. Times are the run's engine clock.
 func (a *Activities) simulatedPower(p point.Spec, alloc Allocation, res *loadgen.Result) *energy.Figures {
-	start := float64(res.StartedAt.UnixNano()) / 1e9
-	w := energy.Window{Start: start, End: start + res.Aggregate.Window}
+	w := engineWindow(res)
+	start := w.Start
 	busy := make([]energy.Busy, 0, len(res.Requests))
 	for _, r := range res.Requests {
 		if r.EndNs <= 0 {

@@ -24,6 +24,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/local"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/gsm8k"
 	"github.com/sweepflow/sweepflow/inferencex/overlay"
 	"github.com/sweepflow/sweepflow/loadgen"
@@ -225,6 +226,10 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 			}
 			acts.Backend = b
 			acts.Simulated, acts.Engine = false, "local/"+filepath.Base(cl.ServeCommand[0])
+			if local.HasNVIDIASMI() {
+				// GPUs on this host: perf reads their power (docs/energy.md).
+				acts.Power.Source = energy.SourceNVML
+			}
 			break
 		}
 		b, err := c.localBackend(cl, home, ev.TestPath)
@@ -253,6 +258,8 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		acts.Backend = b
 		acts.PerfClient = cl.PerfClient
 		acts.Containers = cl.Containers
+		// A telemetry recipe's collector files give perf its power.
+		acts.Power.Source = energy.SourceDCGM
 		if cl.Simulated() {
 			// Emulated partition: the roles run the simulator on its
 			// scaled clock, so perf windows and think times scale too.
