@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/slurm/power"
@@ -40,12 +41,44 @@ func (b *Backend) StartPower(_ context.Context, alloc cluster.Allocation, srv cl
 
 type telemetryRun struct{ p srtlaunch.PowerTelemetry }
 
-func (r telemetryRun) Stop(context.Context) ([]energy.Sample, []energy.Device, []string, error) {
-	rows, reasons, err := energy.ReadSamples(filepath.Join(r.p.Dir, power.SamplesFile))
-	if err != nil {
-		return nil, nil, nil, err
+// Stop reads the rows once every expected GPU has a sample at or after
+// now, so the window's end is bracketed: the collector scrapes once an
+// interval, so that takes at most about an interval and a request
+// timeout; after that it reads what is there and the gate judges it.
+func (r telemetryRun) Stop(ctx context.Context) ([]energy.Sample, []energy.Device, []string, error) {
+	devs := TelemetryDevices(r.p)
+	end := float64(time.Now().UnixNano()) / 1e9
+	deadline := time.Now().Add(time.Duration((2*r.p.Interval+r.p.RequestTimeout)*float64(time.Second)) + time.Second)
+	for {
+		rows, reasons, err := energy.ReadSamples(filepath.Join(r.p.Dir, power.SamplesFile))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if bracketed(rows, devs, end) || time.Now().After(deadline) {
+			return rows, devs, reasons, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rows, devs, reasons, nil
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return rows, TelemetryDevices(r.p), reasons, nil
+}
+
+// bracketed says whether every device has a sample at or after t.
+func bracketed(rows []energy.Sample, devs []energy.Device, t float64) bool {
+	after := map[string]bool{}
+	for _, r := range rows {
+		if r.Timestamp >= t {
+			after[fmt.Sprintf("%s/%d", r.Hostname, r.GPUIndex)] = true
+		}
+	}
+	for _, d := range devs {
+		if !after[fmt.Sprintf("%s/%d", d.Hostname, d.GPUIndex)] {
+			return false
+		}
+	}
+	return true
 }
 
 // TelemetryDevices are the collector's expected devices with the role of
