@@ -28,6 +28,9 @@ type Summary struct {
 	Saved             SavedSummary    `json:"saved"`
 	Timings           []TimingSummary `json:"timings"`
 	Notes             []string        `json:"notes,omitempty"`
+	// Energy is the GPU energy of the perf windows beside the node-hours
+	// (nil: not loaded).
+	Energy *EnergySummary `json:"energy,omitempty"`
 }
 
 // ClassSummary is one failure class, ranked by node-minutes lost.
@@ -158,6 +161,9 @@ func (s Summary) WriteText(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(w, "\nuseful fraction: %s (%.1f node-min of perf and eval that ended in a stored figure)\n",
 		pct(s.UsefulNodeMinutes, s.TotalNodeMinutes), s.UsefulNodeMinutes)
+	if s.Energy != nil {
+		s.Energy.WriteText(w)
+	}
 	if s.Saved.Stages > 0 {
 		fmt.Fprintf(w, "saved by reuse: %d stages, %.1f node-min at what they cost when measured", s.Saved.Stages, s.Saved.NodeMinutes)
 		if s.Saved.Unknown > 0 {

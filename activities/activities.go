@@ -72,6 +72,9 @@ type Activities struct {
 	// part of every stored output's measurement profile.
 	Simulated bool
 	Engine    string
+	// Power says how perf measures GPU power (the source follows the
+	// backend: the simulator's model, nvidia-smi, the telemetry stage).
+	Power PowerConfig
 	// PerfClient is what drives perf: "benchmark" runs the recipe's own
 	// benchmark process on the cluster (the backend must be a
 	// cluster.Benchmarker) and reads its result file; "" or "loadgen" runs

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -101,6 +102,7 @@ func (a *Activities) perfProfile(p point.Spec, m *point.Measurement) {
 		m.RandomRangeRatio, m.WarmupISL, m.WarmupOSL = fixedRangeRatio, warmupISL, warmupOSL
 	}
 	m.PrefixCache = "flush"
+	m.PowerSource = a.powerSource()
 	if len(a.Containers) > 0 {
 		m.Containers = a.Containers
 	}
@@ -204,6 +206,20 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	}
 	o.CutStreamsAfter = cut
 	o.Progress = func(done, total int) { hb.set(loadProgress{Phase: "perf", Done: done, Total: total, Refused: refused}) }
+	powerRun, powerErr := a.startPower(ctx, in)
+	stopPower := func(res *loadgen.Result) *energy.Figures {
+		if powerRun == nil {
+			return powerErr
+		}
+		r := powerRun
+		powerRun = nil
+		if res == nil {
+			_, _, _, _ = r.run.Stop(ctx)
+			return nil
+		}
+		return a.stopPower(ctx, r, a.wallWindow(res), tokensOf(res.Aggregate))
+	}
+	defer stopPower(nil) // every early return ends the sampling
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)
 	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
@@ -232,6 +248,12 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if err := a.validate(ctx, hb, p, out, o.Plan(), refused); err != nil {
 		return PerfSummary{}, err
 	}
+	if out.Power = stopPower(res); out.Power == nil && a.Simulated {
+		out.Power = a.simulatedPower(p, in.Alloc, res)
+	}
+	if err := a.gatePower(ctx, p, out); err != nil {
+		return PerfSummary{}, err
+	}
 	if out.AggregateURI, err = a.putArtifact(ctx, aggPath); err != nil {
 		return PerfSummary{}, classify(err)
 	}
@@ -241,7 +263,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated, nil); err != nil {
 		return PerfSummary{}, classify(err)
 	}
-	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU),
+	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU), zap.String("power", out.Power.Reason()),
 		zap.Float64("interactivity", out.Interactivity), zap.Float64("ttft_p90_ms", out.TTFTp90Ms), zap.Bool("simulated", out.Simulated))
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -218,6 +219,20 @@ func livePoint(ctx context.Context, c client.Client, pv *PointView) {
 	}
 }
 
+// powerCell is a point's joules per output token, starred when simulated,
+// or why its power is invalid.
+func powerCell(f *energy.Figures) string {
+	switch {
+	case f == nil:
+		return "-"
+	case !f.Valid:
+		return "power-invalid: " + f.Reason()
+	case f.Simulated:
+		return fmtFloat(f.JoulesPerOutputToken, 3) + "*"
+	}
+	return fmtFloat(f.JoulesPerOutputToken, 3)
+}
+
 func fmtFloat(v float64, prec int) string {
 	if v == 0 {
 		return "-"
@@ -239,7 +254,7 @@ func Print(w io.Writer, v *SweepView) {
 	fmt.Fprintf(w, "sweep %s (%s) on %s: %s, %d/%d points done, %d/%d nodes in use, %s elapsed\n",
 		v.SweepID, v.Name, v.Cluster, v.Workflow, done, len(v.Points), v.NodesInUse, v.NodeBudget, (time.Duration(v.Elapsed) * time.Second).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tFAILURE\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tGSM8K STRICT/FLEX\t")
+	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tFAILURE\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tJ/OUT TOK\tGSM8K STRICT/FLEX\t")
 	simulated := false
 	for _, p := range v.Points {
 		att, el := "-", "-"
@@ -249,7 +264,7 @@ func Print(w io.Writer, v *SweepView) {
 		if p.Elapsed > 0 {
 			el = (time.Duration(p.Elapsed) * time.Second).Round(time.Second).String()
 		}
-		out, inter, ttft := "-", "-", "-"
+		out, inter, ttft, joules := "-", "-", "-", "-"
 		if p.EvalOnly {
 			out = "(eval-only)"
 		}
@@ -259,6 +274,7 @@ func Print(w io.Writer, v *SweepView) {
 				out += "*"
 				simulated = true
 			}
+			joules = powerCell(p.Perf.Power)
 		}
 		ev := "-"
 		if p.EvalRes != nil {
@@ -277,7 +293,7 @@ func Print(w io.Writer, v *SweepView) {
 		if p.FailureClass != "" {
 			fc = p.FailureClass
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), fc, att, el, out, inter, ttft, ev)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), fc, att, el, out, inter, ttft, joules, ev)
 	}
 	tw.Flush()
 	if simulated {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/adaptive"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -160,4 +161,22 @@ func TestStatusShowsAdaptive(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"added":{"mode":"fill","deployment":"d1","topology":"TP1 agg"`)
 	require.Contains(t, string(b), `"adaptive":[{"request":{"config_key":"k","mode":"fill"`)
+}
+
+// Each point's joules per output token shows beside its perf figures,
+// starred when simulated; a power-invalid point keeps its perf figures and
+// says why its power is invalid.
+func TestStatusShowsJoulesPerToken(t *testing.T) {
+	ok := PointView{Perf: &point.PerfSummary{OutputTputPerGPU: 812.5, Simulated: true,
+		Power: &energy.Figures{Valid: true, Simulated: true, JoulesPerOutputToken: 1.2345}}}
+	ok.PointID, ok.Status = "p-c64", point.StatusCompleted
+	bad := PointView{Perf: &point.PerfSummary{OutputTputPerGPU: 640.25,
+		Power: &energy.Figures{Reasons: []string{energy.ReasonDeviceMissing}}}}
+	bad.PointID, bad.Status = "p-c128", point.StatusCompleted
+	var buf bytes.Buffer
+	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{ok, bad}})
+	out := buf.String()
+	require.Contains(t, out, "J/OUT TOK")
+	require.Regexp(t, `p-c64 .* 812\.5\* .* 1\.234\* `, out)
+	require.Regexp(t, `p-c128 .* 640\.2 .* power-invalid: expected_device_missing`, out)
 }

@@ -195,6 +195,8 @@ func (p *pacer) first() error {
 		s.metrics.running.Add(1)
 		p.running = true
 		p.next = p.arrival.Add(p.scaled(s.cfg.FixedTTFT))
+		s.metrics.prefilling.Add(1)
+		defer s.metrics.prefilling.Add(-1)
 		return p.sleepUntil(p.next)
 	}
 	now := time.Now()
@@ -209,7 +211,10 @@ func (p *pacer) first() error {
 	}
 	s.metrics.running.Add(1)
 	p.running = true
-	if err := p.sleepUntil(plan.firstToken); err != nil {
+	s.metrics.prefilling.Add(1)
+	err := p.sleepUntil(plan.firstToken)
+	s.metrics.prefilling.Add(-1)
+	if err != nil {
 		return err
 	}
 	p.ctxTok = p.isl + 1

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -827,10 +828,29 @@ func (r *pointRun) publish(ctx workflow.Context) {
 	if r.state.FailureClass != "" {
 		updates = append(updates, temporalx.SAFailureClass.ValueSet(r.state.FailureClass))
 	}
+	// The power verdict rides on the same upsert, as FailureClass does.
+	if pw := r.powerFigures(); pw != nil {
+		switch {
+		case !pw.Valid:
+			updates = append(updates, temporalx.SAPower.ValueSet("invalid"))
+		case pw.Simulated:
+			updates = append(updates, temporalx.SAPower.ValueSet("simulated"), temporalx.SAJoulesPerOutputToken.ValueSet(pw.JoulesPerOutputToken))
+		default:
+			updates = append(updates, temporalx.SAPower.ValueSet("valid"), temporalx.SAJoulesPerOutputToken.ValueSet(pw.JoulesPerOutputToken))
+		}
+	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, updates...)
 	r.publishedStatus = r.state.Status
 	r.publishedSeq = r.stageSeq
 	r.setDetails(ctx)
+}
+
+// powerFigures are the point's power figures once perf stored them.
+func (r *pointRun) powerFigures() *energy.Figures {
+	if r.state.Perf == nil {
+		return nil
+	}
+	return r.state.Perf.Power
 }
 
 // setDetails is the Web UI's current details of the point (read on query,

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -39,7 +40,9 @@ type fakeStages struct {
 	evalPass bool
 	// perfIns and uploads are the inputs the perf and upload stages got.
 	perfIns []activities.StageInput
-	uploads []activities.UploadInput
+	// perfPower is the power figures perf returns (nil: none).
+	perfPower *energy.Figures
+	uploads   []activities.UploadInput
 }
 
 func newFake() *fakeStages {
@@ -115,7 +118,7 @@ func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		f.perfIns = append(f.perfIns, in)
 		f.mu.Unlock()
-		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true}, f.hit(ctx, activities.StagePerf)
+		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true, Power: f.perfPower}, f.hit(ctx, activities.StagePerf)
 	})
 	env.OnActivity(a.Eval, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageEval)).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
 		return activities.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, activities.StageEval)

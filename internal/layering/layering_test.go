@@ -81,3 +81,21 @@ func TestWorkflowPackagesExist(t *testing.T) {
 		require.Containsf(t, have, want, "the layering rule names %s, which no longer exists", want)
 	}
 }
+
+// TestEnergyIsALeaf: package energy (power figures, the power gate and
+// InferenceX's definitions) sits below point and every backend, so all of
+// them can use one definition; it imports only internal helpers.
+func TestEnergyIsALeaf(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if rel(p.ImportPath) != "energy" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module+"/") {
+				require.Truef(t, strings.HasPrefix(rel(imp), "internal/"), "energy imports %s", rel(imp))
+			}
+		}
+		return
+	}
+	t.Fatal("package energy not found")
+}
