@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -22,7 +23,7 @@ var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 func m(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Minute))) }
 
 func run(stage, outcome string, from, to float64, fails ...failure.Attempt) results.StageRun {
-	r := results.StageRun{Stage: stage, Outcome: outcome, Rounds: 1, StartedAt: m(from), EndedAt: m(to), Failures: fails}
+	r := results.StageRun{Stage: stage, Outcome: point.Outcome(outcome), Rounds: 1, StartedAt: m(from), EndedAt: m(to), Failures: fails}
 	if from < 0 {
 		r.StartedAt, r.EndedAt = time.Time{}, time.Time{}
 	}

@@ -23,7 +23,7 @@ const ChaosHangBudget = 15 * time.Second
 // roles only) or hang until the cut health budget runs out. Real engines
 // get none (a chaos run is refused on them before it starts).
 func (a *Activities) chaosBringUp(ctx context.Context, p point.Spec, spec *cluster.ServeSpec) error {
-	c, err := a.chaosFault(p, StageBringUp)
+	c, err := a.chaosFault(p, point.StageBringUp)
 	if err != nil || c == "" || !a.Simulated {
 		return err
 	}
@@ -41,7 +41,7 @@ func (a *Activities) chaosBringUp(ctx context.Context, p point.Spec, spec *clust
 // chaosCut is when a chaos stream cut due for this perf attempt cuts the
 // streams (half its window in; 0: none due).
 func (a *Activities) chaosCut(ctx context.Context, p point.Spec) (time.Duration, error) {
-	c, err := a.chaosFault(p, StagePerf)
+	c, err := a.chaosFault(p, point.StagePerf)
 	if err != nil || c != point.ChaosStreamCut || !a.Simulated {
 		return 0, err
 	}

@@ -16,11 +16,11 @@ import (
 // point of its deployment handed over. A dead server or lost nodes are
 // answers the workflow acts on; only an unexpected backend error fails.
 func TestCheckServer(t *testing.T) {
-	ep := &Endpoint{URL: "http://127.0.0.1:1", Mode: "perf", Handle: "fake"}
+	ep := &cluster.Server{URL: "http://127.0.0.1:1", Mode: "perf", Handle: "fake"}
 	tests := []struct {
 		name      string
 		backend   *fakeBackend
-		endpoint  *Endpoint
+		endpoint  *cluster.Server
 		want      ServerCheck
 		wantErr   bool
 		reasonHas string
@@ -37,7 +37,7 @@ func TestCheckServer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Activities{Backend: tc.backend, StateDir: t.TempDir()}
 			env := newActivityEnv(a)
-			val, err := env.ExecuteActivity(a.CheckServer, StageInput{Point: point.Spec{PointID: "p"}, Alloc: Allocation{JobID: "7"}, Endpoint: tc.endpoint})
+			val, err := env.ExecuteActivity(a.CheckServer, StageInput{Point: point.Spec{PointID: "p"}, Alloc: cluster.Allocation{JobID: "7"}, Endpoint: tc.endpoint})
 			if tc.wantErr {
 				require.Error(t, err)
 				return

@@ -45,7 +45,7 @@ func TestActivityErrorClassification(t *testing.T) {
 				p.Nodes = 3
 				return r.acts, r.acts.Allocate, p
 			},
-			wantType: ErrBadConfig, nonRetryable: true, wantClass: failure.ConfigError,
+			wantType: string(failure.ErrBadConfig), nonRetryable: true, wantClass: failure.ConfigError,
 		},
 		{
 			name: "bad config: the checkpoint is not on the shared filesystem",
@@ -55,7 +55,7 @@ func TestActivityErrorClassification(t *testing.T) {
 				r.in.Point.CheckpointSource = filepath.Join(t.TempDir(), "no-such-model")
 				return r.acts, r.acts.StageCheckpoint, r.in
 			},
-			wantType: ErrBadConfig, nonRetryable: true, wantClass: failure.ConfigError,
+			wantType: string(failure.ErrBadConfig), nonRetryable: true, wantClass: failure.ConfigError,
 		},
 		{
 			name: "checksum mismatch: a source file no longer matches its manifest",
@@ -70,23 +70,23 @@ func TestActivityErrorClassification(t *testing.T) {
 				require.NoError(t, os.WriteFile(f, make([]byte, st.Size()), 0o644)) // same size, other bytes
 				return r.acts, r.acts.StageCheckpoint, r.in
 			},
-			wantType: ErrChecksumMismatch, nonRetryable: true, wantClass: failure.Checksum,
+			wantType: string(failure.ErrChecksumMismatch), nonRetryable: true, wantClass: failure.Checksum,
 		},
 		{
 			name: "out of memory while the server loads",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{healthErr: fmt.Errorf("%w: CUDA OOM on gb200-03", cluster.ErrOOM)}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: cluster.Allocation{JobID: "j"}, Mode: "perf"}
 			},
-			wantType: ErrOutOfMemory, nonRetryable: true, wantClass: failure.HostOOM,
+			wantType: string(failure.ErrOutOfMemory), nonRetryable: true, wantClass: failure.HostOOM,
 		},
 		{
 			name: "bad config: the server command is wrong",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{bringUpErr: fmt.Errorf("%w: serve: executable not found", cluster.ErrBadConfig)}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: cluster.Allocation{JobID: "j"}, Mode: "perf"}
 			},
-			wantType: ErrBadConfig, nonRetryable: true, wantClass: failure.ConfigError,
+			wantType: string(failure.ErrBadConfig), nonRetryable: true, wantClass: failure.ConfigError,
 		},
 		{
 			name: "bad config: perf without an endpoint",
@@ -94,7 +94,7 @@ func TestActivityErrorClassification(t *testing.T) {
 				a := newLedgerActs(t)
 				return a, a.Perf, StageInput{Point: point.Spec{SweepID: "s", PointID: "p", Identity: "id"}}
 			},
-			wantType: ErrBadConfig, nonRetryable: true, wantClass: failure.ConfigError,
+			wantType: string(failure.ErrBadConfig), nonRetryable: true, wantClass: failure.ConfigError,
 		},
 		{
 			name: "bad config: eval without an endpoint",
@@ -102,7 +102,7 @@ func TestActivityErrorClassification(t *testing.T) {
 				a := newLedgerActs(t)
 				return a, a.Eval, StageInput{Point: point.Spec{SweepID: "s", PointID: "p", Identity: "id", Eval: true}}
 			},
-			wantType: ErrBadConfig, nonRetryable: true, wantClass: failure.ConfigError,
+			wantType: string(failure.ErrBadConfig), nonRetryable: true, wantClass: failure.ConfigError,
 		},
 		{
 			name: "result conflict: the ledger holds other figures for the point",
@@ -112,7 +112,7 @@ func TestActivityErrorClassification(t *testing.T) {
 				require.NoError(t, a.Upload(ctx, in))
 				return a, a.Upload, uploadInput(401)
 			},
-			wantType: ErrResultConflict, nonRetryable: true, wantClass: failure.ConfigError,
+			wantType: string(failure.ErrResultConflict), nonRetryable: true, wantClass: failure.ConfigError,
 		},
 		{
 			name: "transient: the scheduler is unreachable",
@@ -126,7 +126,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "transient: teardown cannot reach the node",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{teardownErr: fmt.Errorf("scancel: %w", networkDown)}, StateDir: t.TempDir()}
-				return a, a.Teardown, StageInput{Alloc: Allocation{JobID: "j"}}
+				return a, a.Teardown, StageInput{Alloc: cluster.Allocation{JobID: "j"}}
 			},
 			wantType: "Transient", wantClass: failure.Transient,
 		},
@@ -145,7 +145,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			name: "allocation lost: a fresh allocation may succeed",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{healthErr: fmt.Errorf("%w: job 42 NODE_FAIL", cluster.ErrAllocationLost)}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "eval"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: cluster.Allocation{JobID: "j"}, Mode: "eval"}
 			},
 			wantType: "AllocationLost", wantClass: failure.JobLost,
 		},
@@ -154,7 +154,7 @@ func TestActivityErrorClassification(t *testing.T) {
 			run: func(t *testing.T) (*Activities, any, any) {
 				lost := failure.Wrap(fmt.Errorf("%w: slurm job 42 is NODE_FAIL (NodeDown)", cluster.ErrAllocationLost), failure.NodeFail, "slurm job 42 is NODE_FAIL (NodeDown)")
 				a := &Activities{Backend: &fakeBackend{healthErr: lost}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "eval"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: cluster.Allocation{JobID: "j"}, Mode: "eval"}
 			},
 			wantType: "AllocationLost", wantClass: failure.NodeFail,
 		},
@@ -163,15 +163,15 @@ func TestActivityErrorClassification(t *testing.T) {
 			run: func(t *testing.T) (*Activities, any, any) {
 				oom := failure.Wrap(fmt.Errorf("%w: decode_w0 of slurm job 42 ran out of memory", cluster.ErrOOM), failure.CUDAOOM, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
 				a := &Activities{Backend: &fakeBackend{healthErr: oom}, StateDir: t.TempDir()}
-				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: Allocation{JobID: "j"}, Mode: "perf"}
+				return a, a.BringUp, StageInput{Point: point.Spec{SweepID: "s", PointID: "p"}, Alloc: cluster.Allocation{JobID: "j"}, Mode: "perf"}
 			},
-			wantType: ErrOutOfMemory, nonRetryable: true, wantClass: failure.CUDAOOM,
+			wantType: string(failure.ErrOutOfMemory), nonRetryable: true, wantClass: failure.CUDAOOM,
 		},
 		{
 			name: "injected fault",
 			run: func(t *testing.T) (*Activities, any, any) {
 				a := &Activities{Backend: &fakeBackend{}, StateDir: t.TempDir()}
-				return a, a.Allocate, point.Spec{SweepID: "s", PointID: "p", Nodes: 1, Faults: []point.Fault{{Stage: StageAllocate, Times: 1}}}
+				return a, a.Allocate, point.Spec{SweepID: "s", PointID: "p", Nodes: 1, Faults: []point.Fault{{Stage: point.StageAllocate, Times: 1}}}
 			},
 			wantType: "InjectedFault", wantClass: failure.Injected,
 		},
@@ -210,10 +210,10 @@ func TestRecordPointKeepsFailedAttempts(t *testing.T) {
 	nf := failure.Attempt{Failure: failure.Failure{Class: failure.NodeFail, Excerpt: "slurm job 42 is NODE_FAIL (NodeDown)"}, At: at}
 	oom := failure.Attempt{Failure: failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory."}, At: at.Add(time.Minute)}
 	rec := PointRecord{Point: point.Spec{SweepID: "s", PointID: "p", Identity: "id-c64"}, Status: "completed", At: at.Add(time.Hour),
-		Stages: []StageTiming{
-			{Stage: StagePerf, Outcome: "allocation lost", Rounds: 1, Failures: []failure.Attempt{nf}, Started: at.Add(-time.Minute), Ended: at},
-			{Stage: StageAllocate, Outcome: "ok", Rounds: 1, Started: at, Ended: at},
-			{Stage: StageBringUp, Outcome: "ok", Rounds: 2, Failures: []failure.Attempt{oom}, Started: at, Ended: at.Add(2 * time.Minute)},
+		Stages: []point.StageRun{
+			{Stage: point.StagePerf, Outcome: "allocation lost", Rounds: 1, Failures: []failure.Attempt{nf}, Started: at.Add(-time.Minute), Ended: at},
+			{Stage: point.StageAllocate, Outcome: "ok", Rounds: 1, Started: at, Ended: at},
+			{Stage: point.StageBringUp, Outcome: "ok", Rounds: 2, Failures: []failure.Attempt{oom}, Started: at, Ended: at.Add(2 * time.Minute)},
 		}}
 	env := newActivityEnv(a)
 	_, err := env.ExecuteActivity(a.RecordPoint, rec)
@@ -221,10 +221,10 @@ func TestRecordPointKeepsFailedAttempts(t *testing.T) {
 	got, err := a.Store.StageFailures(context.Background(), "s")
 	require.NoError(t, err)
 	require.Len(t, got, 2)
-	assert.Equal(t, StagePerf, got[0].Stage)
+	assert.Equal(t, point.StagePerf, got[0].Stage)
 	assert.Equal(t, 0, got[0].Seq)
 	assert.Equal(t, nf.Failure, got[0].Failure)
-	assert.Equal(t, StageBringUp, got[1].Stage)
+	assert.Equal(t, point.StageBringUp, got[1].Stage)
 	assert.Equal(t, 2, got[1].Seq)
 	assert.Equal(t, oom.Failure, got[1].Failure)
 	assert.True(t, oom.At.Equal(got[1].At))

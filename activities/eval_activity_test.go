@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
@@ -49,13 +51,13 @@ func TestEvalActivityVerdict(t *testing.T) {
 				Limit: 12, Concurrency: 4, DefaultFloor: 0.9}
 			p := testSpec("s1", "d", 4)
 			p.Model = "sim"
-			in := StageInput{Point: p, Endpoint: &Endpoint{URL: srv.URL, Mode: "eval"}}
+			in := StageInput{Point: p, Endpoint: &cluster.Server{URL: srv.URL, Mode: "eval"}}
 
 			env := newActivityEnv(a)
 			hb := listen[evalProgress](t, env)
 			val, err := env.ExecuteActivity(a.Eval, in)
 			require.NoError(t, err, "a verdict either way, not an error")
-			var got EvalSummary
+			var got point.EvalSummary
 			require.NoError(t, val.Get(&got))
 			assert.Equal(t, tc.wantPassed, got.Passed)
 			assert.Contains(t, got.Reason, tc.wantReason)
@@ -71,7 +73,7 @@ func TestEvalActivityVerdict(t *testing.T) {
 			// The attempt's completion is lost; the retry returns what it recorded.
 			val, err = newActivityEnv(a).ExecuteActivity(a.Eval, in)
 			require.NoError(t, err)
-			var again EvalSummary
+			var again point.EvalSummary
 			require.NoError(t, val.Get(&again))
 			assert.Equal(t, got, again)
 			assert.Equal(t, asked, requests.Load(), "the retry does not evaluate again")

@@ -30,7 +30,7 @@ func TestBadNodeFaults(t *testing.T) {
 	acts.Backend = fb
 	env := newActivityEnv(acts)
 	p := point.Spec{SweepID: "s", PointID: "p", Nodes: 2, GPUs: 8}
-	in := StageInput{Point: p, Mode: "perf", Alloc: Allocation{JobID: "7", Nodes: []string{"fake-a", "fake-b"}}}
+	in := StageInput{Point: p, Mode: "perf", Alloc: cluster.Allocation{JobID: "7", Nodes: []string{"fake-a", "fake-b"}}}
 
 	_, err := env.ExecuteActivity(acts.BringUp, in)
 	app := appError(t, err)
@@ -42,7 +42,7 @@ func TestBadNodeFaults(t *testing.T) {
 	assert.Equal(t, nodehealth.Suspect, nodes[0].Verdict)
 	assert.Equal(t, "fake-b", nodes[0].Node)
 	assert.Equal(t, failure.GPUXid, nodes[0].Faults[0].Class)
-	assert.Equal(t, StageBringUp, nodes[0].Faults[0].Stage)
+	assert.Equal(t, point.StageBringUp, nodes[0].Faults[0].Stage)
 	assert.Equal(t, "7", nodes[0].Faults[0].JobID)
 	assert.Contains(t, nodes[0].Faults[0].Excerpt, "NVRM: Xid")
 
@@ -75,7 +75,7 @@ func TestBadNodeFaults(t *testing.T) {
 	// Without a cluster name nothing is tracked and nothing excluded.
 	acts3 := newLedgerActs(t)
 	assert.Nil(t, acts3.excludedNodes(context.Background()))
-	app = appError(t, acts3.nodeFailure(context.Background(), StageBringUp, in.Alloc, xidErr))
+	app = appError(t, acts3.nodeFailure(context.Background(), point.StageBringUp, in.Alloc, xidErr))
 	assert.Equal(t, "AllocationLost", app.Type())
 	assert.False(t, app.NonRetryable())
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
@@ -120,14 +121,14 @@ func TestPerfValidityGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newLedgerActs(t)
 			p := gateSpec("s-" + strings.ReplaceAll(tc.name, " ", "-"))
-			in := StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, tc.fault)}}
+			in := StageInput{Point: p, Endpoint: &cluster.Server{URL: gateEngine(t, tc.fault)}}
 			_, err := newActivityEnv(a).ExecuteActivity(a.Perf, in)
 			app := appError(t, err)
-			assert.Equal(t, point.InvalidResultType, app.Type())
+			assert.Equal(t, string(failure.ErrInvalidResult), app.Type())
 			assert.Contains(t, app.Error(), tc.reason)
 			assert.Contains(t, app.Error(), "; evidence: client loadgen, ", "the operator sees what was measured")
 			assert.False(t, app.NonRetryable(), "the first refusal is retried")
-			_, stored, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+			_, stored, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 			require.NoError(t, err)
 			assert.False(t, stored, "a refused result never enters the ledger")
 
@@ -136,9 +137,9 @@ func TestPerfValidityGate(t *testing.T) {
 			env.SetHeartbeatDetails(loadProgress{Phase: "perf", Refused: 1})
 			_, err = env.ExecuteActivity(a.Perf, in)
 			app = appError(t, err)
-			assert.Equal(t, point.InvalidResultType, app.Type())
+			assert.Equal(t, string(failure.ErrInvalidResult), app.Type())
 			assert.True(t, app.NonRetryable(), "refused twice: the operator decides")
-			_, stored, err = a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+			_, stored, err = a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 			require.NoError(t, err)
 			assert.False(t, stored)
 		})
@@ -147,9 +148,9 @@ func TestPerfValidityGate(t *testing.T) {
 	t.Run("valid", func(t *testing.T) {
 		a := newLedgerActs(t)
 		p := gateSpec("s-valid")
-		val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, engineOK)}})
+		val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &cluster.Server{URL: gateEngine(t, engineOK)}})
 		require.NoError(t, err)
-		var out PerfSummary
+		var out point.PerfSummary
 		require.NoError(t, val.Get(&out))
 		require.NotNil(t, out.Evidence)
 		ev := out.Evidence
@@ -162,7 +163,7 @@ func TestPerfValidityGate(t *testing.T) {
 		assert.Less(t, out.TPOTMedianMs, 30.0)
 		require.NotNil(t, ev.ClientLag)
 		assert.LessOrEqual(t, *ev.ClientLag, point.MaxClientLag)
-		so, stored, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+		so, stored, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 		require.NoError(t, err)
 		require.True(t, stored)
 		assert.Contains(t, string(so.OutputJSON), `"evidence":{"client":"loadgen","completed":20`)
@@ -221,8 +222,8 @@ func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 			p := testSpec("s-"+strings.ReplaceAll(tc.name, " ", "-"), "b", 4)
 			p.ISL, p.OSL, p.DurationSec, p.Eval = 0, 0, 600, false
 			p.Profile = point.Profile{Scenario: loadgen.ScenarioAgentic, DurationSec: 600, Backend: "slurm", Launcher: "sbatch"}
-			_, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, engineOK)}})
-			_, stored, lerr := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+			_, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &cluster.Server{URL: gateEngine(t, engineOK)}})
+			_, stored, lerr := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 			require.NoError(t, lerr)
 			// The simulated benchmark replays with the point's seeds, which
 			// the measurement profile records.
@@ -237,7 +238,7 @@ func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 				return
 			}
 			app := appError(t, err)
-			assert.Equal(t, point.InvalidResultType, app.Type())
+			assert.Equal(t, string(failure.ErrInvalidResult), app.Type())
 			assert.Contains(t, app.Error(), tc.reason)
 			assert.Contains(t, app.Error(), "; evidence: client benchmark, ")
 			assert.False(t, stored, "a refused result never enters the ledger")
@@ -281,11 +282,11 @@ func TestPointIndependentOfPredecessor(t *testing.T) {
 		defer srv.Close()
 		a := newLedgerActs(t)
 		a.Simulated, a.Load.TimeScale, a.Load.Seed = true, scale, 5
-		var out PerfSummary
+		var out point.PerfSummary
 		for _, p := range specs {
-			val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: srv.URL}})
+			val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &cluster.Server{URL: srv.URL}})
 			require.NoError(t, err, p.PointID)
-			out = PerfSummary{}
+			out = point.PerfSummary{}
 			require.NoError(t, val.Get(&out))
 		}
 		require.NotNil(t, out.Evidence)
@@ -337,7 +338,7 @@ func TestPerfMeasurementProfile(t *testing.T) {
 	assert.Equal(t, a.Containers, m.Containers)
 	assert.Equal(t, a.pointSeed(p4), m.PointSeed)
 	assert.NotEqual(t, a.pointSeed(p4), a.pointSeed(p8), "no two points of a deployment share prompts")
-	assert.Equal(t, a.pointSeed(p4), a.options(p4, Endpoint{URL: "http://x"}).Seed)
+	assert.Equal(t, a.pointSeed(p4), a.options(p4, cluster.Server{URL: "http://x"}).Seed)
 	// The same point on another image (same baseline key) keeps its prompts,
 	// so a nightly's figures stay comparable with the last image's.
 	img := p4
@@ -345,9 +346,9 @@ func TestPerfMeasurementProfile(t *testing.T) {
 	p4k := p4
 	p4k.BaselineKey = "same-point-c4"
 	assert.Equal(t, a.pointSeed(p4k), a.pointSeed(img))
-	assert.Equal(t, a.measured(p4k, StagePerf).Hash(), a.measured(img, StagePerf).Hash(), "an image change alone keeps the profile")
+	assert.Equal(t, a.measured(p4k, point.StagePerf).Hash(), a.measured(img, point.StagePerf).Hash(), "an image change alone keeps the profile")
 
 	b := *a
 	b.Containers = map[string]string{"sglang": "/images/sglang-0.6.sqsh"}
-	assert.NotEqual(t, a.measured(p4, StagePerf).Hash(), b.measured(p4, StagePerf).Hash(), "another image, another profile")
+	assert.NotEqual(t, a.measured(p4, point.StagePerf).Hash(), b.measured(p4, point.StagePerf).Hash(), "another image, another profile")
 }

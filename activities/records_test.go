@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/sweepflow/sweepflow/cluster"
 )
 
 // TestStageRecordsJSON pins the JSON of the stage records recorded in
@@ -15,11 +16,11 @@ func TestStageRecordsJSON(t *testing.T) {
 		v    any
 		want string
 	}{
-		{Allocation{JobID: "j", Nodes: []string{"n1"}, WorkDir: "/w", Backend: "local"}, `{"job_id":"j","nodes":["n1"],"work_dir":"/w","backend":"local"}`},
-		{CheckpointOutput{Nodes: 2, FilesCopied: 3, FilesSkipped: 1, BytesCopied: 10, BytesSkipped: 5, Manifest: "ab"},
+		{cluster.Allocation{JobID: "j", Nodes: []string{"n1"}, WorkDir: "/w", Backend: "local"}, `{"job_id":"j","nodes":["n1"],"work_dir":"/w","backend":"local"}`},
+		{cluster.StageReport{Nodes: 2, FilesCopied: 3, FilesSkipped: 1, BytesCopied: 10, BytesSkipped: 5, Manifest: "ab"},
 			`{"nodes":2,"files_copied":3,"files_skipped":1,"bytes_copied":10,"bytes_skipped":5,"manifest_sha256":"ab"}`},
-		{Endpoint{URL: "http://h", Mode: "perf", JobID: "j", Handle: "h1"}, `{"url":"http://h","mode":"perf","job_id":"j","handle":"h1"}`},
-		{Endpoint{URL: "u", Model: "m"}, `{"url":"u","mode":"","job_id":"","handle":"","model":"m"}`},
+		{cluster.Server{URL: "http://h", Mode: "perf", JobID: "j", Handle: "h1"}, `{"url":"http://h","mode":"perf","job_id":"j","handle":"h1"}`},
+		{cluster.Server{URL: "u", Model: "m"}, `{"url":"u","mode":"","job_id":"","handle":"","model":"m"}`},
 	} {
 		b, err := json.Marshal(tc.v)
 		require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -19,11 +19,11 @@ func TestRetryPolicyKnowsTheErrorTypes(t *testing.T) {
 		errType      string
 		nonRetryable bool
 	}{
-		{activities.ErrBadConfig, true},
-		{activities.ErrChecksumMismatch, true},
-		{activities.ErrOutOfMemory, true},
-		{activities.ErrResultConflict, true},
-		{activities.ErrRecipeMismatch, true},
+		{string(failure.ErrBadConfig), true},
+		{string(failure.ErrChecksumMismatch), true},
+		{string(failure.ErrOutOfMemory), true},
+		{string(failure.ErrResultConflict), true},
+		{string(failure.ErrRecipeMismatch), true},
 		{"Transient", false},
 		{"AllocationLost", false},
 		{"InjectedFault", false},

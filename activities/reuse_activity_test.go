@@ -25,8 +25,8 @@ func TestLookupReuseActivity(t *testing.T) {
 	for conc, tput := range map[int]float64{4: 400, 8: 800} {
 		p := testSpec("first", "d", conc)
 		_, err := seed.ExecuteActivity(sim.Upload, UploadInput{Point: p,
-			Perf: &PerfSummary{OutputTputPerGPU: tput, Requests: 64, Simulated: true},
-			Eval: &EvalSummary{EMStrict: 0.92, EMFlexible: 0.93, NEff: 12, Floor: 0.9, Passed: true, Simulated: true}})
+			Perf: &point.PerfSummary{OutputTputPerGPU: tput, Requests: 64, Simulated: true},
+			Eval: &point.EvalSummary{EMStrict: 0.92, EMFlexible: 0.93, NEff: 12, Floor: 0.9, Passed: true, Simulated: true}})
 		require.NoError(t, err)
 		_, err = seed.ExecuteActivity(sim.RecordPoint, PointRecord{Point: p, Status: "completed", At: time.Unix(1, 0)})
 		require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestLookupReuseActivity(t *testing.T) {
 				from = []string{"first"}
 			}
 			env := newActivityEnv(tc.acts)
-			val, err := env.ExecuteActivity(tc.acts.LookupReuse, ReuseRequest{Point: tc.point, Stages: DurableStages, FromSweeps: from})
+			val, err := env.ExecuteActivity(tc.acts.LookupReuse, ReuseRequest{Point: tc.point, Stages: point.ReusableStages(), FromSweeps: from})
 			require.NoError(t, err)
 			var got Reused
 			require.NoError(t, val.Get(&got))
@@ -110,13 +110,13 @@ func TestReuseHonoursHowThePointEnded(t *testing.T) {
 	env := newActivityEnv(sim)
 	record := func(sweep string, p point.Spec, status string) {
 		p.SweepID = sweep
-		_, err := env.ExecuteActivity(sim.Upload, UploadInput{Point: p, Perf: &PerfSummary{OutputTputPerGPU: 400, Requests: 64, Simulated: true}})
+		_, err := env.ExecuteActivity(sim.Upload, UploadInput{Point: p, Perf: &point.PerfSummary{OutputTputPerGPU: 400, Requests: 64, Simulated: true}})
 		require.NoError(t, err)
 		_, err = env.ExecuteActivity(sim.RecordPoint, PointRecord{Point: p, Status: status, At: time.Unix(1, 0)})
 		require.NoError(t, err)
 	}
 	lookup := func(from string, conc int) Reused {
-		val, err := env.ExecuteActivity(sim.LookupReuse, ReuseRequest{Point: testSpec("next", "d", conc), Stages: []string{StagePerf}, FromSweeps: []string{from}})
+		val, err := env.ExecuteActivity(sim.LookupReuse, ReuseRequest{Point: testSpec("next", "d", conc), Stages: []string{point.StagePerf}, FromSweeps: []string{from}})
 		require.NoError(t, err)
 		var got Reused
 		require.NoError(t, val.Get(&got))
@@ -127,7 +127,7 @@ func TestReuseHonoursHowThePointEnded(t *testing.T) {
 	cold := testSpec("", "d", 4)
 	cold.WarmupSkipped = true
 	record("cold", cold, "incomplete")
-	so, ok, err := sim.Store.StageOutput(context.Background(), "cold", cold.Identity, StagePerf)
+	so, ok, err := sim.Store.StageOutput(context.Background(), "cold", cold.Identity, point.StagePerf)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Contains(t, string(so.ProfileJSON), `"warmup":"skipped"`)

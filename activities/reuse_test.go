@@ -32,12 +32,12 @@ func TestLookupReuse(t *testing.T) {
 	// each point completed (reuse honours how the producer ended).
 	for conc, tput := range map[int]float64{4: 400, 8: 800} {
 		p := spec("first", conc)
-		require.NoError(t, sim.putStage(ctx, p, StagePerf, PerfSummary{OutputTputPerGPU: tput, Simulated: true}, nil, true, nil))
-		require.NoError(t, sim.putStage(ctx, p, StageEval, EvalSummary{EMStrict: 0.92, EMFlexible: 0.93, NEff: 40, Floor: 0.9, Passed: true, Simulated: true}, nil, true, nil))
+		require.NoError(t, sim.putStage(ctx, p, point.StagePerf, point.PerfSummary{OutputTputPerGPU: tput, Simulated: true}, nil, true, nil))
+		require.NoError(t, sim.putStage(ctx, p, point.StageEval, point.EvalSummary{EMStrict: 0.92, EMFlexible: 0.93, NEff: 40, Floor: 0.9, Passed: true, Simulated: true}, nil, true, nil))
 		require.NoError(t, sim.RecordPoint(ctx, PointRecord{Point: p, Status: "completed"}))
 	}
 	req := func(conc int) ReuseRequest {
-		return ReuseRequest{Point: spec("second", conc), Stages: DurableStages, FromSweeps: []string{"first"}}
+		return ReuseRequest{Point: spec("second", conc), Stages: point.ReusableStages(), FromSweeps: []string{"first"}}
 	}
 
 	t.Run("each concurrency gets its own figures", func(t *testing.T) {

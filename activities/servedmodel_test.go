@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -13,9 +14,9 @@ import (
 func TestClientsAskForTheServedModel(t *testing.T) {
 	a := &Activities{}
 	p := point.Spec{Model: "deepseek-ai/DeepSeek-V4-Pro-0813", Conc: 4}
-	assert.Equal(t, "DeepSeek-V4-Pro-0813", a.options(p, Endpoint{URL: "http://h:8000", Model: "DeepSeek-V4-Pro-0813"}).Model)
-	assert.Equal(t, "deepseek-ai/DeepSeek-V4-Pro-0813", a.options(p, Endpoint{URL: "http://h:8000"}).Model,
+	assert.Equal(t, "DeepSeek-V4-Pro-0813", a.options(p, cluster.Server{URL: "http://h:8000", Model: "DeepSeek-V4-Pro-0813"}).Model)
+	assert.Equal(t, "deepseek-ai/DeepSeek-V4-Pro-0813", a.options(p, cluster.Server{URL: "http://h:8000"}).Model,
 		"a backend that does not know the served name keeps the row's model")
-	assert.Equal(t, "DeepSeek-V4-Pro-0813", servedModel(p, &Endpoint{Model: "DeepSeek-V4-Pro-0813"}))
+	assert.Equal(t, "DeepSeek-V4-Pro-0813", servedModel(p, &cluster.Server{Model: "DeepSeek-V4-Pro-0813"}))
 	assert.Equal(t, p.Model, servedModel(p, nil))
 }

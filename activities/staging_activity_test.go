@@ -21,7 +21,7 @@ import (
 
 // stagingRig is a checkpoint on a "shared filesystem" directory and a real
 // local backend whose nodes' local disks are directories, behind a fake
-// backend that records the resume lists StageCheckpoint hands it.
+// backend that records the resume lists point.StageCheckpoint hands it.
 type stagingRig struct {
 	acts  *Activities
 	fake  *fakeBackend
@@ -49,7 +49,7 @@ func newStagingRig(t *testing.T) *stagingRig {
 	r.acts = &Activities{Backend: r.fake, StateDir: filepath.Join(dir, "state")}
 	r.in = StageInput{
 		Point: point.Spec{SweepID: "s1", PointID: "p1", CheckpointSource: r.src, CheckpointPath: filepath.Join(dir, "nvme", "model")},
-		Alloc: Allocation{JobID: "s1.p1", Nodes: []string{"n1", "n2"}},
+		Alloc: cluster.Allocation{JobID: "s1.p1", Nodes: []string{"n1", "n2"}},
 	}
 	return r
 }
@@ -59,9 +59,9 @@ func (r *stagingRig) nodeFile(node, f string) string {
 	return filepath.Join(filepath.Dir(r.in.Point.CheckpointPath), node, "model", f)
 }
 
-// stage runs the StageCheckpoint activity, as a retry attempt resuming from
+// stage runs the point.StageCheckpoint activity, as a retry attempt resuming from
 // details when they are not nil.
-func (r *stagingRig) stage(t *testing.T, details *stagingDetails) (CheckpointOutput, []stagingDetails, error) {
+func (r *stagingRig) stage(t *testing.T, details *stagingDetails) (cluster.StageReport, []stagingDetails, error) {
 	env := newActivityEnv(r.acts)
 	if details != nil {
 		env.SetHeartbeatDetails(*details)
@@ -69,9 +69,9 @@ func (r *stagingRig) stage(t *testing.T, details *stagingDetails) (CheckpointOut
 	hb := listen[stagingDetails](t, env)
 	val, err := env.ExecuteActivity(r.acts.StageCheckpoint, r.in)
 	if err != nil {
-		return CheckpointOutput{}, hb.all(), err
+		return cluster.StageReport{}, hb.all(), err
 	}
-	var out CheckpointOutput
+	var out cluster.StageReport
 	require.NoError(t, val.Get(&out))
 	return out, hb.all(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -30,8 +31,8 @@ func testSpec(sweep, deployment string, conc int) point.Spec {
 func uploadInput(tput float64) UploadInput {
 	return UploadInput{
 		Point: testSpec("s1", "d", 4),
-		Perf:  &PerfSummary{OutputTputPerGPU: tput, TputPerGPU: 2 * tput, Interactivity: 40, TTFTp90Ms: 210, Requests: 64, Simulated: true},
-		Eval:  &EvalSummary{EMStrict: 0.93, EMFlexible: 0.94, NEff: 12, Floor: 0.9, Passed: true, Simulated: true},
+		Perf:  &point.PerfSummary{OutputTputPerGPU: tput, TputPerGPU: 2 * tput, Interactivity: 40, TTFTp90Ms: 210, Requests: 64, Simulated: true},
+		Eval:  &point.EvalSummary{EMStrict: 0.93, EMFlexible: 0.94, NEff: 12, Floor: 0.9, Passed: true, Simulated: true},
 	}
 }
 
@@ -97,12 +98,12 @@ func TestUploadActivity(t *testing.T) {
 			_, err := e.ExecuteActivity(a.Upload, tc.in())
 			if tc.conflict {
 				app := appError(t, err)
-				assert.Equal(t, ErrResultConflict, app.Type())
+				assert.Equal(t, string(failure.ErrResultConflict), app.Type())
 				assert.True(t, app.NonRetryable(), "retrying cannot make two figures one")
 			} else {
 				require.NoError(t, err)
 			}
-			for _, stage := range []string{StagePerf, StageEval} {
+			for _, stage := range []string{point.StagePerf, point.StageEval} {
 				n, err := a.Store.CountStageOutputs(ctx, "s1", stage)
 				require.NoError(t, err)
 				assert.Equal(t, 1, n, "one %s row per (sweep, identity, stage)", stage)
@@ -119,7 +120,7 @@ func TestUploadActivity(t *testing.T) {
 	}
 
 	t.Run("artifacts are content-addressed", func(t *testing.T) {
-		so, ok, err := a.Store.StageOutput(ctx, "s1", base.Point.Identity, StagePerf)
+		so, ok, err := a.Store.StageOutput(ctx, "s1", base.Point.Identity, point.StagePerf)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, []string{base.Perf.AggregateURI, base.Perf.RequestsURI}, so.ArtifactURIs)
@@ -140,7 +141,7 @@ func TestUploadActivity(t *testing.T) {
 			_, err := newActivityEnv(a).ExecuteActivity(a.Upload, in)
 			require.NoError(t, err)
 		}
-		n, err := a.Store.CountStageOutputs(ctx, "s2", StagePerf)
+		n, err := a.Store.CountStageOutputs(ctx, "s2", point.StagePerf)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		perf, err := a.Store.Perf(ctx, "s2")
@@ -192,7 +193,7 @@ func TestGPUCountsRefused(t *testing.T) {
 	_, err := env.ExecuteActivity(a.Allocate, p)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "point "+p.PointID+": prefill_gpus 16 + decode_gpus 32 != gpus 64")
-	assert.Equal(t, ErrBadConfig, appError(t, err).Type())
+	assert.Equal(t, string(failure.ErrBadConfig), appError(t, err).Type())
 	assert.True(t, appError(t, err).NonRetryable())
 
 	in := uploadInput(400)
@@ -217,7 +218,7 @@ func TestReusedOutputKeepsTheProducersProfile(t *testing.T) {
 	produced.Eval = nil
 	_, err := newActivityEnv(a).ExecuteActivity(a.Upload, produced)
 	require.NoError(t, err)
-	src, ok, err := a.Store.StageOutput(ctx, "s1", produced.Point.Identity, StagePerf)
+	src, ok, err := a.Store.StageOutput(ctx, "s1", produced.Point.Identity, point.StagePerf)
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -227,19 +228,19 @@ func TestReusedOutputKeepsTheProducersProfile(t *testing.T) {
 	in.Point.SweepID, in.PerfFrom = "s2", &ReuseSource{Sweep: "s1"}
 	_, err = newActivityEnv(&other).ExecuteActivity(other.Upload, in)
 	require.NoError(t, err)
-	got, ok, err := a.Store.StageOutput(ctx, "s2", produced.Point.Identity, StagePerf)
+	got, ok, err := a.Store.StageOutput(ctx, "s2", produced.Point.Identity, point.StagePerf)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, src.ProfileHash, got.ProfileHash)
-	assert.NotEqual(t, other.measured(in.Point, StagePerf).Hash(), got.ProfileHash)
+	assert.NotEqual(t, other.measured(in.Point, point.StagePerf).Hash(), got.ProfileHash)
 
 	// The producer's sweep does not hold the output: refused, nothing stored.
 	in.Point.SweepID, in.PerfFrom = "s3", &ReuseSource{Sweep: "gone"}
 	_, err = newActivityEnv(&other).ExecuteActivity(other.Upload, in)
 	require.Error(t, err)
-	assert.Equal(t, ErrResultConflict, appError(t, err).Type())
+	assert.Equal(t, string(failure.ErrResultConflict), appError(t, err).Type())
 	assert.Contains(t, err.Error(), "no longer in sweep gone, so its profile is unknown")
-	n, err := a.Store.CountStageOutputs(ctx, "s3", StagePerf)
+	n, err := a.Store.CountStageOutputs(ctx, "s3", point.StagePerf)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	perf, err := a.Store.Perf(ctx, "s3")

@@ -378,12 +378,12 @@ type benchActivities struct {
 
 func (benchActivities) Warmup(context.Context, activities.StageInput) error { return nil }
 
-func (benchActivities) Perf(context.Context, activities.StageInput) (activities.PerfSummary, error) {
-	return activities.PerfSummary{Simulated: true}, nil
+func (benchActivities) Perf(context.Context, activities.StageInput) (point.PerfSummary, error) {
+	return point.PerfSummary{Simulated: true}, nil
 }
 
-func (benchActivities) Eval(context.Context, activities.StageInput) (activities.EvalSummary, error) {
-	return activities.EvalSummary{Passed: true, Simulated: true, Reason: "no-op backend: nothing measured"}, nil
+func (benchActivities) Eval(context.Context, activities.StageInput) (point.EvalSummary, error) {
+	return point.EvalSummary{Passed: true, Simulated: true, Reason: "no-op backend: nothing measured"}, nil
 }
 
 func (benchActivities) Upload(context.Context, activities.UploadInput) error      { return nil }

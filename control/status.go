@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
@@ -28,13 +27,13 @@ import (
 // PointView is one row of `starter status`.
 type PointView struct {
 	workflows.PointProgress
-	Stage     string                  `json:"stage"`
-	Attempt   int32                   `json:"attempt,omitempty"`
-	Elapsed   float64                 `json:"elapsed_s,omitempty"`
-	Activity  string                  `json:"activity_detail,omitempty"`
-	Perf      *activities.PerfSummary `json:"perf,omitempty"`
-	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
-	LastError string                  `json:"last_error,omitempty"`
+	Stage     string             `json:"stage"`
+	Attempt   int32              `json:"attempt,omitempty"`
+	Elapsed   float64            `json:"elapsed_s,omitempty"`
+	Activity  string             `json:"activity_detail,omitempty"`
+	Perf      *point.PerfSummary `json:"perf,omitempty"`
+	EvalRes   *point.EvalSummary `json:"eval_result,omitempty"`
+	LastError string             `json:"last_error,omitempty"`
 	// FailureClass and FailureExcerpt are the point's latest failure (its
 	// class and evidence, package failure); Failures lists every failed
 	// attempt the point met, stage by stage.
@@ -96,7 +95,7 @@ func (pv *PointView) fromState(s *workflows.PointState) {
 		for _, f := range r.Failures {
 			pv.Failures = append(pv.Failures, FailureView{Stage: r.Stage, Attempt: f})
 		}
-		if r.Outcome == "reused" {
+		if r.Outcome == point.OutcomeReused {
 			pv.Reused = append(pv.Reused, ReuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
 		}
 		if r.AutoRetries > 0 {

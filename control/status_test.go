@@ -20,7 +20,7 @@ import (
 func TestStatusShowsAutoRetries(t *testing.T) {
 	var pv PointView
 	pv.PointID, pv.Status = "p-c64", point.StatusCompleted
-	pv.fromState(&workflows.PointState{Stage: "upload", Stages: []workflows.StageRun{
+	pv.fromState(&workflows.PointState{Stage: "upload", Stages: []point.StageRun{
 		{Stage: "allocate", Outcome: "ok"},
 		{Stage: "perf", Outcome: "ok", AutoRetries: 2, Error: "timeout: Heartbeat"},
 	}})
@@ -34,7 +34,7 @@ func TestStatusShowsAutoRetries(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"auto_retries":[{"stage":"perf","retries":2,"error":"timeout: Heartbeat"}]`)
 
-	pv.fromState(&workflows.PointState{Stages: []workflows.StageRun{{Stage: "perf", Outcome: "ok"}}})
+	pv.fromState(&workflows.PointState{Stages: []point.StageRun{{Stage: "perf", Outcome: "ok"}}})
 	require.Nil(t, pv.AutoRetries, "a refreshed state drops the old notes")
 }
 
@@ -112,7 +112,7 @@ func TestStatusShowsFailureClass(t *testing.T) {
 	oom := failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
 	pv.fromState(&workflows.PointState{Stage: "bringup", FailedStage: "bringup", LastError: "decode_w0 ran out of memory",
 		FailureClass: string(oom.Class), FailureExcerpt: oom.Excerpt,
-		Stages: []workflows.StageRun{
+		Stages: []point.StageRun{
 			{Stage: "allocate", Outcome: "ok"},
 			{Stage: "bringup", Outcome: "running", Failures: []failure.Attempt{{Failure: oom, At: at}}},
 		}})

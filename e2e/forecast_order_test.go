@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/noop"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/forecast"
@@ -68,16 +69,16 @@ func (s *timedStages) take(ctx context.Context, name string, arg any) error {
 	return temporalx.HoldBeating(ctx, d)
 }
 
-func (s *timedStages) Allocate(ctx context.Context, p point.Spec) (activities.Allocation, error) {
+func (s *timedStages) Allocate(ctx context.Context, p point.Spec) (cluster.Allocation, error) {
 	if err := s.take(ctx, "Allocate", p); err != nil {
-		return activities.Allocation{}, err
+		return cluster.Allocation{}, err
 	}
 	return s.Activities.Allocate(ctx, p)
 }
 
-func (s *timedStages) BringUp(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
+func (s *timedStages) BringUp(ctx context.Context, in activities.StageInput) (cluster.Server, error) {
 	if err := s.take(ctx, "BringUp", in); err != nil {
-		return activities.Endpoint{}, err
+		return cluster.Server{}, err
 	}
 	return s.Activities.BringUp(ctx, in)
 }
@@ -95,12 +96,12 @@ func (s *timedStages) Warmup(ctx context.Context, in activities.StageInput) erro
 	return s.take(ctx, "Warmup", in)
 }
 
-func (s *timedStages) Perf(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
-	return activities.PerfSummary{Simulated: true}, s.take(ctx, "Perf", in)
+func (s *timedStages) Perf(ctx context.Context, in activities.StageInput) (point.PerfSummary, error) {
+	return point.PerfSummary{Simulated: true}, s.take(ctx, "Perf", in)
 }
 
-func (s *timedStages) Eval(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
-	return activities.EvalSummary{Passed: true, Simulated: true}, s.take(ctx, "Eval", in)
+func (s *timedStages) Eval(ctx context.Context, in activities.StageInput) (point.EvalSummary, error) {
+	return point.EvalSummary{Passed: true, Simulated: true}, s.take(ctx, "Eval", in)
 }
 
 func (s *timedStages) Upload(context.Context, activities.UploadInput) error      { return nil }

@@ -97,10 +97,10 @@ func TestIntegrationSeedSweepSharesBringUps(t *testing.T) {
 	require.NoError(t, err)
 	ran, shared := 0, map[string]bool{}
 	for _, r := range runs {
-		if r.Stage == activities.StageBringUp && r.Outcome == "ok" {
+		if r.Stage == point.StageBringUp && r.Outcome == "ok" {
 			ran++
 		}
-		if r.Stage == activities.StageBringUp && r.Outcome == "shared" {
+		if r.Stage == point.StageBringUp && r.Outcome == "shared" {
 			shared[r.PointID] = true
 		}
 	}

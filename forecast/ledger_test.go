@@ -22,7 +22,7 @@ func stageRuns(t0 time.Time, runs ...any) []results.StageRun {
 	at := t0
 	for i := 0; i < len(runs); i += 3 {
 		d := time.Duration(runs[i+2].(int)) * time.Minute
-		out = append(out, results.StageRun{Stage: runs[i].(string), Outcome: runs[i+1].(string), Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
+		out = append(out, results.StageRun{Stage: runs[i].(string), Outcome: point.Outcome(runs[i+1].(string)), Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
 		at = at.Add(d)
 	}
 	return out

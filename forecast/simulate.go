@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -362,20 +363,20 @@ func (s *stubs) answer(name string, args []any) (any, error) {
 	return payloads, nil
 }
 
-func (*stubs) Allocate(_ context.Context, p point.Spec) (activities.Allocation, error) {
-	a := activities.Allocation{JobID: "forecast-" + p.PointID, Backend: "forecast"}
+func (*stubs) Allocate(_ context.Context, p point.Spec) (cluster.Allocation, error) {
+	a := cluster.Allocation{JobID: "forecast-" + p.PointID, Backend: "forecast"}
 	for i := range p.Nodes {
 		a.Nodes = append(a.Nodes, "node-"+strconv.Itoa(i+1))
 	}
 	return a, nil
 }
 
-func (*stubs) StageCheckpoint(context.Context, activities.StageInput) (activities.CheckpointOutput, error) {
-	return activities.CheckpointOutput{}, nil
+func (*stubs) StageCheckpoint(context.Context, activities.StageInput) (cluster.StageReport, error) {
+	return cluster.StageReport{}, nil
 }
 
-func (*stubs) BringUp(_ context.Context, in activities.StageInput) (activities.Endpoint, error) {
-	return activities.Endpoint{URL: "forecast://" + in.Alloc.JobID, Mode: in.Mode, JobID: in.Alloc.JobID}, nil
+func (*stubs) BringUp(_ context.Context, in activities.StageInput) (cluster.Server, error) {
+	return cluster.Server{URL: "forecast://" + in.Alloc.JobID, Mode: in.Mode, JobID: in.Alloc.JobID}, nil
 }
 
 func (*stubs) CheckServer(context.Context, activities.StageInput) (activities.ServerCheck, error) {
@@ -384,12 +385,12 @@ func (*stubs) CheckServer(context.Context, activities.StageInput) (activities.Se
 
 func (*stubs) Warmup(context.Context, activities.StageInput) error { return nil }
 
-func (*stubs) Perf(context.Context, activities.StageInput) (activities.PerfSummary, error) {
-	return activities.PerfSummary{}, nil
+func (*stubs) Perf(context.Context, activities.StageInput) (point.PerfSummary, error) {
+	return point.PerfSummary{}, nil
 }
 
-func (*stubs) Eval(context.Context, activities.StageInput) (activities.EvalSummary, error) {
-	return activities.EvalSummary{Passed: true}, nil
+func (*stubs) Eval(context.Context, activities.StageInput) (point.EvalSummary, error) {
+	return point.EvalSummary{Passed: true}, nil
 }
 
 func (*stubs) Upload(context.Context, activities.UploadInput) error      { return nil }

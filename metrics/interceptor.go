@@ -18,14 +18,14 @@ import (
 // stageOf maps an activity type to the stage it runs; bookkeeping
 // activities (ledger records, reuse lookups) are not stages.
 var stageOf = map[string]string{
-	"Allocate":        activities.StageAllocate,
-	"StageCheckpoint": activities.StageCheckpoint,
-	"BringUp":         activities.StageBringUp,
-	"Warmup":          activities.StageWarmup,
-	"Perf":            activities.StagePerf,
-	"Eval":            activities.StageEval,
-	"Upload":          activities.StageUpload,
-	"Teardown":        activities.StageTeardown,
+	"Allocate":        point.StageAllocate,
+	"StageCheckpoint": point.StageCheckpoint,
+	"BringUp":         point.StageBringUp,
+	"Warmup":          point.StageWarmup,
+	"Perf":            point.StagePerf,
+	"Eval":            point.StageEval,
+	"Upload":          point.StageUpload,
+	"Teardown":        point.StageTeardown,
 }
 
 // recordPoint is the activity whose input carries a point's final status.

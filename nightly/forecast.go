@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -52,7 +52,7 @@ func (a *Activities) ForecastNight(ctx context.Context, req ForecastRequest) (fo
 	if err != nil {
 		// The inputs cannot give a forecast (no bring-up time): a retry
 		// would not either.
-		return forecast.Brief{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadConfig, err)
+		return forecast.Brief{}, temporal.NewNonRetryableApplicationError(err.Error(), string(failure.ErrBadConfig), err)
 	}
 	b := c.Brief()
 	a.log(ctx).Info("nightly forecast", zap.String("nightly", req.NightlyID), zap.Int("points", b.Points),

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -316,7 +315,7 @@ type deploymentSearch struct {
 }
 
 // report records what a point of the deployment measured.
-func (d *deploymentSearch) report(p point.Spec, perf *activities.PerfSummary, onServer time.Duration) {
+func (d *deploymentSearch) report(p point.Spec, perf *point.PerfSummary, onServer time.Duration) {
 	if d == nil {
 		return
 	}
@@ -346,10 +345,10 @@ func (d *deploymentSearch) lost(out PointOutcome) {
 
 // serverTime is a point's time on its server: its warmup and perf stage
 // runs, failed attempts included.
-func serverTime(stages []StageRun) time.Duration {
+func serverTime(stages []point.StageRun) time.Duration {
 	var t time.Duration
 	for _, r := range stages {
-		if (r.Stage == activities.StageWarmup || r.Stage == activities.StagePerf) && r.Outcome != "reused" && !r.Ended.IsZero() {
+		if (r.Stage == point.StageWarmup || r.Stage == point.StagePerf) && r.Outcome != point.OutcomeReused && !r.Ended.IsZero() {
 			t += r.Ended.Sub(r.Started)
 		}
 	}
@@ -396,8 +395,8 @@ func (d *deploymentSearch) search(ctx workflow.Context, lease *Lease, outcomes m
 		outcomes[p.PointID] = out
 		d.added = append(d.added, p)
 		lease = nil
-		var perf *activities.PerfSummary
-		var stages []StageRun
+		var perf *point.PerfSummary
+		var stages []point.StageRun
 		if st != nil {
 			lease, perf, stages = st.Handoff, st.Perf, st.Stages
 		}

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -24,11 +23,11 @@ import (
 func TestFailureClassReachesStateAttributeAndLedger(t *testing.T) {
 	f := newFake()
 	oom := failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
-	f.failures[activities.StagePerf] = 1
-	f.errType[activities.StagePerf] = activities.ErrOutOfMemory
-	f.errDetails[activities.StagePerf] = oom
-	f.failures[activities.StageWarmup] = 3
-	f.errType[activities.StageWarmup] = timeoutHeartbeat
+	f.failures[point.StagePerf] = 1
+	f.errType[point.StagePerf] = string(failure.ErrOutOfMemory)
+	f.errDetails[point.StagePerf] = oom
+	f.failures[point.StageWarmup] = 3
+	f.errType[point.StageWarmup] = timeoutHeartbeat
 	env := pointEnv(t, f)
 	var classes []string
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
@@ -58,14 +57,14 @@ func TestFailureClassReachesStateAttributeAndLedger(t *testing.T) {
 	assert.Equal(t, point.StatusCompleted, st.Status)
 	assert.Equal(t, string(failure.CUDAOOM), st.FailureClass, "the latest failure stays after the retry worked")
 
-	byStage := map[string]StageRun{}
+	byStage := map[string]point.StageRun{}
 	for _, r := range st.Stages {
 		byStage[r.Stage] = r
 	}
-	warm := byStage[activities.StageWarmup]
+	warm := byStage[point.StageWarmup]
 	require.Len(t, warm.Failures, 1, "one heartbeat-timed-out budget, then the automatic retry worked")
 	assert.Equal(t, failure.LostWorker, warm.Failures[0].Class)
-	perf := byStage[activities.StagePerf]
+	perf := byStage[point.StagePerf]
 	require.Len(t, perf.Failures, 1)
 	assert.Equal(t, oom, perf.Failures[0].Failure)
 	assert.False(t, perf.Failures[0].At.IsZero())
@@ -90,11 +89,11 @@ func TestFailureOfOlderErrors(t *testing.T) {
 		err  error
 		want failure.Class
 	}{
-		{temporal.NewNonRetryableApplicationError("recipe moved", activities.ErrRecipeMismatch, nil), failure.ConfigError},
+		{temporal.NewNonRetryableApplicationError("recipe moved", string(failure.ErrRecipeMismatch), nil), failure.ConfigError},
 		{temporal.NewApplicationError("slurm job 9 is NODE_FAIL", "AllocationLost"), failure.JobLost},
-		{temporal.NewApplicationError("invalid perf result: zero tokens", point.InvalidResultType, point.PerfEvidence{}), failure.InvalidResult},
+		{temporal.NewApplicationError("invalid perf result: zero tokens", string(failure.ErrInvalidResult), point.PerfEvidence{}), failure.InvalidResult},
 		{temporal.NewApplicationError("connection refused", "Transient"), failure.Transient},
-		{temporal.NewNonRetryableApplicationError("x", activities.ErrBadConfig, nil,
+		{temporal.NewNonRetryableApplicationError("x", string(failure.ErrBadConfig), nil,
 			failure.Failure{Class: failure.SlurmTimeout, Excerpt: "slurm job 9 is TIMEOUT"}), failure.SlurmTimeout},
 	} {
 		assert.Equal(t, tc.want, FailureOf(tc.err).Class, "%v", tc.err)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -31,8 +32,8 @@ const KindDeployment = "deployment"
 // Lease is an allocation (and the server running on it, if any) passed from
 // one point of a deployment to the next.
 type Lease struct {
-	Alloc    activities.Allocation `json:"alloc"`
-	Endpoint *activities.Endpoint  `json:"endpoint,omitempty"`
+	Alloc    cluster.Allocation `json:"alloc"`
+	Endpoint *cluster.Server    `json:"endpoint,omitempty"`
 	// From is the point that held it last.
 	From string `json:"from"`
 }
@@ -60,8 +61,8 @@ type PerfDone struct {
 	Lease   *Lease `json:"lease,omitempty"`
 	// Perf and ServerTime are what the point measured and how long it held
 	// the server (warmup and perf), for an adaptive search.
-	Perf       *activities.PerfSummary `json:"perf,omitempty"`
-	ServerTime time.Duration           `json:"server_time,omitempty"`
+	Perf       *point.PerfSummary `json:"perf,omitempty"`
+	ServerTime time.Duration      `json:"server_time,omitempty"`
 }
 
 // EvalTurn is the payload of SignalEvalTurn.
@@ -263,7 +264,7 @@ type deferredEval struct {
 func teardownLease(ctx workflow.Context, queue string, t Tuning, p point.Spec, l *Lease) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(activities.StageTeardown, queue, t))
+	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(point.StageTeardown, queue, t))
 	var a *activities.Activities
 	if err := workflow.ExecuteActivity(tctx, a.Teardown, activities.StageInput{Point: p, Alloc: l.Alloc}).Get(tctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("teardown of a left-over allocation failed", "job", l.Alloc.JobID, "error", err)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -40,7 +41,7 @@ type groupFake struct {
 	faults    map[string]int
 	// model, when set, gives a point's figures (adaptive searches read
 	// them); the fake's own figure stays in OutputTputPerGPU.
-	model func(p point.Spec) activities.PerfSummary
+	model func(p point.Spec) point.PerfSummary
 }
 
 func newGroupFake() *groupFake {
@@ -84,21 +85,21 @@ func tput(conc int) float64 { return 1000 + float64(conc) }
 func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p point.Spec) (activities.Allocation, error) {
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(ctx context.Context, p point.Spec) (cluster.Allocation, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.allocated = append(f.allocated, p.PointID)
-		if err := f.inject(p, activities.StageAllocate); err != nil {
-			return activities.Allocation{}, err
+		if err := f.inject(p, point.StageAllocate); err != nil {
+			return cluster.Allocation{}, err
 		}
 		f.jobs++
 		job := fmt.Sprintf("job%d", f.jobs)
 		f.held[job] = p.Nodes
 		f.peak = max(f.peak, f.nodesHeld())
 		f.note(job, "allocate")
-		return activities.Allocation{JobID: job, Nodes: make([]string, p.Nodes)}, nil
+		return cluster.Allocation{JobID: job, Nodes: make([]string, p.Nodes)}, nil
 	})
-	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(activities.CheckpointOutput{}, nil)
+	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(cluster.StageReport{}, nil)
 	env.OnActivity(a.CheckServer, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.ServerCheck, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -114,39 +115,39 @@ func (f *groupFake) register(env *testsuite.TestWorkflowEnvironment) {
 		_, up := f.servers[in.Alloc.JobID]
 		return activities.ServerCheck{AllocationAlive: true, ServerAlive: up}, nil
 	})
-	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
+	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (cluster.Server, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if _, ok := f.held[in.Alloc.JobID]; !ok {
-			return activities.Endpoint{}, fmt.Errorf("bring-up on %s, which holds no nodes", in.Alloc.JobID)
+			return cluster.Server{}, fmt.Errorf("bring-up on %s, which holds no nodes", in.Alloc.JobID)
 		}
 		f.servers[in.Alloc.JobID] = in.Mode
 		f.note(in.Alloc.JobID, "bringup:"+in.Mode)
-		return activities.Endpoint{URL: "http://" + in.Alloc.JobID, Mode: in.Mode, JobID: in.Alloc.JobID}, nil
+		return cluster.Server{URL: "http://" + in.Alloc.JobID, Mode: in.Mode, JobID: in.Alloc.JobID}, nil
 	})
 	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (point.PerfSummary, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.servers[in.Endpoint.JobID] != "perf" {
-			return activities.PerfSummary{}, fmt.Errorf("perf of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
+			return point.PerfSummary{}, fmt.Errorf("perf of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
 		}
 		f.note(in.Alloc.JobID, "perf:"+in.Point.PointID)
-		var sum activities.PerfSummary
+		var sum point.PerfSummary
 		if f.model != nil {
 			sum = f.model(in.Point)
 		}
 		sum.Requests, sum.OutputTputPerGPU, sum.Simulated = in.Point.Conc, tput(in.Point.Conc), true
 		return sum, nil
 	})
-	env.OnActivity(a.Eval, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
+	env.OnActivity(a.Eval, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) (point.EvalSummary, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.servers[in.Endpoint.JobID] != "eval" {
-			return activities.EvalSummary{}, fmt.Errorf("eval of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
+			return point.EvalSummary{}, fmt.Errorf("eval of %s on a %q server", in.Point.PointID, f.servers[in.Endpoint.JobID])
 		}
 		f.note(in.Alloc.JobID, "eval:"+in.Point.PointID)
-		return activities.EvalSummary{EMStrict: 0.95, Passed: true}, nil
+		return point.EvalSummary{EMStrict: 0.95, Passed: true}, nil
 	})
 	env.OnActivity(a.Upload, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.StageInput) error {
@@ -320,7 +321,7 @@ func stagesOf(pr *SweepProgress, id string) []string {
 	for _, p := range pr.Points {
 		if p.PointID == id && p.Outcome != nil && p.Outcome.State != nil {
 			for _, s := range p.Outcome.State.Stages {
-				out = append(out, s.Stage+":"+s.Outcome)
+				out = append(out, s.Stage+":"+string(s.Outcome))
 			}
 		}
 	}
@@ -399,7 +400,7 @@ func TestDeploymentDropsAStalePerfDone(t *testing.T) {
 	starts := map[string]start{}
 	t0 := env.Now()
 	lease := func(job, from string) *Lease {
-		return &Lease{Alloc: activities.Allocation{JobID: job}, Endpoint: &activities.Endpoint{URL: "http://" + job}, From: from}
+		return &Lease{Alloc: cluster.Allocation{JobID: job}, Endpoint: &cluster.Server{URL: "http://" + job}, From: from}
 	}
 	env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in PointInput) (*PointState, error) {
 		id := in.Point.PointID

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -27,7 +26,7 @@ func TestActivityOptionsWorkerLossRecovery(t *testing.T) {
 	for _, tt := range tunings {
 		for _, st := range point.Stages() {
 			o := ActivityOptions(st.Name, "q", tt.t)
-			if st.Name == activities.StageTeardown {
+			if st.Name == point.StageTeardown {
 				if tt.t.HeartbeatTimeout == 0 {
 					assert.Equal(t, st.Heartbeat, o.HeartbeatTimeout, "teardown keeps its own timeout")
 				}

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -16,7 +17,7 @@ func (r *pointRun) acquire(ctx workflow.Context) (activities.StageInput, bool, e
 	if r.in.Group != nil && r.allocated {
 		in := activities.StageInput{Point: p, Alloc: r.alloc, Endpoint: r.endpoint}
 		if r.probe(ctx, &in) && (in.Endpoint != nil || !r.in.Group.Added) {
-			r.markShared(ctx, activities.StageAllocate)
+			r.markShared(ctx, point.StageAllocate)
 			return in, false, nil
 		}
 	}
@@ -25,8 +26,8 @@ func (r *pointRun) acquire(ctx workflow.Context) (activities.StageInput, bool, e
 		// at all: it never allocates or brings a server up.
 		return activities.StageInput{}, true, addedNoServer(p, "the handed-over server does not answer")
 	}
-	var alloc activities.Allocation
-	skipped, err := r.stage(ctx, activities.StageAllocate, func(actx workflow.Context) error {
+	var alloc cluster.Allocation
+	skipped, err := r.stage(ctx, point.StageAllocate, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.Allocate, p).Get(actx, &alloc)
 	})
 	if err != nil || skipped {
@@ -39,8 +40,8 @@ func (r *pointRun) acquire(ctx workflow.Context) (activities.StageInput, bool, e
 	}
 
 	in := activities.StageInput{Point: p, Alloc: alloc}
-	var ck activities.CheckpointOutput
-	if skipped, err := r.stage(ctx, activities.StageCheckpoint, func(actx workflow.Context) error {
+	var ck cluster.StageReport
+	if skipped, err := r.stage(ctx, point.StageCheckpoint, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.StageCheckpoint, in).Get(actx, &ck)
 	}); err != nil || skipped {
 		return in, true, err
@@ -131,7 +132,7 @@ func (r *pointRun) lease() *Lease {
 // earlier point of its deployment set up (allocation, server).
 func (r *pointRun) markShared(ctx workflow.Context, stage string) {
 	now := workflow.Now(ctx)
-	r.state.Stages = append(r.state.Stages, StageRun{Stage: stage, Outcome: "shared", Started: now, Ended: now, Rounds: 1})
+	r.state.Stages = append(r.state.Stages, point.StageRun{Stage: stage, Outcome: point.OutcomeShared, Started: now, Ended: now, Rounds: 1})
 }
 
 // deferringEval: the point's eval still waits for the group's eval phase.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -269,14 +270,14 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		pts[i].SweepID = in.SweepID
 	}
 	if len(in.Adaptive) > 0 && in.PlanRef != "" {
-		return nil, temporal.NewNonRetryableApplicationError("sweep input: adaptive points need the plan in the start input, not a stored plan_ref", activities.ErrBadConfig, nil)
+		return nil, temporal.NewNonRetryableApplicationError("sweep input: adaptive points need the plan in the start input, not a stored plan_ref", string(failure.ErrBadConfig), nil)
 	}
 	s.adaptive = newAdaptiveRun(ctx, in, pts)
 	s.queue = units(pts, s.canary.solo)
 	s.sortQueue()
 	if in.PlanRef != "" {
 		if len(in.Points) > 0 {
-			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", activities.ErrBadConfig, nil)
+			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", string(failure.ErrBadConfig), nil)
 		}
 		s.cursor, s.index, s.startedKey, s.finished = in.PlanOffset, map[string]int{}, map[string]bool{}, map[string]bool{}
 		for _, d := range in.Done {

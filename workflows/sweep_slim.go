@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -34,7 +35,7 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 		}
 		if page.Total <= 0 || (len(page.Points) == 0 && s.cursor < page.Total) {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("sweep %s: stored plan %s: empty page at point %d of %d",
-				s.in.SweepID, s.in.PlanRef, s.cursor, page.Total), activities.ErrBadConfig, nil)
+				s.in.SweepID, s.in.PlanRef, s.cursor, page.Total), string(failure.ErrBadConfig), nil)
 		}
 		s.in.PlanTotal = page.Total
 		fresh := make([]point.Spec, 0, len(page.Points))

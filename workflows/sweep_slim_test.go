@@ -55,7 +55,7 @@ func slimEnv(t *testing.T, plan []point.Spec, in SweepInput) (*testsuite.TestWor
 		}
 		st := &PointState{PointID: pin.Point.PointID, Status: point.StatusCompleted}
 		for _, stage := range []string{"allocate", "checkpoint", "bring-up", "warmup", "perf", "upload", "teardown"} {
-			st.Stages = append(st.Stages, StageRun{Stage: stage, Outcome: "ok", Started: workflow.Now(ctx), Ended: workflow.Now(ctx), Rounds: 1})
+			st.Stages = append(st.Stages, point.StageRun{Stage: stage, Outcome: "ok", Started: workflow.Now(ctx), Ended: workflow.Now(ctx), Rounds: 1})
 		}
 		if pin.Point.Conc == 7 {
 			st.Status = point.StatusFailed
