@@ -32,7 +32,7 @@ type PointView struct {
 	Elapsed   float64            `json:"elapsed_s,omitempty"`
 	Activity  string             `json:"activity_detail,omitempty"`
 	Perf      *point.PerfSummary `json:"perf,omitempty"`
-	EvalRes   *point.EvalSummary `json:"eval_result,omitempty"`
+	Eval      *point.EvalSummary `json:"eval_result,omitempty"`
 	LastError string             `json:"last_error,omitempty"`
 	// FailureClass and FailureExcerpt are the point's latest failure (its
 	// class and evidence, package failure); Failures lists every failed
@@ -87,7 +87,7 @@ type FailureView struct {
 // common; the callers add what only one of them shows (a finished point's
 // missing outputs, a running point's allocation).
 func (pv *PointView) fromState(s *workflows.PointState) {
-	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
+	pv.Stage, pv.Perf, pv.Eval, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
 	pv.ReuseNotes, pv.Skipped, pv.RecordError = s.ReuseNotes, s.Skipped, s.RecordError
 	pv.FailureClass, pv.FailureExcerpt = s.FailureClass, s.FailureExcerpt
 	pv.Reused, pv.AutoRetries, pv.Failures = nil, nil, nil
@@ -260,16 +260,16 @@ func Print(w io.Writer, v *SweepView) {
 			}
 		}
 		ev := "-"
-		if p.EvalRes != nil {
-			ev = fmt.Sprintf("%.3f/%.3f", p.EvalRes.EMStrict, p.EvalRes.EMFlexible)
-			if !p.EvalRes.Passed {
+		if p.Eval != nil {
+			ev = fmt.Sprintf("%.3f/%.3f", p.Eval.EMStrict, p.Eval.EMFlexible)
+			if !p.Eval.Passed {
 				ev += " FAIL"
 			}
-			if p.EvalRes.Simulated {
+			if p.Eval.Simulated {
 				ev += "*"
 				simulated = true
 			}
-		} else if !p.Eval {
+		} else if !p.PlansEval {
 			ev = "(no eval)"
 		}
 		fc := "-"

@@ -113,7 +113,7 @@ func TestAdaptiveFillOnTheDeploymentsServer(t *testing.T) {
 		require.Contains(t, a.Added.Reason, "next to 2P1D DEP16/DEP32, whose server is up")
 		require.Equal(t, tput(a.Conc), a.Outcome.State.Perf.OutputTputPerGPU, "%s has its own figures", a.PointID)
 		require.Contains(t, stagesOf(pr, a.PointID), "bringup:shared", "%s used the deployment's server", a.PointID)
-		require.False(t, a.Eval)
+		require.False(t, a.PlansEval)
 		require.Equal(t, PointWorkflowID("s", a.PointID), a.WorkflowID)
 	}
 	// The search's state: why it stopped, what was added.

@@ -101,7 +101,8 @@ type PointProgress struct {
 	Topology   string `json:"topology,omitempty"`
 	Conc       int    `json:"conc,omitempty"`
 	Nodes      int    `json:"nodes,omitempty"`
-	Eval       bool   `json:"eval"`
+	// PlansEval: the point runs the GSM8K eval.
+	PlansEval bool `json:"eval"`
 	// EvalOnly: the point runs its eval without perf.
 	EvalOnly bool `json:"eval_only,omitempty"`
 	// Added: an adaptive search added the point (why, on which deployment).
@@ -532,7 +533,7 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 		Canaries: s.canaries(), Adaptive: s.adaptive.snapshot()}
 	row := func(p point.Spec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
-			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status, Added: p.Added}
+			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, PlansEval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status, Added: p.Added}
 	}
 	// The last outcome of every finished point (an index: progress also
 	// builds the sweep's summary of 10,000 points).

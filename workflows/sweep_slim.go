@@ -135,7 +135,7 @@ func slimOutcomes(sweepID string, done []PointOutcome) []PointOutcome {
 func slimSummary(pr SweepProgress) SweepProgress {
 	rows := make([]PointProgress, len(pr.Points))
 	for i, p := range pr.Points {
-		rows[i] = PointProgress{PointID: p.PointID, Status: p.Status, Eval: p.Eval, EvalOnly: p.EvalOnly}
+		rows[i] = PointProgress{PointID: p.PointID, Status: p.Status, PlansEval: p.PlansEval, EvalOnly: p.EvalOnly}
 		if o := p.Outcome; o != nil && o.Error != "" {
 			rows[i].Outcome = &PointOutcome{PointID: o.PointID, Status: o.Status, Error: o.Error}
 		}
