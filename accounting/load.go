@@ -187,12 +187,8 @@ func specOf(row results.Point) (string, int, bool) {
 	if len(row.SpecJSON) > 0 {
 		_ = json.Unmarshal(row.SpecJSON, &spec) // a bad spec leaves the identity's hash and no nodes
 	}
-	dep := spec.DeploymentHash
-	if dep == "" {
-		if id, err := point.Parse(row.Identity); err == nil {
-			dep = id.DeploymentHash
-		}
-	}
+	spec.Identity = row.Identity
+	dep := spec.Deployment()
 	return dep, spec.Nodes, spec.Added != nil
 }
 

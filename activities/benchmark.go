@@ -16,7 +16,7 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // benchmarkEnv is the environment InferenceX's benchmark-multinode template
@@ -198,11 +198,11 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if a.Simulated {
 		// The simulated benchmark role replays with the point's seeds (the
 		// measurement profile records them).
-		env[simrole.EnvSeed] = strconv.FormatInt(a.pointSeed(p), 10)
-		env[simrole.EnvTraceSeed] = strconv.FormatInt(a.Load.Seed, 10)
+		env[simenv.EnvSeed] = strconv.FormatInt(a.pointSeed(p), 10)
+		env[simenv.EnvTraceSeed] = strconv.FormatInt(a.Load.Seed, 10)
 	}
 	if a.Simulated && cut > 0 {
-		env[simrole.EnvCutStreams] = cut.String()
+		env[simenv.EnvCutStreams] = cut.String()
 	}
 	if a.Simulated && a.warmupPerLane() == 1 {
 		// InferenceX's AIPERF_EXPERIMENTAL_FAST input: one warmup call per

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // ChaosHangBudget is the health budget of a bring-up a chaos run makes hang:
@@ -29,9 +29,9 @@ func (a *Activities) chaosBringUp(ctx context.Context, p point.Spec, spec *clust
 	}
 	switch kind, ok := strings.CutPrefix(c, point.ChaosCrash+":"); {
 	case ok:
-		spec.Env[simrole.EnvCrash] = kind
+		spec.Env[simenv.EnvCrash] = kind
 	case c == point.ChaosHang:
-		spec.Env[simrole.EnvCrash] = "hang"
+		spec.Env[simenv.EnvCrash] = "hang"
 		spec.HealthBudget = ChaosHangBudget
 	}
 	a.log(ctx).Warn("chaos: this bring-up attempt carries a fault", zap.String("point", p.PointID), zap.String("fault", c))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // TestChaosFaultsHitTheFirstAttempt: a chaos fault is carried out by the
@@ -29,7 +29,7 @@ func TestChaosFaultsHitTheFirstAttempt(t *testing.T) {
 	require.NoError(t, a.injectFault(p, point.StageBringUp), "a chaos fault is not an InjectedFault")
 	spec := cluster.ServeSpec{Env: map[string]string{}}
 	require.NoError(t, a.chaosBringUp(ctx, p, &spec))
-	assert.Equal(t, "nccl", spec.Env[simrole.EnvCrash])
+	assert.Equal(t, "nccl", spec.Env[simenv.EnvCrash])
 	assert.Zero(t, spec.HealthBudget)
 	again := cluster.ServeSpec{Env: map[string]string{}}
 	require.NoError(t, a.chaosBringUp(ctx, p, &again))
@@ -45,7 +45,7 @@ func TestChaosFaultsHitTheFirstAttempt(t *testing.T) {
 	hang := point.Spec{SweepID: "sw", PointID: "c4", Faults: []point.Fault{{Stage: point.StageBringUp, Times: 1, Chaos: point.ChaosHang}}}
 	spec = cluster.ServeSpec{Env: map[string]string{}}
 	require.NoError(t, a.chaosBringUp(ctx, hang, &spec))
-	assert.Equal(t, "hang", spec.Env[simrole.EnvCrash])
+	assert.Equal(t, "hang", spec.Env[simenv.EnvCrash])
 	assert.Equal(t, ChaosHangBudget, spec.HealthBudget)
 
 	real := &Activities{StateDir: filepath.Join(t.TempDir(), "state")}

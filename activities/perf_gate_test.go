@@ -21,7 +21,7 @@ import (
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // engineFault is how gateEngine misbehaves.
@@ -228,8 +228,8 @@ func TestPerfValidityGateBenchmarkFile(t *testing.T) {
 			// The simulated benchmark replays with the point's seeds, which
 			// the measurement profile records.
 			m := a.measurement(p)
-			assert.Equal(t, strconv.FormatInt(m.PointSeed, 10), bb.env[simrole.EnvSeed])
-			assert.Equal(t, "11", bb.env[simrole.EnvTraceSeed])
+			assert.Equal(t, strconv.FormatInt(m.PointSeed, 10), bb.env[simenv.EnvSeed])
+			assert.Equal(t, "11", bb.env[simenv.EnvTraceSeed])
 			assert.EqualValues(t, 11, m.TraceSeed)
 			assert.Equal(t, point.PerfClientBenchmark, m.PerfClient)
 			if tc.reason == "" {

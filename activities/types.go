@@ -67,6 +67,10 @@ type PointRecord struct {
 	At time.Time `json:"at"`
 }
 
+// FinalStatus is the point's final status, what metrics counts finished
+// points by.
+func (r PointRecord) FinalStatus() string { return r.Status }
+
 // SweepRecord is the ledger row of a sweep.
 type SweepRecord struct {
 	SweepID    string    `json:"sweep_id"`

@@ -517,7 +517,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 		seen := map[string]bool{}
 		var deps []string
 		for _, p := range plan {
-			if k := workflows.DeploymentKey(p); !seen[k] {
+			if k := p.DeploymentKey(); !seen[k] {
 				seen[k] = true
 				deps = append(deps, workflows.DeploymentWorkflowID(id, k))
 			}

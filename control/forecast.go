@@ -10,6 +10,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
@@ -186,7 +187,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 	if req.Ledger != nil && len(pts) > 0 {
 		var deps []string
 		for _, pt := range pts {
-			if k := workflows.DeploymentKey(pt); !slices.Contains(deps, k) {
+			if k := pt.DeploymentKey(); !slices.Contains(deps, k) {
 				deps = append(deps, k)
 			}
 		}
@@ -219,12 +220,12 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 			in = ain
 		}
 	}
-	c, err := forecast.Run(in, inputs)
+	c, err := runner.Run(in, inputs)
 	if err != nil {
 		return nil, err
 	}
 	if len(in.Adaptive) > 0 {
-		pc, err := forecast.Run(plain, inputs)
+		pc, err := runner.Run(plain, inputs)
 		if err != nil {
 			return nil, fmt.Errorf("without adaptive points: %w", err)
 		}
@@ -235,7 +236,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 		cin := in
 		cin.Points = slices.Clone(in.Points)
 		ApplyCanaries(&cin, plan.DefaultNodeMinuteTimes(cl.BringUpTime))
-		cc, err := forecast.Run(cin, inputs)
+		cc, err := runner.Run(cin, inputs)
 		if err != nil {
 			return nil, fmt.Errorf("with canaries: %w", err)
 		}
@@ -375,5 +376,5 @@ func ForecastStored(ctx context.Context, store *results.Store, sweepID string, a
 	if in.PlanRef != "" && len(in.Points) == 0 {
 		return nil, fmt.Errorf("sweep %s: its stored plan holds no points", sweepID)
 	}
-	return forecast.Run(*in, forecast.Inputs{Profile: prof, Assumptions: a})
+	return runner.Run(*in, forecast.Inputs{Profile: prof, Assumptions: a})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/noop"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -62,7 +63,7 @@ type timedStages struct {
 }
 
 func (s *timedStages) take(ctx context.Context, name string, arg any) error {
-	c, _ := forecast.Classify(name, arg)
+	c, _ := runner.Classify(name, arg)
 	d := time.Duration(float64(s.clock.Duration(c)) / float64(time.Minute) * float64(s.scale))
 	// Heartbeat as the real stages do: a stage longer than the worker-loss
 	// heartbeat timeout (5 s) would otherwise be retried.
@@ -137,7 +138,7 @@ func TestForecastOrderIsTheSweepsOrder(t *testing.T) {
 		in.Points[i].CheckpointSource = "" // nothing to stage on the no-op backend
 	}
 
-	tl, err := forecast.Simulate(*in, orderClock{})
+	tl, err := runner.Simulate(*in, orderClock{})
 	require.NoError(t, err)
 	// The forecast's order, with the points' end times far enough apart
 	// that the real sweep's latency cannot swap two: 5 forecast minutes

@@ -109,7 +109,7 @@ func (a *adaptiveRun) observe(pts []point.Spec) {
 		return
 	}
 	for _, k := range a.keys {
-		k.Observe(pts, DeploymentKey)
+		k.Observe(pts, point.Spec.DeploymentKey)
 	}
 }
 

@@ -74,7 +74,7 @@ type EvalTurn struct {
 // DeploymentInput starts the points of one deployment.
 type DeploymentInput struct {
 	SweepID string `json:"sweep_id"`
-	// Key is the points' DeploymentKey.
+	// Key is the points' point.Spec.DeploymentKey.
 	Key       string       `json:"deployment"`
 	Points    []point.Spec `json:"points"`
 	TaskQueue string       `json:"task_queue"`
@@ -86,19 +86,6 @@ type DeploymentInput struct {
 	// workflow Sweep for points to add on its server (adaptive.go).
 	Adaptive bool   `json:"adaptive,omitempty"`
 	Sweep    string `json:"sweep,omitempty"`
-}
-
-// DeploymentKey is the deployment a point belongs to: its deployment hash,
-// or its own ID when it has none (then it is alone). Specs recorded before
-// they carried the hash have it only inside their identity.
-func DeploymentKey(p point.Spec) string {
-	if p.DeploymentHash != "" {
-		return p.DeploymentHash
-	}
-	if id, err := point.Parse(p.Identity); err == nil && id.DeploymentHash != "" {
-		return id.DeploymentHash
-	}
-	return "point:" + p.PointID
 }
 
 // DeploymentWorkflowID is the deterministic ID of a deployment's group

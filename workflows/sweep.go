@@ -228,7 +228,7 @@ func units(pts []point.Spec, solo func(point.Spec) bool) []unit {
 			out = append(out, unit{key: "canary:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
 			continue
 		}
-		key := DeploymentKey(p)
+		key := p.DeploymentKey()
 		if i, ok := at[key]; ok {
 			out[i].points = append(out[i].points, p)
 			out[i].nodes = max(out[i].nodes, p.Nodes)

@@ -60,6 +60,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sweepflow/sweepflow/sim/simenv"
 	"go.uber.org/zap"
 )
 
@@ -163,7 +164,7 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 	if err != nil {
 		return err
 	}
-	if c := o.Getenv(EnvCrash); c != "" && (role == RoleWorker || role == RoleTRTLLM || role == RoleVLLM) {
+	if c := o.Getenv(simenv.EnvCrash); c != "" && (role == RoleWorker || role == RoleTRTLLM || role == RoleVLLM) {
 		if err := crash(ctx, o.Stdout, o.Getenv, c); err != nil {
 			return err // crashed, hung until stopped, or a malformed value
 		}

@@ -1,4 +1,4 @@
-package forecast
+package runner
 
 import (
 	"context"
@@ -21,53 +21,10 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
-
-// Stage kinds a forecast accounts time to. Bring-up covers the checkpoint
-// staging before it; queue wait holds no node.
-const (
-	KindQueue       = "queue-wait"
-	KindBringUp     = "bring-up"
-	KindWarmup      = "warmup"
-	KindPerf        = "perf"
-	KindEvalRestart = "eval-restart"
-	KindEval        = "eval"
-	KindTeardown    = "teardown"
-)
-
-// Kinds lists the kinds that hold nodes, in the order a point runs them.
-var Kinds = []string{KindBringUp, KindWarmup, KindPerf, KindEvalRestart, KindEval, KindTeardown}
-
-// Call is one stage activity as the workflows call it.
-type Call struct {
-	Activity string // the activity's registered name: Allocate, BringUp, ...
-	Kind     string // one of the Kind constants, "" for bookkeeping
-	Point    point.Spec
-	Mode     string // bring-up: perf | eval
-}
-
-// Clock says how long a stage activity takes.
-type Clock interface {
-	Duration(c Call) time.Duration
-}
-
-// Event is one stage activity the workflows ran, in virtual time.
-type Event struct {
-	Call
-	Start, End time.Time
-}
-
-// Timeline is what a simulated sweep did: every stage with its virtual
-// start and end, the order in which points finished and the sweep's result.
-type Timeline struct {
-	Start, End time.Time
-	Events     []Event
-	// Finished is the point IDs in the order their point workflows ended.
-	Finished []string
-	Result   workflows.SweepProgress
-}
 
 // epoch is the virtual start of every simulated sweep: a fixed instant, so
 // the same input gives the same timeline.
@@ -82,7 +39,7 @@ var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // concurrency and the node budget are the sweep's own: there is no second
 // scheduler. Stages that end at one instant end in plan order (see
 // recorder), so the same input gives the same timeline.
-func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
+func Simulate(in workflows.SweepInput, clock forecast.Clock) (*forecast.Timeline, error) {
 	if in.SweepID == "" {
 		in.SweepID = "forecast"
 	}
@@ -120,13 +77,14 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	if err := env.GetWorkflowError(); err != nil {
 		return nil, fmt.Errorf("forecast: the simulated sweep failed: %w", err)
 	}
-	t := &Timeline{Start: epoch, Events: rec.events}
-	if err := env.GetWorkflowResult(&t.Result); err != nil {
+	t := &forecast.Timeline{Start: epoch, Events: rec.events}
+	var res workflows.SweepProgress
+	if err := env.GetWorkflowResult(&res); err != nil {
 		return nil, fmt.Errorf("forecast: the simulated sweep's result: %w", err)
 	}
 	// The sweep ended at its last stage's nominal end plus that stage's
 	// tie-breaker.
-	if t.End = t.Result.FinishedAt; !t.End.IsZero() {
+	if t.End = res.FinishedAt; !t.End.IsZero() {
 		t.End = nominal(t.End)
 	}
 	prefix := in.SweepID + "/"
@@ -136,27 +94,13 @@ func Simulate(in workflows.SweepInput, clock Clock) (*Timeline, error) {
 	return t, nil
 }
 
-// grid is the resolution a forecast counts stage times at: each stage
-// takes whole seconds, so every instant a stage starts or ends at (the
-// sweep's start plus stage times) is a whole second, its nominal instant,
-// and the tie-breakers (below a millisecond) never move one to the next.
-//
-// A second, not less: while a child workflow starts on its goroutines,
-// the environment's main loop waits and meanwhile fires the next timer
-// once as much wall time has passed as virtual time lies before it. That
-// timer ends at the same nominal instant (harmless: a stage counts from
-// its nominal instant, not from when its workflow got to it) or a second
-// or more later: a child would have to take a second of wall time to
-// start for a later instant to come first.
-const grid = time.Second
-
 // slots is how many stage activities of one point have a tie-breaker.
 const slots = 8
 
 // nominal is the instant a virtual time stands for: the whole second at or
 // before it (it is that instant plus a tie-breaker).
 func nominal(t time.Time) time.Time {
-	return epoch.Add(t.Sub(epoch).Truncate(grid))
+	return epoch.Add(t.Sub(epoch).Truncate(forecast.Grid))
 }
 
 // recorder is the worker interceptor that puts each stage activity behind
@@ -172,12 +116,12 @@ func nominal(t time.Time) time.Time {
 // order. Events and the makespan are taken at the nominal instants.
 type recorder struct {
 	interceptor.WorkerInterceptorBase
-	clock Clock
+	clock forecast.Clock
 	stubs *stubs
 	// index is each point's position in the plan.
 	index  map[string]int
 	mu     sync.Mutex
-	events []Event
+	events []forecast.Event
 	order  []string
 }
 
@@ -187,7 +131,7 @@ func (r *recorder) finished(wid string) {
 	r.order = append(r.order, wid)
 }
 
-func (r *recorder) record(ev Event) {
+func (r *recorder) record(ev forecast.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
@@ -195,7 +139,7 @@ func (r *recorder) record(ev Event) {
 
 // tie is a stage's tie-breaker: nanoseconds by its point's plan order,
 // then the stage (below a millisecond up to 125,000 points).
-func (r *recorder) tie(c Call) time.Duration {
+func (r *recorder) tie(c forecast.Call) time.Duration {
 	i, ok := r.index[c.Point.PointID]
 	if !ok {
 		i = len(r.index)
@@ -217,7 +161,7 @@ func (r *recorder) tie(c Call) time.Duration {
 	case "Teardown":
 		slot = 6
 	}
-	return time.Duration(1 + (i*slots+slot)%int(grid-1))
+	return time.Duration(1 + (i*slots+slot)%int(forecast.Grid-1))
 }
 
 func (r *recorder) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
@@ -253,9 +197,9 @@ func (o *outbound) ExecuteActivity(ctx workflow.Context, activityType string, ar
 	if !ok || !o.r.stubs.answers(activityType, args) {
 		return o.Next.ExecuteActivity(ctx, activityType, args...)
 	}
-	d := o.r.clock.Duration(c).Round(grid)
+	d := o.r.clock.Duration(c).Round(forecast.Grid)
 	start := nominal(o.Next.Now(ctx))
-	ev := Event{Call: c, Start: start, End: start.Add(d)}
+	ev := forecast.Event{Call: c, Start: start, End: start.Add(d)}
 	fut, set := workflow.NewFuture(ctx)
 	if d <= 0 {
 		o.r.record(ev)
@@ -281,19 +225,19 @@ func (o *outbound) ExecuteActivity(ctx workflow.Context, activityType string, ar
 // ok is false for an activity the forecast does not know (it runs as it
 // is). Tests that run a real sweep with the forecast's stage times use it
 // too.
-func Classify(activity string, arg any) (Call, bool) {
-	c := Call{Activity: activity}
+func Classify(activity string, arg any) (forecast.Call, bool) {
+	c := forecast.Call{Activity: activity}
 	switch a := arg.(type) {
 	case point.Spec:
 		c.Point = a
 	case activities.StageInput:
 		c.Point, c.Mode = a.Point, a.Mode
 		if activity == "BringUp" {
-			c.Kind = KindBringUp
+			c.Kind = forecast.KindBringUp
 			// A server already runs on the allocation: restarting it for
 			// the evals is the eval restart.
 			if a.Endpoint != nil && a.Mode == "eval" {
-				c.Kind = KindEvalRestart
+				c.Kind = forecast.KindEvalRestart
 			}
 		}
 	case activities.UploadInput:
@@ -303,18 +247,18 @@ func Classify(activity string, arg any) (Call, bool) {
 	}
 	switch activity {
 	case "Allocate":
-		c.Kind = KindQueue
+		c.Kind = forecast.KindQueue
 	case "StageCheckpoint":
-		c.Kind = KindBringUp
+		c.Kind = forecast.KindBringUp
 	case "BringUp":
 	case "Warmup":
-		c.Kind = KindWarmup
+		c.Kind = forecast.KindWarmup
 	case "Perf":
-		c.Kind = KindPerf
+		c.Kind = forecast.KindPerf
 	case "Eval":
-		c.Kind = KindEval
+		c.Kind = forecast.KindEval
 	case "Teardown":
-		c.Kind = KindTeardown
+		c.Kind = forecast.KindTeardown
 	case "Upload", "CheckServer", "RecordPoint", "RecordSweep", "LookupReuse", "LoadPlanPage":
 	default:
 		return c, false

@@ -1,4 +1,4 @@
-package forecast_test
+package runner_test
 
 import (
 	"fmt"
@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/plan"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -54,7 +58,7 @@ func tieFixture() (in workflows.SweepInput, nodeMinutes int) {
 // goroutines happen to deliver them.
 func TestForecastIsDeterministic(t *testing.T) {
 	in, nodeMinutes := tieFixture()
-	first, err := forecast.Run(in, tieInputs)
+	first, err := runner.Run(in, tieInputs)
 	require.NoError(t, err)
 	require.Len(t, first.FinishOrder, len(in.Points))
 	// The tie-breaker costs no time: the figures are the stage times' own.
@@ -67,7 +71,7 @@ func TestForecastIsDeterministic(t *testing.T) {
 		}
 	}
 	for run := 2; run <= 10; run++ {
-		c, err := forecast.Run(in, tieInputs)
+		c, err := runner.Run(in, tieInputs)
 		require.NoError(t, err)
 		require.Equal(t, first.MakespanHours, c.MakespanHours, "run %d: makespan", run)
 		require.Equal(t, first.CriticalPath, c.CriticalPath, "run %d: critical path", run)
@@ -84,7 +88,7 @@ func TestForecastTiesEndInPlanOrder(t *testing.T) {
 	a, b := tiePoint("a", 1, 4, time.Hour), tiePoint("b", 1, 6, time.Hour)
 	for _, pts := range [][]point.Spec{{a, b}, {b, a}} {
 		in := workflows.SweepInput{SweepID: "ties", Name: "ties", Cluster: "fixture", NodeBudget: 18, Points: pts}
-		c, err := forecast.Run(in, tieInputs)
+		c, err := runner.Run(in, tieInputs)
 		require.NoError(t, err)
 		assert.Equal(t, []string{pts[0].PointID, pts[1].PointID}, c.FinishOrder)
 		assert.Equal(t, 85*time.Minute, c.Timeline.End.Sub(c.Timeline.Start))
@@ -94,5 +98,46 @@ func TestForecastTiesEndInPlanOrder(t *testing.T) {
 		}
 		ends := slices.IndexFunc(c.CriticalPath, func(s forecast.Step) bool { return s.EndHours != 85.0/60 })
 		assert.Equal(t, -1, ends, "every step of the critical path ends at 1:25: %+v", c.CriticalPath)
+	}
+}
+
+// BenchmarkForecast forecasts the seed plan on the GB200 profile, alone and
+// repeated as independent deployments (1,200 points): the cost of running
+// the sweep workflow in virtual time. Figures: docs/performance.md.
+func BenchmarkForecast(b *testing.B) {
+	s, err := config.LoadSweep("../../configs/sweeps/dsv4-gb200-agentx.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, err := config.LoadCluster("../../configs/clusters/gb200-nvl72.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := plan.Build(plan.Options{Sweep: s, Cluster: cl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seed := plan.PointSpecs(p, cl, s.Evals)
+	inputs := forecast.Inputs{Profile: forecast.Profile{Name: cl.Name, Nodes: cl.Nodes, GPUsPerNode: cl.GPUsPerNode, BringUp: cl.BringUpTime},
+		Assumptions: forecast.DefaultAssumptions()}
+	for _, copies := range []int{1, 150} {
+		var pts []point.Spec
+		for i := range copies {
+			for _, p := range seed {
+				p.PointID = fmt.Sprintf("%s-%d", p.PointID, i)
+				p.DeploymentHash = fmt.Sprintf("%s-%d", p.DeploymentHash, i)
+				pts = append(pts, p)
+			}
+		}
+		in := workflows.SweepInput{SweepID: "bench", Name: s.Name, Cluster: cl.Name, NodeBudget: cl.Nodes, Points: pts}
+		b.Run(fmt.Sprintf("points=%d", len(pts)), func(b *testing.B) {
+			var c *forecast.Cluster
+			for b.Loop() {
+				if c, err = runner.Run(in, inputs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(c.MakespanHours, "makespan-h")
+		})
 	}
 }

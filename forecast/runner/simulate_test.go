@@ -1,4 +1,4 @@
-package forecast_test
+package runner_test
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -46,7 +47,7 @@ func orderFixture(t *testing.T) *forecast.Cluster {
 	add("large", 10, 4*time.Hour)
 	in := workflows.SweepInput{SweepID: "order", Name: "order", Cluster: "fixture", NodeBudget: 18, Points: pts}
 	// Bring-up only as long as the profile must say; no other stage time.
-	c, err := forecast.Run(in, forecast.Inputs{Profile: forecast.Profile{Name: "fixture", Nodes: 18, GPUsPerNode: 4, BringUp: time.Nanosecond}})
+	c, err := runner.Run(in, forecast.Inputs{Profile: forecast.Profile{Name: "fixture", Nodes: 18, GPUsPerNode: 4, BringUp: time.Nanosecond}})
 	require.NoError(t, err)
 	return c
 }
@@ -74,14 +75,14 @@ func TestForecastIsTheScheduler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the forecast tests again with another ordering rule (-short)")
 	}
-	src, err := os.ReadFile("../workflows/sweep.go")
+	src, err := os.ReadFile("../../workflows/sweep.go")
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(string(src), sortRule), "the sweep's ordering rule moved; update sortRule")
 	dir := t.TempDir()
 	smallFirst := filepath.Join(dir, "sweep.go")
 	require.NoError(t, os.WriteFile(smallFirst, []byte(strings.Replace(string(src), sortRule,
 		"return a.nodes - b.nodes", 1)), 0o644))
-	orig, err := filepath.Abs("../workflows/sweep.go")
+	orig, err := filepath.Abs("../../workflows/sweep.go")
 	require.NoError(t, err)
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {orig: smallFirst}})
 	require.NoError(t, err)
