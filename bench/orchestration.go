@@ -415,9 +415,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 		DeadlockDetectionTimeout: 5 * time.Second, WorkerStopTimeout: 5 * time.Second,
 	}
 	ww := worker.New(c, wfQueue, wopts)
-	ww.RegisterWorkflow(workflows.SweepWorkflow)
-	ww.RegisterWorkflow(workflows.PointWorkflow)
-	ww.RegisterWorkflow(workflows.DeploymentWorkflow)
+	workflows.Register(ww)
 	ws := []worker.Worker{ww}
 	if f.Eager {
 		ww.RegisterActivity(&acts)

@@ -166,9 +166,7 @@ func TestForecastOrderIsTheSweepsOrder(t *testing.T) {
 	stages := &timedStages{clock: orderClock{}, scale: 60 * time.Millisecond, Activities: &activities.Activities{Backend: noop.New(), GPUsPerNode: 4,
 		Simulated: true, Engine: "noop", StateDir: state, HealthInterval: 10 * time.Millisecond, Logger: zap.NewNop()}}
 	w := worker.New(e.c, queue, worker.Options{})
-	w.RegisterWorkflow(workflows.SweepWorkflow)
-	w.RegisterWorkflow(workflows.DeploymentWorkflow)
-	w.RegisterWorkflow(workflows.PointWorkflow)
+	workflows.Register(w)
 	w.RegisterActivity(stages)
 	require.NoError(t, w.Start())
 	defer w.Stop()

@@ -137,9 +137,7 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
-			env.RegisterWorkflow(SweepWorkflow)
-			env.RegisterWorkflow(PointWorkflow)
-			env.RegisterWorkflow(DeploymentWorkflow)
+			Register(env)
 			rec := &rowRecorder{uploads: map[string][]activities.UploadInput{}, records: map[string][]activities.PointRecord{},
 				children: map[string]string{}}
 			rec.register(env)

@@ -23,11 +23,7 @@ import (
 // 'TestIntegrationOperatorGateAndRerun|TestSlurmBackendsSweep|TestIntegrationCanary|TestIntegrationEveryAttemptOnTheBooks|TestIntegrationAdaptiveWorkerKilled')
 // only for changes made under the revision rule in the package comment.
 func TestReplayRecordedHistories(t *testing.T) {
-	replaytest.Files(t, filepath.Join("testdata", "histories", "*.json"), 9, func(r worker.WorkflowReplayer) {
-		r.RegisterWorkflow(SweepWorkflow)
-		r.RegisterWorkflow(PointWorkflow)
-		r.RegisterWorkflow(DeploymentWorkflow)
-	})
+	replaytest.Files(t, filepath.Join("testdata", "histories", "*.json"), 9, func(r worker.WorkflowReplayer) { Register(r) })
 }
 
 func TestReplayDetectsReorderedStages(t *testing.T) {

@@ -61,9 +61,7 @@ func Simulate(in workflows.SweepInput, clock forecast.Clock) (*forecast.Timeline
 	// The idle timeout is wall time with nothing to do: never, here.
 	env.SetTestTimeout(10 * time.Minute)
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
-	env.RegisterWorkflow(workflows.SweepWorkflow)
-	env.RegisterWorkflow(workflows.DeploymentWorkflow)
-	env.RegisterWorkflow(workflows.PointWorkflow)
+	workflows.Register(env)
 	env.RegisterActivity(rec.stubs)
 	env.SetOnChildWorkflowCompletedListener(func(info *workflow.Info, _ converter.EncodedValue, _ error) {
 		if info.WorkflowType.Name == "PointWorkflow" {
