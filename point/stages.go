@@ -87,12 +87,6 @@ func ReusableStages() []string { return names(func(s Stage) bool { return s.Reus
 // decisions.
 func OperatorStages() []string { return names(func(s Stage) bool { return s.Operator }) }
 
-// IsReusable reports whether a stage's output may be reused across runs.
-func IsReusable(name string) bool {
-	s, ok := Lookup(name)
-	return ok && s.Reusable
-}
-
 func names(keep func(Stage) bool) []string {
 	var out []string
 	for _, s := range chain {

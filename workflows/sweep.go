@@ -176,10 +176,6 @@ type unit struct {
 	nodes  int
 }
 
-func (u unit) has(id string) bool {
-	return slices.ContainsFunc(u.points, func(p point.Spec) bool { return p.PointID == id })
-}
-
 // sortQueue orders the queue: canaries first (every other point of their
 // group waits for them), then the largest units, the hardest to place (the
 // deployments of a key with adaptive fill together, by the largest of
