@@ -20,8 +20,7 @@ import (
 )
 
 // benchmarkEnv is the environment InferenceX's benchmark-multinode template
-// and GB200 launcher give the recipe's benchmark (research/inferencex.md
-// §3.2-3.5): every scalar input of the matrix row upper-cased
+// and GB200 launcher give the recipe's benchmark: every scalar input of the matrix row upper-cased
 // (model-prefix -> MODEL_PREFIX); the prefill/decode worker shape as
 // PREFILL_*/DECODE_* (NUM_WORKERS, TP, EP, DP_ATTN, PP_SIZE, DCP_SIZE,
 // PCP_SIZE) and each of their additional-settings exported as the launcher

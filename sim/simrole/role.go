@@ -42,7 +42,7 @@
 //     DCGM_FI_DEV_POWER_USAGE per GPU of the node (telemetry dcgm-power).
 //   - benchmark (agentic_srt.sh): sweepflow's load generator replays the
 //     AgentX trace against the frontend and writes InferenceX's per-point
-//     result file (package ixresult).
+//     result file (package inferencex/resultfile).
 //
 // Everything a role serves says it is simulated.
 package simrole
