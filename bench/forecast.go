@@ -17,6 +17,7 @@ import (
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/internal/rowrecipe"
 )
 
@@ -156,7 +157,7 @@ func sizedRecipes(root string, m *ixconfig.Master, runnersFile string, keys, clu
 			}
 			rows, err := matrix.Generate(m, runners, matrix.Options{Keys: []string{key}})
 			if err != nil {
-				skipped = append(skipped, fmt.Sprintf("%s: %s", key, firstLine(err)))
+				skipped = append(skipped, fmt.Sprintf("%s: %s", key, errtext.FirstLine(err)))
 				break
 			}
 			s, err := rowrecipe.Write(root, rows, c, true)
@@ -217,12 +218,4 @@ func writeForecastMasterRun(out io.Writer, r ForecastMasterRun) {
 func hoursMinutes(h float64) string {
 	m := int(h*60 + 0.5)
 	return fmt.Sprintf("%d:%02d", m/60, m%60)
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

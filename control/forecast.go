@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sweepflow/sweepflow/config"
@@ -14,6 +13,7 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -130,7 +130,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 			var good []string
 			for _, key := range keys {
 				if _, err := build([]string{key}); err != nil {
-					findings = append(findings, forecast.Finding{Kind: forecast.FindingNoPlan, Key: key, Reason: oneLine(err)})
+					findings = append(findings, forecast.Finding{Kind: forecast.FindingNoPlan, Key: key, Reason: errtext.FirstLine(err)})
 					continue
 				}
 				good = append(good, key)
@@ -212,7 +212,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 			}
 		}
 		if err := ApplyAdaptive(&ain, p, &asw, nil); err != nil {
-			notes = append(notes, "adaptive points not forecast: "+oneLine(err))
+			notes = append(notes, "adaptive points not forecast: "+errtext.FirstLine(err))
 		} else {
 			for i := range ain.Adaptive {
 				ain.Adaptive[i].WorstCase = true
@@ -256,11 +256,11 @@ func checkKeys(sw config.Sweep, cl *config.Cluster, p *plan.Plan) (map[string]fo
 	s.ConfigKeys = uniqueKeys(p)
 	o := checklist.Options{Thinking: true, RecipesRoot: p.RecipesRoot}
 	if err := o.FromSweep(&s, cl.Path, false); err != nil {
-		return nil, []string{"starter check did not run: " + oneLine(err)}
+		return nil, []string{"starter check did not run: " + errtext.FirstLine(err)}
 	}
 	rep, err := checklist.Check(o)
 	if err != nil {
-		return nil, []string{"starter check did not run: " + oneLine(err)}
+		return nil, []string{"starter check did not run: " + errtext.FirstLine(err)}
 	}
 	out := map[string]forecast.Finding{}
 	more := map[string]int{}
@@ -317,7 +317,7 @@ func renderable(cl *config.Cluster, root string, pts []point.Spec, findings []fo
 			continue
 		}
 		at[key] = len(findings)
-		findings = append(findings, forecast.Finding{Kind: forecast.FindingNoRender, Key: p.ConfigKey, Points: 1, Reason: oneLine(err)})
+		findings = append(findings, forecast.Finding{Kind: forecast.FindingNoRender, Key: p.ConfigKey, Points: 1, Reason: errtext.FirstLine(err)})
 	}
 	return keep, findings
 }
@@ -340,14 +340,6 @@ func countKey(p *plan.Plan, key string) int {
 		}
 	}
 	return n
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // ForecastStored forecasts a sweep the ledger holds the plan of (`starter

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/bench"
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 )
 
 func init() {
@@ -34,7 +35,7 @@ func newBenchOrchCmd() *cobra.Command {
 				err = fmt.Errorf("%s: the plan has no points", o.SweepFile)
 			}
 			if err != nil {
-				return usageError("%s (--sweep names the plan whose points are repeated)", oneLine(err))
+				return usageError("%s (--sweep names the plan whose points are repeated)", errtext.FirstLine(err))
 			}
 			o.Template = in.Points
 			if o.Address == "" {

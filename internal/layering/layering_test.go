@@ -27,7 +27,7 @@ var layers = []struct {
 }{
 	{"leaves", []string{"artifacts", "codec", "config/strictyaml", "hostlist", "inferencex/goldenal", "loadgen/sse",
 		"sim/simenv", "staging", "internal/anynum", "internal/atomicfile", "internal/freeport", "internal/fuzzseed",
-		"internal/jsonesc", "internal/prereq", "internal/pyjson", "internal/reftest", "internal/replaytest", "internal/treecopy",
+		"internal/errtext", "internal/jsonesc", "internal/prereq", "internal/pyjson", "internal/reftest", "internal/replaytest", "internal/treecopy",
 		"results/pgtest"}},
 	{"failure", []string{"failure"}},
 	{"domain", []string{"point", "nodehealth", "temporalx", "internal/testnet", "internal/gsm8kfixture"}},

@@ -1,0 +1,20 @@
+// Package errtext shapes an error's message for one line of output: the
+// first line of a joined error, or the whole message with its line breaks
+// and runs of spaces folded.
+package errtext
+
+import "strings"
+
+// FirstLine is the first line of err's message: the first error of an
+// errors.Join, the headline of a multi-line report.
+func FirstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Folded is err's whole message on one line, every run of white space one
+// space.
+func Folded(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
