@@ -568,27 +568,6 @@ func (r *pointRun) recordFailure(ctx workflow.Context, run *point.StageRun, err 
 	r.state.FailureClass, r.state.FailureExcerpt = string(f.Class), f.Excerpt
 }
 
-// FailureOf is the failure class of a stage's error as the workflow gets it:
-// a heartbeat timeout is a lost worker or server, an invalid result and an
-// injected fault are known by their type, and every other activity error
-// carries its class as details (activities.classify). An error from an
-// older worker without details gets the class its type implies.
-func FailureOf(err error) failure.Failure {
-	msg := failure.Clip(RootMessage(err))
-	var to *temporal.TimeoutError
-	if errors.As(err, &to) {
-		if to.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
-			return failure.Failure{Class: failure.LostWorker, Excerpt: "no heartbeat within the heartbeat timeout"}
-		}
-		return failure.Failure{Class: failure.Transient, Excerpt: msg}
-	}
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) {
-		return failure.Failure{Class: failure.Transient, Excerpt: msg}
-	}
-	return activities.AppFailure(app, msg)
-}
-
 // autoRetries is how many fresh retry budgets a stage gets by itself after
 // a heartbeat timeout, before it waits for an operator.
 const autoRetries = 3
@@ -820,42 +799,4 @@ func (r *pointRun) setDetails(ctx workflow.Context) {
 		details += "\n\nskipped by the operator: " + strings.Join(r.state.Skipped, ", ")
 	}
 	workflow.SetCurrentDetails(ctx, details)
-}
-
-// rootMessage digs the activity's own message out of Temporal's wrappers.
-// appMessage is ApplicationError.Error() without the repetition: the
-// activities put their cause's text in the message (activities.classify),
-// and Error() would append the cause once more.
-func appMessage(app *temporal.ApplicationError) string {
-	msg := app.Message()
-	if app.Type() != "" {
-		msg = fmt.Sprintf("%s (type: %s, retryable: %v)", msg, app.Type(), !app.NonRetryable())
-	}
-	cause := errors.Unwrap(app)
-	if cause == nil {
-		return msg
-	}
-	text := cause.Error()
-	var capp *temporal.ApplicationError
-	if errors.As(cause, &capp) {
-		text = capp.Message()
-	}
-	if strings.Contains(app.Message(), text) {
-		return msg
-	}
-	return msg + ": " + cause.Error()
-}
-
-// RootMessage is the message an outcome shows for err: its application
-// error with type and cause, or the timeout's kind.
-func RootMessage(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return appMessage(app)
-	}
-	var to *temporal.TimeoutError
-	if errors.As(err, &to) {
-		return "timeout: " + to.TimeoutType().String()
-	}
-	return err.Error()
 }
