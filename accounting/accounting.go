@@ -7,7 +7,6 @@ package accounting
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
 
@@ -485,15 +484,4 @@ func category(runs []results.StageRun, i int) string {
 		return BringUp
 	}
 	return runs[i].Stage
-}
-
-// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of ds.
-func Percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	k := int(math.Ceil(float64(len(s))*p/100)) - 1
-	return s[max(0, min(k, len(s)-1))]
 }

@@ -221,13 +221,6 @@ func TestCategoriesSumToTotal(t *testing.T) {
 	}))
 }
 
-func TestPercentile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
-	assert.Equal(t, time.Duration(5), Percentile(ds, 50))
-	assert.Equal(t, time.Duration(9), Percentile(ds, 90))
-	assert.Equal(t, time.Duration(0), Percentile(nil, 90))
-}
-
 // TestWriteText: the failure classes print ranked as booked, and a sweep
 // without a failed attempt says so instead of leaving the section out.
 func TestWriteText(t *testing.T) {

@@ -551,13 +551,13 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 	}
 	r.LargestInput = inputFields(largestIn)
 	r.Transitions = len(trans)
-	r.TransitionP50ms, r.TransitionP99ms = percentile(trans, 50), percentile(trans, 99)
+	r.TransitionP50ms, r.TransitionP99ms = loadgen.PercentileOf(trans, 50, loadgen.Linear), loadgen.PercentileOf(trans, 99, loadgen.Linear)
 	r.EvalTurnWaits = len(waits)
 	if len(waits) > 0 {
-		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = percentile(waits, 50), percentile(waits, 100)
+		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = loadgen.PercentileOf(waits, 50, loadgen.Linear), loadgen.PercentileOf(waits, 100, loadgen.Linear)
 	}
-	r.PointEventsMax, r.PointEventsP50 = maxInt(events), percentileInt(events, 50)
-	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = maxInt(inputs), percentileInt(inputs, 50), percentileInt(rows, 50)
+	r.PointEventsMax, r.PointEventsP50 = maxInt(events), loadgen.PercentileOf(events, 50, loadgen.Linear)
+	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = maxInt(inputs), loadgen.PercentileOf(inputs, 50, loadgen.Linear), loadgen.PercentileOf(rows, 50, loadgen.Linear)
 	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax, r.DeploymentEventsMax)
 	min := wall.Minutes()
 	r.PointsPerMin = float64(f.Points) / min
@@ -828,22 +828,6 @@ func inputFields(p *commonpb.Payloads) map[string]int {
 	return out
 }
 
-// percentile is loadgen's percentile (numpy's linear interpolation, as
-// InferenceX publishes) of unsorted xs; 0 when empty.
-func percentile(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return loadgen.Percentile(s, p)
-}
-
-func percentileInt(xs []int, p float64) int {
-	f := make([]float64, len(xs))
-	for i, x := range xs {
-		f[i] = float64(x)
-	}
-	return int(percentile(f, p))
-}
-
 func maxInt(xs []int) int {
 	if len(xs) == 0 {
 		return 0
@@ -861,7 +845,7 @@ func medianRun(rs []OrchestrationRun) OrchestrationRun {
 		for i, r := range rs {
 			xs[i] = get(r)
 		}
-		return percentile(xs, 50)
+		return loadgen.PercentileOf(xs, 50, loadgen.Linear)
 	}
 	mi := func(get func(OrchestrationRun) int) int {
 		return int(mf(func(r OrchestrationRun) float64 { return float64(get(r)) }))

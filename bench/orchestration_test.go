@@ -51,24 +51,6 @@ func TestBenchPoints(t *testing.T) {
 		workflows.DeploymentWorkflowID("s", shared[3].DeploymentKey()), "deployment workflow IDs differ")
 }
 
-func TestPercentile(t *testing.T) {
-	tests := []struct {
-		xs   []float64
-		p    float64
-		want float64
-	}{
-		{nil, 50, 0},
-		{[]float64{7}, 99, 7},
-		{[]float64{3, 1, 2}, 50, 2},
-		{[]float64{1, 2, 3, 4}, 50, 2.5},
-		{[]float64{1, 2, 3, 4}, 100, 4},
-		{[]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 90, 9.1},
-	}
-	for _, tt := range tests {
-		assert.InDelta(t, tt.want, percentile(tt.xs, tt.p), 1e-9, "%v p%v", tt.xs, tt.p)
-	}
-}
-
 func payloadOf(s string) *commonpb.Payloads {
 	return &commonpb.Payloads{Payloads: []*commonpb.Payload{{Data: []byte(s)}}}
 }
