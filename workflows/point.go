@@ -50,9 +50,9 @@ type PointInput struct {
 	ReuseFrom []string `json:"reuse_from,omitempty"`
 	// Force names stages that rerun even when a reusable output exists.
 	Force []string `json:"force,omitempty"`
-	// Group is set when the point shares its deployment's allocation and
+	// Deployment is set when the point shares its deployment's allocation and
 	// server with other points (DeploymentWorkflow).
-	Group *GroupRole `json:"group,omitempty"`
+	Deployment *DeploymentRole `json:"group,omitempty"`
 }
 
 // Decision is the argument of the decide update.
@@ -217,7 +217,7 @@ func (r *pointRun) setup(ctx workflow.Context) error {
 
 func (r *pointRun) run(ctx workflow.Context) error {
 	p := r.in.Point
-	if g := r.in.Group; g != nil {
+	if g := r.in.Deployment; g != nil {
 		r.handBack = g.HandBack
 		if g.Lease != nil {
 			r.adopt(g.Lease)
@@ -285,7 +285,7 @@ func (r *pointRun) run(ctx workflow.Context) error {
 			break
 		}
 	}
-	if r.in.Group != nil && r.handBack && r.allocated {
+	if r.in.Deployment != nil && r.handBack && r.allocated {
 		r.state.Handoff = r.lease()
 		r.allocated, r.endpoint, r.state.NodesHeld = false, nil, 0
 	}
@@ -324,7 +324,7 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 		// A shared server started for perf (the golden AL in its
 		// environment) serves this point's perf run as it is.
 		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "perf") {
-			if r.in.Group != nil && r.in.Group.Added {
+			if r.in.Deployment != nil && r.in.Deployment.Added {
 				return true, addedNoServer(p, "the handed-over server is not up in perf mode")
 			}
 			if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {

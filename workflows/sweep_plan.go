@@ -57,20 +57,20 @@ func (s *sweepRun) loadMore(ctx workflow.Context) error {
 	return nil
 }
 
-// enqueue adds loaded points to the queue: to their deployment's unit when
+// enqueue adds loaded points to the queue: to their deployment's queuedDeployment when
 // it still waits, alone when their deployment already started in this run
 // (a deployment split across pages must not start a second group workflow
-// under the same ID), else as a new unit. Largest first, as at the start.
+// under the same ID), else as a new queued deployment. Largest first, as at the start.
 func (s *sweepRun) enqueue(pts []point.Spec) {
-	for _, u := range units(pts, s.canary.solo) {
-		if i := slices.IndexFunc(s.queue, func(q unit) bool { return q.key == u.key }); i >= 0 {
+	for _, u := range queuedDeployments(pts, s.canary.solo) {
+		if i := slices.IndexFunc(s.queue, func(q queuedDeployment) bool { return q.key == u.key }); i >= 0 {
 			s.queue[i].points = append(s.queue[i].points, u.points...)
 			s.queue[i].nodes = max(s.queue[i].nodes, u.nodes)
 			continue
 		}
 		if s.startedKey[u.key] {
 			for _, p := range u.points {
-				s.queue = append(s.queue, unit{key: "point:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
+				s.queue = append(s.queue, queuedDeployment{key: "point:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
 			}
 			continue
 		}
@@ -79,7 +79,7 @@ func (s *sweepRun) enqueue(pts []point.Spec) {
 	s.sortQueue()
 }
 
-func queuedPoints(q []unit) int {
+func queuedPoints(q []queuedDeployment) int {
 	n := 0
 	for _, u := range q {
 		n += len(u.points)

@@ -14,14 +14,14 @@ import (
 // skipped a stage that ends the point.
 func (r *pointRun) acquire(ctx workflow.Context) (activities.StageInput, bool, error) {
 	p := r.in.Point
-	if r.in.Group != nil && r.allocated {
+	if r.in.Deployment != nil && r.allocated {
 		in := activities.StageInput{Point: p, Alloc: r.alloc, Endpoint: r.endpoint}
-		if r.probe(ctx, &in) && (in.Endpoint != nil || !r.in.Group.Added) {
+		if r.probe(ctx, &in) && (in.Endpoint != nil || !r.in.Deployment.Added) {
 			r.markShared(ctx, point.StageAllocate)
 			return in, false, nil
 		}
 	}
-	if r.in.Group != nil && r.in.Group.Added {
+	if r.in.Deployment != nil && r.in.Deployment.Added {
 		// An added point runs on the server its deployment holds up, or not
 		// at all: it never allocates or brings a server up.
 		return activities.StageInput{}, true, addedNoServer(p, "the handed-over server does not answer")
@@ -86,7 +86,7 @@ func (r *pointRun) awaitEvalTurn(ctx workflow.Context) (activities.StageInput, b
 	}
 	r.state.Stage = "awaiting-eval-turn"
 	r.publish(ctx)
-	if err := workflow.SignalExternalWorkflow(ctx, r.in.Group.Workflow, "", SignalPerfDone, h).Get(ctx, nil); err != nil {
+	if err := workflow.SignalExternalWorkflow(ctx, r.in.Deployment.Workflow, "", SignalPerfDone, h).Get(ctx, nil); err != nil {
 		// No group to wait for: keep the nodes and go on alone.
 		workflow.GetLogger(ctx).Warn("cannot hand the server to the deployment group", "point", p.PointID, "error", err)
 		if h.Lease != nil {
@@ -137,5 +137,5 @@ func (r *pointRun) markShared(ctx workflow.Context, stage string) {
 
 // deferringEval: the point's eval still waits for the group's eval phase.
 func (r *pointRun) deferringEval() bool {
-	return r.in.Group != nil && r.in.Group.DeferEval && !r.evalTurnDone
+	return r.in.Deployment != nil && r.in.Deployment.DeferEval && !r.evalTurnDone
 }

@@ -38,8 +38,8 @@ type Lease struct {
 	From string `json:"from"`
 }
 
-// GroupRole is a point's place in its deployment group.
-type GroupRole struct {
+// DeploymentRole is a point's place in its deployment group.
+type DeploymentRole struct {
 	// Workflow is the DeploymentWorkflow's ID (perf-done goes there).
 	Workflow string `json:"workflow"`
 	// Lease is what the previous point handed over; nil: allocate.
@@ -158,11 +158,11 @@ func DeploymentWorkflow(ctx workflow.Context, in DeploymentInput) ([]PointOutcom
 		// deployment every eval waits for the search.
 		deferEval := p.Eval && !p.Profile.EvalOnly && (i != lastEval || in.Adaptive)
 		later := i < len(order)-1 || len(deferred) > 0 || deferEval || in.Adaptive
-		role := &GroupRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
+		role := &DeploymentRole{Workflow: gid, Lease: lease, HandBack: later, DeferEval: deferEval}
 		lease = nil
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: point %d of %d (%s c%d) on the shared server", in.Key, i+1, len(order), p.Topology, p.Conc))
 		fut := startPoint(ctx, in.SweepID, p, PointInput{Point: p, TaskQueue: in.TaskQueue, Tuning: in.Tuning,
-			ReuseFrom: in.ReuseFrom, Force: in.Force, Group: role})
+			ReuseFrom: in.ReuseFrom, Force: in.Force, Deployment: role})
 		if !deferEval {
 			settle(p, fut)
 			continue

@@ -405,8 +405,8 @@ func TestDeploymentDropsAStalePerfDone(t *testing.T) {
 	env.OnWorkflow(PointWorkflow, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in PointInput) (*PointState, error) {
 		id := in.Point.PointID
 		st := start{at: workflow.Now(ctx).Sub(t0)}
-		if in.Group.Lease != nil {
-			st.lease = in.Group.Lease.From
+		if in.Deployment.Lease != nil {
+			st.lease = in.Deployment.Lease.From
 		}
 		mu.Lock()
 		starts[id] = st
@@ -419,7 +419,7 @@ func TestDeploymentDropsAStalePerfDone(t *testing.T) {
 			// 10 minutes of perf on the server, then hand it over and
 			// wait for the eval turn.
 			_ = workflow.Sleep(ctx, 10*time.Minute)
-			_ = workflow.SignalExternalWorkflow(ctx, in.Group.Workflow, "", SignalPerfDone, PerfDone{PointID: id, Lease: lease("job-b", id)}).Get(ctx, nil)
+			_ = workflow.SignalExternalWorkflow(ctx, in.Deployment.Workflow, "", SignalPerfDone, PerfDone{PointID: id, Lease: lease("job-b", id)}).Get(ctx, nil)
 			var turn EvalTurn
 			workflow.GetSignalChannel(ctx, SignalEvalTurn).ReceiveWithTimeout(ctx, time.Hour, &turn)
 			return &PointState{PointID: id, Status: point.StatusCompleted}, nil
