@@ -360,18 +360,6 @@ func (p *benchProgress) finish() {
 	}
 }
 
-// TraceGenUsage is the help text of `starter bench trace-gen`.
-const TraceGenUsage = `usage: starter bench trace-gen [--traces N --calls N --seed S] [--out F.jsonl]
-
-Writes deterministic synthetic traces in the AgentX corpus format
-(semianalysisai/cc-traces-weka-*: one session per line, {id, models,
-block_size: 64, hash_id_scope, requests: [{t, type, model, in, out,
-hash_ids, api_time}]}) shaped like the corpus: main-agent calls with tens of
-thousands of prompt tokens that mostly resend the session's context, replies
-of a few hundred to about 2,000 tokens, and subagents making short calls.
-This is the default workload of agentic points. The same flags always give
-the same file; a summary of its shape goes to stderr.`
-
 // TraceGen writes a deterministic synthetic AgentX trace: the flags of
 // `starter bench trace-gen`.
 type TraceGen struct {
@@ -381,19 +369,11 @@ type TraceGen struct {
 	Shape  loadgen.TraceShape
 }
 
-// RegisterFlags adds the command's flags, with their defaults, to fs.
-func (g *TraceGen) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&g.Traces, "traces", loadgen.DefaultTraceCount, "number of traces (sessions)")
-	fs.Int64Var(&g.Seed, "seed", 1, "generator seed")
-	fs.StringVar(&g.Out, "out", "", "output file (default stdout)")
-	shape := &g.Shape
-	fs.IntVar(&shape.MainCalls, "calls", 24, "main-agent calls per trace")
-	fs.IntVar(&shape.SystemTokens, "system-tokens", 3000, "system prompt tokens opening every main call")
-	fs.IntVar(&shape.ToolTokens, "tool-tokens", 12000, "tool-definition tokens after the system prompt")
-	fs.IntVar(&shape.MinOut, "min-out", 300, "shortest main-agent reply")
-	fs.IntVar(&shape.MaxOut, "max-out", 2000, "longest main-agent reply")
-	fs.IntVar(&shape.MaxContext, "max-context", 90000, "compact a session's context when a prompt would exceed this")
-	fs.IntVar(&shape.SubagentEvery, "subagent-every", 5, "a subagent after about one main call in this many (0: none)")
+// NewTraceGen is the generator with the defaults of `starter bench
+// trace-gen`.
+func NewTraceGen() TraceGen {
+	return TraceGen{Traces: loadgen.DefaultTraceCount, Seed: 1, Shape: loadgen.TraceShape{MainCalls: 24, SystemTokens: 3000,
+		ToolTokens: 12000, MinOut: 300, MaxOut: 2000, MaxContext: 90000, SubagentEvery: 5}}
 }
 
 // Validate reports a flag value the generator cannot use.

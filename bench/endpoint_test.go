@@ -131,8 +131,10 @@ func TestBenchJSONAndTraceReplay(t *testing.T) {
 	url := startBenchSim(t, sim.Config{TimeScale: 0.05, Seed: 2})
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.jsonl")
-	require.NoError(t, runTraceGen([]string{"--traces", "3", "--calls", "4", "--system-tokens", "256", "--tool-tokens", "256",
-		"--min-out", "8", "--max-out", "16", "--max-context", "4000", "--subagent-every", "0", "--out", trace}, nil))
+	require.NoError(t, runTraceGen(func(g *TraceGen) {
+		g.Traces, g.Out = 3, trace
+		g.Shape = loadgen.TraceShape{MainCalls: 4, SystemTokens: 256, ToolTokens: 256, MinOut: 8, MaxOut: 16, MaxContext: 4000}
+	}, nil))
 	traces, err := loadgen.LoadTrace(trace)
 	require.NoError(t, err)
 	require.Len(t, traces, 3)
@@ -226,12 +228,12 @@ func TestBenchRefusesHeldBackStream(t *testing.T) {
 func TestBenchTraceGenDeterministic(t *testing.T) {
 	t.Parallel()
 	var a, b bytes.Buffer
-	require.NoError(t, runTraceGen([]string{"--traces", "3", "--calls", "2", "--seed", "9"}, &a))
-	require.NoError(t, runTraceGen([]string{"--traces", "3", "--calls", "2", "--seed", "9"}, &b))
+	require.NoError(t, runTraceGen(func(g *TraceGen) { g.Traces, g.Shape.MainCalls, g.Seed = 3, 2, 9 }, &a))
+	require.NoError(t, runTraceGen(func(g *TraceGen) { g.Traces, g.Shape.MainCalls, g.Seed = 3, 2, 9 }, &b))
 	assert.Equal(t, a.String(), b.String())
 	assert.Len(t, strings.Split(strings.TrimSpace(a.String()), "\n"), 3)
 	var none bytes.Buffer
-	require.NoError(t, runTraceGen([]string{"--traces", "1", "--calls", "3", "--subagent-every", "0"}, &none))
+	require.NoError(t, runTraceGen(func(g *TraceGen) { g.Traces, g.Shape.MainCalls, g.Shape.SubagentEvery = 1, 3, 0 }, &none))
 	s, err := loadgen.ParseTrace(&none, "stdin")
 	require.NoError(t, err)
 	require.Len(t, s[0].Requests, 3, "no subagents")
@@ -294,15 +296,11 @@ func runEndpoint(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return e.Run(ctx, opts, stdout, stderr)
 }
 
-// runTraceGen runs the trace generator on a command line's flags, as
-// `starter bench trace-gen` does.
-func runTraceGen(args []string, stdout io.Writer) error {
-	var g TraceGen
-	fs := flag.NewFlagSet("trace-gen", flag.ContinueOnError)
-	g.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+// runTraceGen runs the trace generator with the defaults of `starter bench
+// trace-gen` changed by set.
+func runTraceGen(set func(*TraceGen), stdout io.Writer) error {
+	g := NewTraceGen()
+	set(&g)
 	if err := g.Validate(); err != nil {
 		return err
 	}
