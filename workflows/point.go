@@ -69,17 +69,27 @@ type PointState struct {
 	PointID     string `json:"point_id"`
 	WorkflowID  string `json:"workflow_id"`
 	Status      string `json:"status"`
-	Stage       string `json:"stage"`
 	FailedStage string `json:"failed_stage,omitempty"`
-	LastError   string `json:"last_error,omitempty"`
+	PointDetail
+	Stages []point.StageRun   `json:"stages"`
+	Eval   *point.EvalSummary `json:"eval,omitempty"`
+	Reused []string           `json:"reused,omitempty"`
+	// Handoff is the allocation (and server) a point of a deployment group
+	// hands to the next point instead of tearing it down.
+	Handoff *Lease `json:"handoff,omitempty"`
+}
+
+// PointDetail is what a point's state says about where it stands: its
+// stage, latest failure, figures, reuse, what it lacks and the nodes it
+// holds. `starter status` shows it as it is (control.PointView embeds it).
+type PointDetail struct {
+	Stage     string `json:"stage"`
+	LastError string `json:"last_error,omitempty"`
 	// FailureClass and FailureExcerpt are the point's latest failure (it
 	// stays after a retry succeeds: it says where the GPU time went).
 	FailureClass   string             `json:"failure_class,omitempty"`
 	FailureExcerpt string             `json:"failure_excerpt,omitempty"`
-	Stages         []point.StageRun   `json:"stages"`
 	Perf           *point.PerfSummary `json:"perf,omitempty"`
-	Eval           *point.EvalSummary `json:"eval,omitempty"`
-	Reused         []string           `json:"reused,omitempty"`
 	// ReuseNotes say why a durable stage was not reused on a rerun.
 	ReuseNotes []string `json:"reuse_notes,omitempty"`
 	// Skipped lists the stages an operator skipped; Missing the planned
@@ -99,9 +109,6 @@ type PointState struct {
 	Released bool `json:"released,omitempty"`
 	// Hold: the operator asked to keep the nodes while the point waits.
 	Hold bool `json:"hold,omitempty"`
-	// Handoff is the allocation (and server) a point of a deployment group
-	// hands to the next point instead of tearing it down.
-	Handoff *Lease `json:"handoff,omitempty"`
 }
 
 type pointRun struct {

@@ -268,7 +268,7 @@ func TestCanaryOnALaterPageOfAStoredPlan(t *testing.T) {
 				}
 				if fails && pin.Point.PointID == canaries[0].PointID {
 					return nil, temporal.NewNonRetryableApplicationError("point failed", string(failure.ErrPointAborted), nil,
-						PointState{PointID: pin.Point.PointID, Status: point.StatusAborted, FailedStage: "bringup", LastError: "health check timed out"})
+						PointState{PointID: pin.Point.PointID, Status: point.StatusAborted, FailedStage: "bringup", PointDetail: PointDetail{LastError: "health check timed out"}})
 				}
 				return &PointState{PointID: pin.Point.PointID, Status: point.StatusCompleted}, nil
 			})
