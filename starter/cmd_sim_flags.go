@@ -1,4 +1,4 @@
-package sim
+package main
 
 import (
 	"fmt"
@@ -6,13 +6,14 @@ import (
 	"time"
 
 	flag "github.com/spf13/pflag"
+	"github.com/sweepflow/sweepflow/sim"
 )
 
-// ServeFlags are the flags of `starter sim serve`: the served address and
-// logging, and what Config turns into a Config. Exactly one of
+// simServeFlags are the flags of `starter sim serve`: the served address and
+// logging, and what sim.Config turns into a sim.Config. Exactly one of
 // --deployment, --row-json and the explicit --prefill-*/--decode-* numbers
-// picks the deployment (default: DefaultDeployment).
-type ServeFlags struct {
+// picks the deployment (default: sim.DefaultDeployment).
+type simServeFlags struct {
 	Listen   string
 	LogLevel string
 	LogJSON  bool
@@ -35,11 +36,11 @@ type ServeFlags struct {
 	zeroUsage                                    bool
 }
 
-// RegisterFlags adds the flags, with their defaults, to fs.
-func (f *ServeFlags) RegisterFlags(fs *flag.FlagSet) {
+// bind adds the flags, with their defaults, to fs.
+func (f *simServeFlags) bind(fs *flag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.Listen, "listen", "127.0.0.1:8000", "address to listen on (`HOST:PORT`; :0 picks a free port, printed on start)")
-	fs.StringVar(&f.deployment, "deployment", "", "deployment shorthand, e.g. \"2P1D DEP16/DEP32\", \"1P1D DEP8/DEP16\", \"TP8 agg\" (default "+DefaultDeployment+")")
+	fs.StringVar(&f.deployment, "deployment", "", "deployment shorthand, e.g. \"2P1D DEP16/DEP32\", \"1P1D DEP8/DEP16\", \"TP8 agg\" (default "+sim.DefaultDeployment+")")
 	fs.StringVar(&f.rowJSON, "row-json", "", "InferenceX matrix row JSON `FILE` (an object, or an array with --row-index) giving prefill/decode, disagg and synthetic AL")
 	fs.IntVar(&f.rowIndex, "row-index", 0, "row to use when --row-json holds an array")
 	fs.IntVar(&f.pWorkers, "prefill-workers", 0, "explicit deployment: prefill (or aggregated) workers (default 1)")
@@ -50,17 +51,17 @@ func (f *ServeFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&f.dTP, "decode-tp", 0, "explicit deployment: decode TP (default: prefill TP)")
 	fs.IntVar(&f.dEP, "decode-ep", 0, "explicit deployment: decode EP (default 1)")
 	fs.BoolVar(&f.dDPA, "decode-dpa", false, "explicit deployment: decode uses DP-attention")
-	fs.IntVar(&f.gpusPerNode, "gpus-per-node", DefaultGPUsPerNode, "GPUs per node (node counts only)")
+	fs.IntVar(&f.gpusPerNode, "gpus-per-node", sim.DefaultGPUsPerNode, "GPUs per node (node counts only)")
 	fs.Float64Var(&f.al, "acceptance-length", 0, "speculative acceptance length `AL` (tokens per decode step); default: SYNTHETIC_ACCEPTANCE_LENGTH when SYNTHETIC_ACCEPTANCE=true, else the row's, else 1")
 	fs.Float64Var(&f.timeScale, "time-scale", 1, "multiply every simulated delay (0.01: a 60 s run takes 0.6 s)")
-	fs.Float64Var(&f.warmupScale, "warmup-time-scale", DefaultWarmupTimeScale, "further multiply the delays of warmup requests (header "+WarmupHeader+"; nothing measures them), in (0, 1]; 1: warmups run on the engine's clock")
+	fs.Float64Var(&f.warmupScale, "warmup-time-scale", sim.DefaultWarmupTimeScale, "further multiply the delays of warmup requests (header "+sim.WarmupHeader+"; nothing measures them), in (0, 1]; 1: warmups run on the engine's clock")
 	fs.Float64Var(&f.ttftMS, "ttft-ms", 0, "fast mode: fixed time to first token in ms (no latency model)")
 	fs.Float64Var(&f.itlMS, "itl-ms", 0, "fast mode: fixed inter-chunk latency in ms (one token per chunk unless AL is set)")
 	fs.BoolVar(&f.fast, "fast", false, "fast mode even with --ttft-ms/--itl-ms at 0 (as fast as possible)")
 	fs.StringVar(&f.gsm8k, "gsm8k", "", "GSM8K JSONL `FILE` whose questions the engine answers")
 	fs.Float64Var(&f.accuracy, "accuracy", 0.95, "probability a GSM8K answer is correct")
 	fs.BoolVar(&f.reasoning, "reasoning", false, "stream a reasoning_content preamble before the content")
-	fs.StringVar(&f.model, "model", "", "served model name (default: the row's model, else "+DefaultModel+")")
+	fs.StringVar(&f.model, "model", "", "served model name (default: the row's model, else "+sim.DefaultModel+")")
 	fs.Int64Var(&f.seed, "seed", 0, "seed for every pseudo-random choice")
 	fs.Float64Var(&f.slow, "slowdown", 1, "multiply every latency (1.2 = a 20% slower engine)")
 	fs.IntVar(&f.timelineCap, "timeline-capacity", 100_000, "requests whose send timestamps are kept for /sim/timeline")
@@ -82,9 +83,9 @@ func (f *ServeFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.LogJSON, "log-json", false, "log JSON lines instead of console text")
 }
 
-// Config reads the parsed flags, the environment (getenv) and the row
+// config reads the parsed flags, the environment (getenv) and the row
 // file; a warning goes to stderr. Its errors are bad flag values.
-func (f *ServeFlags) Config(getenv func(string) string, stderr io.Writer) (Config, error) {
+func (f *simServeFlags) config(getenv func(string) string, stderr io.Writer) (sim.Config, error) {
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
@@ -99,16 +100,16 @@ func (f *ServeFlags) Config(getenv func(string) string, stderr io.Writer) (Confi
 		}
 	}
 	if sources > 1 {
-		return Config{}, fmt.Errorf("pick the deployment one way: --deployment, --row-json or the --prefill-*/--decode-* numbers")
+		return sim.Config{}, fmt.Errorf("pick the deployment one way: --deployment, --row-json or the --prefill-*/--decode-* numbers")
 	}
-	cfg := Config{
+	cfg := sim.Config{
 		Model: f.model, TimeScale: f.timeScale, WarmupTimeScale: f.warmupScale, Accuracy: f.accuracy, Reasoning: f.reasoning, GSM8KPath: f.gsm8k,
 		Seed: f.seed, Slowdown: f.slow, TimelineCapacity: f.timelineCap, DefaultMaxTokens: f.defaultMax,
 		ContextLength: f.contextLen, IdleTimeout: f.idle,
 		FixedTTFT: time.Duration(f.ttftMS * float64(time.Millisecond)),
 		FixedITL:  time.Duration(f.itlMS * float64(time.Millisecond)),
 		FastMode:  f.fast || set["ttft-ms"] || set["itl-ms"],
-		Faults: Faults{
+		Faults: sim.Faults{
 			HealthFailFor: f.healthFail, DieAfter: f.dieAfter, ErrorStatus: f.errStatus, ErrorEvery: f.errEvery,
 			ErrorBurstStart: f.burstStart, ErrorBurstLen: f.burstLen, MidStreamErrorEvery: f.midEvery, CutStreamEvery: f.cutEvery, ZeroUsage: f.zeroUsage,
 			StallEvery: f.stallEvery, StallFor: f.stallFor,
@@ -134,13 +135,13 @@ func (f *ServeFlags) Config(getenv func(string) string, stderr io.Writer) (Confi
 	var rowSpec string
 	switch {
 	case f.deployment != "":
-		d, err := ParseDeployment(f.deployment)
+		d, err := sim.ParseDeployment(f.deployment)
 		if err != nil {
 			return cfg, fmt.Errorf("--deployment: %v", err)
 		}
 		cfg.Deployment = d
 	case f.rowJSON != "":
-		row, err := LoadMatrixRow(f.rowJSON, f.rowIndex)
+		row, err := sim.LoadMatrixRow(f.rowJSON, f.rowIndex)
 		if err != nil {
 			return cfg, fmt.Errorf("--row-json %v", err)
 		}
@@ -154,7 +155,7 @@ func (f *ServeFlags) Config(getenv func(string) string, stderr io.Writer) (Confi
 		if !set["prefill-tp"] {
 			return cfg, fmt.Errorf("--prefill-tp is required with explicit deployment numbers")
 		}
-		d := Deployment{
+		d := sim.Deployment{
 			PrefillWorkers: orInt(f.pWorkers, set["prefill-workers"], 1), PrefillTP: f.pTP,
 			PrefillEP: orInt(f.pEP, set["prefill-ep"], 1), PrefillDPA: f.pDPA,
 			DecodeWorkers: f.dWorkers, DecodeTP: orInt(f.dTP, set["decode-tp"], f.pTP),
@@ -169,11 +170,11 @@ func (f *ServeFlags) Config(getenv func(string) string, stderr io.Writer) (Confi
 		}
 		cfg.Deployment = d
 	default:
-		cfg.Deployment, _ = ParseDeployment(DefaultDeployment)
+		cfg.Deployment, _ = sim.ParseDeployment(sim.DefaultDeployment)
 	}
 	cfg.Deployment.GPUsPerNode = f.gpusPerNode
 
-	envAL, envHasAL, err := SyntheticAcceptanceFromEnv(getenv)
+	envAL, envHasAL, err := sim.SyntheticAcceptanceFromEnv(getenv)
 	if err != nil {
 		return cfg, fmt.Errorf("environment: %v", err)
 	}
