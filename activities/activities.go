@@ -122,7 +122,7 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	t, f := errorType(err), failureOf(err)
+	t, f := errorType(err), backendFailure(err)
 	if t.Final() {
 		return temporal.NewNonRetryableApplicationError(err.Error(), string(t), err, f)
 	}
@@ -147,9 +147,10 @@ func errorType(err error) failure.ErrorType {
 	return failure.ErrTransient
 }
 
-// failureOf is err's failure: the one a backend attached from its evidence,
-// else the class its error type implies, with the message as the excerpt.
-func failureOf(err error) failure.Failure {
+// backendFailure is a backend error's failure: the one the backend attached
+// from its evidence, else the class its error type implies (failure's
+// table), with the message as the excerpt.
+func backendFailure(err error) failure.Failure {
 	if f, ok := failure.Of(err); ok {
 		return f
 	}

@@ -362,7 +362,7 @@ func AttemptEnd(ctx context.Context, a *results.StageAttempt, err error) {
 		a.Class, a.Excerpt = f.Class, f.Excerpt
 		return
 	}
-	f := failureOf(err)
+	f := backendFailure(err)
 	a.Class, a.Excerpt = f.Class, f.Excerpt
 }
 

@@ -56,7 +56,7 @@ func (a *Activities) nodeFailure(ctx context.Context, stage string, alloc cluste
 	}
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("%v; node %s is excluded now (`starter nodes`), so the point re-allocates without it", err, strings.Join(bad, ", ")),
-		string(failure.ErrAllocationLost), err, failureOf(err))
+		string(failure.ErrAllocationLost), err, backendFailure(err))
 }
 
 // recordNodeFaults writes one fault per node err's evidence names, keyed by
