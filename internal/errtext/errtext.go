@@ -3,7 +3,10 @@
 // and runs of spaces folded.
 package errtext
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // FirstLine is the first line of err's message: the first error of an
 // errors.Join, the headline of a multi-line report.
@@ -13,6 +16,15 @@ func FirstLine(err error) string {
 		return s[:i]
 	}
 	return s
+}
+
+// FirstLineError is err cut to its first line: err itself when its message
+// has one line (its chain intact for errors.Is), else a new error.
+func FirstLineError(err error) error {
+	if s := err.Error(); strings.IndexByte(s, '\n') >= 0 {
+		return errors.New(FirstLine(err))
+	}
+	return err
 }
 
 // Folded is err's whole message on one line, every run of white space one
