@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sweepflow/sweepflow/loadgen"
 )
 
 // Summary is Books as `starter stats` prints them (--json: this struct).
@@ -135,8 +137,8 @@ func timings(b *Books) []TimingSummary {
 	out := []TimingSummary{}
 	for _, k := range keys {
 		out = append(out, TimingSummary{Cluster: k.cluster, Deployment: k.dep, ConfigKey: k.ck,
-			QueueN: len(q[k]), QueueP50: Percentile(q[k], 50).Seconds(), QueueP90: Percentile(q[k], 90).Seconds(),
-			BringUpN: len(u[k]), BringUpP50: Percentile(u[k], 50).Seconds(), BringUpP90: Percentile(u[k], 90).Seconds()})
+			QueueN: len(q[k]), QueueP50: loadgen.PercentileOf(q[k], 50, loadgen.NearestRank).Seconds(), QueueP90: loadgen.PercentileOf(q[k], 90, loadgen.NearestRank).Seconds(),
+			BringUpN: len(u[k]), BringUpP50: loadgen.PercentileOf(u[k], 50, loadgen.NearestRank).Seconds(), BringUpP90: loadgen.PercentileOf(u[k], 90, loadgen.NearestRank).Seconds()})
 	}
 	return out
 }

@@ -110,7 +110,7 @@ func engineWindow(res *loadgen.Result) energy.Window {
 // simulatedPower samples the simulator's power model (energy.Model) over a
 // load-generator run's window, with the load its requests put on the
 // deployment, and judges the figures. Times are the run's engine clock.
-func (a *Activities) simulatedPower(p point.Spec, alloc Allocation, res *loadgen.Result) *energy.Figures {
+func (a *Activities) simulatedPower(p point.Spec, alloc cluster.Allocation, res *loadgen.Result) *energy.Figures {
 	w := engineWindow(res)
 	start := w.Start
 	busy := make([]energy.Busy, 0, len(res.Requests))
@@ -138,7 +138,7 @@ func tokensOf(a loadgen.Aggregate) energy.Tokens {
 // gatePower applies --require-power: a power-invalid result goes to the
 // operator gate (non-retryable, with the figures as evidence) instead of
 // being stored. Without it the result is stored power-invalid.
-func (a *Activities) gatePower(ctx context.Context, p point.Spec, out PerfSummary) error {
+func (a *Activities) gatePower(ctx context.Context, p point.Spec, out point.PerfSummary) error {
 	f := out.Power
 	if f == nil || f.Valid {
 		return nil

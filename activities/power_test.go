@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/energy"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // TestPerfStoresSimulatedPower: on a simulated cluster, perf samples the
@@ -21,9 +22,9 @@ func TestPerfStoresSimulatedPower(t *testing.T) {
 	a := newLedgerActs(t)
 	a.Simulated = true
 	p := gateSpec("s-power")
-	val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, engineOK)}})
+	val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &cluster.Server{URL: gateEngine(t, engineOK)}})
 	require.NoError(t, err)
-	var out PerfSummary
+	var out point.PerfSummary
 	require.NoError(t, val.Get(&out))
 	require.NotNil(t, out.Power)
 	f := out.Power
@@ -35,7 +36,7 @@ func TestPerfStoresSimulatedPower(t *testing.T) {
 	assert.GreaterOrEqual(t, f.AvgPowerW, energy.SimulatedGB200.IdleW)
 	require.NotNil(t, out.Evidence)
 	assert.InDelta(t, f.TotalGPUEnergyJ/float64(out.Evidence.OutputTokens), f.JoulesPerOutputToken, 1e-9, "over the output the server reported")
-	so, stored, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+	so, stored, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 	require.NoError(t, err)
 	require.True(t, stored)
 	assert.Contains(t, string(so.OutputJSON), `"power":{"power_source":"simulated","simulated":true,"power_valid":true`)
@@ -52,8 +53,8 @@ func TestPowerInvalidKeepsPerf(t *testing.T) {
 		a.Simulated, a.Power.Require = true, require_
 		p := gateSpec("s-power-invalid")
 		p.GPUs = 0 // the model has no GPU to sample: expected_device_missing
-		val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, engineOK)}})
-		_, stored, serr := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+		val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &cluster.Server{URL: gateEngine(t, engineOK)}})
+		_, stored, serr := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 		require.NoError(t, serr)
 		if require_ {
 			app := appError(t, err)
@@ -68,7 +69,7 @@ func TestPowerInvalidKeepsPerf(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err)
-		var out PerfSummary
+		var out point.PerfSummary
 		require.NoError(t, val.Get(&out))
 		assert.Greater(t, out.TTFTp90Ms, 0.0, "perf figures kept")
 		assert.Equal(t, 20, out.Requests)
@@ -123,9 +124,9 @@ func TestPerfReadsBackendPower(t *testing.T) {
 		a := newLedgerActs(t)
 		a.Backend, a.Power.Source = &powerBackend{watts: 400, missing: missing}, energy.SourceNVML
 		p := gateSpec(fmt.Sprintf("s-backend-power-%v", missing))
-		val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &Endpoint{URL: gateEngine(t, engineOK)}})
+		val, err := newActivityEnv(a).ExecuteActivity(a.Perf, StageInput{Point: p, Endpoint: &cluster.Server{URL: gateEngine(t, engineOK)}})
 		require.NoError(t, err)
-		var out PerfSummary
+		var out point.PerfSummary
 		require.NoError(t, val.Get(&out))
 		require.NotNil(t, out.Power)
 		assert.Equal(t, energy.SourceNVML, out.Power.Source)
@@ -138,7 +139,7 @@ func TestPerfReadsBackendPower(t *testing.T) {
 		require.True(t, out.Power.Valid, out.Power.Reason())
 		assert.InDelta(t, 400, out.Power.AvgPowerW, 1e-9)
 		assert.Equal(t, 8, out.Power.ExpectedGPUs)
-		so, _, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, StagePerf)
+		so, _, err := a.Store.StageOutput(context.Background(), p.SweepID, p.Identity, point.StagePerf)
 		require.NoError(t, err)
 		assert.Contains(t, string(so.ProfileJSON), `"power_source":"nvml"`)
 	}

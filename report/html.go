@@ -439,7 +439,7 @@ func stageViews(runs []results.StageRun, outs []results.StageOutput, sweepStart 
 	span := end.Sub(start)
 	var v []stageView
 	for _, r := range runs {
-		sv := stageView{Stage: r.Stage, Outcome: orDash(r.Outcome), Start: "-", Duration: "-", Rounds: r.Rounds, Error: r.Error}
+		sv := stageView{Stage: r.Stage, Outcome: orDash(string(r.Outcome)), Start: "-", Duration: "-", Rounds: r.Rounds, Error: r.Error}
 		if !r.StartedAt.IsZero() && !start.IsZero() {
 			sv.Start = "+" + dur(r.StartedAt.Sub(start))
 		}

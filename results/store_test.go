@@ -603,7 +603,7 @@ func TestStageRunsReplaceAndOrder(t *testing.T) {
 		s, _ := be.open(t)
 		t0 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
 		run := func(stage, outcome string, from, to time.Duration) StageRun {
-			r := StageRun{Stage: stage, Outcome: outcome, Rounds: 1, StartedAt: t0.Add(from)}
+			r := StageRun{Stage: stage, Outcome: point.Outcome(outcome), Rounds: 1, StartedAt: t0.Add(from)}
 			if to > 0 {
 				r.EndedAt = t0.Add(to)
 			}

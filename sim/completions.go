@@ -166,10 +166,6 @@ func (p *pacer) sleepUntil(t time.Time) error {
 	}
 }
 
-func (s *Server) scaled(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * s.factor)
-}
-
 // scaled converts a model duration to wall time on this request's clock.
 func (p *pacer) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * p.factor)

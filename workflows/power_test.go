@@ -66,9 +66,9 @@ func TestPowerSearchAttributes(t *testing.T) {
 // measures valid power completes it.
 func TestRequiredPowerGoesToOperatorGate(t *testing.T) {
 	f := newFake()
-	f.failures[activities.StagePerf] = 1
-	f.errType[activities.StagePerf] = activities.PowerInvalidType
-	f.errDetails[activities.StagePerf] = energy.Figures{Source: energy.SourceNVML, Reasons: []string{energy.ReasonGap}}
+	f.failures[point.StagePerf] = 1
+	f.errType[point.StagePerf] = activities.PowerInvalidType
+	f.errDetails[point.StagePerf] = energy.Figures{Source: energy.SourceNVML, Reasons: []string{energy.ReasonGap}}
 	f.perfPower = &energy.Figures{Source: energy.SourceNVML, Valid: true, JoulesPerOutputToken: 0.5}
 	env := pointEnv(t, f)
 	var atGate PointState
@@ -86,10 +86,10 @@ func TestRequiredPowerGoesToOperatorGate(t *testing.T) {
 	var st PointState
 	require.NoError(t, env.GetWorkflowResult(&st))
 	assert.Equal(t, point.StatusAwaitingOperator, atGate.Status)
-	assert.Equal(t, activities.StagePerf, atGate.Stage)
+	assert.Equal(t, point.StagePerf, atGate.Stage)
 	assert.Contains(t, atGate.LastError, "planted perf failure")
 	assert.Equal(t, point.StatusCompleted, st.Status)
 	require.NotNil(t, st.Perf)
 	assert.True(t, st.Perf.Power.Valid)
-	assert.Equal(t, 2, f.calls[activities.StagePerf], "one refused attempt, one retried by the operator")
+	assert.Equal(t, 2, f.calls[point.StagePerf], "one refused attempt, one retried by the operator")
 }
