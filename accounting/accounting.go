@@ -7,7 +7,6 @@ package accounting
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
 
@@ -192,7 +191,7 @@ func Book(points []Point, now time.Time) *Books {
 					count(f.Class)
 				}
 			}
-			if r.Outcome == "reused" {
+			if r.Outcome == point.OutcomeReused {
 				cost, ok := p.ReusedCost[r.Stage]
 				b.Saved = append(b.Saved, Saved{SweepID: p.SweepID, PointID: p.PointID, Stage: r.Stage, NodeTime: cost, Known: ok})
 			}
@@ -248,7 +247,7 @@ func runAttempts(p *Point) map[int][]results.StageAttempt {
 	for _, a := range p.Attempts {
 		at := -1
 		for i, r := range p.Runs {
-			if r.Stage == a.Stage && !r.StartedAt.IsZero() && r.Outcome != "reused" && r.Outcome != "shared" &&
+			if r.Stage == a.Stage && !r.StartedAt.IsZero() && r.Outcome != point.OutcomeReused && r.Outcome != point.OutcomeShared &&
 				!r.StartedAt.After(a.StartedAt.Add(time.Second)) {
 				at = i
 			}
@@ -270,7 +269,7 @@ func (b *Books) bookGroup(ps []*Point, now time.Time) {
 		nodes = max(nodes, p.Nodes)
 		atts := runAttempts(p)
 		for i, r := range p.Runs {
-			if r.StartedAt.IsZero() || r.Outcome == "reused" || r.Outcome == "shared" {
+			if r.StartedAt.IsZero() || r.Outcome == point.OutcomeReused || r.Outcome == point.OutcomeShared {
 				continue
 			}
 			t := &timed{p: p, r: r, end: r.EndedAt, cat: category(p.Runs, i), atts: atts[i]}
@@ -315,7 +314,7 @@ func (b *Books) bookGroup(ps []*Point, now time.Time) {
 		p, r := t.p, t.r
 		switch r.Stage {
 		case point.StageAllocate:
-			if r.Outcome != "ok" || open {
+			if r.Outcome != point.OutcomeOK || open {
 				continue
 			}
 			b.QueueWait = append(b.QueueWait, Sample{p.Cluster, p.Deployment, p.ConfigKey, t.end.Sub(r.StartedAt)})
@@ -336,7 +335,7 @@ func (b *Books) bookGroup(ps []*Point, now time.Time) {
 					r.StartedAt.UTC().Format(time.RFC3339)+" has no allocation before it in the ledger; not booked")
 				continue
 			}
-			if t.cat == BringUp && r.Outcome == "ok" && len(r.Failures) == 0 &&
+			if t.cat == BringUp && r.Outcome == point.OutcomeOK && len(r.Failures) == 0 &&
 				!slices.ContainsFunc(t.atts, results.StageAttempt.Failed) {
 				b.BringUpTime = append(b.BringUpTime, Sample{p.Cluster, p.Deployment, p.ConfigKey, t.end.Sub(r.StartedAt)})
 			}
@@ -394,10 +393,10 @@ func (b *Books) bookRun(t *timed, book func(string, time.Time)) {
 	}
 	last := len(fs) - 1
 	switch {
-	case r.Outcome == "ok":
+	case r.Outcome == point.OutcomeOK:
 		book(wait(last), end.Add(-min(first, end.Sub(clip(fs[last].At)))))
 		book(t.cat, end)
-	case r.Outcome == "allocation lost":
+	case r.Outcome == point.OutcomeAllocationLost:
 		book(failed(last), end)
 	default:
 		book(Held, end)
@@ -443,9 +442,9 @@ func (t *timed) bookAttempts(end time.Time, clip func(time.Time) time.Time, book
 	}
 	last := t.atts[len(t.atts)-1]
 	switch {
-	case !last.Failed() || t.r.Outcome == "ok":
+	case !last.Failed() || t.r.Outcome == point.OutcomeOK:
 		book(t.cat, end)
-	case t.r.Outcome == "allocation lost":
+	case t.r.Outcome == point.OutcomeAllocationLost:
 		book(cat(last), end)
 	default:
 		book(Held, end)
@@ -485,15 +484,4 @@ func category(runs []results.StageRun, i int) string {
 		return BringUp
 	}
 	return runs[i].Stage
-}
-
-// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of ds.
-func Percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	k := int(math.Ceil(float64(len(s))*p/100)) - 1
-	return s[max(0, min(k, len(s)-1))]
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -22,7 +23,7 @@ var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 func m(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Minute))) }
 
 func run(stage, outcome string, from, to float64, fails ...failure.Attempt) results.StageRun {
-	r := results.StageRun{Stage: stage, Outcome: outcome, Rounds: 1, StartedAt: m(from), EndedAt: m(to), Failures: fails}
+	r := results.StageRun{Stage: stage, Outcome: point.Outcome(outcome), Rounds: 1, StartedAt: m(from), EndedAt: m(to), Failures: fails}
 	if from < 0 {
 		r.StartedAt, r.EndedAt = time.Time{}, time.Time{}
 	}
@@ -218,13 +219,6 @@ func TestCategoriesSumToTotal(t *testing.T) {
 		}
 		return 0
 	}))
-}
-
-func TestPercentile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
-	assert.Equal(t, time.Duration(5), Percentile(ds, 50))
-	assert.Equal(t, time.Duration(9), Percentile(ds, 90))
-	assert.Equal(t, time.Duration(0), Percentile(nil, 90))
 }
 
 // TestWriteText: the failure classes print ranked as booked, and a sweep

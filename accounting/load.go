@@ -162,7 +162,7 @@ func (l *loader) sweep(ctx context.Context, sweepID, cluster, configKey string) 
 			Runs: byPoint[row.PointID], Attempts: attemptsOf[row.PointID], PerfStored: perfStored[row.Identity], EvalStored: evalStored[row.Identity]}
 		p.Deployment, p.Nodes, p.Added = specOf(row)
 		for _, r := range p.Runs {
-			if r.Outcome != "reused" {
+			if r.Outcome != point.OutcomeReused {
 				continue
 			}
 			if cost, ok, err := l.reusedCost(ctx, sweepID, row.Identity, r.Stage); err != nil {
@@ -187,12 +187,8 @@ func specOf(row results.Point) (string, int, bool) {
 	if len(row.SpecJSON) > 0 {
 		_ = json.Unmarshal(row.SpecJSON, &spec) // a bad spec leaves the identity's hash and no nodes
 	}
-	dep := spec.DeploymentHash
-	if dep == "" {
-		if id, err := point.Parse(row.Identity); err == nil {
-			dep = id.DeploymentHash
-		}
-	}
+	spec.Identity = row.Identity
+	dep := spec.Deployment()
 	return dep, spec.Nodes, spec.Added != nil
 }
 
@@ -222,7 +218,7 @@ func (l *loader) reusedCost(ctx context.Context, sweepID, identity, stage string
 		}
 		_, nodes, _ := specOf(row)
 		for _, r := range runs {
-			if r.PointID == row.PointID && r.Stage == stage && r.Outcome == "ok" && r.Duration() > 0 {
+			if r.PointID == row.PointID && r.Stage == stage && r.Outcome == point.OutcomeOK && r.Duration() > 0 {
 				l.costs[k] = nodeTime(nodes, r.Duration())
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sweepflow/sweepflow/loadgen"
 )
 
 // Summary is Books as `starter stats` prints them (--json: this struct).
@@ -28,6 +30,9 @@ type Summary struct {
 	Saved             SavedSummary    `json:"saved"`
 	Timings           []TimingSummary `json:"timings"`
 	Notes             []string        `json:"notes,omitempty"`
+	// Energy is the GPU energy of the perf windows beside the node-hours
+	// (nil: not loaded).
+	Energy *EnergySummary `json:"energy,omitempty"`
 }
 
 // ClassSummary is one failure class, ranked by node-minutes lost.
@@ -132,8 +137,8 @@ func timings(b *Books) []TimingSummary {
 	out := []TimingSummary{}
 	for _, k := range keys {
 		out = append(out, TimingSummary{Cluster: k.cluster, Deployment: k.dep, ConfigKey: k.ck,
-			QueueN: len(q[k]), QueueP50: Percentile(q[k], 50).Seconds(), QueueP90: Percentile(q[k], 90).Seconds(),
-			BringUpN: len(u[k]), BringUpP50: Percentile(u[k], 50).Seconds(), BringUpP90: Percentile(u[k], 90).Seconds()})
+			QueueN: len(q[k]), QueueP50: loadgen.PercentileOf(q[k], 50, loadgen.NearestRank).Seconds(), QueueP90: loadgen.PercentileOf(q[k], 90, loadgen.NearestRank).Seconds(),
+			BringUpN: len(u[k]), BringUpP50: loadgen.PercentileOf(u[k], 50, loadgen.NearestRank).Seconds(), BringUpP90: loadgen.PercentileOf(u[k], 90, loadgen.NearestRank).Seconds()})
 	}
 	return out
 }
@@ -158,6 +163,9 @@ func (s Summary) WriteText(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(w, "\nuseful fraction: %s (%.1f node-min of perf and eval that ended in a stored figure)\n",
 		pct(s.UsefulNodeMinutes, s.TotalNodeMinutes), s.UsefulNodeMinutes)
+	if s.Energy != nil {
+		s.Energy.WriteText(w)
+	}
 	if s.Saved.Stages > 0 {
 		fmt.Fprintf(w, "saved by reuse: %d stages, %.1f node-min at what they cost when measured", s.Saved.Stages, s.Saved.NodeMinutes)
 		if s.Saved.Unknown > 0 {

@@ -66,7 +66,7 @@ func appError(t *testing.T, err error) *temporal.ApplicationError {
 }
 
 // fakeBackend is a cluster backend without processes: each method returns
-// its configured error; StageCheckpoint delegates to stage (a real local
+// its configured error; point.StageCheckpoint delegates to stage (a real local
 // backend in the staging tests) and records the resume lists it was given.
 type fakeBackend struct {
 	allocErr, bringUpErr, healthErr, checkErr, teardownErr error

@@ -72,6 +72,9 @@ type Activities struct {
 	// part of every stored output's measurement profile.
 	Simulated bool
 	Engine    string
+	// Power says how perf measures GPU power (the source follows the
+	// backend: the simulator's model, nvidia-smi, the telemetry stage).
+	Power PowerConfig
 	// PerfClient is what drives perf: "benchmark" runs the recipe's own
 	// benchmark process on the cluster (the backend must be a
 	// cluster.Benchmarker) and reads its result file; "" or "loadgen" runs
@@ -122,41 +125,39 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	f := FailureOf(err)
-	switch {
-	case errors.Is(err, cluster.ErrBadConfig):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadConfig, err, f)
-	case errors.Is(err, cluster.ErrChecksum):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrChecksumMismatch, err, f)
-	case errors.Is(err, cluster.ErrOOM):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrOutOfMemory, err, f)
-	case errors.Is(err, results.ErrConflict):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrResultConflict, err, f)
-	case errors.Is(err, cluster.ErrAllocationLost):
-		return temporal.NewApplicationErrorWithCause(err.Error(), ErrAllocationLost, err, f)
+	t, f := errorType(err), backendFailure(err)
+	if t.Final() {
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(t), err, f)
 	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err, f)
+	return temporal.NewApplicationErrorWithCause(err.Error(), string(t), err, f)
 }
 
-// FailureOf is err's failure class: the one a backend attached from its
-// evidence, else the one its error class implies, with the message as the
-// excerpt.
-func FailureOf(err error) failure.Failure {
+// errorType is the application error type of a backend's or package's
+// error, from its sentinel.
+func errorType(err error) failure.ErrorType {
+	switch {
+	case errors.Is(err, cluster.ErrBadConfig):
+		return failure.ErrBadConfig
+	case errors.Is(err, cluster.ErrChecksum):
+		return failure.ErrChecksumMismatch
+	case errors.Is(err, cluster.ErrOOM):
+		return failure.ErrOutOfMemory
+	case errors.Is(err, results.ErrConflict):
+		return failure.ErrResultConflict
+	case errors.Is(err, cluster.ErrAllocationLost):
+		return failure.ErrAllocationLost
+	}
+	return failure.ErrTransient
+}
+
+// backendFailure is a backend error's failure: the one the backend attached
+// from its evidence, else the class its error type implies (failure's
+// table), with the message as the excerpt.
+func backendFailure(err error) failure.Failure {
 	if f, ok := failure.Of(err); ok {
 		return f
 	}
-	c := failure.Transient
-	switch {
-	case errors.Is(err, cluster.ErrBadConfig), errors.Is(err, results.ErrConflict):
-		c = failure.ConfigError
-	case errors.Is(err, cluster.ErrChecksum):
-		c = failure.Checksum
-	case errors.Is(err, cluster.ErrOOM):
-		c = failure.HostOOM
-	case errors.Is(err, cluster.ErrAllocationLost):
-		c = failure.JobLost
-	}
-	return failure.Failure{Class: c, Excerpt: failure.Clip(err.Error())}
+	return failure.Failure{Class: errorType(err).Class(), Excerpt: failure.Clip(err.Error())}
 }
 
 // heartbeater records the latest details every interval until stopped, so
@@ -280,7 +281,7 @@ func (a *Activities) injectFault(p point.Spec, stage string) error {
 		}
 		if n <= f.Times {
 			msg := fmt.Sprintf("injected fault in %s (%d of %d)", stage, n, f.Times)
-			return temporal.NewApplicationError(msg, ErrInjectedFault, failure.Failure{Class: failure.Injected, Excerpt: msg})
+			return temporal.NewApplicationError(msg, string(failure.ErrInjectedFault), failure.Failure{Class: failure.Injected, Excerpt: msg})
 		}
 	}
 	return nil

@@ -21,8 +21,8 @@ import (
 // StageActivities maps each stage activity of a point to its stage: the
 // attempts the attempt ledger records.
 var StageActivities = map[string]string{
-	"Allocate": StageAllocate, "StageCheckpoint": StageCheckpoint, "BringUp": StageBringUp, "Warmup": StageWarmup,
-	"Perf": StagePerf, "Eval": StageEval, "Upload": StageUpload, "Teardown": StageTeardown,
+	"Allocate": point.StageAllocate, "point.StageCheckpoint": point.StageCheckpoint, "BringUp": point.StageBringUp, "Warmup": point.StageWarmup,
+	"Perf": point.StagePerf, "Eval": point.StageEval, "Upload": point.StageUpload, "Teardown": point.StageTeardown,
 }
 
 // AttemptLedger is the worker interceptor that gives every attempt of a
@@ -339,7 +339,7 @@ func AttemptEnd(ctx context.Context, a *results.StageAttempt, err error) {
 		return
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		cause := context.Cause(ctx)
-		a.ErrorType = "Canceled"
+		a.ErrorType = string(failure.ErrCanceled)
 		switch {
 		case temporal.IsCanceledError(cause):
 			a.Outcome, a.Class = results.AttemptCancelled, failure.OperatorCancel
@@ -362,7 +362,7 @@ func AttemptEnd(ctx context.Context, a *results.StageAttempt, err error) {
 		a.Class, a.Excerpt = f.Class, f.Excerpt
 		return
 	}
-	f := FailureOf(err)
+	f := backendFailure(err)
 	a.Class, a.Excerpt = f.Class, f.Excerpt
 }
 
@@ -383,28 +383,15 @@ func workerStopping(ctx context.Context) bool {
 // classify attached as details, else the one its type implies (an error of
 // an older worker), with excerpt as the evidence.
 func AppFailure(app *temporal.ApplicationError, excerpt string) failure.Failure {
-	switch app.Type() {
-	case point.InvalidResultType:
-		return failure.Failure{Class: failure.InvalidResult, Excerpt: failure.Clip(app.Message())}
-	case ErrInjectedFault:
-		return failure.Failure{Class: failure.Injected, Excerpt: failure.Clip(app.Message())}
+	t := failure.ErrorType(app.Type())
+	if t.ByType() {
+		return failure.Failure{Class: t.Class(), Excerpt: failure.Clip(app.Message())}
 	}
 	var f failure.Failure
 	if app.HasDetails() && app.Details(&f) == nil && f.Class != "" {
 		return f
 	}
-	c := failure.Transient
-	switch app.Type() {
-	case ErrBadConfig, ErrRecipeMismatch, ErrResultConflict:
-		c = failure.ConfigError
-	case ErrChecksumMismatch:
-		c = failure.Checksum
-	case ErrOutOfMemory:
-		c = failure.HostOOM
-	case ErrAllocationLost:
-		c = failure.JobLost
-	}
-	return failure.Failure{Class: c, Excerpt: excerpt}
+	return failure.Failure{Class: t.Class(), Excerpt: excerpt}
 }
 
 // closeOpenAttempts settles, at the point's final record, the attempts of
@@ -445,7 +432,7 @@ func settleOpen(r *results.StageAttempt, rec PointRecord) {
 	// The stage run that holds the attempt: the last of its stage that
 	// started before it (the workflow's clock and the worker's may differ
 	// by a little).
-	var run *StageTiming
+	var run *point.StageRun
 	for i := range rec.Stages {
 		s := &rec.Stages[i]
 		if s.Stage == r.Stage && !s.Started.After(r.StartedAt.Add(time.Second)) {
@@ -468,7 +455,7 @@ func settleOpen(r *results.StageAttempt, rec PointRecord) {
 	}
 	if !run.Ended.IsZero() {
 		r.EndedAt = run.Ended
-		if run.Outcome == "ok" {
+		if run.Outcome == point.OutcomeOK {
 			r.Outcome, r.Class, r.ErrorType, r.Excerpt, r.Message = results.AttemptOK, "", "", "", ""
 		}
 	}

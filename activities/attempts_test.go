@@ -46,7 +46,7 @@ func TestAttemptLedgerRecordsRetriedAttempts(t *testing.T) {
 		activity.RecordHeartbeat(ctx, fmt.Sprintf("measuring, attempt %d", n))
 		if n <= 2 {
 			msg := fmt.Sprintf("injected fault in perf (%d of 2)", n)
-			return temporal.NewApplicationError(msg, ErrInjectedFault, failure.Failure{Class: failure.Injected, Excerpt: msg})
+			return temporal.NewApplicationError(msg, string(failure.ErrInjectedFault), failure.Failure{Class: failure.Injected, Excerpt: msg})
 		}
 		return nil
 	}, activity.RegisterOptions{Name: "Perf"})
@@ -60,7 +60,7 @@ func TestAttemptLedgerRecordsRetriedAttempts(t *testing.T) {
 	for i, r := range rows {
 		assert.Equal(t, i+1, r.Attempt)
 		assert.Equal(t, "c64", r.PointID)
-		assert.Equal(t, StagePerf, r.Stage)
+		assert.Equal(t, point.StagePerf, r.Stage)
 		assert.Equal(t, "7@login@cluster-x", r.Worker)
 		assert.Equal(t, fmt.Sprintf("%q", fmt.Sprintf("measuring, attempt %d", i+1)), r.Heartbeat, "attempt %d: its last heartbeat", i+1)
 		assert.False(t, r.EndedAt.IsZero())
@@ -68,7 +68,7 @@ func TestAttemptLedgerRecordsRetriedAttempts(t *testing.T) {
 	for _, r := range rows[:2] {
 		assert.Equal(t, results.AttemptFailed, r.Outcome)
 		assert.Equal(t, failure.Injected, r.Class)
-		assert.Equal(t, ErrInjectedFault, r.ErrorType)
+		assert.Equal(t, string(failure.ErrInjectedFault), r.ErrorType)
 		assert.Equal(t, fmt.Sprintf("injected fault in perf (%d of 2)", r.Attempt), r.Message)
 	}
 	assert.Equal(t, results.AttemptOK, rows[2].Outcome)
@@ -94,11 +94,11 @@ func TestAttemptLedgerLostAttempts(t *testing.T) {
 	after := &AttemptLedger{Store: a.Store, Worker: "202@login@q"} // the restarted worker
 
 	// Perf attempt 1 runs on the first worker, which is SIGKILLed.
-	p1 := att(StagePerf, "11", 1, 0)
+	p1 := att(point.StagePerf, "11", 1, 0)
 	p1.Worker = before.Worker
 	before.begin(ctx, p1)
 	// Attempt 2 of the same activity, on the restarted worker.
-	p2 := att(StagePerf, "11", 2, 20*time.Second)
+	p2 := att(point.StagePerf, "11", 2, 20*time.Second)
 	p2.Worker = after.Worker
 	after.begin(ctx, p2)
 	after.begin(ctx, p2) // the task redelivered after a restart
@@ -107,24 +107,24 @@ func TestAttemptLedgerLostAttempts(t *testing.T) {
 
 	// Eval: the last attempt of its budget is lost; the workflow saw the
 	// heartbeat timeout, and the point ended without another attempt.
-	e1 := att(StageEval, "21", 1, 40*time.Second)
+	e1 := att(point.StageEval, "21", 1, 40*time.Second)
 	e1.Worker = after.Worker
 	after.begin(ctx, e1)
 	beats := &beatOutbound{l: after, a: &e1, last: evalProgress{Done: 12, Total: 200}, beat: true}
 	beats.keep(ctx) // the progress it beat before its worker died
 	beats.wait()
 	// Warmup of another round: budget 1's open attempt, then budget 2.
-	w1 := att(StageWarmup, "31", 1, 25*time.Second)
+	w1 := att(point.StageWarmup, "31", 1, 25*time.Second)
 	after.begin(ctx, w1)
-	w2 := att(StageWarmup, "32", 1, 35*time.Second)
+	w2 := att(point.StageWarmup, "32", 1, 35*time.Second)
 	after.begin(ctx, w2)
 	after.end(ctx, w2, nil, "")
 
 	lostAt := t0.Add(50 * time.Second)
 	rec := PointRecord{Point: point.Spec{SweepID: "sw", PointID: "c64", Identity: "id-c64"}, Status: point.StatusAborted, At: t0.Add(time.Hour),
-		Stages: []StageTiming{
-			{Stage: StagePerf, Outcome: "ok", Rounds: 1, Started: t0, Ended: t0.Add(30 * time.Second)},
-			{Stage: StageEval, Outcome: "aborted", Rounds: 1, Started: t0.Add(40 * time.Second), Ended: t0.Add(time.Hour),
+		Stages: []point.StageRun{
+			{Stage: point.StagePerf, Outcome: "ok", Rounds: 1, Started: t0, Ended: t0.Add(30 * time.Second)},
+			{Stage: point.StageEval, Outcome: "aborted", Rounds: 1, Started: t0.Add(40 * time.Second), Ended: t0.Add(time.Hour),
 				Failures: []failure.Attempt{{Failure: failure.Failure{Class: failure.LostWorker, Excerpt: "no heartbeat within the heartbeat timeout"}, At: lostAt}}},
 		}}
 	env := newActivityEnv(a)
@@ -168,7 +168,7 @@ func TestAttemptLedgerRelabelsUnseenResult(t *testing.T) {
 	ctx := context.Background()
 	l := &AttemptLedger{Store: a.Store, Worker: "w"}
 	t0 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
-	b1 := results.StageAttempt{WorkflowID: "wf", RunID: "r", ActivityID: "5", Attempt: 1, SweepID: "sw", PointID: "p", Stage: StageBringUp, StartedAt: t0}
+	b1 := results.StageAttempt{WorkflowID: "wf", RunID: "r", ActivityID: "5", Attempt: 1, SweepID: "sw", PointID: "p", Stage: point.StageBringUp, StartedAt: t0}
 	l.begin(ctx, b1)
 	l.end(ctx, b1, nil, "")
 	b2 := b1
@@ -194,7 +194,7 @@ func TestAttemptEndClasses(t *testing.T) {
 	defer stop()
 	oom := classify(failure.Wrap(errors.New("prefill worker 0 exited with status 1"), failure.CUDAOOM,
 		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
-	gate := temporal.NewApplicationError("perf figures refused: completed: 3 of 64 lanes finished a measured call", point.InvalidResultType, nil)
+	gate := temporal.NewApplicationError("perf figures refused: completed: 3 of 64 lanes finished a measured call", string(failure.ErrInvalidResult), nil)
 	for _, tc := range []struct {
 		name             string
 		ctx              context.Context
@@ -204,12 +204,12 @@ func TestAttemptEndClasses(t *testing.T) {
 		errType, excerpt string
 	}{
 		{name: "ok", ctx: context.Background(), outcome: results.AttemptOK},
-		{name: "retried failure", ctx: context.Background(), err: temporal.NewApplicationError("injected fault in perf (1 of 2)", ErrInjectedFault),
-			outcome: results.AttemptFailed, class: failure.Injected, errType: ErrInjectedFault, excerpt: "injected fault in perf (1 of 2)"},
+		{name: "retried failure", ctx: context.Background(), err: temporal.NewApplicationError("injected fault in perf (1 of 2)", string(failure.ErrInjectedFault)),
+			outcome: results.AttemptFailed, class: failure.Injected, errType: string(failure.ErrInjectedFault), excerpt: "injected fault in perf (1 of 2)"},
 		{name: "engine crash: the log tail's signature", ctx: context.Background(), err: oom,
 			outcome: results.AttemptFailed, class: failure.CUDAOOM, errType: "Transient", excerpt: "torch.OutOfMemoryError: CUDA out of memory"},
 		{name: "refused by the validity gate", ctx: context.Background(), err: gate,
-			outcome: results.AttemptFailed, class: failure.InvalidResult, errType: point.InvalidResultType, excerpt: "3 of 64 lanes"},
+			outcome: results.AttemptFailed, class: failure.InvalidResult, errType: string(failure.ErrInvalidResult), excerpt: "3 of 64 lanes"},
 		{name: "cancelled by an operator", ctx: cancelled(temporal.NewCanceledError()), err: context.Canceled,
 			outcome: results.AttemptCancelled, class: failure.OperatorCancel, errType: "Canceled", excerpt: "cancelled by the workflow"},
 		{name: "heartbeat could not reach the server", ctx: cancelled(errors.New("rpc error: code = Unavailable desc = connection refused")), err: context.Canceled,

@@ -16,12 +16,11 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // benchmarkEnv is the environment InferenceX's benchmark-multinode template
-// and GB200 launcher give the recipe's benchmark (research/inferencex.md
-// §3.2-3.5): every scalar input of the matrix row upper-cased
+// and GB200 launcher give the recipe's benchmark: every scalar input of the matrix row upper-cased
 // (model-prefix -> MODEL_PREFIX); the prefill/decode worker shape as
 // PREFILL_*/DECODE_* (NUM_WORKERS, TP, EP, DP_ATTN, PP_SIZE, DCP_SIZE,
 // PCP_SIZE) and each of their additional-settings exported as the launcher
@@ -141,13 +140,13 @@ func scalarEnv(v any) (string, bool) {
 // are InferenceX's own. A file that cannot be read is err; a file that
 // fails the InferenceX workflow's gate (no successful request, more than
 // 10 % failed) is gate, which a fresh attempt may pass.
-func readBenchmarkResult(path string) (sum PerfSummary, gate, err error) {
+func readBenchmarkResult(path string) (sum point.PerfSummary, gate, err error) {
 	r, err := resultfile.Read(path)
 	if err != nil {
-		return PerfSummary{}, nil, err
+		return point.PerfSummary{}, nil, err
 	}
 	if gate := r.Gate(); gate != nil {
-		return PerfSummary{}, fmt.Errorf("%s: %w", path, gate), nil
+		return point.PerfSummary{}, fmt.Errorf("%s: %w", path, gate), nil
 	}
 	sum = r.Perf()
 	ev := r.Evidence()
@@ -178,16 +177,16 @@ func (a *Activities) benchmarkPlan(p point.Spec, env map[string]string) point.Pe
 
 // perfBenchmark runs the recipe's benchmark process on the cluster as
 // InferenceX's launcher would and reads its result into the ledger.
-func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heartbeater, flushed bool, refused int, cut time.Duration) (PerfSummary, error) {
+func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heartbeater, flushed bool, refused int, cut time.Duration) (point.PerfSummary, error) {
 	p := in.Point
 	bm, ok := a.Backend.(cluster.Benchmarker)
 	if !ok {
-		return PerfSummary{}, classify(fmt.Errorf("%w: perf-client benchmark: the %s backend cannot run the recipe's benchmark", cluster.ErrBadConfig, a.Backend.Name()))
+		return point.PerfSummary{}, classify(fmt.Errorf("%w: perf-client benchmark: the %s backend cannot run the recipe's benchmark", cluster.ErrBadConfig, a.Backend.Name()))
 	}
 	rf := sanitize(p.PointID)
 	env, err := benchmarkEnv(p, rf)
 	if err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	// The benchmark asks for the model the deployment serves; InferenceX's
 	// recipes serve MODEL itself, a TensorRT-LLM worker its directory name.
@@ -198,11 +197,11 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 	if a.Simulated {
 		// The simulated benchmark role replays with the point's seeds (the
 		// measurement profile records them).
-		env[simrole.EnvSeed] = strconv.FormatInt(a.pointSeed(p), 10)
-		env[simrole.EnvTraceSeed] = strconv.FormatInt(a.Load.Seed, 10)
+		env[simenv.EnvSeed] = strconv.FormatInt(a.pointSeed(p), 10)
+		env[simenv.EnvTraceSeed] = strconv.FormatInt(a.Load.Seed, 10)
 	}
 	if a.Simulated && cut > 0 {
-		env[simrole.EnvCutStreams] = cut.String()
+		env[simenv.EnvCutStreams] = cut.String()
 	}
 	if a.Simulated && a.warmupPerLane() == 1 {
 		// InferenceX's AIPERF_EXPERIMENTAL_FAST input: one warmup call per
@@ -219,25 +218,25 @@ func (a *Activities) perfBenchmark(ctx context.Context, in StageInput, hb *heart
 		cluster.BenchmarkSpec{RecipePath: p.RecipePath, RecipeDigest: p.RecipeDigest, RecipeSets: p.RecipeSets, Env: env, ResultFilename: rf, Conc: p.Conc,
 			Status: func(s string) { hb.set(loadProgress{Phase: "perf: " + s, Refused: refused}) }})
 	if err != nil {
-		return PerfSummary{}, a.nodeFailure(ctx, StagePerf, in.Alloc, err)
+		return point.PerfSummary{}, a.nodeFailure(ctx, point.StagePerf, in.Alloc, err)
 	}
 	out, gate, err := readBenchmarkResult(path)
 	if err != nil {
-		return PerfSummary{}, classify(fmt.Errorf("%w: benchmark result: %v", cluster.ErrBadConfig, err))
+		return point.PerfSummary{}, classify(fmt.Errorf("%w: benchmark result: %v", cluster.ErrBadConfig, err))
 	}
 	if gate != nil {
-		return PerfSummary{}, classify(fmt.Errorf("perf: %w", gate))
+		return point.PerfSummary{}, classify(fmt.Errorf("perf: %w", gate))
 	}
 	out.Simulated = out.Simulated || a.Simulated
 	out.Evidence.PrefixCacheFlushed = flushed
 	if err := a.validate(ctx, hb, p, out, a.benchmarkPlan(p, env), refused); err != nil {
-		return PerfSummary{}, err
+		return point.PerfSummary{}, err
 	}
 	if out.AggregateURI, err = a.putArtifact(ctx, path); err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
-	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI}, out.Simulated, nil); err != nil {
-		return PerfSummary{}, classify(err)
+	if err := a.putStage(ctx, p, point.StagePerf, out, []string{out.AggregateURI}, out.Simulated, nil); err != nil {
+		return point.PerfSummary{}, classify(err)
 	}
 	a.log(ctx).Info("perf done (recipe benchmark)", zap.String("result", path), zap.Strings("env", keys),
 		zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU), zap.Bool("simulated", out.Simulated))

@@ -97,7 +97,7 @@ func TestReadBenchmarkResult(t *testing.T) {
 	require.NoError(t, gate)
 	// The evidence the validity gate judges: aiperf gives no output total
 	// (mean x successes: 250.5 x 98), no lanes and no client lag.
-	assert.Equal(t, PerfSummary{OutputTputPerGPU: 120, TputPerGPU: 900, InputTputPerGPU: 2400, Interactivity: 50,
+	assert.Equal(t, point.PerfSummary{OutputTputPerGPU: 120, TputPerGPU: 900, InputTputPerGPU: 2400, Interactivity: 50,
 		TTFTp90Ms: 1500, TPOTMedianMs: 20, E2ELMedianMs: 30000, Requests: 100, Failed: 2,
 		Evidence: &point.PerfEvidence{Client: point.PerfClientBenchmark, Completed: 98, OutputTokens: 24549, WindowSec: 600,
 			MeanPromptTokens: 31000, MeanOutputTokens: 250.5, ITLMedianMs: 21, LanesFinished: -1}}, got)

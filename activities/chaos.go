@@ -9,7 +9,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // ChaosHangBudget is the health budget of a bring-up a chaos run makes hang:
@@ -23,15 +23,15 @@ const ChaosHangBudget = 15 * time.Second
 // roles only) or hang until the cut health budget runs out. Real engines
 // get none (a chaos run is refused on them before it starts).
 func (a *Activities) chaosBringUp(ctx context.Context, p point.Spec, spec *cluster.ServeSpec) error {
-	c, err := a.chaosFault(p, StageBringUp)
+	c, err := a.chaosFault(p, point.StageBringUp)
 	if err != nil || c == "" || !a.Simulated {
 		return err
 	}
 	switch kind, ok := strings.CutPrefix(c, point.ChaosCrash+":"); {
 	case ok:
-		spec.Env[simrole.EnvCrash] = kind
+		spec.Env[simenv.EnvCrash] = kind
 	case c == point.ChaosHang:
-		spec.Env[simrole.EnvCrash] = "hang"
+		spec.Env[simenv.EnvCrash] = "hang"
 		spec.HealthBudget = ChaosHangBudget
 	}
 	a.log(ctx).Warn("chaos: this bring-up attempt carries a fault", zap.String("point", p.PointID), zap.String("fault", c))
@@ -41,7 +41,7 @@ func (a *Activities) chaosBringUp(ctx context.Context, p point.Spec, spec *clust
 // chaosCut is when a chaos stream cut due for this perf attempt cuts the
 // streams (half its window in; 0: none due).
 func (a *Activities) chaosCut(ctx context.Context, p point.Spec) (time.Duration, error) {
-	c, err := a.chaosFault(p, StagePerf)
+	c, err := a.chaosFault(p, point.StagePerf)
 	if err != nil || c != point.ChaosStreamCut || !a.Simulated {
 		return 0, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // TestChaosFaultsHitTheFirstAttempt: a chaos fault is carried out by the
@@ -23,13 +23,13 @@ func TestChaosFaultsHitTheFirstAttempt(t *testing.T) {
 	ctx := context.Background()
 	a := &Activities{StateDir: filepath.Join(t.TempDir(), "state"), Simulated: true, Load: PerfConfig{Duration: 8 * time.Second, TimeScale: 1}}
 	p := point.Spec{SweepID: "sw", PointID: "c64", DurationSec: 600, Faults: []point.Fault{
-		{Stage: StageBringUp, Times: 1, Chaos: point.ChaosCrash + ":nccl"},
-		{Stage: StagePerf, Times: 1, Chaos: point.ChaosStreamCut},
+		{Stage: point.StageBringUp, Times: 1, Chaos: point.ChaosCrash + ":nccl"},
+		{Stage: point.StagePerf, Times: 1, Chaos: point.ChaosStreamCut},
 	}}
-	require.NoError(t, a.injectFault(p, StageBringUp), "a chaos fault is not an InjectedFault")
+	require.NoError(t, a.injectFault(p, point.StageBringUp), "a chaos fault is not an InjectedFault")
 	spec := cluster.ServeSpec{Env: map[string]string{}}
 	require.NoError(t, a.chaosBringUp(ctx, p, &spec))
-	assert.Equal(t, "nccl", spec.Env[simrole.EnvCrash])
+	assert.Equal(t, "nccl", spec.Env[simenv.EnvCrash])
 	assert.Zero(t, spec.HealthBudget)
 	again := cluster.ServeSpec{Env: map[string]string{}}
 	require.NoError(t, a.chaosBringUp(ctx, p, &again))
@@ -42,10 +42,10 @@ func TestChaosFaultsHitTheFirstAttempt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, cut)
 
-	hang := point.Spec{SweepID: "sw", PointID: "c4", Faults: []point.Fault{{Stage: StageBringUp, Times: 1, Chaos: point.ChaosHang}}}
+	hang := point.Spec{SweepID: "sw", PointID: "c4", Faults: []point.Fault{{Stage: point.StageBringUp, Times: 1, Chaos: point.ChaosHang}}}
 	spec = cluster.ServeSpec{Env: map[string]string{}}
 	require.NoError(t, a.chaosBringUp(ctx, hang, &spec))
-	assert.Equal(t, "hang", spec.Env[simrole.EnvCrash])
+	assert.Equal(t, "hang", spec.Env[simenv.EnvCrash])
 	assert.Equal(t, ChaosHangBudget, spec.HealthBudget)
 
 	real := &Activities{StateDir: filepath.Join(t.TempDir(), "state")}

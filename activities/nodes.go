@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/nodehealth"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -44,7 +45,7 @@ func (a *Activities) badNodePolicy() nodehealth.Policy {
 // makes a node of this allocation excluded, retrying on the same nodes
 // would hit it again: the error becomes a non-retryable AllocationLost, and
 // the point workflow re-allocates without it.
-func (a *Activities) nodeFailure(ctx context.Context, stage string, alloc Allocation, err error) error {
+func (a *Activities) nodeFailure(ctx context.Context, stage string, alloc cluster.Allocation, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -55,12 +56,12 @@ func (a *Activities) nodeFailure(ctx context.Context, stage string, alloc Alloca
 	}
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("%v; node %s is excluded now (`starter nodes`), so the point re-allocates without it", err, strings.Join(bad, ", ")),
-		ErrAllocationLost, err, FailureOf(err))
+		string(failure.ErrAllocationLost), err, backendFailure(err))
 }
 
 // recordNodeFaults writes one fault per node err's evidence names, keyed by
 // the activity attempt so a retried write counts once.
-func (a *Activities) recordNodeFaults(ctx context.Context, stage string, alloc Allocation, err error) {
+func (a *Activities) recordNodeFaults(ctx context.Context, stage string, alloc cluster.Allocation, err error) {
 	faults := nodehealth.Faults(err)
 	if len(faults) == 0 || a.Store == nil || a.Cluster == "" {
 		return

@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/energy"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -101,6 +103,7 @@ func (a *Activities) perfProfile(p point.Spec, m *point.Measurement) {
 		m.RandomRangeRatio, m.WarmupISL, m.WarmupOSL = fixedRangeRatio, warmupISL, warmupOSL
 	}
 	m.PrefixCache = "flush"
+	m.PowerSource = a.powerSource()
 	if len(a.Containers) > 0 {
 		m.Containers = a.Containers
 	}
@@ -116,7 +119,7 @@ const (
 // options builds the load generator's options for a point: agentic rows
 // replay the AgentX trace (the worker's --trace, else the generated one)
 // with conc lanes; fixed sequence-length rows send random ISL/OSL prompts.
-func (a *Activities) options(p point.Spec, ep Endpoint) loadgen.Options {
+func (a *Activities) options(p point.Spec, ep cluster.Server) loadgen.Options {
 	o := loadgen.Options{
 		BaseURL: ep.URL, Model: servedModel(p, &ep), Concurrency: max(p.Conc, 1),
 		Seed: a.pointSeed(p), TimeScale: a.Load.TimeScale, ClockScale: a.Load.TimeScale,
@@ -139,7 +142,7 @@ func (a *Activities) options(p point.Spec, ep Endpoint) loadgen.Options {
 
 // Warmup sends InferenceX's 2 x conc warmup requests; nothing is recorded.
 func (a *Activities) Warmup(ctx context.Context, in StageInput) (err error) {
-	if err := a.injectFault(in.Point, StageWarmup); err != nil {
+	if err := a.injectFault(in.Point, point.StageWarmup); err != nil {
 		return err
 	}
 	if in.Endpoint == nil {
@@ -155,7 +158,7 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) (err error) {
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)
 	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
-		return a.nodeFailure(ctx, StageWarmup, in.Alloc, lost)
+		return a.nodeFailure(ctx, point.StageWarmup, in.Alloc, lost)
 	}
 	if err != nil {
 		return classify(err)
@@ -169,16 +172,16 @@ func (a *Activities) Warmup(ctx context.Context, in StageInput) (err error) {
 // Perf runs the measured load, stores the aggregate and per-request records
 // as artifacts and records the result in the ledger at once, so a later
 // stage failing never costs the perf run.
-func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, err error) {
-	if err := a.injectFault(in.Point, StagePerf); err != nil {
-		return PerfSummary{}, err
+func (a *Activities) Perf(ctx context.Context, in StageInput) (_ point.PerfSummary, err error) {
+	if err := a.injectFault(in.Point, point.StagePerf); err != nil {
+		return point.PerfSummary{}, err
 	}
 	if in.Endpoint == nil {
-		return PerfSummary{}, classify(fmt.Errorf("%w: perf without an endpoint", cluster.ErrBadConfig))
+		return point.PerfSummary{}, classify(fmt.Errorf("%w: perf without an endpoint", cluster.ErrBadConfig))
 	}
 	p := in.Point
-	var prev PerfSummary
-	if a.earlier(ctx, p, StagePerf, &prev) {
+	var prev point.PerfSummary
+	if a.earlier(ctx, p, point.StagePerf, &prev) {
 		a.log(ctx).Info("perf already recorded by an earlier attempt", zap.String("point", p.PointID))
 		return prev, nil
 	}
@@ -191,7 +194,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	}
 	cut, err := a.chaosCut(ctx, p)
 	if err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	if a.PerfClient == point.PerfClientBenchmark {
 		return a.perfBenchmark(ctx, in, hb, flushed, refused, cut)
@@ -204,44 +207,64 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 	}
 	o.CutStreamsAfter = cut
 	o.Progress = func(done, total int) { hb.set(loadProgress{Phase: "perf", Done: done, Total: total, Refused: refused}) }
+	powerRun, powerErr := a.startPower(ctx, in)
+	stopPower := func(res *loadgen.Result) *energy.Figures {
+		if powerRun == nil {
+			return powerErr
+		}
+		r := powerRun
+		powerRun = nil
+		if res == nil {
+			_, _, _, _ = r.run.Stop(ctx)
+			return nil
+		}
+		return a.stopPower(ctx, r, a.wallWindow(res), tokensOf(res.Aggregate))
+	}
+	defer stopPower(nil) // every early return ends the sampling
 	wctx, watch := a.watchAllocation(ctx, in.Alloc)
 	res, err := loadgen.Run(wctx, o)
 	if lost := watch(err != nil || res.Gate() != nil); lost != nil {
-		return PerfSummary{}, a.nodeFailure(ctx, StagePerf, in.Alloc, lost)
+		return point.PerfSummary{}, a.nodeFailure(ctx, point.StagePerf, in.Alloc, lost)
 	}
 	if err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	if err := res.Gate(); err != nil {
-		return PerfSummary{}, classify(fmt.Errorf("perf: %w", err))
+		return point.PerfSummary{}, classify(fmt.Errorf("perf: %w", err))
 	}
-	dir, err := a.scratch(p, StagePerf)
+	dir, err := a.scratch(p, point.StagePerf)
 	if err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	aggPath := filepath.Join(dir, sanitize(p.PointID)+"_conc"+fmt.Sprint(p.Conc)+".json")
 	reqPath := filepath.Join(dir, sanitize(p.PointID)+"_requests.jsonl")
 	if err := res.WriteAggregateJSON(aggPath); err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	if err := res.WriteRequestsJSONL(reqPath); err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	out := res.Aggregate.Summary()
 	out.Evidence.PrefixCacheFlushed = flushed
 	if err := a.validate(ctx, hb, p, out, o.Plan(), refused); err != nil {
-		return PerfSummary{}, err
+		return point.PerfSummary{}, err
+	}
+	if out.Power = stopPower(res); out.Power == nil && a.Simulated {
+		out.Power = a.simulatedPower(p, in.Alloc, res)
+	}
+	if err := a.gatePower(ctx, p, out); err != nil {
+		return point.PerfSummary{}, err
 	}
 	if out.AggregateURI, err = a.putArtifact(ctx, aggPath); err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
 	if out.RequestsURI, err = a.putArtifact(ctx, reqPath); err != nil {
-		return PerfSummary{}, classify(err)
+		return point.PerfSummary{}, classify(err)
 	}
-	if err := a.putStage(ctx, p, StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated, nil); err != nil {
-		return PerfSummary{}, classify(err)
+	if err := a.putStage(ctx, p, point.StagePerf, out, []string{out.AggregateURI, out.RequestsURI}, out.Simulated, nil); err != nil {
+		return point.PerfSummary{}, classify(err)
 	}
-	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU),
+	a.log(ctx).Info("perf done", zap.Float64("output_tput_per_gpu", out.OutputTputPerGPU), zap.String("power", out.Power.Reason()),
 		zap.Float64("interactivity", out.Interactivity), zap.Float64("ttft_p90_ms", out.TTFTp90Ms), zap.Bool("simulated", out.Simulated))
 	return out, nil
 }
@@ -251,7 +274,7 @@ func (a *Activities) Perf(ctx context.Context, in StageInput) (_ PerfSummary, er
 // retried (a client that fell behind, a stream a proxy held back, may not
 // recur), the second goes to the operator gate with the evidence. It never
 // reaches the ledger.
-func (a *Activities) validate(ctx context.Context, hb *heartbeater, p point.Spec, out PerfSummary, plan point.PerfPlan, prior int) error {
+func (a *Activities) validate(ctx context.Context, hb *heartbeater, p point.Spec, out point.PerfSummary, plan point.PerfPlan, prior int) error {
 	plan.Capped = a.perfCapped(p)
 	err := point.ValidatePerf(out, plan)
 	if err == nil {
@@ -262,9 +285,9 @@ func (a *Activities) validate(ctx context.Context, hb *heartbeater, p point.Spec
 	msg := "perf: " + point.Explain(err)
 	a.log(ctx).Warn("perf result refused by the validity gate", zap.String("point", p.PointID), zap.String("reason", msg), zap.Int("refusals", refused))
 	if refused >= 2 {
-		return temporal.NewNonRetryableApplicationError(msg, point.InvalidResultType, err, *out.Evidence)
+		return temporal.NewNonRetryableApplicationError(msg, string(failure.ErrInvalidResult), err, *out.Evidence)
 	}
-	return temporal.NewApplicationErrorWithCause(msg, point.InvalidResultType, err, *out.Evidence)
+	return temporal.NewApplicationErrorWithCause(msg, string(failure.ErrInvalidResult), err, *out.Evidence)
 }
 
 // priorRefusals is how many earlier attempts of this activity had their

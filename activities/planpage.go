@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"go.temporal.io/sdk/temporal"
 )
@@ -53,7 +54,7 @@ func (a *Activities) LoadPlanPage(ctx context.Context, req PlanPageRequest) (Pla
 	}
 	if req.Offset < 0 || req.Limit <= 0 {
 		return PlanPage{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("sweep %s: bad plan page offset %d limit %d", req.SweepID, req.Offset, req.Limit), ErrBadConfig, nil)
+			fmt.Sprintf("sweep %s: bad plan page offset %d limit %d", req.SweepID, req.Offset, req.Limit), string(failure.ErrBadConfig), nil)
 	}
 	key := fmt.Sprintf("%p/%s", a.Store, req.SweepID)
 	plans.Lock()
@@ -73,7 +74,7 @@ func (a *Activities) LoadPlanPage(ctx context.Context, req PlanPageRequest) (Pla
 		}
 		if err := json.Unmarshal(sp.PlanJSON, &plan); err != nil {
 			return PlanPage{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("sweep %s: stored plan: %v", req.SweepID, err), ErrBadConfig, err)
+				fmt.Sprintf("sweep %s: stored plan: %v", req.SweepID, err), string(failure.ErrBadConfig), err)
 		}
 		if len(plan.Points) == 0 {
 			return PlanPage{}, temporal.NewNonRetryableApplicationError(

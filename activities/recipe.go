@@ -7,15 +7,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
-
-// ErrRecipeMismatch: the point names a recipe this worker will not launch,
-// one outside the cluster profile's recipes root or whose bytes are not the
-// ones the point identity was computed from. No retry can change that, so
-// the point goes to the operator gate with the reason, before any node is
-// requested or process started.
-const ErrRecipeMismatch = "RecipeMismatch"
 
 // verifyRecipe checks the point's recipe before a stage acts on it. The
 // worker renders every process set itself from this file (never from argv
@@ -33,7 +27,7 @@ func (a *Activities) verifyRecipe(p point.Spec) error {
 			return nil
 		}
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("point %s: %v", p.PointID, err), ErrRecipeMismatch, err)
+			fmt.Sprintf("point %s: %v", p.PointID, err), string(failure.ErrRecipeMismatch), err)
 	}
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -59,7 +61,7 @@ func TestRecipeVerifiedBeforeLaunch(t *testing.T) {
 			p := point.Spec{SweepID: "s", PointID: "p1", Nodes: 1, RecipePath: tc.path, RecipeDigest: tc.digest}
 			env := newActivityEnv(a)
 			_, allocErr := env.ExecuteActivity(a.Allocate, p)
-			_, upErr := env.ExecuteActivity(a.BringUp, StageInput{Point: p, Mode: "perf", Alloc: Allocation{JobID: "j", Nodes: []string{"n1"}}})
+			_, upErr := env.ExecuteActivity(a.BringUp, StageInput{Point: p, Mode: "perf", Alloc: cluster.Allocation{JobID: "j", Nodes: []string{"n1"}}})
 			if tc.launches {
 				require.NoError(t, allocErr)
 				require.NoError(t, upErr)
@@ -69,7 +71,7 @@ func TestRecipeVerifiedBeforeLaunch(t *testing.T) {
 			}
 			for _, err := range []error{allocErr, upErr} {
 				app := appError(t, err)
-				assert.Equal(t, ErrRecipeMismatch, app.Type())
+				assert.Equal(t, string(failure.ErrRecipeMismatch), app.Type())
 				assert.True(t, app.NonRetryable())
 				assert.Contains(t, app.Error(), tc.wantErr)
 				assert.Contains(t, app.Error(), "point p1")

@@ -100,7 +100,7 @@ func (a *Activities) LookupReuse(ctx context.Context, req ReuseRequest) (Reused,
 	var out Reused
 	p := req.Point
 	for _, stage := range req.Stages {
-		if stage == StageEval && !p.Eval {
+		if stage == point.StageEval && !p.Eval {
 			continue
 		}
 		want := a.want(p, stage)
@@ -136,15 +136,15 @@ func (a *Activities) LookupReuse(ctx context.Context, req ReuseRequest) (Reused,
 		}
 		sweep, run := hit.Origin()
 		switch stage {
-		case StagePerf:
-			var s PerfSummary
+		case point.StagePerf:
+			var s point.PerfSummary
 			if err := json.Unmarshal(hit.OutputJSON, &s); err != nil {
 				out.Notes = append(out.Notes, fmt.Sprintf("perf not reused: stored output unreadable: %v", err))
 				continue
 			}
 			out.Perf, out.PerfSweep, out.PerfRun = &s, sweep, run
-		case StageEval:
-			var s EvalSummary
+		case point.StageEval:
+			var s point.EvalSummary
 			if err := json.Unmarshal(hit.OutputJSON, &s); err != nil {
 				out.Notes = append(out.Notes, fmt.Sprintf("eval not reused: stored output unreadable: %v", err))
 				continue
@@ -199,7 +199,7 @@ func (a *Activities) noCandidate(ctx context.Context, p point.Spec, from []strin
 }
 
 // regate gates a reused eval on the floor that applies now.
-func (a *Activities) regate(p point.Spec, s EvalSummary) EvalSummary {
+func (a *Activities) regate(p point.Spec, s point.EvalSummary) point.EvalSummary {
 	floor := a.evalFloor(p)
 	v := gsm8k.Gate(gsm8k.Summary{EMStrict: s.EMStrict, EMFlexible: s.EMFlexible, NEff: s.NEff}, floor)
 	s.Floor, s.Passed, s.Reason = floor, v.Passed, v.Reason

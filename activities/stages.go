@@ -17,27 +17,28 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
 // Allocate holds the point's nodes. Waiting for nodes is reported in the
 // heartbeat so `starter status` can show the pending reason.
-func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ Allocation, err error) {
-	if err := a.injectFault(p, StageAllocate); err != nil {
-		return Allocation{}, err
+func (a *Activities) Allocate(ctx context.Context, p point.Spec) (_ cluster.Allocation, err error) {
+	if err := a.injectFault(p, point.StageAllocate); err != nil {
+		return cluster.Allocation{}, err
 	}
 	if err := a.verifyRecipe(p); err != nil {
-		return Allocation{}, err
+		return cluster.Allocation{}, err
 	}
 	if err := checkGPUs(p, false); err != nil {
-		return Allocation{}, err // before any GPU time
+		return cluster.Allocation{}, err // before any GPU time
 	}
 	hb := startHeartbeat(ctx, 0, "requesting nodes")
 	defer hb.Finish(&err)
 	al, err := a.Backend.Allocate(ctx, a.allocRequest(ctx, p, func(s string) { hb.set(s) }))
 	if err != nil {
-		return Allocation{}, classify(err)
+		return cluster.Allocation{}, classify(err)
 	}
 	a.log(ctx).Info("allocated", zap.String("job", al.JobID), zap.Strings("nodes", al.Nodes))
 	al.Backend = a.Backend.Name()
@@ -52,13 +53,13 @@ func checkGPUs(p point.Spec, needTotal bool) error {
 	switch {
 	case p.PrefillGPUs < 0 || p.DecodeGPUs < 0 || p.GPUs < 0:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: gpus %d, prefill_gpus %d, decode_gpus %d: GPU counts must be >= 0",
-			p.PointID, p.GPUs, p.PrefillGPUs, p.DecodeGPUs), ErrBadConfig, nil)
+			p.PointID, p.GPUs, p.PrefillGPUs, p.DecodeGPUs), string(failure.ErrBadConfig), nil)
 	case p.PrefillGPUs > 0 && p.DecodeGPUs > 0 && p.PrefillGPUs+p.DecodeGPUs != p.GPUs:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: prefill_gpus %d + decode_gpus %d != gpus %d",
-			p.PointID, p.PrefillGPUs, p.DecodeGPUs, p.GPUs), ErrBadConfig, nil)
+			p.PointID, p.PrefillGPUs, p.DecodeGPUs, p.GPUs), string(failure.ErrBadConfig), nil)
 	case needTotal && p.GPUs == 0:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("point %s: gpus is 0: per-GPU figures need the point's GPU count",
-			p.PointID), ErrBadConfig, nil)
+			p.PointID), string(failure.ErrBadConfig), nil)
 	}
 	return nil
 }
@@ -72,9 +73,9 @@ type stagingDetails struct {
 
 // StageCheckpoint copies the checkpoint to every node's local disk with a
 // size+sha256 manifest, resuming from the last heartbeat.
-func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ CheckpointOutput, err error) {
-	if err := a.injectFault(in.Point, StageCheckpoint); err != nil {
-		return CheckpointOutput{}, err
+func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ cluster.StageReport, err error) {
+	if err := a.injectFault(in.Point, point.StageCheckpoint); err != nil {
+		return cluster.StageReport{}, err
 	}
 	details := stagingDetails{Done: map[string][]string{}}
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
@@ -93,7 +94,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 	perNode := map[string]int64{}
 	var mu sync.Mutex // nodes report progress concurrently
 	if in.Point.CheckpointSource == "" {
-		return CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, nil
+		return cluster.StageReport{Nodes: len(in.Alloc.Nodes)}, nil
 	}
 	rep, err := a.Backend.StageCheckpoint(ctx, in.Alloc, in.Point.CheckpointSource, in.Point.CheckpointPath, resume, func(p cluster.StageProgress) {
 		mu.Lock()
@@ -112,7 +113,7 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 		hb.set(cp)
 	})
 	if err != nil {
-		return CheckpointOutput{}, a.nodeFailure(ctx, StageCheckpoint, in.Alloc, err)
+		return cluster.StageReport{}, a.nodeFailure(ctx, point.StageCheckpoint, in.Alloc, err)
 	}
 	a.log(ctx).Info("checkpoint staged", zap.Int("nodes", rep.Nodes), zap.Int64("bytes_copied", rep.BytesCopied), zap.Int64("bytes_skipped", rep.BytesSkipped))
 	return rep, nil
@@ -121,18 +122,18 @@ func (a *Activities) StageCheckpoint(ctx context.Context, in StageInput) (_ Chec
 // BringUp starts the server in the given mode and waits until it is healthy,
 // heartbeating the phase it reports. Synthetic acceptance goes into the
 // environment for perf only: evals need real draft verification.
-func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, err error) {
-	if err := a.injectFault(in.Point, StageBringUp); err != nil {
-		return Endpoint{}, err
+func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ cluster.Server, err error) {
+	if err := a.injectFault(in.Point, point.StageBringUp); err != nil {
+		return cluster.Server{}, err
 	}
 	if err := a.verifyRecipe(in.Point); err != nil {
-		return Endpoint{}, err
+		return cluster.Server{}, err
 	}
 	env := map[string]string{"SWEEPFLOW_MODE": in.Mode}
 	spec := cluster.ServeSpec{Model: in.Point.Model, CheckpointPath: in.Point.CheckpointPath, Layout: in.Point.Layout, RowJSON: in.Point.Row,
 		RecipePath: in.Point.RecipePath, RecipeDigest: in.Point.RecipeDigest, RecipeSets: in.Point.RecipeSets, Image: in.Point.Image, GPUsPerNode: a.GPUsPerNode, Env: env}
 	if err := a.chaosBringUp(ctx, in.Point, &spec); err != nil {
-		return Endpoint{}, err
+		return cluster.Server{}, err
 	}
 	al := 0.0
 	if in.Mode == "perf" && in.Point.SyntheticAL > 0 {
@@ -150,7 +151,7 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 	spec.SyntheticAL = al
 	srv, err := a.Backend.BringUp(ctx, alloc, spec)
 	if err != nil {
-		return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, err)
+		return cluster.Server{}, a.nodeFailure(ctx, point.StageBringUp, alloc, err)
 	}
 	interval := a.HealthInterval
 	if interval <= 0 {
@@ -163,11 +164,11 @@ func (a *Activities) BringUp(ctx context.Context, in StageInput) (_ Endpoint, er
 			break
 		}
 		if errors.Is(herr, cluster.ErrAllocationLost) || errors.Is(herr, cluster.ErrOOM) || errors.Is(herr, cluster.ErrBadConfig) {
-			return Endpoint{}, a.nodeFailure(ctx, StageBringUp, alloc, herr)
+			return cluster.Server{}, a.nodeFailure(ctx, point.StageBringUp, alloc, herr)
 		}
 		select {
 		case <-ctx.Done():
-			return Endpoint{}, ctx.Err()
+			return cluster.Server{}, ctx.Err()
 		case <-time.After(interval):
 		}
 	}
@@ -192,7 +193,7 @@ func (a *Activities) Teardown(ctx context.Context, in StageInput) error {
 // Upload writes the point's typed result rows (perf aggregate, eval verdict)
 // for this sweep, including outputs reused from earlier sweeps.
 func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
-	if err := a.injectFault(in.Point, StageUpload); err != nil {
+	if err := a.injectFault(in.Point, point.StageUpload); err != nil {
 		return err
 	}
 	// Ledger writes wait out a database restart: beat meanwhile.
@@ -203,7 +204,7 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 		if err := checkGPUs(p, true); err != nil {
 			return err
 		}
-		so, err := a.putStageStored(ctx, p, StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)
+		so, err := a.putStageStored(ctx, p, point.StagePerf, in.Perf, []string{in.Perf.AggregateURI, in.Perf.RequestsURI}, in.Perf.Simulated, in.PerfFrom)
 		if err != nil {
 			return err
 		}
@@ -216,7 +217,7 @@ func (a *Activities) Upload(ctx context.Context, in UploadInput) (err error) {
 		}
 	}
 	if in.Eval != nil {
-		so, err := a.putStageStored(ctx, p, StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated, in.EvalFrom)
+		so, err := a.putStageStored(ctx, p, point.StageEval, in.Eval, []string{in.Eval.ResultURI, in.Eval.SamplesURI}, in.Eval.Simulated, in.EvalFrom)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ var errWatchStopped = errors.New("allocation watch stopped")
 //	wctx, done := a.watchAllocation(ctx, in.Alloc)
 //	res, err := work(wctx)
 //	if lost := done(err != nil); lost != nil { return classify(lost) }
-func (a *Activities) watchAllocation(ctx context.Context, alloc Allocation) (context.Context, func(failed bool) error) {
+func (a *Activities) watchAllocation(ctx context.Context, alloc cluster.Allocation) (context.Context, func(failed bool) error) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	if a.Backend == nil || alloc.JobID == "" {
 		return wctx, func(bool) error { cancel(errWatchStopped); return nil }
@@ -85,7 +85,7 @@ func isAllocationError(err error) bool {
 // collectJobLogs stores the allocation's job directory logs (holder, step
 // and staging logs) as one tar.gz artifact and returns its URI ("" when
 // there is nothing to collect). Teardown calls it after releasing the job.
-func (a *Activities) collectJobLogs(ctx context.Context, alloc Allocation) (string, error) {
+func (a *Activities) collectJobLogs(ctx context.Context, alloc cluster.Allocation) (string, error) {
 	if a.Artifacts == nil || alloc.WorkDir == "" {
 		return "", nil
 	}

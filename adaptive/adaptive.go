@@ -67,7 +67,7 @@ func Figures(s *point.PerfSummary) point.PerfSummary {
 
 // Deployment is one deployment of the key, as the plan and the sweep know it.
 type Deployment struct {
-	Key      string `json:"deployment"` // its deployment hash (workflows.DeploymentKey)
+	Key      string `json:"deployment"` // its deployment hash (point.Spec.DeploymentKey)
 	Topology string `json:"topology"`
 	Nodes    int    `json:"nodes"`
 	// Concs are its planned concurrencies, in plan order.

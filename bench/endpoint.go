@@ -19,102 +19,48 @@ import (
 	"text/tabwriter"
 	"time"
 
-	flag "github.com/spf13/pflag"
-
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/sim"
 )
 
-// EndpointUsage is the help text of `starter bench`.
-const EndpointUsage = `usage: starter bench --base-url URL [--concurrency N] [--isl N --osl N | --trace F.jsonl] [flags]
-
---trace replays AgentX traces (the cc-traces-weka corpus format) the way
-InferenceX's aiperf scenario does: one session per concurrency lane, first
-sessions starting between 25% and 75% of their trace after --num-warmups
-warmup calls per lane, idle gaps capped at --idle-gap-cap, prompts built so
-that equal hash ids are equal token blocks.
-
-Streams requests at an OpenAI-compatible server and reports TTFT, TPOT,
-ITL, E2EL (mean/median/p90/p99/p99.9), interactivity and per-GPU throughput
-with InferenceX's definitions. --output-json writes the aggregate (InferenceX
-agg_*.json field names, latencies in seconds); --save-requests one JSONL
-record per request. Exit status: 0 ok, 1 error or gate failed (more than 10%
-of requests failed, or none succeeded), 2 usage.`
-
 // Endpoint benchmarks an OpenAI-compatible server: the flags of
 // `starter bench`.
 type Endpoint struct {
-	clockScale                     float64
-	baseURL, endpoint, model       string
-	conc, numPrompts, numWarmups   int
-	rate                           string
-	burstiness                     float64
-	duration, timeout              time.Duration
-	isl, osl                       int
-	rangeRatio                     float64
-	ignoreEOS                      bool
-	outJSON, saveRequests, outDir  string
-	trace                          string
-	startMin, startMax             float64
-	idleGapCap                     time.Duration
-	seed                           int64
-	prefillGPUs, decodeGPUs, total int
-	deployment                     string
-	gpusPerNode                    int
-	timeScale                      float64
-	asJSON, noProgress             bool
-	extraBody                      string
-}
-
-// RegisterFlags adds the command's flags, with their defaults, to fs.
-func (f *Endpoint) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&f.baseURL, "base-url", "http://127.0.0.1:8000", "server base URL")
-	fs.StringVar(&f.endpoint, "endpoint", "/v1/chat/completions", "API endpoint: /v1/chat/completions or /v1/completions")
-	fs.StringVar(&f.model, "model", "", "model name (default: the first model the server lists)")
-	fs.IntVar(&f.conc, "concurrency", 1, "requests in flight (closed loop), in-flight cap (open loop), or live sessions (--trace)")
-	fs.IntVar(&f.numPrompts, "num-prompts", 0, "measured requests (default 10 x concurrency; unlimited with --duration); with --trace, trace plays (default: one per trace)")
-	fs.IntVar(&f.numWarmups, "num-warmups", -1, "warmup requests excluded from metrics (default 2 x concurrency); with --trace, warmup calls per lane (default 1; InferenceX: 10)")
-	fs.StringVar(&f.rate, "request-rate", "inf", "requests/s on a Poisson/gamma schedule, or inf for closed loop")
-	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of inter-arrival times (1 = Poisson, <1 burstier)")
-	fs.DurationVar(&f.duration, "duration", 0, "stop dispatching after this long; in-flight requests finish (0 = no limit)")
-	fs.IntVar(&f.isl, "isl", 1024, "input length in tokens (random workload)")
-	fs.IntVar(&f.osl, "osl", 1024, "output length in tokens, sent as max_tokens (random workload)")
-	fs.Float64Var(&f.rangeRatio, "random-range-ratio", 1, "lengths uniform in [ratio x L, L]; InferenceX uses 0.8")
-	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "send ignore_eos so every request generates max_tokens (always on with --trace)")
-	fs.StringVar(&f.outJSON, "output-json", "", "write the aggregate JSON here")
-	fs.StringVar(&f.saveRequests, "save-requests", "", "write one JSONL record per request here")
-	fs.StringVar(&f.outDir, "output-dir", "", "directory for both files (default names aggregate.json and requests.jsonl)")
-	fs.StringVar(&f.trace, "trace", "", "AgentX trace (cc-traces-weka format: JSONL, or a JSON object or array) to replay instead of random prompts")
-	fs.Float64Var(&f.startMin, "trajectory-start-min", loadgen.DefaultTrajectoryStartMin, "with --trace: earliest start of a lane's first session, as a fraction of its trace")
-	fs.Float64Var(&f.startMax, "trajectory-start-max", loadgen.DefaultTrajectoryStartMax, "with --trace: latest start of a lane's first session (0 with min 0: from the beginning, no warmup)")
-	fs.DurationVar(&f.idleGapCap, "idle-gap-cap", loadgen.DefaultIdleGapCap, "with --trace: cap on recorded idle gaps between calls (negative: none)")
-	fs.Int64Var(&f.seed, "seed", 0, "seed for prompts, lengths and arrival times")
-	fs.IntVar(&f.prefillGPUs, "prefill-gpus", 0, "prefill GPUs, for per-GPU input throughput (disaggregated)")
-	fs.IntVar(&f.decodeGPUs, "decode-gpus", 0, "decode GPUs, for per-GPU output throughput (disaggregated)")
-	fs.IntVar(&f.total, "total-gpus", 0, "all GPUs (aggregated serving: the only count needed)")
-	fs.StringVar(&f.deployment, "deployment", "", `topology giving the GPU counts, e.g. "2P1D DEP16/DEP32" or "TP8 agg"`)
-	fs.IntVar(&f.gpusPerNode, "gpus-per-node", sim.DefaultGPUsPerNode, "GPUs per node for --deployment (node count only)")
-	fs.DurationVar(&f.timeout, "request-timeout", loadgen.DefaultRequestTimeout, "per-request deadline")
-	fs.Float64Var(&f.clockScale, "clock-scale", 0, "rate of the server's clock against real time (the simulator's --time-scale); figures are converted to it. 0: ask the simulator's /sim/info, 1 for any other server")
-	fs.Float64Var(&f.timeScale, "time-scale", 1, "multiply trace idle gaps (after the cap) by this")
-	fs.BoolVar(&f.asJSON, "json", false, "print the aggregate JSON on stdout instead of the table")
-	fs.BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress line on a terminal")
-	fs.StringVar(&f.extraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"temperature":0}'`)
+	BaseURL, Path, Model                string
+	Concurrency, NumPrompts, NumWarmups int
+	RequestRate                         string
+	Burstiness                          float64
+	Duration, RequestTimeout            time.Duration
+	ISL, OSL                            int
+	RangeRatio                          float64
+	IgnoreEOS                           bool
+	OutputJSON, SaveRequests, OutputDir string
+	Trace                               string
+	TrajectoryStartMin                  float64
+	TrajectoryStartMax                  float64
+	IdleGapCap                          time.Duration
+	Seed                                int64
+	PrefillGPUs, DecodeGPUs, TotalGPUs  int
+	Deployment                          string
+	GPUsPerNode                         int
+	ClockScale, TimeScale               float64
+	JSON, NoProgress                    bool
+	ExtraBody                           string
 }
 
 // Run benchmarks the server with opts (from Options) and prints the
 // aggregate; a run the gates refuse is an error after the figures.
 func (f Endpoint) Run(ctx context.Context, opts loadgen.Options, stdout, stderr io.Writer) error {
-	if f.outDir != "" {
-		if f.outJSON == "" {
-			f.outJSON = filepath.Join(f.outDir, "aggregate.json")
+	if f.OutputDir != "" {
+		if f.OutputJSON == "" {
+			f.OutputJSON = filepath.Join(f.OutputDir, "aggregate.json")
 		}
-		if f.saveRequests == "" {
-			f.saveRequests = filepath.Join(f.outDir, "requests.jsonl")
+		if f.SaveRequests == "" {
+			f.SaveRequests = filepath.Join(f.OutputDir, "requests.jsonl")
 		}
 	}
-	opts.ClockScale = f.clockScale
+	opts.ClockScale = f.ClockScale
 	if opts.ClockScale == 0 {
 		opts.ClockScale = simClockScale(ctx, opts.BaseURL)
 	}
@@ -125,24 +71,24 @@ func (f Endpoint) Run(ctx context.Context, opts loadgen.Options, stdout, stderr 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	prog := newBenchProgress(stderr, !f.noProgress)
+	prog := newBenchProgress(stderr, !f.NoProgress)
 	opts.Progress = prog.update
 	res, runErr := loadgen.Run(ctx, opts)
 	prog.finish()
 	if res == nil {
 		return runErr
 	}
-	if f.outJSON != "" {
-		if err := res.WriteAggregateJSON(f.outJSON); err != nil {
+	if f.OutputJSON != "" {
+		if err := res.WriteAggregateJSON(f.OutputJSON); err != nil {
 			return err
 		}
 	}
-	if f.saveRequests != "" {
-		if err := res.WriteRequestsJSONL(f.saveRequests); err != nil {
+	if f.SaveRequests != "" {
+		if err := res.WriteRequestsJSONL(f.SaveRequests); err != nil {
 			return err
 		}
 	}
-	if f.asJSON {
+	if f.JSON {
 		b, err := json.MarshalIndent(&res.Aggregate, "", "  ")
 		if err != nil {
 			return err
@@ -168,72 +114,72 @@ func (f Endpoint) Run(ctx context.Context, opts loadgen.Options, stdout, stderr 
 // value (a usage error).
 func (f *Endpoint) Options() (loadgen.Options, error) {
 	o := loadgen.Options{
-		BaseURL: f.baseURL, Endpoint: f.endpoint, Model: f.model,
-		Concurrency: f.conc, NumPrompts: f.numPrompts, NumWarmups: f.numWarmups,
-		Burstiness: f.burstiness, Duration: f.duration, ISL: f.isl, OSL: f.osl,
-		RandomRangeRatio: f.rangeRatio, IgnoreEOS: f.ignoreEOS, TimeScale: f.timeScale,
-		Seed: f.seed, RequestTimeout: f.timeout,
-		PrefillGPUs: f.prefillGPUs, DecodeGPUs: f.decodeGPUs, TotalGPUs: f.total,
+		BaseURL: f.BaseURL, Endpoint: f.Path, Model: f.Model,
+		Concurrency: f.Concurrency, NumPrompts: f.NumPrompts, NumWarmups: f.NumWarmups,
+		Burstiness: f.Burstiness, Duration: f.Duration, ISL: f.ISL, OSL: f.OSL,
+		RandomRangeRatio: f.RangeRatio, IgnoreEOS: f.IgnoreEOS, TimeScale: f.TimeScale,
+		Seed: f.Seed, RequestTimeout: f.RequestTimeout,
+		PrefillGPUs: f.PrefillGPUs, DecodeGPUs: f.DecodeGPUs, TotalGPUs: f.TotalGPUs,
 	}
-	if f.conc < 1 {
-		return o, fmt.Errorf("--concurrency must be >= 1 (got %d)", f.conc)
+	if f.Concurrency < 1 {
+		return o, fmt.Errorf("--concurrency must be >= 1 (got %d)", f.Concurrency)
 	}
-	if f.numWarmups < 0 {
-		o.NumWarmups = loadgen.DefaultNumWarmups(f.conc)
-		if f.trace != "" {
+	if f.NumWarmups < 0 {
+		o.NumWarmups = loadgen.DefaultNumWarmups(f.Concurrency)
+		if f.Trace != "" {
 			o.NumWarmups = 1
 		}
 	}
-	switch r := strings.ToLower(strings.TrimSpace(f.rate)); r {
+	switch r := strings.ToLower(strings.TrimSpace(f.RequestRate)); r {
 	case "inf", "+inf", "infinity", "0":
 		o.RequestRate = math.Inf(1)
 	default:
 		v, err := strconv.ParseFloat(r, 64)
 		if err != nil || v <= 0 || math.IsNaN(v) {
-			return o, fmt.Errorf("--request-rate: want a positive number or inf, got %q", f.rate)
+			return o, fmt.Errorf("--request-rate: want a positive number or inf, got %q", f.RequestRate)
 		}
 		o.RequestRate = v
 	}
-	if f.rangeRatio <= 0 || f.rangeRatio > 1 {
-		return o, fmt.Errorf("--random-range-ratio must be in (0, 1] (got %g)", f.rangeRatio)
+	if f.RangeRatio <= 0 || f.RangeRatio > 1 {
+		return o, fmt.Errorf("--random-range-ratio must be in (0, 1] (got %g)", f.RangeRatio)
 	}
-	if f.trace == "" && (f.isl < 1 || f.osl < 1) {
-		return o, fmt.Errorf("--isl and --osl must be >= 1 (got %d, %d)", f.isl, f.osl)
+	if f.Trace == "" && (f.ISL < 1 || f.OSL < 1) {
+		return o, fmt.Errorf("--isl and --osl must be >= 1 (got %d, %d)", f.ISL, f.OSL)
 	}
-	if f.timeScale <= 0 {
-		return o, fmt.Errorf("--time-scale must be > 0 (got %g)", f.timeScale)
+	if f.TimeScale <= 0 {
+		return o, fmt.Errorf("--time-scale must be > 0 (got %g)", f.TimeScale)
 	}
-	if f.deployment != "" {
-		if f.prefillGPUs != 0 || f.decodeGPUs != 0 || f.total != 0 {
+	if f.Deployment != "" {
+		if f.PrefillGPUs != 0 || f.DecodeGPUs != 0 || f.TotalGPUs != 0 {
 			return o, errors.New("--deployment and --prefill-gpus/--decode-gpus/--total-gpus are exclusive")
 		}
-		d, err := sim.ParseDeployment(f.deployment)
+		d, err := sim.ParseDeployment(f.Deployment)
 		if err != nil {
 			return o, fmt.Errorf("--deployment: %v", err)
 		}
-		d.GPUsPerNode = f.gpusPerNode
+		d.GPUsPerNode = f.GPUsPerNode
 		if d.Disagg {
 			o.PrefillGPUs, o.DecodeGPUs = d.PrefillGPUs(), d.DecodeGPUs()
 		} else {
 			o.TotalGPUs = d.TotalGPUs()
 		}
 	}
-	if f.trace != "" {
-		tr, err := loadgen.LoadTrace(f.trace)
+	if f.Trace != "" {
+		tr, err := loadgen.LoadTrace(f.Trace)
 		if err != nil {
 			return o, err
 		}
 		o.Trace = tr
-		o.TrajectoryStartMin, o.TrajectoryStartMax, o.IdleGapCap = f.startMin, f.startMax, f.idleGapCap
-		if f.startMin == 0 && f.startMax == 0 {
+		o.TrajectoryStartMin, o.TrajectoryStartMax, o.IdleGapCap = f.TrajectoryStartMin, f.TrajectoryStartMax, f.IdleGapCap
+		if f.TrajectoryStartMin == 0 && f.TrajectoryStartMax == 0 {
 			o.StartAtBeginning = true
 		}
 		if o.IdleGapCap == 0 {
 			o.IdleGapCap = -1 // on the command line 0 means no cap
 		}
 	}
-	if f.extraBody != "" {
-		if err := json.Unmarshal([]byte(f.extraBody), &o.Extra); err != nil {
+	if f.ExtraBody != "" {
+		if err := json.Unmarshal([]byte(f.ExtraBody), &o.Extra); err != nil {
 			return o, fmt.Errorf("--extra-body: want a JSON object: %v", err)
 		}
 	}
@@ -360,18 +306,6 @@ func (p *benchProgress) finish() {
 	}
 }
 
-// TraceGenUsage is the help text of `starter bench trace-gen`.
-const TraceGenUsage = `usage: starter bench trace-gen [--traces N --calls N --seed S] [--out F.jsonl]
-
-Writes deterministic synthetic traces in the AgentX corpus format
-(semianalysisai/cc-traces-weka-*: one session per line, {id, models,
-block_size: 64, hash_id_scope, requests: [{t, type, model, in, out,
-hash_ids, api_time}]}) shaped like the corpus: main-agent calls with tens of
-thousands of prompt tokens that mostly resend the session's context, replies
-of a few hundred to about 2,000 tokens, and subagents making short calls.
-This is the default workload of agentic points. The same flags always give
-the same file; a summary of its shape goes to stderr.`
-
 // TraceGen writes a deterministic synthetic AgentX trace: the flags of
 // `starter bench trace-gen`.
 type TraceGen struct {
@@ -381,19 +315,11 @@ type TraceGen struct {
 	Shape  loadgen.TraceShape
 }
 
-// RegisterFlags adds the command's flags, with their defaults, to fs.
-func (g *TraceGen) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&g.Traces, "traces", loadgen.DefaultTraceCount, "number of traces (sessions)")
-	fs.Int64Var(&g.Seed, "seed", 1, "generator seed")
-	fs.StringVar(&g.Out, "out", "", "output file (default stdout)")
-	shape := &g.Shape
-	fs.IntVar(&shape.MainCalls, "calls", 24, "main-agent calls per trace")
-	fs.IntVar(&shape.SystemTokens, "system-tokens", 3000, "system prompt tokens opening every main call")
-	fs.IntVar(&shape.ToolTokens, "tool-tokens", 12000, "tool-definition tokens after the system prompt")
-	fs.IntVar(&shape.MinOut, "min-out", 300, "shortest main-agent reply")
-	fs.IntVar(&shape.MaxOut, "max-out", 2000, "longest main-agent reply")
-	fs.IntVar(&shape.MaxContext, "max-context", 90000, "compact a session's context when a prompt would exceed this")
-	fs.IntVar(&shape.SubagentEvery, "subagent-every", 5, "a subagent after about one main call in this many (0: none)")
+// NewTraceGen is the generator with the defaults of `starter bench
+// trace-gen`.
+func NewTraceGen() TraceGen {
+	return TraceGen{Traces: loadgen.DefaultTraceCount, Seed: 1, Shape: loadgen.TraceShape{MainCalls: 24, SystemTokens: 3000,
+		ToolTokens: 12000, MinOut: 300, MaxOut: 2000, MaxContext: 90000, SubagentEvery: 5}}
 }
 
 // Validate reports a flag value the generator cannot use.

@@ -10,13 +10,12 @@ import (
 	"strings"
 	"time"
 
-	flag "github.com/spf13/pflag"
-
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/internal/rowrecipe"
 )
 
@@ -33,31 +32,6 @@ type ForecastMaster struct {
 	Keys       []string
 	Sized      bool
 	Runs       int
-}
-
-// ForecastMasterUsage is the command's help.
-const ForecastMasterUsage = `usage: starter bench forecast [--inferencex DIR] [--cluster PROFILE]... [--config-keys GLOB]... [--sized] [--runs N]
-
-Times the forecast of a whole master config: every key of DIR/nvidia-master.yaml
-matching the globs (default *gb200* and *gb300*) with DIR/runners.yaml, recipes
-under DIR, on the given profiles (default configs/clusters/gb200-nvl72.yaml and
-gb300-nvl72.yaml), as starter forecast makes it. DIR defaults to
-$SWEEPFLOW_INFERENCEX. Prints, per run, the wall time and what was forecast,
-then per cluster the points, deployments, node-hours, GPU-hours, makespan
-and lower bound, and the keys left out by reason.
-
---sized forecasts the same keys again with a recipe written from each row
-(workers, GPUs per worker and the nodes they fill; no recipe of InferenceX's
-is read), so that the keys whose recipes are missing also run through the
-sweep workflow: the time for the whole master config at full size.`
-
-// RegisterFlags binds the command's flags.
-func (f *ForecastMaster) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&f.InferenceX, "inferencex", os.Getenv("SWEEPFLOW_INFERENCEX"), "InferenceX data: nvidia-master.yaml, runners.yaml, recipes/ (default $SWEEPFLOW_INFERENCEX)")
-	fs.StringSliceVar(&f.Clusters, "cluster", []string{"configs/clusters/gb200-nvl72.yaml", "configs/clusters/gb300-nvl72.yaml"}, "cluster profiles, in the order keys are given to them")
-	fs.StringSliceVar(&f.Keys, "config-keys", []string{"*gb200*", "*gb300*"}, "config keys or globs")
-	fs.BoolVar(&f.Sized, "sized", false, "also forecast with a recipe written from each row, so every key runs through the workflows")
-	fs.IntVar(&f.Runs, "runs", 1, "timed runs of each forecast")
 }
 
 // Validate checks the flags.
@@ -156,7 +130,7 @@ func sizedRecipes(root string, m *ixconfig.Master, runnersFile string, keys, clu
 			}
 			rows, err := matrix.Generate(m, runners, matrix.Options{Keys: []string{key}})
 			if err != nil {
-				skipped = append(skipped, fmt.Sprintf("%s: %s", key, firstLine(err)))
+				skipped = append(skipped, fmt.Sprintf("%s: %s", key, errtext.FirstLine(err)))
 				break
 			}
 			s, err := rowrecipe.Write(root, rows, c, true)
@@ -217,12 +191,4 @@ func writeForecastMasterRun(out io.Writer, r ForecastMasterRun) {
 func hoursMinutes(h float64) string {
 	m := int(h*60 + 0.5)
 	return fmt.Sprintf("%d:%02d", m/60, m%60)
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -11,17 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"sort"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
-	flag "github.com/spf13/pflag"
 	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
@@ -29,12 +22,10 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/cluster/noop"
-	"github.com/sweepflow/sweepflow/internal/freeport"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/temporalx"
-	"github.com/sweepflow/sweepflow/worker/workers"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -45,37 +36,6 @@ const (
 	orchGoalHistoryEvents = 10000
 	orchGoalInputBytes    = 4096
 )
-
-// OrchestrationUsage is the help text of `starter bench orchestration`.
-const OrchestrationUsage = `usage: starter bench orchestration --points N [--address HOST:PORT] [--runs 3] [--json]
-
-Measures sweepflow's orchestration alone: a sweep of N points runs the real
-sweep and point workflows on a no-op cluster (package cluster/noop): every
-stage returns at once, so the time is Temporal's and the worker's. The
-worker runs in this process on a task queue of its own; the points repeat
-the plan of --sweep (IDs made unique, one node each, --parallel in flight).
-
-Without --address the embedded dev server is started in a temporary
-directory (sweepflow-devserver, as "starter server start" does, with its
-tuned SQLite and dynamic config; --stock-server: the Temporal CLI's own,
-with its defaults) and removed
-after: a fresh one for each run, so the runs are independent samples, or
-one for all runs with --same-server (later runs then meet the earlier
-runs' histories and pending timers, and are slower). With --address the
-sweep runs on that server (TEMPORAL_NAMESPACE and TEMPORAL_TLS_* as for
-every starter command).
-
-Figures, from the workflow histories, as medians of --runs:
-  points/min               N over the sweep's first start to its last close
-                           (each point runs 7 stage activities, plus
-                           teardown and its ledger record)
-  transition p50/p99       one activity's completion to the next one's
-                           start in the same point
-  history events           per point (max, p50) and per sweep parent run
-  continue-as-new          how often the sweep parent continued as new
-  activity input bytes     payload bytes of each scheduled activity (max,
-                           p50), and how many of them are the matrix row
-Exit status: 0 ok (goals are reported, not enforced), 1 error, 2 usage.`
 
 // Orchestration measures sweepflow's orchestration alone: the flags of
 // `starter bench orchestration`, plus what the command resolves before Run.
@@ -94,27 +54,6 @@ type Orchestration struct {
 	// OwnDevServer whether it is sweepflow's build.
 	DevServer    string
 	OwnDevServer bool
-}
-
-// RegisterFlags adds the command's flags, with their defaults, to fs.
-func (o *Orchestration) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&o.Points, "points", 0, "points in the sweep (required)")
-	fs.IntVar(&o.Runs, "runs", 3, "sweeps to run; figures are their medians")
-	fs.IntVar(&o.Parallel, "parallel", 64, "points in flight (the sweep's node budget; every point takes one node)")
-	fs.IntVar(&o.Pollers, "pollers", workers.DefaultPollers, "workflow-task and activity-task pollers of the in-process worker")
-	fs.StringVar(&o.Address, "address", "", "Temporal frontend HOST:PORT (default: start the embedded dev server in a temporary directory)")
-	fs.StringVar(&o.SweepFile, "sweep", "configs/sweeps/dsv4-gb200-agentx.yaml", "sweep file whose planned points are repeated (their row JSON sizes the inputs)")
-	fs.BoolVar(&o.SameServer, "same-server", false, "run every sweep on one embedded dev server (each run then meets the earlier runs' data); default: a fresh embedded server for each run")
-	fs.BoolVar(&o.Stock, "stock-server", false, "start the embedded dev server with the CLI's defaults instead of sweepflow's tuning")
-	fs.BoolVar(&o.Eager, "eager", true, "serve workflows and activities on one task queue, so the server hands new activity tasks straight back (eager activity execution); false: two queues, as a control worker and a cluster worker")
-	fs.IntVar(&o.PerDeployment, "per-deployment", 1, "points sharing one deployment (one allocation and bring-up, a deployment workflow); 1: every point on its own, the 7-stage flow")
-	fs.IntVar(&o.HistoryLimit, "history-limit", 0, "sweep history length at which the parent continues as new (0: the workflow's default, 8000)")
-	fs.BoolVar(&o.Gzip, "gzip", false, "gzip the gRPC requests (the SDK's default; off by default here, as it costs both sides CPU on a local server)")
-	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound on each sweep")
-	fs.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
-	fs.StringArrayVar(&o.DynamicConfig, "dynamic-config-value", nil, "KEY=JSON-VALUE added to the embedded dev server's dynamic config (repeatable; experiments)")
-	fs.StringArrayVar(&o.Pragmas, "sqlite-pragma", nil, "PRAGMA=VALUE added to the embedded dev server's SQLite settings (repeatable; experiments)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (worker and analysis) here")
 }
 
 // Validate reports a flag value the harness cannot run with.
@@ -345,54 +284,6 @@ func benchPoints(template []point.Spec, n, perDeployment int) []point.Spec {
 	return out
 }
 
-// startBenchDevServer starts the embedded dev server (binary bin) on a free
-// port in a temporary directory; stop ends it and removes the directory.
-func startBenchDevServer(ctx context.Context, bin string, stock bool, dynamicConfig, pragmas []string) (temporalx.DevServer, func(), error) {
-	dir, err := os.MkdirTemp("", "sweepflow-bench-orch-*")
-	if err != nil {
-		return temporalx.DevServer{}, nil, err
-	}
-	port, err := freeport.Loopback()
-	if err != nil {
-		os.RemoveAll(dir)
-		return temporalx.DevServer{}, nil, err
-	}
-	d := temporalx.DevServer{Binary: bin, DataDir: filepath.Join(dir, "temporal"), IP: "127.0.0.1", Port: port, Headless: true,
-		Stock: stock, DynamicConfig: dynamicConfig, Pragmas: pragmas, SearchAttributes: temporalx.SearchAttributeTypes()}
-	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	stop := func() { _ = d.Stop(); _ = os.RemoveAll(dir) }
-	if _, _, err := d.Start(sctx); err != nil {
-		stop()
-		return temporalx.DevServer{}, nil, err
-	}
-	return d, stop, nil
-}
-
-// benchActivities runs the real allocate, checkpoint, bring-up and teardown
-// activities on the no-op backend; the stages that would talk to a server
-// or the ledger return at once with empty, simulated-labelled outputs.
-type benchActivities struct {
-	*activities.Activities
-}
-
-func (benchActivities) Warmup(context.Context, activities.StageInput) error { return nil }
-
-func (benchActivities) Perf(context.Context, activities.StageInput) (activities.PerfSummary, error) {
-	return activities.PerfSummary{Simulated: true}, nil
-}
-
-func (benchActivities) Eval(context.Context, activities.StageInput) (activities.EvalSummary, error) {
-	return activities.EvalSummary{Passed: true, Simulated: true, Reason: "no-op backend: nothing measured"}, nil
-}
-
-func (benchActivities) Upload(context.Context, activities.UploadInput) error      { return nil }
-func (benchActivities) RecordPoint(context.Context, activities.PointRecord) error { return nil }
-func (benchActivities) RecordSweep(context.Context, activities.SweepRecord) error { return nil }
-func (benchActivities) LookupReuse(context.Context, activities.ReuseRequest) (activities.Reused, error) {
-	return activities.Reused{}, nil
-}
-
 func benchRandomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -415,9 +306,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 		DeadlockDetectionTimeout: 5 * time.Second, WorkerStopTimeout: 5 * time.Second,
 	}
 	ww := worker.New(c, wfQueue, wopts)
-	ww.RegisterWorkflow(workflows.SweepWorkflow)
-	ww.RegisterWorkflow(workflows.PointWorkflow)
-	ww.RegisterWorkflow(workflows.DeploymentWorkflow)
+	workflows.Register(ww)
 	ws := []worker.Worker{ww}
 	if f.Eager {
 		ww.RegisterActivity(&acts)
@@ -517,7 +406,7 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 		seen := map[string]bool{}
 		var deps []string
 		for _, p := range plan {
-			if k := workflows.DeploymentKey(p); !seen[k] {
+			if k := p.DeploymentKey(); !seen[k] {
 				seen[k] = true
 				deps = append(deps, workflows.DeploymentWorkflowID(id, k))
 			}
@@ -553,430 +442,18 @@ func benchOrchRun(ctx context.Context, c client.Client, f *Orchestration, templa
 	}
 	r.LargestInput = inputFields(largestIn)
 	r.Transitions = len(trans)
-	r.TransitionP50ms, r.TransitionP99ms = percentile(trans, 50), percentile(trans, 99)
+	r.TransitionP50ms, r.TransitionP99ms = loadgen.PercentileOf(trans, 50, loadgen.Linear), loadgen.PercentileOf(trans, 99, loadgen.Linear)
 	r.EvalTurnWaits = len(waits)
 	if len(waits) > 0 {
-		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = percentile(waits, 50), percentile(waits, 100)
+		r.EvalTurnWaitP50ms, r.EvalTurnWaitMaxms = loadgen.PercentileOf(waits, 50, loadgen.Linear), loadgen.PercentileOf(waits, 100, loadgen.Linear)
 	}
-	r.PointEventsMax, r.PointEventsP50 = maxInt(events), percentileInt(events, 50)
-	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = maxInt(inputs), percentileInt(inputs, 50), percentileInt(rows, 50)
+	r.PointEventsMax, r.PointEventsP50 = maxInt(events), loadgen.PercentileOf(events, 50, loadgen.Linear)
+	r.InputBytesMax, r.InputBytesP50, r.RowBytesP50 = maxInt(inputs), loadgen.PercentileOf(inputs, 50, loadgen.Linear), loadgen.PercentileOf(rows, 50, loadgen.Linear)
 	r.MaxHistoryEvents = max(r.PointEventsMax, r.ParentEventsMax, r.DeploymentEventsMax)
 	min := wall.Minutes()
 	r.PointsPerMin = float64(f.Points) / min
 	r.ActivitiesPerMin = float64(r.Activities) / min
 	return r, nil
-}
-
-// whyClosed reads the last failed workflow task and the termination reason
-// of a sweep's latest run: a result or continue-as-new input over the
-// server's blob size limit shows up there, not in the client's error.
-func whyClosed(ctx context.Context, c client.Client, wid string) string {
-	evs, err := orchHistory(ctx, c, wid, "")
-	if err != nil {
-		return ""
-	}
-	var parts []string
-	for i := len(evs) - 1; i >= 0 && len(parts) < 2; i-- {
-		e := evs[i]
-		switch e.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
-			parts = append(parts, "terminated: "+e.GetWorkflowExecutionTerminatedEventAttributes().GetReason())
-		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-			a := e.GetWorkflowTaskFailedEventAttributes()
-			parts = append(parts, fmt.Sprintf("last workflow task failed (%s): %s", a.GetCause(), a.GetFailure().GetMessage()))
-			i = 0
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// parentStats are the sweep workflow's runs (one per continue-as-new).
-type parentStats struct {
-	events        []int
-	start, end    time.Time
-	childInputMax int
-	canInputMax   int
-	// startInputBytes is the first run's input.
-	startInputBytes int
-	resultBytes     int
-}
-
-func sweepRunsStats(ctx context.Context, c client.Client, wid, runID string) (parentStats, error) {
-	var ps parentStats
-	for runID != "" {
-		evs, err := orchHistory(ctx, c, wid, runID)
-		if err != nil {
-			return ps, err
-		}
-		next := analyzeParentRun(evs, &ps)
-		runID = next
-	}
-	return ps, nil
-}
-
-// analyzeParentRun adds one run of the sweep workflow to ps and returns the
-// next run's ID after a continue-as-new.
-func analyzeParentRun(evs []*historypb.HistoryEvent, ps *parentStats) string {
-	ps.events = append(ps.events, len(evs))
-	next := ""
-	for _, e := range evs {
-		t := e.GetEventTime().AsTime()
-		switch e.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-			if ps.start.IsZero() {
-				ps.start = t
-				ps.startInputBytes = orchPayloadsBytes(e.GetWorkflowExecutionStartedEventAttributes().GetInput())
-			}
-		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-			ps.childInputMax = max(ps.childInputMax, orchPayloadsBytes(e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetInput()))
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-			a := e.GetWorkflowExecutionContinuedAsNewEventAttributes()
-			ps.canInputMax = max(ps.canInputMax, orchPayloadsBytes(a.GetInput()))
-			next = a.GetNewExecutionRunId()
-			ps.end = t
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-			ps.resultBytes = orchPayloadsBytes(e.GetWorkflowExecutionCompletedEventAttributes().GetResult())
-			ps.end = t
-		}
-	}
-	return next
-}
-
-// pointStats is one point workflow's history.
-type pointStats struct {
-	events        int
-	historyBytes  int
-	upserts       int
-	acts          []actStats
-	transitionsMs []float64
-	// evalTurnWaitsMs: activity gaps spanning the wait for the deployment's
-	// eval phase (SignalEvalTurn), which is scheduling by design.
-	evalTurnWaitsMs []float64
-}
-
-type actStats struct {
-	name       string
-	input      *commonpb.Payloads
-	inputBytes int
-	rowBytes   int
-	scheduled  int64
-	started    time.Time
-	completed  time.Time
-}
-
-func pointsStats(ctx context.Context, c client.Client, ids []string) ([]pointStats, error) {
-	out := make([]pointStats, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				evs, err := orchHistory(ctx, c, ids[i], "")
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				out[i] = analyzePoint(evs)
-			}
-		}()
-	}
-	for i := range ids {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// analyzePoint reads a point's activities from its history: input sizes and
-// the transitions from one activity's completion to the next one's start.
-func analyzePoint(evs []*historypb.HistoryEvent) pointStats {
-	ps := pointStats{events: len(evs)}
-	byID := map[int64]*actStats{}
-	var order []*actStats
-	var turns []time.Time
-	for _, e := range evs {
-		ps.historyBytes += orchProtoSize(e)
-		t := e.GetEventTime().AsTime()
-		switch e.GetEventType() {
-		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-			ps.upserts++
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			a := e.GetActivityTaskScheduledEventAttributes()
-			st := &actStats{name: a.GetActivityType().GetName(), input: a.GetInput(), inputBytes: orchPayloadsBytes(a.GetInput()),
-				rowBytes: orchRowBytes(a.GetInput()), scheduled: e.GetEventId()}
-			byID[e.GetEventId()] = st
-			order = append(order, st)
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			if st := byID[e.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]; st != nil {
-				st.started = t
-			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-			if st := byID[e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; st != nil {
-				st.completed = t
-			}
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-			if e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == workflows.SignalEvalTurn {
-				turns = append(turns, t)
-			}
-		}
-	}
-	for i, a := range order {
-		ps.acts = append(ps.acts, *a)
-		if i == 0 {
-			continue
-		}
-		prev := order[i-1]
-		if prev.completed.IsZero() || a.started.IsZero() || a.started.Before(prev.completed) {
-			continue
-		}
-		from := prev.completed
-		for _, turn := range turns {
-			if !turn.Before(prev.completed) && !turn.After(a.started) {
-				// The point waited for its deployment's eval phase: only
-				// the time from its turn to its next activity is a transition.
-				ps.evalTurnWaitsMs = append(ps.evalTurnWaitsMs, float64(turn.Sub(prev.completed).Microseconds())/1000)
-				from = turn
-			}
-		}
-		ps.transitionsMs = append(ps.transitionsMs, float64(a.started.Sub(from).Microseconds())/1000)
-	}
-	return ps
-}
-
-func orchHistory(ctx context.Context, c client.Client, wid, runID string) ([]*historypb.HistoryEvent, error) {
-	it := c.GetWorkflowHistory(ctx, wid, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var evs []*historypb.HistoryEvent
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return nil, fmt.Errorf("history of %s: %w", wid, err)
-		}
-		evs = append(evs, e)
-	}
-	return evs, nil
-}
-
-func orchProtoSize(e *historypb.HistoryEvent) int {
-	b, err := e.Marshal()
-	if err != nil {
-		return 0
-	}
-	return len(b)
-}
-
-// payloadsBytes is the data bytes of the payloads (metadata excluded).
-func orchPayloadsBytes(p *commonpb.Payloads) int {
-	n := 0
-	for _, x := range p.GetPayloads() {
-		n += len(x.GetData())
-	}
-	return n
-}
-
-// rowBytes finds the matrix row JSON in an activity input: the "row" of a
-// PointSpec argument or of its "point" field.
-func orchRowBytes(p *commonpb.Payloads) int {
-	n := 0
-	for _, x := range p.GetPayloads() {
-		var top map[string]json.RawMessage
-		if json.Unmarshal(x.GetData(), &top) != nil {
-			continue
-		}
-		if r, ok := top["row"]; ok {
-			n += len(r)
-			continue
-		}
-		var pt map[string]json.RawMessage
-		if json.Unmarshal(top["point"], &pt) == nil {
-			n += len(pt["row"])
-		}
-	}
-	return n
-}
-
-// inputFields splits a JSON activity input into the bytes of its fields;
-// the fields of a PointSpec (the input itself, or its "point") are named
-// "point.<field>".
-func inputFields(p *commonpb.Payloads) map[string]int {
-	out := map[string]int{}
-	for _, x := range p.GetPayloads() {
-		var top map[string]json.RawMessage
-		if json.Unmarshal(x.GetData(), &top) != nil {
-			continue
-		}
-		if _, ok := top["point_id"]; ok { // the PointSpec itself
-			top = map[string]json.RawMessage{"point": x.GetData()}
-		}
-		for k, v := range top {
-			var pt map[string]json.RawMessage
-			if k == "point" && json.Unmarshal(v, &pt) == nil {
-				for pk, pv := range pt {
-					out["point."+pk] += len(pk) + 3 + len(pv)
-				}
-				continue
-			}
-			out[k] += len(k) + 3 + len(v)
-		}
-	}
-	return out
-}
-
-// percentile is loadgen's percentile (numpy's linear interpolation, as
-// InferenceX publishes) of unsorted xs; 0 when empty.
-func percentile(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return loadgen.Percentile(s, p)
-}
-
-func percentileInt(xs []int, p float64) int {
-	f := make([]float64, len(xs))
-	for i, x := range xs {
-		f[i] = float64(x)
-	}
-	return int(percentile(f, p))
-}
-
-func maxInt(xs []int) int {
-	if len(xs) == 0 {
-		return 0
-	}
-	return slices.Max(xs)
-}
-
-// medianRun is the per-figure median of the runs (the first run's IDs and
-// per-activity maxima, which do not vary).
-func medianRun(rs []OrchestrationRun) OrchestrationRun {
-	m := rs[0]
-	m.SweepID = ""
-	mf := func(get func(OrchestrationRun) float64) float64 {
-		xs := make([]float64, len(rs))
-		for i, r := range rs {
-			xs[i] = get(r)
-		}
-		return percentile(xs, 50)
-	}
-	mi := func(get func(OrchestrationRun) int) int {
-		return int(mf(func(r OrchestrationRun) float64 { return float64(get(r)) }))
-	}
-	m.WallS = mf(func(r OrchestrationRun) float64 { return r.WallS })
-	m.PointsPerMin = mf(func(r OrchestrationRun) float64 { return r.PointsPerMin })
-	m.ActivitiesPerMin = mf(func(r OrchestrationRun) float64 { return r.ActivitiesPerMin })
-	m.TransitionP50ms = mf(func(r OrchestrationRun) float64 { return r.TransitionP50ms })
-	m.TransitionP99ms = mf(func(r OrchestrationRun) float64 { return r.TransitionP99ms })
-	m.PointEventsMax = mi(func(r OrchestrationRun) int { return r.PointEventsMax })
-	m.PointEventsP50 = mi(func(r OrchestrationRun) int { return r.PointEventsP50 })
-	m.PointHistoryBytesMax = mi(func(r OrchestrationRun) int { return r.PointHistoryBytesMax })
-	m.PointUpsertsMax = mi(func(r OrchestrationRun) int { return r.PointUpsertsMax })
-	m.ParentEventsMax = mi(func(r OrchestrationRun) int { return r.ParentEventsMax })
-	m.DeploymentEventsMax = mi(func(r OrchestrationRun) int { return r.DeploymentEventsMax })
-	m.MaxHistoryEvents = mi(func(r OrchestrationRun) int { return r.MaxHistoryEvents })
-	m.ContinuedAsNew = mi(func(r OrchestrationRun) int { return r.ContinuedAsNew })
-	m.InputBytesMax = mi(func(r OrchestrationRun) int { return r.InputBytesMax })
-	m.InputBytesP50 = mi(func(r OrchestrationRun) int { return r.InputBytesP50 })
-	m.RowBytesP50 = mi(func(r OrchestrationRun) int { return r.RowBytesP50 })
-	m.ChildInputBytesMax = mi(func(r OrchestrationRun) int { return r.ChildInputBytesMax })
-	m.CANInputBytesMax = mi(func(r OrchestrationRun) int { return r.CANInputBytesMax })
-	m.ResultBytes = mi(func(r OrchestrationRun) int { return r.ResultBytes })
-	m.LoadAvg[0] = mf(func(r OrchestrationRun) float64 { return r.LoadAvg[0] })
-	m.LoadAvg[1] = mf(func(r OrchestrationRun) float64 { return r.LoadAvg[1] })
-	return m
-}
-
-func printOrchReport(w io.Writer, rep OrchestrationReport) {
-	eager := "eager activities (one task queue)"
-	if !rep.Eager {
-		eager = "two task queues (control + cluster), no eager activities"
-	}
-	fmt.Fprintf(w, "orchestration: %d points x %d runs, %d in flight, %d pollers, %s\nserver: %s; %d CPUs\n\n",
-		rep.Points, len(rep.Runs), rep.Parallel, rep.Pollers, eager, rep.Server, rep.CPUs)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "figure\t"
-	for i := range rep.Runs {
-		head += fmt.Sprintf("run %d\t", i+1)
-	}
-	fmt.Fprintln(tw, head+"median\tgoal\t")
-	row := func(name string, get func(OrchestrationRun) string, goal string) {
-		line := name + "\t"
-		for _, r := range rep.Runs {
-			line += get(r) + "\t"
-		}
-		fmt.Fprintln(tw, line+get(rep.Median)+"\t"+goal+"\t")
-	}
-	ok := func(b bool) string {
-		if b {
-			return " (met)"
-		}
-		return " (NOT met)"
-	}
-	f1 := func(g func(OrchestrationRun) float64) func(OrchestrationRun) string {
-		return func(r OrchestrationRun) string { return fmt.Sprintf("%.1f", g(r)) }
-	}
-	d := func(g func(OrchestrationRun) int) func(OrchestrationRun) string {
-		return func(r OrchestrationRun) string { return fmt.Sprintf("%d", g(r)) }
-	}
-	row("points/min", f1(func(r OrchestrationRun) float64 { return r.PointsPerMin }), fmt.Sprintf(">= %d%s", orchGoalPointsPerMin, ok(rep.Goals.PointsPerMin)))
-	row("activities/min", f1(func(r OrchestrationRun) float64 { return r.ActivitiesPerMin }), "")
-	row("activities per point", f1(func(r OrchestrationRun) float64 { return float64(r.Activities) / float64(max(r.Points, 1)) }), "")
-	row("wall s", f1(func(r OrchestrationRun) float64 { return r.WallS }), "")
-	row("transition p50 ms", f1(func(r OrchestrationRun) float64 { return r.TransitionP50ms }), fmt.Sprintf("<= %d%s", orchGoalTransitionP50, ok(rep.Goals.TransitionP50)))
-	row("transition p99 ms", f1(func(r OrchestrationRun) float64 { return r.TransitionP99ms }), "")
-	if rep.PerDeployment > 1 {
-		row("eval-turn waits (excluded)", d(func(r OrchestrationRun) int { return r.EvalTurnWaits }), "")
-		row("eval-turn wait p50 ms", f1(func(r OrchestrationRun) float64 { return r.EvalTurnWaitP50ms }), "")
-		row("eval-turn wait max ms", f1(func(r OrchestrationRun) float64 { return r.EvalTurnWaitMaxms }), "")
-	}
-	row("point history events max", d(func(r OrchestrationRun) int { return r.PointEventsMax }), "")
-	row("point history events p50", d(func(r OrchestrationRun) int { return r.PointEventsP50 }), "")
-	row("point history bytes max", d(func(r OrchestrationRun) int { return r.PointHistoryBytesMax }), "")
-	row("point attribute upserts max", d(func(r OrchestrationRun) int { return r.PointUpsertsMax }), "")
-	row("sweep parent events (max run)", d(func(r OrchestrationRun) int { return r.ParentEventsMax }), fmt.Sprintf("<= %d%s", orchGoalHistoryEvents, ok(rep.Goals.HistoryEvents)))
-	if rep.Median.DeploymentEventsMax > 0 {
-		row("deployment workflow events max", d(func(r OrchestrationRun) int { return r.DeploymentEventsMax }), "")
-	}
-	row("parent continued as new", d(func(r OrchestrationRun) int { return r.ContinuedAsNew }), "")
-	row("activity input bytes max", d(func(r OrchestrationRun) int { return r.InputBytesMax }), fmt.Sprintf("< %d%s", orchGoalInputBytes, ok(rep.Goals.ActivityInputs4K)))
-	row("activity input bytes p50", d(func(r OrchestrationRun) int { return r.InputBytesP50 }), "")
-	row("  of which row JSON p50", d(func(r OrchestrationRun) int { return r.RowBytesP50 }), "")
-	row("point workflow input bytes max", d(func(r OrchestrationRun) int { return r.ChildInputBytesMax }), "")
-	row("sweep start input bytes", d(func(r OrchestrationRun) int { return r.StartInputBytes }), "")
-	row("continue-as-new input bytes max", d(func(r OrchestrationRun) int { return r.CANInputBytesMax }), "")
-	row("sweep result bytes", d(func(r OrchestrationRun) int { return r.ResultBytes }), "")
-	row("load avg 1m start", f1(func(r OrchestrationRun) float64 { return r.LoadAvg[0] }), "")
-	row("load avg 1m end", f1(func(r OrchestrationRun) float64 { return r.LoadAvg[1] }), "")
-	tw.Flush()
-	names := make([]string, 0, len(rep.Median.InputBytesByType))
-	for n := range rep.Median.InputBytesByType {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %d", n, rep.Median.InputBytesByType[n]))
-	}
-	fmt.Fprintf(w, "\nmax input bytes by activity (run 1): %s\n", strings.Join(parts, ", "))
-	fields := make([]string, 0, len(rep.Median.LargestInput))
-	for k := range rep.Median.LargestInput {
-		fields = append(fields, k)
-	}
-	sort.Slice(fields, func(i, j int) bool {
-		a, b := rep.Median.LargestInput[fields[i]], rep.Median.LargestInput[fields[j]]
-		return a > b || a == b && fields[i] < fields[j]
-	})
-	parts = parts[:0]
-	for _, k := range fields[:min(len(fields), 8)] {
-		parts = append(parts, fmt.Sprintf("%s %d", k, rep.Median.LargestInput[k]))
-	}
-	fmt.Fprintf(w, "largest input (%s) by JSON field: %s\n", rep.Median.LargestInputType, strings.Join(parts, ", "))
 }
 
 // loadAvg1 is the 1-minute load average (0 where /proc is missing).

@@ -29,7 +29,7 @@ func TestBenchPoints(t *testing.T) {
 		assert.Equal(t, 1, p.Nodes, "every point takes one node")
 		assert.Empty(t, p.Faults, "no injected faults in a benchmark")
 		ids[p.PointID], ids[p.Identity] = true, true
-		deps[workflows.DeploymentKey(p)] = true
+		deps[p.DeploymentKey()] = true
 		assert.Equal(t, tmpl[i%2].Row, p.Row, "the row is kept: it sizes the inputs")
 	}
 	assert.Len(t, ids, 10, "point IDs and identities are unique")
@@ -42,31 +42,13 @@ func TestBenchPoints(t *testing.T) {
 	shared := benchPoints(tmpl, 6, 3)
 	deps = map[string]bool{}
 	for _, p := range shared {
-		deps[workflows.DeploymentKey(p)] = true
+		deps[p.DeploymentKey()] = true
 	}
 	assert.Len(t, deps, 2, "three points per deployment")
-	assert.Equal(t, workflows.DeploymentKey(shared[0]), workflows.DeploymentKey(shared[2]))
+	assert.Equal(t, shared[0].DeploymentKey(), shared[2].DeploymentKey())
 	assert.Equal(t, "a-b00002", shared[2].PointID, "consecutive points of a deployment repeat one template point")
-	assert.NotEqual(t, workflows.DeploymentWorkflowID("s", workflows.DeploymentKey(shared[0])),
-		workflows.DeploymentWorkflowID("s", workflows.DeploymentKey(shared[3])), "deployment workflow IDs differ")
-}
-
-func TestPercentile(t *testing.T) {
-	tests := []struct {
-		xs   []float64
-		p    float64
-		want float64
-	}{
-		{nil, 50, 0},
-		{[]float64{7}, 99, 7},
-		{[]float64{3, 1, 2}, 50, 2},
-		{[]float64{1, 2, 3, 4}, 50, 2.5},
-		{[]float64{1, 2, 3, 4}, 100, 4},
-		{[]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 90, 9.1},
-	}
-	for _, tt := range tests {
-		assert.InDelta(t, tt.want, percentile(tt.xs, tt.p), 1e-9, "%v p%v", tt.xs, tt.p)
-	}
+	assert.NotEqual(t, workflows.DeploymentWorkflowID("s", shared[0].DeploymentKey()),
+		workflows.DeploymentWorkflowID("s", shared[3].DeploymentKey()), "deployment workflow IDs differ")
 }
 
 func payloadOf(s string) *commonpb.Payloads {

@@ -110,7 +110,7 @@ type Benchmarker interface {
 }
 
 // Server is a started inference server. Its JSON is the bring-up
-// activity's output recorded in histories (activities.Endpoint).
+// activity's output recorded in histories.
 type Server struct {
 	URL string `json:"url"`
 	// Mode (perf | eval) is the environment it was started with, and JobID

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 )
 
 const (
@@ -49,7 +50,7 @@ func TestChangelogFlagsShapeSweep(t *testing.T) {
 			in, p, err := Build(Request{SweepFile: seedSweep, Changelog: &ChangelogRef{Path: clFixture, Entry: tt.entry, Since: tt.since}})
 			if tt.err != "" {
 				require.Error(t, err)
-				assert.Contains(t, firstLine(err).Error(), tt.err)
+				assert.Contains(t, errtext.FirstLineError(err).Error(), tt.err)
 				return
 			}
 			require.NoError(t, err)

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -132,7 +133,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 			var good []string
 			for _, key := range keys {
 				if _, err := build([]string{key}); err != nil {
-					findings = append(findings, forecast.Finding{Kind: forecast.FindingNoPlan, Key: key, Reason: oneLine(err)})
+					findings = append(findings, forecast.Finding{Kind: forecast.FindingNoPlan, Key: key, Reason: errtext.FirstLine(err)})
 					continue
 				}
 				good = append(good, key)
@@ -189,7 +190,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 	if req.Ledger != nil && len(pts) > 0 {
 		var deps []string
 		for _, pt := range pts {
-			if k := workflows.DeploymentKey(pt); !slices.Contains(deps, k) {
+			if k := pt.DeploymentKey(); !slices.Contains(deps, k) {
 				deps = append(deps, k)
 			}
 		}
@@ -214,7 +215,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 			}
 		}
 		if err := ApplyAdaptive(&ain, p, &asw, nil); err != nil {
-			notes = append(notes, "adaptive points not forecast: "+oneLine(err))
+			notes = append(notes, "adaptive points not forecast: "+errtext.FirstLine(err))
 		} else {
 			for i := range ain.Adaptive {
 				ain.Adaptive[i].WorstCase = true
@@ -222,12 +223,12 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 			in = ain
 		}
 	}
-	c, err := forecast.Run(in, inputs)
+	c, err := runner.Run(in, inputs)
 	if err != nil {
 		return nil, err
 	}
 	if len(in.Adaptive) > 0 {
-		pc, err := forecast.Run(plain, inputs)
+		pc, err := runner.Run(plain, inputs)
 		if err != nil {
 			return nil, fmt.Errorf("without adaptive points: %w", err)
 		}
@@ -238,7 +239,7 @@ func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, 
 		cin := in
 		cin.Points = slices.Clone(in.Points)
 		ApplyCanaries(&cin, plan.DefaultNodeMinuteTimes(cl.BringUpTime))
-		cc, err := forecast.Run(cin, inputs)
+		cc, err := runner.Run(cin, inputs)
 		if err != nil {
 			return nil, fmt.Errorf("with canaries: %w", err)
 		}
@@ -258,11 +259,11 @@ func checkKeys(sw config.Sweep, cl *config.Cluster, p *plan.Plan) (map[string]fo
 	s.ConfigKeys = uniqueKeys(p)
 	o := checklist.Options{Thinking: true, RecipesRoot: p.RecipesRoot}
 	if err := o.FromSweep(&s, cl.Path, false); err != nil {
-		return nil, []string{"starter check did not run: " + oneLine(err)}
+		return nil, []string{"starter check did not run: " + errtext.FirstLine(err)}
 	}
 	rep, err := checklist.Check(o)
 	if err != nil {
-		return nil, []string{"starter check did not run: " + oneLine(err)}
+		return nil, []string{"starter check did not run: " + errtext.FirstLine(err)}
 	}
 	out := map[string]forecast.Finding{}
 	more := map[string]int{}
@@ -319,7 +320,7 @@ func renderable(cl *config.Cluster, root string, pts []point.Spec, findings []fo
 			continue
 		}
 		at[key] = len(findings)
-		findings = append(findings, forecast.Finding{Kind: forecast.FindingNoRender, Key: p.ConfigKey, Points: 1, Reason: oneLine(err)})
+		findings = append(findings, forecast.Finding{Kind: forecast.FindingNoRender, Key: p.ConfigKey, Points: 1, Reason: errtext.FirstLine(err)})
 	}
 	return keep, findings
 }
@@ -342,14 +343,6 @@ func countKey(p *plan.Plan, key string) int {
 		}
 	}
 	return n
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // ForecastStored forecasts a sweep the ledger holds the plan of (`starter
@@ -378,5 +371,5 @@ func ForecastStored(ctx context.Context, store *results.Store, sweepID string, a
 	if in.PlanRef != "" && len(in.Points) == 0 {
 		return nil, fmt.Errorf("sweep %s: its stored plan holds no points", sweepID)
 	}
-	return forecast.Run(*in, forecast.Inputs{Profile: prof, Assumptions: a})
+	return runner.Run(*in, forecast.Inputs{Profile: prof, Assumptions: a})
 }

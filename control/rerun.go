@@ -3,13 +3,12 @@ package control
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -63,7 +62,7 @@ func RerunInput(ctx context.Context, c client.Client, store *results.Store, old 
 		}
 		var p *plan.Plan
 		if in, p, err = Build(req); err != nil {
-			return nil, nil, firstLine(err)
+			return nil, nil, errtext.FirstLineError(err)
 		}
 		if files, err = PlanFiles(p); err != nil {
 			return nil, nil, err
@@ -76,7 +75,7 @@ func RerunInput(ctx context.Context, c client.Client, store *results.Store, old 
 			in.Points[i].Faults = nil
 		}
 		if err := ApplyFaults(r.Faults, in.Points); err != nil {
-			return nil, nil, firstLine(err)
+			return nil, nil, errtext.FirstLineError(err)
 		}
 		if len(in.Canaries) > 0 {
 			// The stored points keep their node-minutes; verdicts start over.
@@ -90,13 +89,4 @@ func RerunInput(ctx context.Context, c client.Client, store *results.Store, old 
 		}
 	}
 	return in, files, nil
-}
-
-// firstLine keeps the first line of a (possibly joined) error.
-func firstLine(err error) error {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return errors.New(s[:i])
-	}
-	return err
 }

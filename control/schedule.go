@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/nightly"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/plan"
@@ -58,7 +59,7 @@ func NightlySchedule(name string, n Nightly) (client.ScheduleOptions, *nightly.I
 	defer os.RemoveAll(scratch)
 	res, err := nightly.PlanSource(ctx, *src, scratch)
 	if err != nil {
-		return client.ScheduleOptions{}, nil, firstLine(err)
+		return client.ScheduleOptions{}, nil, errtext.FirstLineError(err)
 	}
 	if len(res.Failures) > 0 {
 		return client.ScheduleOptions{}, nil, fmt.Errorf("the sweep fails its check today (%d finding(s)), first: %s", len(res.Failures), res.Failures[0])

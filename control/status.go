@@ -17,51 +17,34 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
-// PointView is one row of `starter status`.
+// PointView is one row of `starter status`: the sweep's progress row, the
+// point's detail as its state holds it, and what status adds (the live
+// attempt, every failed attempt, reuse and automatic retries by stage).
 type PointView struct {
 	workflows.PointProgress
-	Stage     string                  `json:"stage"`
-	Attempt   int32                   `json:"attempt,omitempty"`
-	Elapsed   float64                 `json:"elapsed_s,omitempty"`
-	Activity  string                  `json:"activity_detail,omitempty"`
-	Perf      *activities.PerfSummary `json:"perf,omitempty"`
-	EvalRes   *activities.EvalSummary `json:"eval_result,omitempty"`
-	LastError string                  `json:"last_error,omitempty"`
-	// FailureClass and FailureExcerpt are the point's latest failure (its
-	// class and evidence, package failure); Failures lists every failed
-	// attempt the point met, stage by stage.
-	FailureClass   string        `json:"failure_class,omitempty"`
-	FailureExcerpt string        `json:"failure_excerpt,omitempty"`
-	Failures       []FailureView `json:"failures,omitempty"`
+	workflows.PointDetail
+	Attempt  int32              `json:"attempt,omitempty"`
+	Elapsed  float64            `json:"elapsed_s,omitempty"`
+	Activity string             `json:"activity_detail,omitempty"`
+	Eval     *point.EvalSummary `json:"eval_result,omitempty"`
+	// Failures lists every failed attempt the point met, stage by stage.
+	Failures []FailureView `json:"failures,omitempty"`
 	// Reason says why a not-started point never started ("canary failed:
 	// ...").
 	Reason string `json:"reason,omitempty"`
-	// Reused lists the stages whose outputs came from an earlier sweep;
-	// ReuseNotes say why a durable stage was not reused.
-	Reused     []ReuseView `json:"reused,omitempty"`
-	ReuseNotes []string    `json:"reuse_notes,omitempty"`
+	// Reused lists the stages whose outputs came from an earlier sweep.
+	Reused []ReuseView `json:"reused,omitempty"`
 	// AutoRetries lists the stages that retried by themselves after their
 	// worker or the server was out of reach (heartbeat timeouts).
 	AutoRetries []AutoRetryView `json:"auto_retries,omitempty"`
-	// Skipped and Missing explain an incomplete point: the stages an
-	// operator skipped and the outputs it lacks.
-	Skipped []string `json:"skipped,omitempty"`
-	Missing []string `json:"missing,omitempty"`
-	// RecordError: the ledger could not record the point's final status,
-	// so it still shows an older one.
-	RecordError string `json:"record_error,omitempty"`
-	// NodesHeld is the point's allocation right now (0 once released).
-	NodesHeld int  `json:"nodes_held"`
-	Released  bool `json:"released,omitempty"`
-	Hold      bool `json:"hold,omitempty"`
 }
 
 // ReuseView is one reused stage: "perf reused from <sweep>".
@@ -84,19 +67,17 @@ type FailureView struct {
 	failure.Attempt
 }
 
-// fromState copies what a finished and a running point's state have in
-// common; the callers add what only one of them shows (a finished point's
-// missing outputs, a running point's allocation).
+// fromState copies a point's state into its row; the callers keep what
+// only one kind of point shows (a finished point's missing outputs, a
+// running point's nodes).
 func (pv *PointView) fromState(s *workflows.PointState) {
-	pv.Stage, pv.Perf, pv.EvalRes, pv.LastError = s.Stage, s.Perf, s.Eval, s.LastError
-	pv.ReuseNotes, pv.Skipped, pv.RecordError = s.ReuseNotes, s.Skipped, s.RecordError
-	pv.FailureClass, pv.FailureExcerpt = s.FailureClass, s.FailureExcerpt
+	pv.PointDetail, pv.Eval = s.PointDetail, s.Eval
 	pv.Reused, pv.AutoRetries, pv.Failures = nil, nil, nil
 	for _, r := range s.Stages {
 		for _, f := range r.Failures {
 			pv.Failures = append(pv.Failures, FailureView{Stage: r.Stage, Attempt: f})
 		}
-		if r.Outcome == "reused" {
+		if r.Outcome == point.OutcomeReused {
 			pv.Reused = append(pv.Reused, ReuseView{Stage: r.Stage, Sweep: r.ReusedFrom, Run: r.ReusedRun})
 		}
 		if r.AutoRetries > 0 {
@@ -166,11 +147,11 @@ func Collect(ctx context.Context, c client.Client, id string) (*SweepView, error
 		v.SavedNodeHours += c.SavedNodeHours
 	}
 	for _, p := range pr.Points {
-		pv := PointView{PointProgress: p, Stage: p.Status}
+		pv := PointView{PointProgress: p, PointDetail: workflows.PointDetail{Stage: p.Status}}
 		if p.Outcome != nil && p.Outcome.State != nil {
 			s := p.Outcome.State
 			pv.fromState(s)
-			pv.Missing = s.Missing
+			pv.NodesHeld, pv.Released, pv.Hold = 0, false, false
 			if s.FailedStage != "" {
 				pv.Stage = s.FailedStage
 			}
@@ -194,7 +175,7 @@ func livePoint(ctx context.Context, c client.Client, pv *PointView) {
 		var s workflows.PointState
 		if q.Get(&s) == nil {
 			pv.fromState(&s)
-			pv.Status, pv.NodesHeld, pv.Released, pv.Hold = s.Status, s.NodesHeld, s.Released, s.Hold
+			pv.Status, pv.Missing = s.Status, nil
 			if n := len(s.Stages); n > 0 {
 				pv.Elapsed = time.Since(s.Stages[n-1].Started).Seconds()
 			}
@@ -218,6 +199,20 @@ func livePoint(ctx context.Context, c client.Client, pv *PointView) {
 	}
 }
 
+// powerCell is a point's joules per output token, starred when simulated,
+// or why its power is invalid.
+func powerCell(f *energy.Figures) string {
+	switch {
+	case f == nil:
+		return "-"
+	case !f.Valid:
+		return "power-invalid: " + f.Reason()
+	case f.Simulated:
+		return fmtFloat(f.JoulesPerOutputToken, 3) + "*"
+	}
+	return fmtFloat(f.JoulesPerOutputToken, 3)
+}
+
 func fmtFloat(v float64, prec int) string {
 	if v == 0 {
 		return "-"
@@ -239,7 +234,7 @@ func Print(w io.Writer, v *SweepView) {
 	fmt.Fprintf(w, "sweep %s (%s) on %s: %s, %d/%d points done, %d/%d nodes in use, %s elapsed\n",
 		v.SweepID, v.Name, v.Cluster, v.Workflow, done, len(v.Points), v.NodesInUse, v.NodeBudget, (time.Duration(v.Elapsed) * time.Second).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tFAILURE\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tGSM8K STRICT/FLEX\t")
+	fmt.Fprintln(tw, "POINT\tTOPOLOGY\tCONC\tNODES\tSTAGE\tSTATUS\tFAILURE\tATT\tELAPSED\tOUT TOK/S/GPU\tTOK/S/USER\tTTFT P90 MS\tJ/OUT TOK\tGSM8K STRICT/FLEX\t")
 	simulated := false
 	for _, p := range v.Points {
 		att, el := "-", "-"
@@ -249,7 +244,7 @@ func Print(w io.Writer, v *SweepView) {
 		if p.Elapsed > 0 {
 			el = (time.Duration(p.Elapsed) * time.Second).Round(time.Second).String()
 		}
-		out, inter, ttft := "-", "-", "-"
+		out, inter, ttft, joules := "-", "-", "-", "-"
 		if p.EvalOnly {
 			out = "(eval-only)"
 		}
@@ -259,25 +254,26 @@ func Print(w io.Writer, v *SweepView) {
 				out += "*"
 				simulated = true
 			}
+			joules = powerCell(p.Perf.Power)
 		}
 		ev := "-"
-		if p.EvalRes != nil {
-			ev = fmt.Sprintf("%.3f/%.3f", p.EvalRes.EMStrict, p.EvalRes.EMFlexible)
-			if !p.EvalRes.Passed {
+		if p.Eval != nil {
+			ev = fmt.Sprintf("%.3f/%.3f", p.Eval.EMStrict, p.Eval.EMFlexible)
+			if !p.Eval.Passed {
 				ev += " FAIL"
 			}
-			if p.EvalRes.Simulated {
+			if p.Eval.Simulated {
 				ev += "*"
 				simulated = true
 			}
-		} else if !p.Eval {
+		} else if !p.PlansEval {
 			ev = "(no eval)"
 		}
 		fc := "-"
 		if p.FailureClass != "" {
 			fc = p.FailureClass
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), fc, att, el, out, inter, ttft, ev)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.PointID, p.Topology, p.Conc, nodesCell(p), p.Stage, statusCell(p), fc, att, el, out, inter, ttft, joules, ev)
 	}
 	tw.Flush()
 	if simulated {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/adaptive"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -20,7 +21,7 @@ import (
 func TestStatusShowsAutoRetries(t *testing.T) {
 	var pv PointView
 	pv.PointID, pv.Status = "p-c64", point.StatusCompleted
-	pv.fromState(&workflows.PointState{Stage: "upload", Stages: []workflows.StageRun{
+	pv.fromState(&workflows.PointState{PointDetail: workflows.PointDetail{Stage: "upload"}, Stages: []point.StageRun{
 		{Stage: "allocate", Outcome: "ok"},
 		{Stage: "perf", Outcome: "ok", AutoRetries: 2, Error: "timeout: Heartbeat"},
 	}})
@@ -34,7 +35,7 @@ func TestStatusShowsAutoRetries(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"auto_retries":[{"stage":"perf","retries":2,"error":"timeout: Heartbeat"}]`)
 
-	pv.fromState(&workflows.PointState{Stages: []workflows.StageRun{{Stage: "perf", Outcome: "ok"}}})
+	pv.fromState(&workflows.PointState{Stages: []point.StageRun{{Stage: "perf", Outcome: "ok"}}})
 	require.Nil(t, pv.AutoRetries, "a refreshed state drops the old notes")
 }
 
@@ -46,10 +47,10 @@ func TestStatusGateNodesNote(t *testing.T) {
 		pv   PointView
 		want string
 	}{
-		{"holds nodes", PointView{NodesHeld: 16}, "its 16 nodes are released after the node hold; starter hold s/p keeps them"},
+		{"holds nodes", PointView{PointDetail: workflows.PointDetail{NodesHeld: 16}}, "its 16 nodes are released after the node hold; starter hold s/p keeps them"},
 		{"holds none", PointView{}, "it holds no nodes"},
-		{"released", PointView{Released: true}, "its nodes were released while it waited"},
-		{"on hold", PointView{NodesHeld: 2, Hold: true}, "holding its 2 nodes for debugging"},
+		{"released", PointView{PointDetail: workflows.PointDetail{Released: true}}, "its nodes were released while it waited"},
+		{"on hold", PointView{PointDetail: workflows.PointDetail{NodesHeld: 2, Hold: true}}, "holding its 2 nodes for debugging"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +70,7 @@ func TestStatusGateNodesNote(t *testing.T) {
 func TestStatusShowsRecordError(t *testing.T) {
 	var pv PointView
 	pv.PointID, pv.Status = "p-c64", point.StatusCompleted
-	pv.fromState(&workflows.PointState{Stage: "done", RecordError: "database is locked"})
+	pv.fromState(&workflows.PointState{PointDetail: workflows.PointDetail{Stage: "done", RecordError: "database is locked"}})
 	var buf bytes.Buffer
 	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{pv}})
 	require.Contains(t, buf.String(), "! p-c64: the ledger still shows an older status: recording it failed: database is locked")
@@ -110,9 +111,9 @@ func TestStatusShowsFailureClass(t *testing.T) {
 	pv.PointID, pv.WorkflowID, pv.Status = "p-c64", "s/p-c64", point.StatusAwaitingOperator
 	at := time.Date(2026, 1, 12, 3, 14, 10, 0, time.UTC)
 	oom := failure.Failure{Class: failure.CUDAOOM, Excerpt: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
-	pv.fromState(&workflows.PointState{Stage: "bringup", FailedStage: "bringup", LastError: "decode_w0 ran out of memory",
-		FailureClass: string(oom.Class), FailureExcerpt: oom.Excerpt,
-		Stages: []workflows.StageRun{
+	pv.fromState(&workflows.PointState{FailedStage: "bringup", PointDetail: workflows.PointDetail{Stage: "bringup",
+		LastError: "decode_w0 ran out of memory", FailureClass: string(oom.Class), FailureExcerpt: oom.Excerpt},
+		Stages: []point.StageRun{
 			{Stage: "allocate", Outcome: "ok"},
 			{Stage: "bringup", Outcome: "running", Failures: []failure.Attempt{{Failure: oom, At: at}}},
 		}})
@@ -160,4 +161,23 @@ func TestStatusShowsAdaptive(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"added":{"mode":"fill","deployment":"d1","topology":"TP1 agg"`)
 	require.Contains(t, string(b), `"adaptive":[{"request":{"config_key":"k","mode":"fill"`)
+}
+
+// Each point's joules per output token shows beside its perf figures,
+// starred when simulated; a power-invalid point keeps its perf figures and
+// says why its power is invalid.
+func TestStatusShowsJoulesPerToken(t *testing.T) {
+	var ok, bad PointView
+	ok.Perf = &point.PerfSummary{OutputTputPerGPU: 812.5, Simulated: true,
+		Power: &energy.Figures{Valid: true, Simulated: true, JoulesPerOutputToken: 1.2345}}
+	ok.PointID, ok.Status = "p-c64", point.StatusCompleted
+	bad.Perf = &point.PerfSummary{OutputTputPerGPU: 640.25,
+		Power: &energy.Figures{Reasons: []string{energy.ReasonDeviceMissing}}}
+	bad.PointID, bad.Status = "p-c128", point.StatusCompleted
+	var buf bytes.Buffer
+	Print(&buf, &SweepView{SweepID: "s", Points: []PointView{ok, bad}})
+	out := buf.String()
+	require.Contains(t, out, "J/OUT TOK")
+	require.Regexp(t, `p-c64 .* 812\.5\* .* 1\.234\* `, out)
+	require.Regexp(t, `p-c128 .* 640\.2 .* power-invalid: expected_device_missing`, out)
 }

@@ -109,7 +109,7 @@ func TestStackOnDevServer(t *testing.T) {
 	}
 	resp, err := srv.Client().OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
 	require.NoError(t, err)
-	types := map[string]enums.IndexedValueType{"Keyword": enums.INDEXED_VALUE_TYPE_KEYWORD, "KeywordList": enums.INDEXED_VALUE_TYPE_KEYWORD_LIST, "Int": enums.INDEXED_VALUE_TYPE_INT}
+	types := map[string]enums.IndexedValueType{"Keyword": enums.INDEXED_VALUE_TYPE_KEYWORD, "KeywordList": enums.INDEXED_VALUE_TYPE_KEYWORD_LIST, "Int": enums.INDEXED_VALUE_TYPE_INT, "Double": enums.INDEXED_VALUE_TYPE_DOUBLE}
 	for name, typ := range temporalx.SearchAttributeTypes() {
 		assert.Equal(t, types[typ], resp.GetCustomAttributes()[name], "search attribute %s", name)
 	}

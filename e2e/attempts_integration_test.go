@@ -79,16 +79,16 @@ func TestIntegrationEveryAttemptOnTheBooks(t *testing.T) {
 	c64ID := simID(t, "dsv4_p1x8ep8dpa_d1x16ep16dpa_conc64_kvdram-hicache")
 	for i, f := range failed[:2] {
 		assert.Equal(t, c64ID, f.PointID)
-		assert.Equal(t, activities.StagePerf, f.Stage)
+		assert.Equal(t, point.StagePerf, f.Stage)
 		assert.Equal(t, i+1, f.Attempt, "attempts of one retry budget")
 		assert.Equal(t, results.AttemptFailed, f.Outcome)
 		assert.Equal(t, failure.Injected, f.Class)
-		assert.Equal(t, activities.ErrInjectedFault, f.ErrorType)
+		assert.Equal(t, string(failure.ErrInjectedFault), f.ErrorType)
 		assert.Equal(t, fmt.Sprintf("injected fault in perf (%d of 2)", i+1), f.Message)
 	}
 	lost := failed[2]
 	assert.Equal(t, c64ID, lost.PointID)
-	assert.Equal(t, activities.StagePerf, lost.Stage)
+	assert.Equal(t, point.StagePerf, lost.Stage)
 	assert.Equal(t, 3, lost.Attempt, "the budget's last attempt, on the killed worker")
 	assert.Equal(t, results.AttemptLost, lost.Outcome)
 	assert.Equal(t, failure.LostWorker, lost.Class)

@@ -15,9 +15,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/cluster/noop"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -61,23 +63,23 @@ type timedStages struct {
 }
 
 func (s *timedStages) take(ctx context.Context, name string, arg any) error {
-	c, _ := forecast.Classify(name, arg)
+	c, _ := runner.Classify(name, arg)
 	d := time.Duration(float64(s.clock.Duration(c)) / float64(time.Minute) * float64(s.scale))
 	// Heartbeat as the real stages do: a stage longer than the worker-loss
 	// heartbeat timeout (5 s) would otherwise be retried.
 	return temporalx.HoldBeating(ctx, d)
 }
 
-func (s *timedStages) Allocate(ctx context.Context, p point.Spec) (activities.Allocation, error) {
+func (s *timedStages) Allocate(ctx context.Context, p point.Spec) (cluster.Allocation, error) {
 	if err := s.take(ctx, "Allocate", p); err != nil {
-		return activities.Allocation{}, err
+		return cluster.Allocation{}, err
 	}
 	return s.Activities.Allocate(ctx, p)
 }
 
-func (s *timedStages) BringUp(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
+func (s *timedStages) BringUp(ctx context.Context, in activities.StageInput) (cluster.Server, error) {
 	if err := s.take(ctx, "BringUp", in); err != nil {
-		return activities.Endpoint{}, err
+		return cluster.Server{}, err
 	}
 	return s.Activities.BringUp(ctx, in)
 }
@@ -95,12 +97,12 @@ func (s *timedStages) Warmup(ctx context.Context, in activities.StageInput) erro
 	return s.take(ctx, "Warmup", in)
 }
 
-func (s *timedStages) Perf(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
-	return activities.PerfSummary{Simulated: true}, s.take(ctx, "Perf", in)
+func (s *timedStages) Perf(ctx context.Context, in activities.StageInput) (point.PerfSummary, error) {
+	return point.PerfSummary{Simulated: true}, s.take(ctx, "Perf", in)
 }
 
-func (s *timedStages) Eval(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
-	return activities.EvalSummary{Passed: true, Simulated: true}, s.take(ctx, "Eval", in)
+func (s *timedStages) Eval(ctx context.Context, in activities.StageInput) (point.EvalSummary, error) {
+	return point.EvalSummary{Passed: true, Simulated: true}, s.take(ctx, "Eval", in)
 }
 
 func (s *timedStages) Upload(context.Context, activities.UploadInput) error      { return nil }
@@ -136,7 +138,7 @@ func TestForecastOrderIsTheSweepsOrder(t *testing.T) {
 		in.Points[i].CheckpointSource = "" // nothing to stage on the no-op backend
 	}
 
-	tl, err := forecast.Simulate(*in, orderClock{})
+	tl, err := runner.Simulate(*in, orderClock{})
 	require.NoError(t, err)
 	// The forecast's order, with the points' end times far enough apart
 	// that the real sweep's latency cannot swap two: 5 forecast minutes
@@ -164,9 +166,7 @@ func TestForecastOrderIsTheSweepsOrder(t *testing.T) {
 	stages := &timedStages{clock: orderClock{}, scale: 60 * time.Millisecond, Activities: &activities.Activities{Backend: noop.New(), GPUsPerNode: 4,
 		Simulated: true, Engine: "noop", StateDir: state, HealthInterval: 10 * time.Millisecond, Logger: zap.NewNop()}}
 	w := worker.New(e.c, queue, worker.Options{})
-	w.RegisterWorkflow(workflows.SweepWorkflow)
-	w.RegisterWorkflow(workflows.DeploymentWorkflow)
-	w.RegisterWorkflow(workflows.PointWorkflow)
+	workflows.Register(w)
 	w.RegisterActivity(stages)
 	require.NoError(t, w.Start())
 	defer w.Stop()

@@ -97,10 +97,10 @@ func TestIntegrationSeedSweepSharesBringUps(t *testing.T) {
 	require.NoError(t, err)
 	ran, shared := 0, map[string]bool{}
 	for _, r := range runs {
-		if r.Stage == activities.StageBringUp && r.Outcome == "ok" {
+		if r.Stage == point.StageBringUp && r.Outcome == "ok" {
 			ran++
 		}
-		if r.Stage == activities.StageBringUp && r.Outcome == "shared" {
+		if r.Stage == point.StageBringUp && r.Outcome == "shared" {
 			shared[r.PointID] = true
 		}
 	}
@@ -144,4 +144,15 @@ func TestIntegrationSeedSweepSharesBringUps(t *testing.T) {
 
 	// Nothing is left running or held.
 	assert.Empty(t, e.list(`SweepflowKind = "deployment" AND ExecutionStatus = "Running"`))
+
+	// The 2P1D deployment and its c1024 point, which took the c768 server
+	// over, replay in package workflows.
+	for _, p := range in.Points {
+		if strings.Contains(p.PointID, "conc1024_") {
+			e.recordHistories(map[string]string{
+				"deployment-shared.json": workflows.DeploymentWorkflowID(id, p.DeploymentKey()),
+				"point-shared.json":      workflows.PointWorkflowID(id, p.PointID),
+			})
+		}
+	}
 }

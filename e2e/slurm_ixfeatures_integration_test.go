@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm/power"
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -88,9 +90,49 @@ func TestSlurmIXFeatures(t *testing.T) {
 			require.Len(t, byRole[srtlaunch.RoleTelemetry], 1, "%s: one exporter step over the worker nodes", p.ExpName)
 			logHas(t, byRole[srtlaunch.RoleTelemetry][0].Output, "SIMULATED dcgm-exporter for 4 GPUs")
 			checkPower(t, dir, procs)
+			checkPowerFigures(t, s, in.SweepID, p.PointID, dir)
 		}
 	}
 	require.Len(t, seen, 3, "%v", seen)
+}
+
+// checkPowerFigures: the telemetry point's stored perf carries power figures
+// read from the files the simulated telemetry processes wrote (source
+// dcgm-power, not the simulator's model), over every GPU the collector
+// expected, labelled simulated; the other points, without telemetry, carry
+// the model's figures.
+func checkPowerFigures(t *testing.T, s *slurmIT, sweepID, pointID, dir string) {
+	t.Helper()
+	var want srtlaunch.PowerTelemetry
+	data, err := os.ReadFile(filepath.Join(dir, "power-collector.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &want))
+	perf, err := s.ledger().Perf(context.Background(), sweepID)
+	require.NoError(t, err)
+	for _, r := range perf {
+		require.NotNil(t, r.Power, r.PointID)
+		assert.True(t, r.Power.Simulated, r.PointID)
+		if r.PointID != pointID {
+			assert.Equal(t, energy.SourceSimulated, r.Power.Source, "%s: no telemetry, the model", r.PointID)
+			continue
+		}
+		f := r.Power
+		t.Logf("%s power: %+v", r.PointID, *f)
+		assert.Equal(t, energy.SourceDCGM, f.Source, "read from the collector's samples.csv")
+		require.True(t, f.Valid, f.Reason())
+		assert.Equal(t, len(want.Devices), f.ExpectedGPUs)
+		assert.Equal(t, len(want.Devices), f.ObservedGPUs)
+		// The simulated exporters' board power stays between the model's
+		// idle draw and the board limit.
+		assert.GreaterOrEqual(t, f.AvgPowerW, energy.SimulatedGB200.IdleW*0.99)
+		assert.LessOrEqual(t, f.P90PowerW, energy.SimulatedGB200.BoardLimitW)
+		assert.Greater(t, f.JoulesPerOutputToken, 0.0)
+		assert.Greater(t, f.PrefillGPUEnergyJ, 0.0, "1P1D: the prefill share")
+		assert.Greater(t, f.DecodeGPUEnergyJ, 0.0, "1P1D: the decode share")
+		assert.InDelta(t, f.TotalGPUEnergyJ, f.PrefillGPUEnergyJ+f.DecodeGPUEnergyJ, 1e-6)
+		return
+	}
+	t.Fatalf("no perf row for the telemetry point %s", pointID)
 }
 
 // logHas requires a line of a role's log to contain want.
@@ -121,7 +163,7 @@ func checkPower(t *testing.T, dir string, procs []*srtlaunch.Process) {
 	require.Len(t, want.Nodes, len(nodes), "one exporter per worker node")
 	require.Len(t, want.Devices, 4*len(nodes), "every GPU of the worker nodes is expected")
 
-	rows, reasons, err := power.ReadSamples(filepath.Join(want.Dir, power.SamplesFile))
+	rows, reasons, err := energy.ReadSamples(filepath.Join(want.Dir, power.SamplesFile))
 	require.NoError(t, err)
 	require.Empty(t, reasons)
 	require.NotEmpty(t, rows)

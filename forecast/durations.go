@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // Assumptions are the stage times no file states; each is a flag of
@@ -113,18 +112,18 @@ type Inputs struct {
 	Measured map[string]Measured
 }
 
-// clock is the forecast's Clock: stage times by deployment.
-type clock struct {
+// StageClock is the forecast's Clock: stage times by deployment.
+type StageClock struct {
 	times map[string]*Times
 	perf  time.Duration
 }
 
-// newClock resolves the stage times of every deployment of pts.
-func newClock(pts []point.Spec, in Inputs) (*clock, error) {
-	c := &clock{times: map[string]*Times{}, perf: in.Assumptions.Perf}
+// NewStageClock resolves the stage times of every deployment of pts.
+func NewStageClock(pts []point.Spec, in Inputs) (*StageClock, error) {
+	c := &StageClock{times: map[string]*Times{}, perf: in.Assumptions.Perf}
 	a := in.Assumptions
 	for _, p := range pts {
-		key := workflows.DeploymentKey(p)
+		key := p.DeploymentKey()
 		if c.times[key] != nil {
 			continue
 		}
@@ -171,8 +170,8 @@ func profileName(p Profile) string {
 }
 
 // Duration is a stage's forecast time.
-func (c *clock) Duration(call Call) time.Duration {
-	t := c.times[workflows.DeploymentKey(call.Point)]
+func (c *StageClock) Duration(call Call) time.Duration {
+	t := c.times[call.Point.DeploymentKey()]
 	if t == nil {
 		return 0
 	}
@@ -198,7 +197,7 @@ func (c *clock) Duration(call Call) time.Duration {
 	return 0
 }
 
-func (c *clock) perfTime(p point.Spec) time.Duration {
+func (c *StageClock) perfTime(p point.Spec) time.Duration {
 	if p.DurationSec > 0 {
 		return time.Duration(p.DurationSec) * time.Second
 	}
@@ -215,8 +214,8 @@ type Source struct {
 }
 
 // describe names a stage call's time and where its value came from.
-func (c *clock) describe(call Call) (name, from string) {
-	t := c.times[workflows.DeploymentKey(call.Point)]
+func (c *StageClock) describe(call Call) (name, from string) {
+	t := c.times[call.Point.DeploymentKey()]
 	if t == nil {
 		return "", ""
 	}
@@ -249,7 +248,7 @@ func (c *clock) describe(call Call) (name, from string) {
 
 // sources lists, per time name in stage order, each distinct (value,
 // origin) the timeline's stage runs took, with how many took it.
-func (c *clock) sources(tl *Timeline) []Source {
+func (c *StageClock) sources(tl *Timeline) []Source {
 	type k struct {
 		name, from string
 		v          time.Duration
@@ -259,7 +258,7 @@ func (c *clock) sources(tl *Timeline) []Source {
 		name, from := c.describe(e.Call)
 		if name != "" {
 			// To the second, as the simulation counted it.
-			count[k{name, from, c.Duration(e.Call).Round(grid)}]++
+			count[k{name, from, c.Duration(e.Call).Round(Grid)}]++
 		}
 	}
 	var out []Source

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/point"
-	"github.com/sweepflow/sweepflow/workflows"
 )
 
 // Finding kinds: why points are not in a forecast. They cost nothing.
@@ -105,45 +104,31 @@ type Step struct {
 	EndHours   float64 `json:"end_hours"`
 }
 
-// Run forecasts a sweep input on one cluster: it resolves every
-// deployment's stage times, runs the real sweep workflow in virtual time
-// (Simulate) and sums what it held.
-func Run(in workflows.SweepInput, inputs Inputs) (*Cluster, error) {
-	c := &Cluster{Name: inputs.Profile.Name, Nodes: inputs.Profile.Nodes, GPUsPerNode: inputs.Profile.GPUsPerNode,
+// NewCluster is the empty forecast of a cluster with profile prof, on
+// nodeBudget nodes when the profile names none.
+func NewCluster(prof Profile, nodeBudget int) *Cluster {
+	c := &Cluster{Name: prof.Name, Nodes: prof.Nodes, GPUsPerNode: prof.GPUsPerNode,
 		NodeHoursByStage: map[string]float64{}, GPUHoursByStage: map[string]float64{}, NotForecast: []Finding{},
 		CriticalPath: []Step{}, FinishOrder: []string{}, Sources: []Source{}}
 	for _, k := range Kinds {
 		c.NodeHoursByStage[k], c.GPUHoursByStage[k] = 0, 0
 	}
 	if c.Nodes == 0 {
-		c.Nodes = in.NodeBudget
+		c.Nodes = nodeBudget
 	}
-	if in.NodeBudget == 0 {
-		in.NodeBudget = c.Nodes
-	}
-	if len(in.Points) == 0 {
-		return c, nil
-	}
-	clk, err := newClock(in.Points, inputs)
-	if err != nil {
-		return nil, err
-	}
+	return c
+}
+
+// Summarize sums what the simulated sweep tl held, and says where each
+// stage time came from (clk) and how many deployments the ledger measured.
+func (c *Cluster) Summarize(pts []point.Spec, canaries map[string]bool, inputs Inputs, clk *StageClock, tl *Timeline) {
 	for key := range clk.times {
 		if _, ok := inputs.Measured[key]; ok {
 			c.MeasuredDeployments++
 		}
 	}
-	tl, err := Simulate(in, clk)
-	if err != nil {
-		return nil, err
-	}
 	c.Sources = clk.sources(tl)
-	canaries := map[string]bool{}
-	for _, g := range in.Canaries {
-		canaries[g.PointID] = true
-	}
-	c.summarize(in.Points, canaries, tl)
-	return c, nil
+	c.summarize(pts, canaries, tl)
 }
 
 // deployment is one deployment's span in the simulated sweep.
@@ -161,7 +146,7 @@ func span(p point.Spec, canaries map[string]bool) string {
 	if canaries[p.PointID] {
 		return "canary:" + p.PointID
 	}
-	return workflows.DeploymentKey(p)
+	return p.DeploymentKey()
 }
 
 func (c *Cluster) summarize(pts []point.Spec, canaries map[string]bool, tl *Timeline) {
@@ -172,7 +157,7 @@ func (c *Cluster) summarize(pts []point.Spec, canaries map[string]bool, tl *Time
 	// deployment's number.
 	number := map[string]int{}
 	for _, p := range pts {
-		if key := workflows.DeploymentKey(p); number[key] == 0 {
+		if key := p.DeploymentKey(); number[key] == 0 {
 			number[key] = len(number) + 1
 		}
 	}
@@ -183,7 +168,7 @@ func (c *Cluster) summarize(pts []point.Spec, canaries map[string]bool, tl *Time
 		key := span(p, canaries)
 		d := deps[key]
 		if d == nil {
-			d = &deployment{step: Step{Deployment: fmt.Sprintf("B%d", number[workflows.DeploymentKey(p)]), Canary: canaries[p.PointID],
+			d = &deployment{step: Step{Deployment: fmt.Sprintf("B%d", number[p.DeploymentKey()]), Canary: canaries[p.PointID],
 				ConfigKey: p.ConfigKey, Topology: p.Topology}}
 			d.group = point.CanaryKey(p)
 			deps[key] = d

@@ -32,7 +32,7 @@ func FromLedger(ctx context.Context, store *results.Store, keys []string) (map[s
 func Measure(runs []results.StageRun) (Measured, bool) {
 	got := map[string][]time.Duration{}
 	walk(runs, func(name string, r results.StageRun) {
-		if r.Outcome == "ok" && name != TimePerf {
+		if r.Outcome == point.OutcomeOK && name != TimePerf {
 			got[name] = append(got[name], r.Duration())
 		}
 	})
@@ -81,10 +81,10 @@ func walk(runs []results.StageRun, fn func(name string, r results.StageRun)) {
 		}
 		// A server runs once a point used one: its own bring-up (below),
 		// one handed over, or a perf run.
-		if (r.Stage == point.StageBringUp && r.Outcome == "shared") || (r.Stage == point.StagePerf && r.Outcome == "ok") {
+		if (r.Stage == point.StageBringUp && r.Outcome == point.OutcomeShared) || (r.Stage == point.StagePerf && r.Outcome == point.OutcomeOK) {
 			serverUp = true
 		}
-		if r.Outcome == "shared" || r.Outcome == "reused" || r.Outcome == "running" || r.EndedAt.IsZero() || r.EndedAt.Before(r.StartedAt) {
+		if r.Outcome == point.OutcomeShared || r.Outcome == point.OutcomeReused || r.Outcome == point.OutcomeRunning || r.EndedAt.IsZero() || r.EndedAt.Before(r.StartedAt) {
 			continue
 		}
 		name := ""
@@ -120,7 +120,7 @@ func walk(runs []results.StageRun, fn func(name string, r results.StageRun)) {
 func BringUps(runs []results.StageRun) []time.Duration {
 	var out []time.Duration
 	walk(runs, func(name string, r results.StageRun) {
-		if name == TimeBringUp && r.Outcome == "ok" {
+		if name == TimeBringUp && r.Outcome == point.OutcomeOK {
 			out = append(out, r.Duration())
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 	"github.com/sweepflow/sweepflow/workflows"
@@ -22,7 +23,7 @@ func stageRuns(t0 time.Time, runs ...any) []results.StageRun {
 	at := t0
 	for i := 0; i < len(runs); i += 3 {
 		d := time.Duration(runs[i+2].(int)) * time.Minute
-		out = append(out, results.StageRun{Stage: runs[i].(string), Outcome: runs[i+1].(string), Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
+		out = append(out, results.StageRun{Stage: runs[i].(string), Outcome: point.Outcome(runs[i+1].(string)), Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
 		at = at.Add(d)
 	}
 	return out
@@ -76,7 +77,7 @@ func TestForecastFromLedger(t *testing.T) {
 		{PointID: "r-c8", Conc: 8, Nodes: 2, DeploymentHash: fresh, DurationSec: 3600},
 	}
 	in := workflows.SweepInput{SweepID: "f", Name: "f", NodeBudget: 18, Points: pts}
-	c, err := forecast.Run(in, forecast.Inputs{Profile: forecast.Profile{Name: "rack", Nodes: 18, GPUsPerNode: 4, BringUp: 20 * time.Minute},
+	c, err := runner.Run(in, forecast.Inputs{Profile: forecast.Profile{Name: "rack", Nodes: 18, GPUsPerNode: 4, BringUp: 20 * time.Minute},
 		Assumptions: forecast.DefaultAssumptions(), Measured: m})
 	require.NoError(t, err)
 	// Measured: 3 min queue, 2 staging, 35 bring-up, 2 x (8 + 60), 25

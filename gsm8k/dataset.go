@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/internal/atomicfile"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 )
 
 // Canonical public copies of the GSM8K "main" splits (the JSONL files that
@@ -251,7 +252,7 @@ func (f *fetcher) fetch(ctx context.Context, u string) (string, error) {
 	body, err := f.download(ctx, u, want, verified)
 	if err != nil {
 		// One line: what failed, why, and what the user can do instead.
-		msg := fmt.Sprintf("gsm8k: cannot download %s from %s (%s)%s", base, u, oneLine(err), stale)
+		msg := fmt.Sprintf("gsm8k: cannot download %s from %s (%s)%s", base, u, errtext.Folded(err), stale)
 		if verified {
 			msg += fmt.Sprintf("; set %s to a directory holding test.jsonl and train.jsonl, or put them in %s", EnvDir, f.cacheDir)
 		}
@@ -327,10 +328,6 @@ func verifyFile(p string, want FileSum) error {
 		return err
 	}
 	return verifyBytes(b, want)
-}
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 type rawDoc struct {

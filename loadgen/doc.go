@@ -1,6 +1,6 @@
 // Package loadgen is a streaming load generator for OpenAI-compatible
 // inference servers whose numbers follow the definitions vLLM, SGLang and
-// InferenceX publish (research/benchmarks.md §1), measured by a client that
+// InferenceX publish, measured by a client that
 // stays out of the way: one shared HTTP/1.1 transport sized to the
 // concurrency, a zero-allocation SSE path, and monotonic timestamps taken
 // when each socket read returns, before any parsing.

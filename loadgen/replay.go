@@ -13,7 +13,7 @@ import (
 )
 
 // AgentX replay, the way aiperf's inferencex-agentx-mvp scenario replays the
-// corpus (research/benchmarks.md §2, research/inferencex.md §8):
+// corpus:
 //
 //   - Concurrency lanes each hold one live session ("play" of a trace); a
 //     lane whose play ends recycles to the next trace of a seeded shuffle,

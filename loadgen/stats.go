@@ -6,14 +6,36 @@ import (
 	"sort"
 )
 
+// Method is how a percentile picks its value between the ranks of the data.
+type Method int
+
+const (
+	// Linear interpolates between the closest ranks, numpy's default (rank
+	// = (n-1)*p/100): the figures InferenceX publishes.
+	Linear Method = iota
+	// NearestRank is the smallest value with at least p% of the values at
+	// or below it (rank ceil(n*p/100), 1-based): always a measured value,
+	// as the ledger's queue waits and bring-up budgets want.
+	NearestRank
+)
+
 // Percentile returns the p-th percentile (0..100) of sorted values with
-// linear interpolation between closest ranks, i.e. numpy's default
-// (rank = (n-1)*p/100). It returns 0 for no values, as the Python tools do
-// with their `or 0` fallback.
-func Percentile(sorted []float64, p float64) float64 {
+// linear interpolation between closest ranks (PercentileBy, Linear). It
+// returns 0 for no values, as the Python tools do with their `or 0`
+// fallback.
+func Percentile(sorted []float64, p float64) float64 { return PercentileBy(sorted, p, Linear) }
+
+// PercentileBy returns the p-th percentile (0..100) of sorted values by
+// method m; 0 for no values. Linear on integers (durations, counts)
+// truncates toward zero.
+func PercentileBy[T ~float64 | ~int | ~int64](sorted []T, p float64, m Method) T {
 	n := len(sorted)
 	if n == 0 {
 		return 0
+	}
+	if m == NearestRank {
+		k := int(math.Ceil(float64(n)*p/100)) - 1
+		return sorted[max(0, min(k, n-1))]
 	}
 	pos := float64(n-1) * p / 100
 	lo := int(math.Floor(pos))
@@ -24,7 +46,14 @@ func Percentile(sorted []float64, p float64) float64 {
 	if hi >= n {
 		hi = n - 1
 	}
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+	return T(float64(sorted[lo]) + float64(sorted[hi]-sorted[lo])*(pos-float64(lo)))
+}
+
+// PercentileOf is PercentileBy of unsorted values (xs stays as it is).
+func PercentileOf[T ~float64 | ~int | ~int64](xs []T, p float64, m Method) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return PercentileBy(s, p, m)
 }
 
 // Summary holds the statistics InferenceX publishes for one metric.

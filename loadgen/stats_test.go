@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,4 +82,44 @@ func TestSummarizeWeightedEqualsExpanded(t *testing.T) {
 			require.InDelta(t, pair[0], pair[1], 1e-9, "trial %d: %v", trial, flat)
 		}
 	}
+}
+
+// TestPercentileOf: unsorted input of any numeric type, by both methods.
+// The nearest-rank figures are the ledger's (accounting's queue and
+// bring-up percentiles, plan/budgetcheck's bring-up p90), the linear ones
+// `starter bench orchestration`'s.
+func TestPercentileOf(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	assert.Equal(t, time.Duration(5), PercentileOf(ds, 50, NearestRank))
+	assert.Equal(t, time.Duration(9), PercentileOf(ds, 90, NearestRank))
+	assert.Equal(t, time.Duration(0), PercentileOf([]time.Duration(nil), 90, NearestRank))
+	assert.Equal(t, []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, ds, "the input keeps its order")
+	min := func(ms ...int) []time.Duration {
+		var out []time.Duration
+		for _, m := range ms {
+			out = append(out, time.Duration(m)*time.Minute)
+		}
+		return out
+	}
+	assert.Equal(t, 7*time.Minute, PercentileOf(min(7), 90, NearestRank))
+	// 10 runs: the 9th smallest.
+	assert.Equal(t, 19*time.Minute, PercentileOf(min(20, 11, 12, 13, 14, 15, 16, 17, 18, 19), 90, NearestRank))
+	// 5 runs: rank ceil(4.5) = 5, the largest.
+	assert.Equal(t, 30*time.Minute, PercentileOf(min(10, 30, 12, 11, 13), 90, NearestRank))
+
+	for _, tt := range []struct {
+		xs   []float64
+		p    float64
+		want float64
+	}{
+		{nil, 50, 0},
+		{[]float64{7}, 99, 7},
+		{[]float64{3, 1, 2}, 50, 2},
+		{[]float64{1, 2, 3, 4}, 50, 2.5},
+		{[]float64{1, 2, 3, 4}, 100, 4},
+		{[]float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 90, 9.1},
+	} {
+		assert.InDelta(t, tt.want, PercentileOf(tt.xs, tt.p, Linear), 1e-9, "%v p%v", tt.xs, tt.p)
+	}
+	assert.Equal(t, 2, PercentileOf([]int{4, 1, 2, 3}, 50, Linear), "2.5 truncated")
 }

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -18,14 +17,14 @@ import (
 // stageOf maps an activity type to the stage it runs; bookkeeping
 // activities (ledger records, reuse lookups) are not stages.
 var stageOf = map[string]string{
-	"Allocate":        activities.StageAllocate,
-	"StageCheckpoint": activities.StageCheckpoint,
-	"BringUp":         activities.StageBringUp,
-	"Warmup":          activities.StageWarmup,
-	"Perf":            activities.StagePerf,
-	"Eval":            activities.StageEval,
-	"Upload":          activities.StageUpload,
-	"Teardown":        activities.StageTeardown,
+	"Allocate":        point.StageAllocate,
+	"StageCheckpoint": point.StageCheckpoint,
+	"BringUp":         point.StageBringUp,
+	"Warmup":          point.StageWarmup,
+	"Perf":            point.StagePerf,
+	"Eval":            point.StageEval,
+	"Upload":          point.StageUpload,
+	"Teardown":        point.StageTeardown,
 }
 
 // recordPoint is the activity whose input carries a point's final status.
@@ -47,6 +46,10 @@ func (i *Interceptor) InterceptActivity(ctx context.Context, next interceptor.Ac
 	return &activityInbound{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}}
 }
 
+// finalStatus is the RecordPoint activity's argument (activities.PointRecord),
+// known by its method so that metrics sits below the activities.
+type finalStatus interface{ FinalStatus() string }
+
 type activityInbound struct {
 	interceptor.ActivityInboundInterceptorBase
 }
@@ -60,8 +63,8 @@ func (a *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.E
 		h.WithTags(map[string]string{"stage": stage, "outcome": outcome(ctx, err)}).Timer(StageDuration).Record(time.Since(start))
 	}
 	if typ == recordPoint && err == nil && len(in.Args) == 1 {
-		if rec, ok := in.Args[0].(activities.PointRecord); ok && rec.Status != "" {
-			h.WithTags(map[string]string{"status": rec.Status}).Counter(PointsFinished).Inc(1)
+		if rec, ok := in.Args[0].(finalStatus); ok && rec.FinalStatus() != "" {
+			h.WithTags(map[string]string{"status": rec.FinalStatus()}).Counter(PointsFinished).Inc(1)
 		}
 	}
 	return res, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
@@ -83,7 +84,7 @@ func classify(err error) error {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, results.ErrConflict):
-		return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrResultConflict, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(failure.ErrResultConflict), err)
 	}
-	return temporal.NewApplicationErrorWithCause(err.Error(), "Transient", err)
+	return temporal.NewApplicationErrorWithCause(err.Error(), string(failure.ErrTransient), err)
 }

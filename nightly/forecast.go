@@ -8,8 +8,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/forecast/runner"
 	"github.com/sweepflow/sweepflow/workflows"
 )
 
@@ -38,7 +39,7 @@ func (a *Activities) ForecastNight(ctx context.Context, req ForecastRequest) (fo
 	if a.Store != nil {
 		var deps []string
 		for _, p := range req.Sweep.Points {
-			if k := workflows.DeploymentKey(p); !slices.Contains(deps, k) {
+			if k := p.DeploymentKey(); !slices.Contains(deps, k) {
 				deps = append(deps, k)
 			}
 		}
@@ -48,11 +49,11 @@ func (a *Activities) ForecastNight(ctx context.Context, req ForecastRequest) (fo
 		}
 		in.Measured = m
 	}
-	c, err := forecast.Run(req.Sweep, in)
+	c, err := runner.Run(req.Sweep, in)
 	if err != nil {
 		// The inputs cannot give a forecast (no bring-up time): a retry
 		// would not either.
-		return forecast.Brief{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadConfig, err)
+		return forecast.Brief{}, temporal.NewNonRetryableApplicationError(err.Error(), string(failure.ErrBadConfig), err)
 	}
 	b := c.Brief()
 	a.log(ctx).Info("nightly forecast", zap.String("nightly", req.NightlyID), zap.Int("points", b.Points),

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sweepflow/sweepflow/artifacts"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -228,4 +229,45 @@ func TestCompareWithBaselineSkipsZeroPerGPUNight(t *testing.T) {
 	assert.Equal(t, "n1", rep.BaselineSweeps["c1"])
 	require.Len(t, rep.Findings, 1)
 	assert.Equal(t, regress.KindOutputTput, rep.Findings[0].Kind)
+}
+
+// TestCompareWithBaselineJoulesRise: the nightly sees a night whose GPUs
+// spent 20 % more energy per output token at the same speed (the power
+// figures the ledger stores with perf, migration 00005) as a regression of
+// its own kind; a night whose power was invalid is not compared on energy
+// and keeps its perf comparison.
+func TestCompareWithBaselineJoulesRise(t *testing.T) {
+	ctx := context.Background()
+	a := newLedgerActs(t)
+	night := func(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
+	put := func(sweep string, power *energy.Figures) {
+		sum := regress.Perf{OutputTputPerGPU: 1000, TTFTp90Ms: 200, Interactivity: 50, Simulated: true, Power: power}
+		js, err := json.Marshal(sum)
+		require.NoError(t, err)
+		require.NoError(t, a.Store.PutPerf(ctx, results.PerfResult{SweepID: sweep, PointID: "c64", Identity: "id-" + sweep, Conc: 64, PerfSummary: sum, JSON: js}))
+	}
+	compare := func(sweep string, d int) RegressionReport {
+		rep, err := a.CompareWithBaseline(ctx, RegressionRequest{NightlyID: "nightly-" + sweep, SweepID: sweep, Night: night(d), Thresholds: regress.DefaultThresholds(),
+			Points: []RegressionPoint{{PointID: "c64", ConfigKey: "k", BaselineKey: "key-c64", Status: "completed"}}})
+		require.NoError(t, err)
+		return rep
+	}
+	valid := func(j float64) *energy.Figures {
+		return &energy.Figures{Source: energy.SourceSimulated, Simulated: true, Valid: true, JoulesPerOutputToken: j}
+	}
+	put("n1", valid(1.5))
+	compare("n1", 1)
+	put("n2", valid(1.8))
+	rep := compare("n2", 2)
+	require.Len(t, rep.Findings, 1)
+	f := rep.Findings[0]
+	assert.Equal(t, regress.KindJoules, f.Kind)
+	assert.Equal(t, "n1", f.BaselineSweep)
+	assert.InDelta(t, 20, f.ChangePct, 1e-9)
+	assert.Equal(t, []string{"c64"}, rep.RegressedPoints)
+
+	put("n3", &energy.Figures{Source: energy.SourceSimulated, Simulated: true, Reasons: []string{energy.ReasonGap}})
+	rep = compare("n3", 3)
+	assert.Equal(t, 1, rep.Compared, "perf still compared")
+	assert.Empty(t, rep.Findings, "no energy figure to compare")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan"
 )
 
@@ -74,7 +75,7 @@ func PlanSource(ctx context.Context, src Source, scratch string) (*SourcePlan, e
 		}
 	}
 	fail := func(err error) (*SourcePlan, error) {
-		res.Failures = append(res.Failures, oneLine(err))
+		res.Failures = append(res.Failures, errtext.FirstLine(err))
 		return res, nil
 	}
 	sw, err := config.LoadSweep(sweepFile)
@@ -115,14 +116,6 @@ func PlanSource(ctx context.Context, src Source, scratch string) (*SourcePlan, e
 	}
 	res.Plan = p
 	return res, nil
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {

@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/forecast"
 	"github.com/sweepflow/sweepflow/nightly/regress"
 )
@@ -86,7 +87,7 @@ func (a *Activities) PostWebhook(ctx context.Context, req WebhookRequest) error 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: %v", where, err), "Transient")
+		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: %v", where, err), string(failure.ErrTransient))
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -96,7 +97,7 @@ func (a *Activities) PostWebhook(ctx context.Context, req WebhookRequest) error 
 	case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), ErrWebhookRejected, nil)
 	default:
-		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), "Transient")
+		return temporal.NewApplicationError(fmt.Sprintf("webhook %s: HTTP %d: %s", where, c, bytes.TrimSpace(snippet)), string(failure.ErrTransient))
 	}
 }
 

@@ -67,6 +67,10 @@ type Measurement struct {
 	// PrefixCache says how the server's prefix cache is treated before the
 	// measurement: "flush" (emptied where the engine offers it).
 	PrefixCache string `json:"prefix_cache,omitempty"`
+	// PowerSource is where the perf window's power samples come from
+	// (energy.SourceDCGM, SourceNVML, SourceSimulated; "" none): figures
+	// of different sources are never compared.
+	PowerSource string `json:"power_source,omitempty"`
 	// Containers is the cluster profile's container remapping (recipe
 	// container name -> the image srun runs): the same recipe on another
 	// image measures another engine build.
@@ -104,7 +108,7 @@ func ForStage(stage string, p Profile, m Measurement) Measured {
 		p.GoldenAL, p.DurationSec, p.ISL, p.OSL = 0, 0, 0, 0
 		m.PerfDurationMs, m.Warmup, m.Workload, m.SessionsPerConc, m.TurnsPerSession, m.Seed = 0, "", "", 0, 0, 0
 		m.PerfClient, m.LoadgenVersion, m.RandomRangeRatio, m.WarmupISL, m.WarmupOSL = "", "", 0, 0, 0
-		m.PointSeed, m.TraceSeed, m.PrefixCache = 0, 0, ""
+		m.PointSeed, m.TraceSeed, m.PrefixCache, m.PowerSource = 0, 0, "", ""
 		p.Eval = true
 	}
 	return Measured{Stage: stage, Profile: p, Measurement: m}

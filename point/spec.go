@@ -108,3 +108,25 @@ const (
 	// window on, as a dropped connection would.
 	ChaosStreamCut = "stream-cut"
 )
+
+// Deployment is the point's deployment hash: its own field, or for a spec
+// recorded before it carried the hash, the one inside its identity ("" when
+// it has none).
+func (p Spec) Deployment() string {
+	if p.DeploymentHash != "" {
+		return p.DeploymentHash
+	}
+	if id, err := Parse(p.Identity); err == nil {
+		return id.DeploymentHash
+	}
+	return ""
+}
+
+// DeploymentKey is the deployment a point belongs to: its deployment hash,
+// or its own ID when it has none (then it is alone).
+func (p Spec) DeploymentKey() string {
+	if d := p.Deployment(); d != "" {
+		return d
+	}
+	return "point:" + p.PointID
+}

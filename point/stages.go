@@ -1,6 +1,10 @@
 package point
 
-import "time"
+import (
+	"time"
+
+	"github.com/sweepflow/sweepflow/failure"
+)
 
 // Stage names. They are the values of the Stage search attribute, the keys of
 // the results ledger and the words operators type (`--force perf`).
@@ -83,12 +87,6 @@ func ReusableStages() []string { return names(func(s Stage) bool { return s.Reus
 // decisions.
 func OperatorStages() []string { return names(func(s Stage) bool { return s.Operator }) }
 
-// IsReusable reports whether a stage's output may be reused across runs.
-func IsReusable(name string) bool {
-	s, ok := Lookup(name)
-	return ok && s.Reusable
-}
-
 func names(keep func(Stage) bool) []string {
 	var out []string
 	for _, s := range chain {
@@ -97,4 +95,51 @@ func names(keep func(Stage) bool) []string {
 		}
 	}
 	return out
+}
+
+// Outcome is how a stage run of a point came out, as status, the ledger and
+// the report show it.
+type Outcome string
+
+// Stage run outcomes.
+const (
+	OutcomeRunning   Outcome = "running"
+	OutcomeOK        Outcome = "ok"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeSkipped   Outcome = "skipped"
+	OutcomeAborted   Outcome = "aborted"
+	OutcomeCancelled Outcome = "cancelled"
+	// OutcomeReused: the output came from an earlier sweep (StageRun's
+	// ReusedFrom says which).
+	OutcomeReused Outcome = "reused"
+	// OutcomeShared: the deployment's bring-up ran once for every point of
+	// the deployment; it is booked where it ran.
+	OutcomeShared Outcome = "shared"
+	// OutcomeAllocationLost: the nodes went away during the stage.
+	OutcomeAllocationLost Outcome = "allocation lost"
+	// OutcomeReleased: the nodes were released while the stage waited for
+	// an operator.
+	OutcomeReleased Outcome = "released"
+)
+
+// StageRun records one stage of a point as operators see it: the point
+// workflow's state and the ledger record carry it.
+type StageRun struct {
+	Stage   string    `json:"stage"`
+	Outcome Outcome   `json:"outcome"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitempty"`
+	// Rounds counts operator retries: round 1 is the first retry budget.
+	Rounds int `json:"rounds"`
+	// AutoRetries counts the retry budgets the point started by itself
+	// after a heartbeat timeout.
+	AutoRetries int    `json:"auto_retries,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// Failures lists the stage's failed attempts as the workflow saw them
+	// (the last attempt of each retry budget), with class and evidence.
+	Failures []failure.Attempt `json:"failures,omitempty"`
+	// ReusedFrom and ReusedRun name the sweep and run a reused output was
+	// measured in.
+	ReusedFrom string `json:"reused_from,omitempty"`
+	ReusedRun  string `json:"reused_run,omitempty"`
 }

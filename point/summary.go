@@ -1,5 +1,7 @@
 package point
 
+import "github.com/sweepflow/sweepflow/energy"
+
 // PerfSummary is the one summary of a perf result: the headline figures
 // InferenceX reports, plus where the full aggregate and per-request records
 // are. The perf activity produces it, the ledger stores it, and regress,
@@ -23,6 +25,10 @@ type PerfSummary struct {
 	// TTFTp99Ms is measured by sweepflow's load generator; InferenceX's
 	// agentic result file has no p99 (0: not measured).
 	TTFTp99Ms float64 `json:"ttft_p99_ms,omitempty"`
+	// Power is the GPUs' energy over the perf window with the power gate's
+	// verdict (nil: no power source). A power-invalid result keeps every
+	// perf figure above.
+	Power *energy.Figures `json:"power,omitempty"`
 }
 
 // EvalSummary is a point's GSM8K verdict.

@@ -114,9 +114,6 @@ type InvalidResult struct {
 
 func (e *InvalidResult) Error() string { return "invalid perf result: " + e.Reason }
 
-// InvalidResultType is the application error type an invalid result fails with.
-const InvalidResultType = "InvalidResult"
-
 // Explain is err's message, and for an InvalidResult its reason with the
 // evidence in one line: what `starter bench` prints and the operator gate
 // shows.

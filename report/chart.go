@@ -59,6 +59,11 @@ type ChartOptions struct {
 	// this ratio (0: 100). Latency from c1 to c1000 spans tens of times and
 	// crowds the low concurrencies on a linear axis.
 	XLogAbove float64
+	// YLabel and YUnit name the y axis (default output throughput per
+	// GPU); YLowerBetter turns the frontier around for a cost (joules per
+	// token).
+	YLabel, YUnit string
+	YLowerBetter  bool
 	// FrontierAll draws the frontier across every config key of a run.
 	FrontierAll bool
 	Bands       []Band
@@ -170,6 +175,9 @@ func Chart(series []Series, o ChartOptions) string {
 	if o.XLabel == "" {
 		o.XLabel, o.XUnit = "Interactivity (tok/s/user)", "tok/s/user"
 	}
+	if o.YLabel == "" {
+		o.YLabel, o.YUnit = "Output throughput per GPU (tok/s/GPU)", "tok/s/GPU"
+	}
 	const left, right, top, bottom = 90.0, 30.0, 56.0, 70.0
 	type frontierAll struct {
 		baseline bool
@@ -187,7 +195,7 @@ func Chart(series []Series, o ChartOptions) string {
 				}
 			}
 			if n > 1 { // with one key its own curve is the frontier
-				f, _ := Frontier(pts, o.XLowerBetter)
+				f, _ := o.frontier(pts)
 				alls = append(alls, frontierAll{base, f})
 			}
 		}
@@ -210,7 +218,7 @@ func Chart(series []Series, o ChartOptions) string {
 		xs = append(xs, b.From, b.To)
 	}
 	ax := newAxis(xs, left, float64(o.Width)-right, o.XLabel, o.XLogAbove)
-	ay := newAxis(ys, plotBottom, top, "Output throughput per GPU (tok/s/GPU)", 0)
+	ay := newAxis(ys, plotBottom, top, o.YLabel, 0)
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg id="%s" xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" role="img" aria-label="%s">`,
@@ -303,7 +311,7 @@ func Chart(series []Series, o ChartOptions) string {
 	ordered := append([]Series(nil), series...)
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].Baseline && !ordered[j].Baseline })
 	for _, s := range ordered {
-		front, dominated := Frontier(s.Points, o.XLowerBetter)
+		front, dominated := o.frontier(s.Points)
 		color := colors[s.Label]
 		kind, dash, width, opacity := "current", "", 2.5, 1.0
 		if s.Baseline {
@@ -328,7 +336,7 @@ func Chart(series []Series, o ChartOptions) string {
 			}
 			fmt.Fprintf(&b, `<circle class="pt %s %s%s" cx="%.1f" cy="%.1f" r="%.1f" fill="%s" fill-opacity="%.2f" stroke="%s" stroke-width="2"><title>%s</title></circle>`,
 				kind, role, cls, ax.px(p.X), ay.px(p.Y), r, fill, fillOp, color,
-				html.EscapeString(fmt.Sprintf("%s conc %d: %.3g %s, %.1f tok/s/GPU (%s%s)", s.Label, p.Conc, p.X, o.XUnit, p.Y, role, tip)))
+				html.EscapeString(fmt.Sprintf("%s conc %d: %.3g %s, %s %s (%s%s)", s.Label, p.Conc, p.X, o.XUnit, o.yText(p.Y), o.YUnit, role, tip)))
 			lx, ly := labels.place(ax.px(p.X), ay.px(p.Y), label)
 			fmt.Fprintf(&b, `<text class="conc-label" x="%.1f" y="%.1f" font-size="11" fill="%s">%s</text>`, lx, ly, color, label)
 		}
@@ -377,6 +385,35 @@ func Chart(series []Series, o ChartOptions) string {
 }
 
 // coords lists points as SVG polyline coordinates.
+// yText is a y value in a tooltip: throughput to 0.1 tok/s/GPU, a cost
+// (joules per token) to 4 significant digits.
+func (o ChartOptions) yText(v float64) string {
+	if o.YLowerBetter {
+		return fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// frontier is Frontier with the chart's sense of better: a cost on y
+// (YLowerBetter) is ranked by its inverse, which is better higher.
+func (o ChartOptions) frontier(pts []XY) (front, dominated []XY) {
+	if !o.YLowerBetter {
+		return Frontier(pts, o.XLowerBetter)
+	}
+	inv := func(ps []XY) []XY {
+		out := make([]XY, len(ps))
+		for i, p := range ps {
+			if p.Y > 0 {
+				p.Y = 1 / p.Y
+			}
+			out[i] = p
+		}
+		return out
+	}
+	f, d := Frontier(inv(pts), o.XLowerBetter)
+	return inv(f), inv(d)
+}
+
 func coords(pts []XY, ax, ay axis) string {
 	var c []string
 	for _, p := range pts {

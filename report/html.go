@@ -65,12 +65,15 @@ type gapView struct {
 }
 
 type page struct {
-	Title       string
-	SweepID     string
-	Simulated   bool
-	Summary     []summaryRow
-	Chart       template.HTML
-	E2ELChart   template.HTML // empty when no point recorded a median E2EL
+	Title     string
+	SweepID   string
+	Simulated bool
+	Summary   []summaryRow
+	Chart     template.HTML
+	E2ELChart template.HTML // empty when no point recorded a median E2EL
+	// EnergyChart is joules per output token vs interactivity, the second
+	// frontier; empty when no point has valid power figures.
+	EnergyChart template.HTML
 	Gaps        []gapView
 	Factor      string
 	HasBaseline bool
@@ -223,6 +226,10 @@ func build(in *Input) page {
 		p.E2ELChart = template.HTML(Chart(in.E2ELSeries(), ChartOptions{ID: "e2el", Title: "Output throughput per GPU vs median E2EL", Simulated: sim,
 			XLabel: "Median end-to-end latency (s)", XUnit: "s", XLowerBetter: true, XLogAbove: 10, FrontierAll: true, Bands: gapBands(cov, curvegaps.MetricE2EL)}))
 	}
+	if es := in.EnergySeries(); len(es) > 0 {
+		p.EnergyChart = template.HTML(Chart(es, ChartOptions{ID: "energy", Title: "Energy per output token vs interactivity", Simulated: sim,
+			YLabel: "GPU energy per output token (J/token)", YUnit: "J/token", YLowerBetter: true, FrontierAll: true}))
+	}
 	if in.Baseline != nil {
 		p.HasBaseline, p.BaselineID = true, in.Baseline.Sweep.ID
 		p.Thresholds, p.EvalDropPts = in.Thresholds, in.EvalDropPts
@@ -232,7 +239,7 @@ func build(in *Input) page {
 		for _, f := range fs {
 			counts[regress.Category(f.Kind)]++
 		}
-		for _, c := range []string{regress.CategorySlower, regress.CategoryLessAccurate, regress.CategoryEvalBelowFloor, regress.CategoryNewlyFailing, regress.CategoryMissing} {
+		for _, c := range []string{regress.CategorySlower, regress.CategoryMoreEnergy, regress.CategoryLessAccurate, regress.CategoryEvalBelowFloor, regress.CategoryNewlyFailing, regress.CategoryMissing} {
 			p.Counts = append(p.Counts, summaryRow{c, fmt.Sprint(counts[c])})
 		}
 		p.Summary = append(p.Summary, summaryRow{"Baseline", in.Baseline.Sweep.ID}, summaryRow{"Regression findings", fmt.Sprint(len(fs))})
@@ -432,7 +439,7 @@ func stageViews(runs []results.StageRun, outs []results.StageOutput, sweepStart 
 	span := end.Sub(start)
 	var v []stageView
 	for _, r := range runs {
-		sv := stageView{Stage: r.Stage, Outcome: orDash(r.Outcome), Start: "-", Duration: "-", Rounds: r.Rounds, Error: r.Error}
+		sv := stageView{Stage: r.Stage, Outcome: orDash(string(r.Outcome)), Start: "-", Duration: "-", Rounds: r.Rounds, Error: r.Error}
 		if !r.StartedAt.IsZero() && !start.IsZero() {
 			sv.Start = "+" + dur(r.StartedAt.Sub(start))
 		}
@@ -733,6 +740,11 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <div class="muted">The same points against median end-to-end latency; here the frontier is more throughput at lower latency. Shaded bands are E2EL coverage gaps, ▲ the concurrencies to add where the interpolation places them.</div>
 {{else}}<div class="muted" id="no-e2el">No point recorded a median E2EL.</div>{{end}}
 
+<h2>Energy per output token vs interactivity</h2>
+{{if .EnergyChart}}<div class="chart">{{.EnergyChart}}</div>
+<div class="muted">The same points, with the GPUs' energy over each perf window divided by its output tokens (InferenceX's joules_per_output_token). The frontier is here less energy per token at more interactivity. Points whose power the power gate refused are not drawn; the points table says why.</div>
+{{else}}<div class="muted" id="no-energy">No point has valid power figures.</div>{{end}}
+
 <h2>Latency coverage</h2>
 <div class="muted">Neighbouring measured concurrencies of one config key whose median E2EL or median interactivity differ by more than x{{.Factor}}, with the concurrencies to add (log(metric) interpolated linearly in log(concurrency), steps within x{{.Factor}}). The same as <code>starter coverage</code>.</div>
 {{if .Gaps}}<table id="coverage-gaps">
@@ -743,7 +755,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 
 {{if .HasBaseline}}
 <h2>Regressions against {{.BaselineID}}</h2>
-<div class="muted">Thresholds: output throughput per GPU down more than {{pct .Thresholds.OutputTputPerGPUDropPct}} %, TTFT p90 up more than {{pct .Thresholds.TTFTp90RisePct}} %, interactivity down more than {{pct .Thresholds.InteractivityDropPct}} %, GSM8K down more than {{pct .EvalDropPts}} points or below its floor, a point that newly fails or is missing.</div>
+<div class="muted">Thresholds: output throughput per GPU down more than {{pct .Thresholds.OutputTputPerGPUDropPct}} %, TTFT p90 up more than {{pct .Thresholds.TTFTp90RisePct}} %, interactivity down more than {{pct .Thresholds.InteractivityDropPct}} %, joules per output token up more than {{pct .Thresholds.JoulesRisePct}} %, GSM8K down more than {{pct .EvalDropPts}} points or below its floor, a point that newly fails or is missing.</div>
 <table id="finding-counts"><tr>{{range .Counts}}<th>{{.Name}}</th>{{end}}</tr><tr>{{range .Counts}}<td class="n">{{.Value}}</td>{{end}}</tr></table>
 <table id="regressions">
 <tr><th>point</th><th>conc</th><th>status</th><th>output tok/s/GPU<br>base → current</th><th>Δ</th><th>TTFT p90 ms<br>base → current</th><th>Δ</th><th>interactivity tok/s/user<br>base → current</th><th>Δ</th><th>GSM8K strict<br>base → current</th><th>Δ</th><th>findings</th></tr>
@@ -774,7 +786,9 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 <tr><th>interactivity (median)</th><td class="n">{{num .Interactivity 1}} tok/s/user</td></tr>
 <tr><th>TTFT p90</th><td class="n">{{num .TTFTp90Ms 1}} ms</td></tr>
 <tr><th>TPOT median</th><td class="n">{{num .TPOTMedianMs 2}} ms</td></tr>
-<tr><th>E2EL median</th><td class="n">{{num .E2ELMedianMs 1}} ms</td></tr>{{end}}
+<tr><th>E2EL median</th><td class="n">{{num .E2ELMedianMs 1}} ms</td></tr>
+{{with .Power}}{{if .Valid}}<tr class="power"><th>GPU energy</th><td class="n">{{num .JoulesPerOutputToken 3}} J/output token, {{num .JoulesPerTotalToken 3}} J/token, mean {{num .AvgPowerW 0}} W/GPU, p90 {{num .P90PowerW 0}} W/GPU ({{.Source}}{{if .Simulated}}, simulated{{end}})</td></tr>
+{{else}}<tr class="power-invalid"><th>GPU energy</th><td><b>power-invalid</b> ({{.Source}}): {{.Reason}}</td></tr>{{end}}{{end}}{{end}}
 {{with .Eval}}<tr><th>GSM8K</th><td>strict {{f4 .EMStrict}}, flexible {{f4 .EMFlexible}}, n={{.NEff}}, floor {{f2 .Floor}}: <b>{{pass .Passed}}</b></td></tr>{{end}}
 {{if .Simulated}}<tr><th>data</th><td><b>simulated</b></td></tr>{{end}}
 </table>

@@ -184,6 +184,11 @@ func xE2EL(p results.PerfResult) float64          { return p.E2ELMedianMs / 1000
 
 // chartSeries turns perf rows into one curve per config key.
 func chartSeries(r *Run, baseline bool, x func(results.PerfResult) float64) []Series {
+	return chartSeriesY(r, baseline, x, func(p results.PerfResult) float64 { return p.OutputTputPerGPU })
+}
+
+// chartSeriesY is chartSeries with y picked by y.
+func chartSeriesY(r *Run, baseline bool, x, y func(results.PerfResult) float64) []Series {
 	by := map[string]*Series{}
 	var keys []string
 	for _, p := range r.Perf {
@@ -194,7 +199,7 @@ func chartSeries(r *Run, baseline bool, x func(results.PerfResult) float64) []Se
 			by[k] = s
 			keys = append(keys, k)
 		}
-		xy := XY{X: x(p), Y: p.OutputTputPerGPU, Conc: p.Conc, Label: k}
+		xy := XY{X: x(p), Y: y(p), Conc: p.Conc, Label: k}
 		if a := r.Added[p.PointID]; a != nil {
 			xy.Added = a.Mode
 		}
@@ -228,6 +233,37 @@ func (in *Input) series(x func(results.PerfResult) float64) []Series {
 		s = append(s, chartSeries(in.Baseline, true, x)...)
 	}
 	return s
+}
+
+// EnergySeries returns the energy chart's curves: joules per output token
+// against interactivity, of the points whose power the gate passed.
+func (in *Input) EnergySeries() []Series {
+	all := chartSeriesY(in.Current, false, xInteractivity, joulesPerOutputToken)
+	if in.Baseline != nil {
+		all = append(all, chartSeriesY(in.Baseline, true, xInteractivity, joulesPerOutputToken)...)
+	}
+	// Points without valid power figures are not on this chart.
+	var out []Series
+	for _, s := range all {
+		pts := s.Points[:0:0]
+		for _, p := range s.Points {
+			if p.Y > 0 {
+				pts = append(pts, p)
+			}
+		}
+		if len(pts) > 0 {
+			s.Points = pts
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func joulesPerOutputToken(p results.PerfResult) float64 {
+	if p.Power == nil || !p.Power.Valid {
+		return 0
+	}
+	return p.Power.JoulesPerOutputToken
 }
 
 // Coverage finds the current run's gaps along median E2EL and interactivity

@@ -414,7 +414,7 @@ func TestReportForecastAgainstActual(t *testing.T) {
 	}{{"allocate", "ok", 10}, {"checkpoint", "ok", 5}, {"bringup", "ok", 25}, {"warmup", "ok", 5}, {"perf", "ok", 60},
 		{"bringup", "ok", 20}, {"eval", "ok", 15}, {"teardown", "ok", 2}, {"upload", "ok", 1}} {
 		d := time.Duration(r.min) * time.Minute
-		runs = append(runs, results.StageRun{Stage: r.stage, Outcome: r.outcome, Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
+		runs = append(runs, results.StageRun{Stage: r.stage, Outcome: point.Outcome(r.outcome), Rounds: 1, StartedAt: at, EndedAt: at.Add(d)})
 		at = at.Add(d)
 	}
 	require.NoError(t, s.PutStageRuns(ctx, "sw", "p", runs))

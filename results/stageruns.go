@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/point"
 )
 
 // StageRun is one stage of one point as the point workflow ran it: when it
@@ -16,7 +17,8 @@ import (
 type StageRun struct {
 	SweepID, PointID string
 	Seq              int // position in the point's stage list, from 0
-	Stage, Outcome   string
+	Stage            string
+	Outcome          point.Outcome
 	Rounds           int
 	Error            string
 	StartedAt        time.Time

@@ -23,6 +23,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -564,14 +565,20 @@ func (s *Store) PutPerf(ctx context.Context, r PerfResult) error {
 		return fmt.Errorf("results: perf result of point %s (sweep %s): json is not valid JSON", r.PointID, r.SweepID)
 	}
 	what := "put perf result of point " + r.PointID + " (sweep " + r.SweepID + ")"
+	var pw energy.Figures
+	if r.Power != nil {
+		pw = *r.Power
+	}
 	inserted, err := s.insertOnce(ctx, what, `INSERT INTO perf_results (sweep_id, point_id, identity, profile_hash, config_key, exp_name, conc,
 			output_tput_per_gpu, tput_per_gpu, input_tput_per_gpu, interactivity, ttft_p90_ms, tpot_median_ms, e2el_median_ms,
-			requests, failed, simulated, aggregate_uri, requests_uri, source_sweep, json, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			requests, failed, simulated, aggregate_uri, requests_uri, source_sweep, json, updated_at,
+			power_source, power_valid, power_reasons, total_gpu_energy_j, avg_power_w, joules_per_output_token, joules_per_total_token)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sweep_id, identity) DO NOTHING`,
 		r.SweepID, r.PointID, r.Identity, r.ProfileHash, r.ConfigKey, r.ExpName, r.Conc,
 		r.OutputTputPerGPU, r.TputPerGPU, r.InputTputPerGPU, r.Interactivity, r.TTFTp90Ms, r.TPOTMedianMs, r.E2ELMedianMs,
-		r.Requests, r.Failed, r.Simulated, r.AggregateURI, r.RequestsURI, r.SourceSweep, string(r.JSON), time.Now().UnixNano())
+		r.Requests, r.Failed, r.Simulated, r.AggregateURI, r.RequestsURI, r.SourceSweep, string(r.JSON), time.Now().UnixNano(),
+		pw.Source, pw.Valid, strings.Join(pw.Reasons, ","), pw.TotalGPUEnergyJ, pw.AvgPowerW, pw.JoulesPerOutputToken, pw.JoulesPerTotalToken)
 	if err != nil {
 		return err
 	}
@@ -610,6 +617,14 @@ func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) 
 		}
 		if blob != "" {
 			r.JSON = []byte(blob)
+			// The power figures come back whole from the row's json.
+			var withPower struct {
+				Power *energy.Figures `json:"power"`
+			}
+			if err := json.Unmarshal(r.JSON, &withPower); err != nil {
+				return nil, fmt.Errorf("results: perf of %s, point %s: json: %w", sweepID, r.PointID, err)
+			}
+			r.Power = withPower.Power
 		}
 		out = append(out, r)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/failure"
 
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -602,7 +603,7 @@ func TestStageRunsReplaceAndOrder(t *testing.T) {
 		s, _ := be.open(t)
 		t0 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
 		run := func(stage, outcome string, from, to time.Duration) StageRun {
-			r := StageRun{Stage: stage, Outcome: outcome, Rounds: 1, StartedAt: t0.Add(from)}
+			r := StageRun{Stage: stage, Outcome: point.Outcome(outcome), Rounds: 1, StartedAt: t0.Add(from)}
 			if to > 0 {
 				r.EndedAt = t0.Add(to)
 			}
@@ -738,5 +739,36 @@ func TestStageFailuresOnePerAttempt(t *testing.T) {
 		got, err = s.StageFailures(ctx, "sw")
 		require.NoError(t, err)
 		assert.Empty(t, got)
+	})
+}
+
+// TestPerfStoresPowerFigures: a perf result's power figures (migration
+// 00005) are in the ledger's columns for queries and come back whole.
+func TestPerfStoresPowerFigures(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, _ := be.open(t)
+		pw := &energy.Figures{Source: energy.SourceSimulated, Simulated: true, Valid: true, ExpectedGPUs: 4, ObservedGPUs: 4,
+			TotalGPUEnergyJ: 9000, AvgPowerW: 562.5, JoulesPerOutputToken: 6, JoulesPerTotalToken: 2}
+		p := PerfResult{SweepID: "sw", PointID: "p1", Identity: "dep-c32", Conc: 32,
+			PerfSummary: point.PerfSummary{OutputTputPerGPU: 1000, Simulated: true, Power: pw}}
+		require.NoError(t, s.PutPerf(ctx, p))
+		bad := PerfResult{SweepID: "sw", PointID: "p2", Identity: "dep-c64", Conc: 64,
+			PerfSummary: point.PerfSummary{OutputTputPerGPU: 900, Power: &energy.Figures{Source: energy.SourceDCGM, Reasons: []string{energy.ReasonGap, energy.ReasonDeviceMissing}}}}
+		require.NoError(t, s.PutPerf(ctx, bad))
+		perf, err := s.Perf(ctx, "sw")
+		require.NoError(t, err)
+		require.Len(t, perf, 2)
+		assert.Equal(t, pw, perf[0].Power)
+		assert.Equal(t, 900.0, perf[1].OutputTputPerGPU, "a power-invalid point keeps its perf figures")
+		var src, reasons string
+		var valid bool
+		var jout, energyJ float64
+		require.NoError(t, s.queryRow(ctx, `SELECT power_source, power_valid, power_reasons, joules_per_output_token, total_gpu_energy_j FROM perf_results WHERE identity = ?`, "dep-c32").
+			Scan(&src, &valid, &reasons, &jout, &energyJ))
+		assert.Equal(t, []any{"simulated", true, "", 6.0, 9000.0}, []any{src, valid, reasons, jout, energyJ})
+		require.NoError(t, s.queryRow(ctx, `SELECT power_source, power_valid, power_reasons FROM perf_results WHERE identity = ?`, "dep-c64").
+			Scan(&src, &valid, &reasons))
+		assert.Equal(t, []any{"dcgm-power", false, "sampling_gap_exceeded,expected_device_missing"}, []any{src, valid, reasons})
 	})
 }

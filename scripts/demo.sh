@@ -110,6 +110,7 @@ bin/starter sweep start --sweep configs/sweeps/dsv4-gb200-agentx.yaml --cluster 
 echo
 echo "== results ($id)"
 bin/starter status "$id" || true
+bin/starter report --sweep "$id" --out "$home/report.html" >/dev/null && echo "report (Pareto, E2EL and energy frontiers): $home/report.html"
 echo
 echo "Web UI: http://127.0.0.1:8233/namespaces/default/workflows?query=SweepID%3D%22$id%22"
 exit $status

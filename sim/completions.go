@@ -166,10 +166,6 @@ func (p *pacer) sleepUntil(t time.Time) error {
 	}
 }
 
-func (s *Server) scaled(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * s.factor)
-}
-
 // scaled converts a model duration to wall time on this request's clock.
 func (p *pacer) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * p.factor)
@@ -195,6 +191,8 @@ func (p *pacer) first() error {
 		s.metrics.running.Add(1)
 		p.running = true
 		p.next = p.arrival.Add(p.scaled(s.cfg.FixedTTFT))
+		s.metrics.prefilling.Add(1)
+		defer s.metrics.prefilling.Add(-1)
 		return p.sleepUntil(p.next)
 	}
 	now := time.Now()
@@ -209,7 +207,10 @@ func (p *pacer) first() error {
 	}
 	s.metrics.running.Add(1)
 	p.running = true
-	if err := p.sleepUntil(plan.firstToken); err != nil {
+	s.metrics.prefilling.Add(1)
+	err := p.sleepUntil(plan.firstToken)
+	s.metrics.prefilling.Add(-1)
+	if err != nil {
 		return err
 	}
 	p.ctxTok = p.isl + 1

@@ -43,7 +43,8 @@ func gold(d gsmDoc) string {
 	return strings.ReplaceAll(strings.TrimSpace(g), ",", "")
 }
 
-// lm-eval's filters and exact_match normalisation (research/benchmarks.md §4.2).
+// lm-eval's filters and exact_match normalisation (lm-evaluation-harness's
+// gsm8k task: strict-match and flexible-extract).
 var (
 	strictRe   = regexp.MustCompile(`#### (\-?[0-9\.\,]+)`)
 	flexibleRe = regexp.MustCompile(`(-?[$0-9.,]{2,})|(-?[0-9]+)`)

@@ -176,11 +176,3 @@ func chatBody(prompt string, maxTokens int, stream bool) map[string]any {
 	}
 	return b
 }
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}

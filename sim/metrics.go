@@ -17,6 +17,7 @@ import (
 // atomics; a scrape reads them through client_golang's func collectors.
 type metrics struct {
 	running, queued        atomic.Int64
+	prefilling             atomic.Int64 // running requests before their first token
 	requests, finished     atomic.Int64
 	failed                 atomic.Int64
 	promptTokens, genToks  atomic.Int64

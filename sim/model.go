@@ -199,10 +199,6 @@ func newEngine(m LatencyModel, d Deployment, al, factor float64, seed uint64) *e
 	return e
 }
 
-func (e *engine) wall(modelSeconds float64) time.Duration {
-	return e.wallAt(modelSeconds, e.factor)
-}
-
 // wallAt converts model seconds at a request's own clock factor (the
 // server's, or the compressed one of a warmup request).
 func (e *engine) wallAt(modelSeconds, factor float64) time.Duration {

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"sort"
 	"testing"
 	"time"
 
@@ -183,21 +182,6 @@ func TestTTFTGrowsWithConcurrency(t *testing.T) {
 		// wait behind ~15 others on average (~0.4 s of queueing)
 		return many-one > 250*time.Millisecond, fmt.Sprintf("c=1 %v, c=32 %v", one, many)
 	})
-}
-
-// medianGap is the median gap between decode chunks over all timelines.
-func medianGap(t testing.TB, s *Server, res []streamResult) time.Duration {
-	var gaps []float64
-	for _, r := range res {
-		require.NoError(t, r.readErr)
-		tl, ok := s.Timeline(r.events[0].json["id"].(string))
-		require.True(t, ok)
-		for i := 2; i < len(tl.ChunkNs); i++ {
-			gaps = append(gaps, float64(tl.ChunkNs[i]-tl.ChunkNs[i-1]))
-		}
-	}
-	sort.Float64s(gaps)
-	return time.Duration(gaps[len(gaps)/2])
 }
 
 func TestDecodeStepGrowsWithBatch(t *testing.T) {

@@ -288,6 +288,14 @@ func (s *Server) Config() Config { return s.cfg }
 // Dead is closed when the DieAfter fault fires.
 func (s *Server) Dead() <-chan struct{} { return s.dead }
 
+// Load is how many requests the engine is serving now: in prefill (before
+// their first token) and decoding. The simulated DCGM exporter's power
+// model follows it.
+func (s *Server) Load() (prefilling, decoding int64) {
+	p := s.metrics.prefilling.Load()
+	return p, max(s.metrics.running.Load()-p, 0)
+}
+
 func (s *Server) die() {
 	s.dieOnce.Do(func() {
 		s.log.Warn("simulated engine crashing (fault injection)", zap.Int("die_after", s.cfg.Faults.DieAfter))

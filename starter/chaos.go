@@ -15,6 +15,7 @@ import (
 	"github.com/sweepflow/sweepflow/chaos"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/workflows"
 )
@@ -92,7 +93,7 @@ func (c *chaosFlags) prepare(in *workflows.SweepInput, cl *config.Cluster, deriv
 	r.faults, err = control.ApplyChaos(in, cl, control.Chaos{Seed: seed, Faults: c.faults, Kinds: kinds,
 		Worker: r.worker != nil, Server: r.server != nil}, derivedID)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, msg: oneLine(err)}
+		return nil, &exitError{code: exitUsage, msg: errtext.FirstLine(err)}
 	}
 	return r, nil
 }

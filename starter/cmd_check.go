@@ -16,6 +16,7 @@ import (
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/control"
 	"github.com/sweepflow/sweepflow/inferencex/checklist"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan/budgetcheck"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -185,7 +186,7 @@ func runCheck(out io.Writer, f *checkFlags, fs *flag.FlagSet) error {
 	if err != nil {
 		// The reviewer rules stand on their own: a sweep that does not
 		// plan here leaves the budgets unjudged, with why.
-		rep.Notes = append(rep.Notes, "health_check budgets not judged against the ledger: "+oneLineErr(err))
+		rep.Notes = append(rep.Notes, "health_check budgets not judged against the ledger: "+errtext.Folded(err))
 	}
 	if f.jsonOut {
 		enc := json.NewEncoder(out)
@@ -235,8 +236,6 @@ func healthBudgets(f *checkFlags) ([]budgetcheck.Warning, error) {
 	defer store.Close()
 	return control.HealthBudgets(ctx, store, f.sweep, f.cluster)
 }
-
-func oneLineErr(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 // With a changelog, the keys its chosen entries select are checked, and

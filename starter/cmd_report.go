@@ -35,6 +35,7 @@ func newReportCmd() *cobra.Command {
 	fs.Float64Var(&th.OutputTputPerGPUDropPct, "max-tput-drop", th.OutputTputPerGPUDropPct, "regression: output throughput per GPU down more than this many percent")
 	fs.Float64Var(&th.TTFTp90RisePct, "max-ttft-rise", th.TTFTp90RisePct, "regression: TTFT p90 up more than this many percent")
 	fs.Float64Var(&th.InteractivityDropPct, "max-interactivity-drop", th.InteractivityDropPct, "regression: interactivity down more than this many percent")
+	fs.Float64Var(th.JoulesPerOutputTokenRisePct, "max-joules-rise", th.JoulesRisePct(), "regression: GPU energy per output token up more than this many percent")
 	evalDrop := fs.Float64("max-eval-drop", regress.DefaultEvalDropPts, "regression: GSM8K strict score down more than this many percentage points")
 	covFactor := fs.Float64("coverage-factor", curvegaps.DefaultFactor, "coverage: show a gap where neighbouring concurrencies' median E2EL or interactivity differ by more than this factor (as starter coverage --factor)")
 	c.RunE = func(*cobra.Command, []string) error {

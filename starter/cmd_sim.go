@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register("sim serve", func() *cobra.Command {
-		return newSimServeCmd(os.Getenv, func(c *cobra.Command, cfg sim.Config, opts sim.ServeFlags) error {
+		return newSimServeCmd(os.Getenv, func(c *cobra.Command, cfg sim.Config, opts simServeFlags) error {
 			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serveSim(ctx, cfg, opts, c.OutOrStdout(), c.ErrOrStderr())
@@ -90,13 +90,13 @@ Everything it serves is simulated.`,
 // simServe runs `starter sim serve args` in-process: it parses the flags,
 // starts the engine and serves until ctx ends.
 func simServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	return execute(ctx, newSimServeCmd(getenv, func(c *cobra.Command, cfg sim.Config, opts sim.ServeFlags) error {
+	return execute(ctx, newSimServeCmd(getenv, func(c *cobra.Command, cfg sim.Config, opts simServeFlags) error {
 		return serveSim(c.Context(), cfg, opts, c.OutOrStdout(), c.ErrOrStderr())
 	}), args, stdout, stderr)
 }
 
 // serveSim starts the engine and serves until ctx ends.
-func serveSim(ctx context.Context, cfg sim.Config, opts sim.ServeFlags, stdout, stderr io.Writer) error {
+func serveSim(ctx context.Context, cfg sim.Config, opts simServeFlags, stdout, stderr io.Writer) error {
 	logger, err := simLogger(stderr, opts.LogLevel, opts.LogJSON)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
@@ -142,10 +142,10 @@ func simLogger(w io.Writer, level string, jsonFormat bool) (*zap.Logger, error) 
 
 // simConfigFromFlags turns `starter sim serve` flags into a sim.Config
 // without serving.
-func simConfigFromFlags(args []string, stderr io.Writer, getenv func(string) string) (sim.Config, sim.ServeFlags, error) {
+func simConfigFromFlags(args []string, stderr io.Writer, getenv func(string) string) (sim.Config, simServeFlags, error) {
 	var cfg sim.Config
-	var opts sim.ServeFlags
-	err := execute(nil, newSimServeCmd(getenv, func(_ *cobra.Command, c sim.Config, o sim.ServeFlags) error {
+	var opts simServeFlags
+	err := execute(nil, newSimServeCmd(getenv, func(_ *cobra.Command, c sim.Config, o simServeFlags) error {
 		cfg, opts = c, o
 		return nil
 	}), args, io.Discard, stderr)
@@ -153,17 +153,17 @@ func simConfigFromFlags(args []string, stderr io.Writer, getenv func(string) str
 }
 
 // newSimServeCmd builds `starter sim serve`: it turns the flags into a
-// sim.Config (sim.ServeFlags) and hands it to serve.
-func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg sim.Config, opts sim.ServeFlags) error) *cobra.Command {
-	var f sim.ServeFlags
+// sim.Config (simServeFlags) and hands it to serve.
+func newSimServeCmd(getenv func(string) string, serve func(c *cobra.Command, cfg sim.Config, opts simServeFlags) error) *cobra.Command {
+	var f simServeFlags
 	c := &cobra.Command{Use: "serve", Short: "run the simulated OpenAI-compatible engine (latency model of a deployment, GSM8K answers, faults)", Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, err := f.Config(getenv, c.ErrOrStderr())
+			cfg, err := f.config(getenv, c.ErrOrStderr())
 			if err != nil {
 				return usageError("%v", err)
 			}
 			return serve(c, cfg, f)
 		}}
-	f.RegisterFlags(c.Flags())
+	f.bind(c.Flags())
 	return c
 }

@@ -63,6 +63,11 @@ How each minute is booked: docs/results.md.`,
 			return err
 		}
 		sum := accounting.Summarize(accounting.Book(ps, time.Now()), sweeps)
+		en, err := accounting.LoadEnergy(ctx, store, sweeps, f.ConfigKey)
+		if err != nil {
+			return err
+		}
+		sum.Energy = &en
 		if *asJSON {
 			return sum.WriteJSON(cmd.OutOrStdout())
 		}

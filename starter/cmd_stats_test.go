@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sweepflow/sweepflow/accounting"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/results"
 )
 
@@ -89,4 +92,41 @@ func TestStatsJSON(t *testing.T) {
 	assert.Contains(t, out.String(), `"total_node_minutes": 0`)
 	requireExit(t, runStats([]string{"--results", dsn, "--sweep", "nope"}, &out), 1, `"nope" has no rows`)
 	requireExit(t, runStats([]string{"--results", dsn, "--since", "last week"}, &out), 2, `--since "last week"`)
+}
+
+// TestStatsShowsEnergy: starter stats prints the GPU energy of the perf
+// windows beside the node-hours, per power source, simulated apart, with the
+// power-invalid points counted.
+func TestStatsShowsEnergy(t *testing.T) {
+	t.Parallel()
+	dsn := statsLedger(t)
+	ctx := context.Background()
+	s, err := results.Open(ctx, dsn)
+	require.NoError(t, err)
+	put := func(pid string, pw *energy.Figures) {
+		sum := point.PerfSummary{OutputTputPerGPU: 100, Simulated: pw.Simulated, Power: pw}
+		js, err := json.Marshal(sum)
+		require.NoError(t, err)
+		require.NoError(t, s.PutPerf(ctx, results.PerfResult{SweepID: "st", PointID: pid, Identity: "id-" + pid, ConfigKey: "ck", PerfSummary: sum, JSON: js}))
+	}
+	// 3.6 MJ = 1 kWh over 1.2 M output tokens (3 J/token), and 7.2 MJ over
+	// 1.8 M (4 J/token): 3 kWh, 10.8 MJ / 3 M tokens = 3.6 J/token.
+	put("p2", &energy.Figures{Source: energy.SourceSimulated, Simulated: true, Valid: true, TotalGPUEnergyJ: 3.6e6, JoulesPerOutputToken: 3})
+	put("p3", &energy.Figures{Source: energy.SourceSimulated, Simulated: true, Valid: true, TotalGPUEnergyJ: 7.2e6, JoulesPerOutputToken: 4})
+	put("p4", &energy.Figures{Source: energy.SourceDCGM, Reasons: []string{energy.ReasonDeviceMissing}})
+	s.Close()
+	var out bytes.Buffer
+	require.NoError(t, runStats([]string{"--results", dsn, "--sweep", "st"}, &out))
+	assert.Contains(t, out.String(), "GPU energy in perf windows, by power source:\n"+
+		"  dcgm-power: 0.000 kWh over 0 points, 0 J/output token; 1 points power-invalid\n"+
+		"  simulated, SIMULATED: 3.000 kWh over 2 points, 3.6 J/output token\n")
+	out.Reset()
+	require.NoError(t, runStats([]string{"--results", dsn, "--sweep", "st", "--json"}, &out))
+	var got struct {
+		Energy accounting.EnergySummary `json:"energy"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Len(t, got.Energy.Sources, 2)
+	assert.InDelta(t, 3.0, got.Energy.Sources[1].EnergyKWh, 1e-12)
+	assert.InDelta(t, 3.6, got.Energy.Sources[1].JoulesPerOutputToken, 1e-12)
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sweepflow/sweepflow/control"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -176,7 +177,7 @@ func runSweepStart(f startFlags) error {
 	f.memo = control.ReviewMemo(rep, f.allow)
 	in, p, err := control.Build(req)
 	if err != nil {
-		return &exitError{code: 1, msg: oneLine(err)}
+		return &exitError{code: 1, msg: errtext.FirstLine(err)}
 	}
 	if req.Changelog != nil {
 		f.memo["changelog"] = control.ChangelogMemo(*req.Changelog)
@@ -261,15 +262,6 @@ func checkStages(force []string) error {
 		}
 	}
 	return nil
-}
-
-// oneLine keeps the first line of a (possibly multi-error) message.
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func runRerun(fs *flag.FlagSet, f startFlags, old string) error {

@@ -24,22 +24,31 @@ var (
 	// Adaptive is the adaptive search (fill, slo) that added a point, and
 	// on a sweep the searches it runs: `Adaptive = "fill"` lists both.
 	SAAdaptive = temporal.NewSearchAttributeKeyKeywordList("Adaptive")
+	// Power is a point's power verdict once perf stored it: "valid",
+	// "simulated" (valid, from the simulator's model) or "invalid" (the
+	// power gate refused it; the perf figures stand). JoulesPerOutputToken
+	// is set with a valid one: `JoulesPerOutputToken > 2` finds the costly
+	// points.
+	SAPower                = temporal.NewSearchAttributeKeyKeyword("Power")
+	SAJoulesPerOutputToken = temporal.NewSearchAttributeKeyFloat64("JoulesPerOutputToken")
 )
 
 // SearchAttributeTypes lists every custom attribute with its type name as the
 // server's `--search-attribute Name=Type` flag wants it.
 func SearchAttributeTypes() map[string]string {
 	return map[string]string{
-		SASweepID.GetName():         "Keyword",
-		SAConfigKey.GetName():       "Keyword",
-		SATopology.GetName():        "Keyword",
-		SAConcurrency.GetName():     "Int",
-		SAStage.GetName():           "Keyword",
-		SAPointStatus.GetName():     "Keyword",
-		SAKind.GetName():            "Keyword",
-		SARegressionCount.GetName(): "Int",
-		SAFailureClass.GetName():    "Keyword",
-		SAAdaptive.GetName():        "KeywordList",
+		SASweepID.GetName():              "Keyword",
+		SAConfigKey.GetName():            "Keyword",
+		SATopology.GetName():             "Keyword",
+		SAConcurrency.GetName():          "Int",
+		SAStage.GetName():                "Keyword",
+		SAPointStatus.GetName():          "Keyword",
+		SAKind.GetName():                 "Keyword",
+		SARegressionCount.GetName():      "Int",
+		SAFailureClass.GetName():         "Keyword",
+		SAAdaptive.GetName():             "KeywordList",
+		SAPower.GetName():                "Keyword",
+		SAJoulesPerOutputToken.GetName(): "Double",
 	}
 }
 

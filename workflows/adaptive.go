@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -110,32 +109,32 @@ func (a *adaptiveRun) observe(pts []point.Spec) {
 		return
 	}
 	for _, k := range a.keys {
-		k.Observe(pts, DeploymentKey)
+		k.Observe(pts, point.Spec.DeploymentKey)
 	}
 }
 
-// has reports whether a unit is a deployment of a key with an adaptive
+// has reports whether a queuedDeployment is a deployment of a key with an adaptive
 // request (it then runs as an adaptive DeploymentWorkflow).
-func (a *adaptiveRun) has(u unit) bool {
+func (a *adaptiveRun) has(u queuedDeployment) bool {
 	return a != nil && len(u.points) > 0 && a.key(u.points[0].ConfigKey) != nil && !u.canary()
 }
 
-// fills reports whether a unit belongs to a key with a fill request.
-func (a *adaptiveRun) fills(u unit) bool {
-	k := a.key(unitKey(u))
+// fills reports whether a queuedDeployment belongs to a key with a fill request.
+func (a *adaptiveRun) fills(u queuedDeployment) bool {
+	k := a.key(queuedKey(u))
 	return k != nil && k.Request.Mode == point.AdaptiveFill && !u.canary()
 }
 
-func unitKey(u unit) string {
+func queuedKey(u queuedDeployment) string {
 	if len(u.points) == 0 {
 		return ""
 	}
 	return u.points[0].ConfigKey
 }
 
-func (u unit) canary() bool { return len(u.key) > 7 && u.key[:7] == "canary:" }
+func (u queuedDeployment) canary() bool { return len(u.key) > 7 && u.key[:7] == "canary:" }
 
-func (u unit) minConc() int {
+func (u queuedDeployment) minConc() int {
 	c := 0
 	for _, p := range u.points {
 		if c == 0 || p.Conc < c {
@@ -145,23 +144,23 @@ func (u unit) minConc() int {
 	return c
 }
 
-// weight is what the queue sorts on: a unit's nodes, or for a deployment
+// weight is what the queue sorts on: a deployment's nodes, or for a deployment
 // of a fill key the largest deployment of that key in the queue, so the
 // key's deployments come up together, lowest concurrency first: a gap
 // between two of them is found while the upper one, whose recipe is sized
 // for the concurrencies in between, is still to come.
-func (a *adaptiveRun) weight(queue []unit) func(unit) (int, string, int) {
+func (a *adaptiveRun) weight(queue []queuedDeployment) func(queuedDeployment) (int, string, int) {
 	largest := map[string]int{}
 	if a != nil {
 		for _, u := range queue {
 			if a.fills(u) {
-				largest[unitKey(u)] = max(largest[unitKey(u)], u.nodes)
+				largest[queuedKey(u)] = max(largest[queuedKey(u)], u.nodes)
 			}
 		}
 	}
-	return func(u unit) (int, string, int) {
-		if n, ok := largest[unitKey(u)]; ok && a.fills(u) {
-			return n, unitKey(u), u.minConc()
+	return func(u queuedDeployment) (int, string, int) {
+		if n, ok := largest[queuedKey(u)]; ok && a.fills(u) {
+			return n, queuedKey(u), u.minConc()
 		}
 		return u.nodes, "", 0
 	}
@@ -183,7 +182,7 @@ func (a *adaptiveRun) serve(ctx workflow.Context, s *sweepRun) {
 }
 
 // answer decides for one ask and, for an added point, puts it on the
-// running unit so progress shows it.
+// running queuedDeployment so progress shows it.
 func (a *adaptiveRun) answer(ctx workflow.Context, s *sweepRun, ask AdaptiveAsk) AdaptiveNext {
 	k := a.key(ask.ConfigKey)
 	next := AdaptiveNext{Seq: ask.Seq}
@@ -196,7 +195,7 @@ func (a *adaptiveRun) answer(ctx workflow.Context, s *sweepRun, ask AdaptiveAsk)
 		k.Ended(ask.Deployment, next.Reason)
 		return next
 	}
-	ui := slices.IndexFunc(s.running, func(u unit) bool { return u.key == ask.Deployment })
+	ui := slices.IndexFunc(s.running, func(u queuedDeployment) bool { return u.key == ask.Deployment })
 	if ui < 0 {
 		next.Reason = "deployment " + ask.Deployment + " is not running"
 		return next
@@ -274,14 +273,14 @@ func (a *adaptiveRun) snapshot() []adaptive.Key {
 	return out
 }
 
-func (a *adaptiveRun) started(u unit) {
-	if k := a.key(unitKey(u)); k != nil && a.has(u) {
+func (a *adaptiveRun) started(u queuedDeployment) {
+	if k := a.key(queuedKey(u)); k != nil && a.has(u) {
 		k.Started(u.key)
 	}
 }
 
-func (a *adaptiveRun) ended(u unit, why string) {
-	if k := a.key(unitKey(u)); k != nil && a.has(u) {
+func (a *adaptiveRun) ended(u queuedDeployment, why string) {
+	if k := a.key(queuedKey(u)); k != nil && a.has(u) {
 		k.Ended(u.key, why)
 	}
 }
@@ -316,7 +315,7 @@ type deploymentSearch struct {
 }
 
 // report records what a point of the deployment measured.
-func (d *deploymentSearch) report(p point.Spec, perf *activities.PerfSummary, onServer time.Duration) {
+func (d *deploymentSearch) report(p point.Spec, perf *point.PerfSummary, onServer time.Duration) {
 	if d == nil {
 		return
 	}
@@ -346,10 +345,10 @@ func (d *deploymentSearch) lost(out PointOutcome) {
 
 // serverTime is a point's time on its server: its warmup and perf stage
 // runs, failed attempts included.
-func serverTime(stages []StageRun) time.Duration {
+func serverTime(stages []point.StageRun) time.Duration {
 	var t time.Duration
 	for _, r := range stages {
-		if (r.Stage == activities.StageWarmup || r.Stage == activities.StagePerf) && r.Outcome != "reused" && !r.Ended.IsZero() {
+		if (r.Stage == point.StageWarmup || r.Stage == point.StagePerf) && r.Outcome != point.OutcomeReused && !r.Ended.IsZero() {
 			t += r.Ended.Sub(r.Started)
 		}
 	}
@@ -389,15 +388,15 @@ func (d *deploymentSearch) search(ctx workflow.Context, lease *Lease, outcomes m
 		}
 		p := *next.Point
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: added point %s c%d on the shared server: %s", d.in.Key, p.Topology, p.Conc, next.Reason))
-		role := &GroupRole{Workflow: d.gid, Lease: lease, HandBack: true, Added: true}
+		role := &DeploymentRole{Workflow: d.gid, Lease: lease, HandBack: true, Added: true}
 		fut := startPoint(ctx, d.in.SweepID, p, PointInput{Point: p, TaskQueue: d.in.TaskQueue, Tuning: d.in.Tuning,
-			ReuseFrom: d.in.ReuseFrom, Force: d.in.Force, Group: role})
+			ReuseFrom: d.in.ReuseFrom, Force: d.in.Force, Deployment: role})
 		out, st := childOutcome(ctx, p, PointWorkflowID(d.in.SweepID, p.PointID), fut)
 		outcomes[p.PointID] = out
 		d.added = append(d.added, p)
 		lease = nil
-		var perf *activities.PerfSummary
-		var stages []StageRun
+		var perf *point.PerfSummary
+		var stages []point.StageRun
 		if st != nil {
 			lease, perf, stages = st.Handoff, st.Perf, st.Stages
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
 	"github.com/sweepflow/sweepflow/curvegaps"
 	"github.com/sweepflow/sweepflow/point"
@@ -17,10 +16,10 @@ import (
 
 // linearE2EL is a server whose decode step grows with the batch: median
 // E2EL a + b*conc seconds, interactivity 1000/E2EL.
-func linearE2EL(a, b float64) func(point.Spec) activities.PerfSummary {
-	return func(p point.Spec) activities.PerfSummary {
+func linearE2EL(a, b float64) func(point.Spec) point.PerfSummary {
+	return func(p point.Spec) point.PerfSummary {
 		e2el := a + b*float64(p.Conc)
-		return activities.PerfSummary{E2ELMedianMs: e2el * 1000, Interactivity: 1000 / e2el, TTFTp99Ms: 100 * e2el}
+		return point.PerfSummary{E2ELMedianMs: e2el * 1000, Interactivity: 1000 / e2el, TTFTp99Ms: 100 * e2el}
 	}
 }
 
@@ -114,7 +113,7 @@ func TestAdaptiveFillOnTheDeploymentsServer(t *testing.T) {
 		require.Contains(t, a.Added.Reason, "next to 2P1D DEP16/DEP32, whose server is up")
 		require.Equal(t, tput(a.Conc), a.Outcome.State.Perf.OutputTputPerGPU, "%s has its own figures", a.PointID)
 		require.Contains(t, stagesOf(pr, a.PointID), "bringup:shared", "%s used the deployment's server", a.PointID)
-		require.False(t, a.Eval)
+		require.False(t, a.PlansEval)
 		require.Equal(t, PointWorkflowID("s", a.PointID), a.WorkflowID)
 	}
 	// The search's state: why it stopped, what was added.
@@ -141,7 +140,7 @@ func TestAdaptiveFillSeedHoleAcrossDeployments(t *testing.T) {
 	high := deploymentPoints("twop1d", "2P1D DEP16/DEP32", 16, 1280, 768, 1024, 1280)
 	pts := append(slices.Clone(high), low...)
 	f := newGroupFake()
-	f.model = func(p point.Spec) activities.PerfSummary {
+	f.model = func(p point.Spec) point.PerfSummary {
 		if p.DeploymentHash == "onep1d" {
 			return linearE2EL(4, 0.0625)(p) // c256: 20 s
 		}

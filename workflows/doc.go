@@ -2,7 +2,8 @@
 // contracts: SweepWorkflow (a sweep's plan scheduled on the cluster's node
 // budget, its progress query and summary), DeploymentWorkflow (the points of
 // one deployment on one allocation and one server bring-up), PointWorkflow
-// (one point's stage chain with the operator gate) and NightlyWorkflow. The
+// (one point's stage chain with the operator gate), registered together by
+// Register; the nightly's workflow is package nightly's. The
 // inputs, results, queries, updates, signals and search attributes here are
 // what the CLI and the worker rely on; the stages themselves are activities.
 //

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -42,8 +43,8 @@ func fixedRowPoints(sweepID string, concs []int, nodes int) []point.Spec {
 // concFigures is what the fake perf stage measures at a concurrency: every
 // figure differs per concurrency, so a point that got another point's
 // figures is caught.
-func concFigures(conc int) activities.PerfSummary {
-	return activities.PerfSummary{
+func concFigures(conc int) point.PerfSummary {
+	return point.PerfSummary{
 		OutputTputPerGPU: 100 + float64(conc),
 		TTFTp90Ms:        1000 + 10*float64(conc),
 		Interactivity:    500 - float64(conc),
@@ -64,17 +65,17 @@ type rowRecorder struct {
 func (r *rowRecorder) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(_ context.Context, p point.Spec) (activities.Allocation, error) {
-		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, nil
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).Return(func(_ context.Context, p point.Spec) (cluster.Allocation, error) {
+		return cluster.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, nil
 	})
-	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
-		return activities.CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, nil
+	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (cluster.StageReport, error) {
+		return cluster.StageReport{Nodes: len(in.Alloc.Nodes)}, nil
 	})
-	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (activities.Endpoint, error) {
-		return activities.Endpoint{URL: "http://127.0.0.1:1", Mode: in.Mode, JobID: in.Alloc.JobID}, nil
+	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (cluster.Server, error) {
+		return cluster.Server{URL: "http://127.0.0.1:1", Mode: in.Mode, JobID: in.Alloc.JobID}, nil
 	})
 	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+	env.OnActivity(a.Perf, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StageInput) (point.PerfSummary, error) {
 		return concFigures(in.Point.Conc), nil
 	})
 	env.OnActivity(a.Upload, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.UploadInput) error {
@@ -136,9 +137,7 @@ func TestSweepFixedSeqLenRowConcurrencies(t *testing.T) {
 
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
-			env.RegisterWorkflow(SweepWorkflow)
-			env.RegisterWorkflow(PointWorkflow)
-			env.RegisterWorkflow(DeploymentWorkflow)
+			Register(env)
 			rec := &rowRecorder{uploads: map[string][]activities.UploadInput{}, records: map[string][]activities.PointRecord{},
 				children: map[string]string{}}
 			rec.register(env)

@@ -8,6 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -35,7 +36,7 @@ func TestRootMessage(t *testing.T) {
 		{"a cause that adds information is kept",
 			temporal.NewApplicationErrorWithCause("bring-up failed", "Transient", errors.New("port 30000 in use")),
 			"bring-up failed (type: Transient, retryable: true): port 30000 in use"},
-		{"a refused perf result", temporal.NewNonRetryableApplicationError("perf: "+point.Explain(invalid), point.InvalidResultType, invalid),
+		{"a refused perf result", temporal.NewNonRetryableApplicationError("perf: "+point.Explain(invalid), string(failure.ErrInvalidResult), invalid),
 			"perf: invalid perf result: output_tokens: served mean 1.0 outside the requested 819-1024 (±5%); evidence: client loadgen, 40 completed, " +
 				"40 output tokens, window 12 s, mean prompt 921.0, output 1.0 tokens, median ITL 0 ms, client lag 0.0% (type: InvalidResult, retryable: false)"},
 		{"no type, no cause", temporal.NewApplicationError("planted", ""), "planted"},

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -46,13 +46,7 @@ const DefaultNodeHold = 15 * time.Minute
 // stageLedger covers the small bookkeeping activities (reuse lookup, records).
 const stageLedger = point.StageLedger
 
-var nonRetryable = []string{
-	activities.ErrBadConfig,
-	activities.ErrChecksumMismatch,
-	activities.ErrOutOfMemory,
-	activities.ErrRecipeMismatch,
-	activities.ErrResultConflict,
-}
+var nonRetryable = failure.NonRetryable()
 
 // ActivityOptions returns the options for one stage on the cluster's queue:
 // the point package's timeouts and retry budget, shortened by Tuning.
@@ -62,7 +56,7 @@ func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions
 		panic("workflows: no activity options for stage " + stage)
 	}
 	hb := d.Heartbeat
-	if hb > 0 && stage != activities.StageTeardown {
+	if hb > 0 && stage != point.StageTeardown {
 		hb = min(hb, WorkerLossHeartbeat)
 	}
 	// Tuning only shortens: a longer value would break the recovery bound.
@@ -70,7 +64,7 @@ func ActivityOptions(stage, taskQueue string, t Tuning) workflow.ActivityOptions
 		hb = min(hb, t.HeartbeatTimeout)
 	}
 	attempts := d.MaxAttempts
-	if t.MaxAttempts > 0 && stage != activities.StageTeardown && stage != stageLedger {
+	if t.MaxAttempts > 0 && stage != point.StageTeardown && stage != stageLedger {
 		attempts = t.MaxAttempts
 	}
 	interval := t.retryInterval()

@@ -1,12 +1,13 @@
 package workflows
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -27,7 +28,7 @@ func TestActivityOptionsWorkerLossRecovery(t *testing.T) {
 	for _, tt := range tunings {
 		for _, st := range point.Stages() {
 			o := ActivityOptions(st.Name, "q", tt.t)
-			if st.Name == activities.StageTeardown {
+			if st.Name == point.StageTeardown {
 				if tt.t.HeartbeatTimeout == 0 {
 					assert.Equal(t, st.Heartbeat, o.HeartbeatTimeout, "teardown keeps its own timeout")
 				}
@@ -39,4 +40,33 @@ func TestActivityOptionsWorkerLossRecovery(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2*time.Second, ActivityOptions(point.StagePerf, "q", Tuning{HeartbeatTimeout: 2 * time.Second}).HeartbeatTimeout, "tuning shortens")
+}
+
+// TestRetryPolicyKnowsTheErrorTypes ties the activities' error types to the
+// workflow's retry policies: the types activities fail with when no retry can
+// help are listed as non-retryable for every stage, the retryable ones are not.
+func TestRetryPolicyKnowsTheErrorTypes(t *testing.T) {
+	tests := []struct {
+		errType      string
+		nonRetryable bool
+	}{
+		{string(failure.ErrBadConfig), true},
+		{string(failure.ErrChecksumMismatch), true},
+		{string(failure.ErrOutOfMemory), true},
+		{string(failure.ErrResultConflict), true},
+		{string(failure.ErrRecipeMismatch), true},
+		{"Transient", false},
+		{"AllocationLost", false},
+		{"InjectedFault", false},
+	}
+	stages := []string{point.StageLedger}
+	for _, s := range point.Stages() {
+		stages = append(stages, s.Name)
+	}
+	for _, stage := range stages {
+		policy := ActivityOptions(stage, "q", Tuning{}).RetryPolicy
+		for _, tc := range tests {
+			assert.Equal(t, tc.nonRetryable, slices.Contains(policy.NonRetryableErrorTypes, tc.errType), "stage %s, error type %s", stage, tc.errType)
+		}
+	}
 }

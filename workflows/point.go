@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
@@ -39,18 +41,6 @@ const (
 // an operator filtering on Stage sees a long stage 2 s after it started.
 const stageAttrDelay = 2 * time.Second
 
-// ErrAllocationReleased is the error type a stage returns when the operator
-// decided after the point released its nodes: the point re-allocates.
-const ErrAllocationReleased = "AllocationReleased"
-
-// ErrPointAborted is the application error type of a point that an operator
-// (or the operator timeout) aborted.
-const ErrPointAborted = "PointAborted"
-
-// ErrPointUnrecorded is the application error type of a point that ran but
-// whose final status the ledger could not record.
-const ErrPointUnrecorded = "PointUnrecorded"
-
 // PointInput starts one point workflow.
 type PointInput struct {
 	Point     point.Spec `json:"point"`
@@ -61,9 +51,9 @@ type PointInput struct {
 	ReuseFrom []string `json:"reuse_from,omitempty"`
 	// Force names stages that rerun even when a reusable output exists.
 	Force []string `json:"force,omitempty"`
-	// Group is set when the point shares its deployment's allocation and
+	// Deployment is set when the point shares its deployment's allocation and
 	// server with other points (DeploymentWorkflow).
-	Group *GroupRole `json:"group,omitempty"`
+	Deployment *DeploymentRole `json:"group,omitempty"`
 }
 
 // Decision is the argument of the decide update.
@@ -75,43 +65,32 @@ type Decision struct {
 	Hold bool `json:"hold,omitempty"`
 }
 
-// StageRun records one stage of a point as operators see it.
-type StageRun struct {
-	Stage   string    `json:"stage"`
-	Outcome string    `json:"outcome"` // running | ok | failed | skipped | reused | aborted | cancelled | allocation lost | released
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitempty"`
-	// Rounds counts operator retries: round 1 is the first retry budget.
-	Rounds int `json:"rounds"`
-	// AutoRetries counts the retry budgets the point started by itself
-	// after a heartbeat timeout (infraRetry).
-	AutoRetries int    `json:"auto_retries,omitempty"`
-	Error       string `json:"error,omitempty"`
-	// Failures lists the stage's failed attempts as the workflow saw them
-	// (the last attempt of each retry budget), with class and evidence.
-	Failures []failure.Attempt `json:"failures,omitempty"`
-	// ReusedFrom and ReusedRun name the sweep and run a reused output was
-	// measured in.
-	ReusedFrom string `json:"reused_from,omitempty"`
-	ReusedRun  string `json:"reused_run,omitempty"`
-}
-
 // PointState answers the state query and is the point's final result.
 type PointState struct {
 	PointID     string `json:"point_id"`
 	WorkflowID  string `json:"workflow_id"`
 	Status      string `json:"status"`
-	Stage       string `json:"stage"`
 	FailedStage string `json:"failed_stage,omitempty"`
-	LastError   string `json:"last_error,omitempty"`
+	PointDetail
+	Stages []point.StageRun   `json:"stages"`
+	Eval   *point.EvalSummary `json:"eval,omitempty"`
+	Reused []string           `json:"reused,omitempty"`
+	// Handoff is the allocation (and server) a point of a deployment group
+	// hands to the next point instead of tearing it down.
+	Handoff *Lease `json:"handoff,omitempty"`
+}
+
+// PointDetail is what a point's state says about where it stands: its
+// stage, latest failure, figures, reuse, what it lacks and the nodes it
+// holds. `starter status` shows it as it is (control.PointView embeds it).
+type PointDetail struct {
+	Stage     string `json:"stage"`
+	LastError string `json:"last_error,omitempty"`
 	// FailureClass and FailureExcerpt are the point's latest failure (it
 	// stays after a retry succeeds: it says where the GPU time went).
-	FailureClass   string                  `json:"failure_class,omitempty"`
-	FailureExcerpt string                  `json:"failure_excerpt,omitempty"`
-	Stages         []StageRun              `json:"stages"`
-	Perf           *activities.PerfSummary `json:"perf,omitempty"`
-	Eval           *activities.EvalSummary `json:"eval,omitempty"`
-	Reused         []string                `json:"reused,omitempty"`
+	FailureClass   string             `json:"failure_class,omitempty"`
+	FailureExcerpt string             `json:"failure_excerpt,omitempty"`
+	Perf           *point.PerfSummary `json:"perf,omitempty"`
 	// ReuseNotes say why a durable stage was not reused on a rerun.
 	ReuseNotes []string `json:"reuse_notes,omitempty"`
 	// Skipped lists the stages an operator skipped; Missing the planned
@@ -131,9 +110,6 @@ type PointState struct {
 	Released bool `json:"released,omitempty"`
 	// Hold: the operator asked to keep the nodes while the point waits.
 	Hold bool `json:"hold,omitempty"`
-	// Handoff is the allocation (and server) a point of a deployment group
-	// hands to the next point instead of tearing it down.
-	Handoff *Lease `json:"handoff,omitempty"`
 }
 
 type pointRun struct {
@@ -145,10 +121,10 @@ type pointRun struct {
 	// reallocations counts fresh allocations after a lost one.
 	reallocations int
 	// alloc is the current allocation while allocated is true.
-	alloc     activities.Allocation
+	alloc     cluster.Allocation
 	allocated bool
 	// endpoint is the server running on the allocation (group points).
-	endpoint *activities.Endpoint
+	endpoint *cluster.Server
 	// handBack: on success the allocation goes to the next point of the
 	// group; evalTurnDone: a deferred eval got its turn.
 	handBack     bool
@@ -193,7 +169,7 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 		// the sweep reports the point failed, with why.
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("point %s %s, but the ledger still shows an older status: recording it failed: %s", in.Point.PointID, r.state.Status, r.state.RecordError),
-			ErrPointUnrecorded, nil, r.state)
+			string(failure.ErrPointUnrecorded), nil, r.state)
 	}
 	if err != nil {
 		var canceled *temporal.CanceledError
@@ -202,7 +178,7 @@ func PointWorkflow(ctx workflow.Context, in PointInput) (*PointState, error) {
 		}
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("point %s %s at stage %s: %v", in.Point.PointID, r.state.Status, r.state.FailedStage, err),
-			ErrPointAborted, err, r.state)
+			string(failure.ErrPointAborted), err, r.state)
 	}
 	return &r.state, nil
 }
@@ -249,7 +225,7 @@ func (r *pointRun) setup(ctx workflow.Context) error {
 
 func (r *pointRun) run(ctx workflow.Context) error {
 	p := r.in.Point
-	if g := r.in.Group; g != nil {
+	if g := r.in.Deployment; g != nil {
 		r.handBack = g.HandBack
 		if g.Lease != nil {
 			r.adopt(g.Lease)
@@ -265,19 +241,19 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	var reused activities.Reused
 	if len(r.in.ReuseFrom) > 0 {
 		lctx := workflow.WithActivityOptions(ctx, ActivityOptions(stageLedger, r.in.TaskQueue, r.in.Tuning))
-		req := activities.ReuseRequest{Point: p, Stages: activities.DurableStages, FromSweeps: r.in.ReuseFrom}
+		req := activities.ReuseRequest{Point: p, Stages: point.ReusableStages(), FromSweeps: r.in.ReuseFrom}
 		if err := workflow.ExecuteActivity(lctx, r.acts.LookupReuse, req).Get(ctx, &reused); err != nil {
 			return err
 		}
 		r.state.ReuseNotes = reused.Notes
 	}
-	if reused.Perf != nil && !r.forced(activities.StagePerf) {
+	if reused.Perf != nil && !r.forced(point.StagePerf) {
 		r.state.Perf = reused.Perf
-		r.markReused(ctx, activities.StagePerf, reused.PerfSweep, reused.PerfRun)
+		r.markReused(ctx, point.StagePerf, reused.PerfSweep, reused.PerfRun)
 	}
-	if reused.Eval != nil && p.Eval && !r.forced(activities.StageEval) {
+	if reused.Eval != nil && p.Eval && !r.forced(point.StageEval) {
 		r.state.Eval = reused.Eval
-		r.markReused(ctx, activities.StageEval, reused.EvalSweep, reused.EvalRun)
+		r.markReused(ctx, point.StageEval, reused.EvalSweep, reused.EvalRun)
 	}
 	// An eval-only point (InferenceX's EVAL_ONLY rows) has no perf stage.
 	needPerf := r.state.Perf == nil && !p.Profile.EvalOnly
@@ -317,7 +293,7 @@ func (r *pointRun) run(ctx workflow.Context) error {
 			break
 		}
 	}
-	if r.in.Group != nil && r.handBack && r.allocated {
+	if r.in.Deployment != nil && r.handBack && r.allocated {
 		r.state.Handoff = r.lease()
 		r.allocated, r.endpoint, r.state.NodesHeld = false, nil, 0
 	}
@@ -326,14 +302,14 @@ func (r *pointRun) run(ctx workflow.Context) error {
 	}
 
 	up := activities.UploadInput{Point: p, Perf: r.state.Perf, Eval: r.state.Eval}
-	up.Point.WarmupSkipped = r.warmupSkipped() && r.state.Perf != nil && !slices.Contains(r.state.Reused, activities.StagePerf)
-	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, activities.StagePerf) {
+	up.Point.WarmupSkipped = r.warmupSkipped() && r.state.Perf != nil && !slices.Contains(r.state.Reused, point.StagePerf)
+	if reused.PerfSweep != "" && slices.Contains(r.state.Reused, point.StagePerf) {
 		up.PerfFrom = &activities.ReuseSource{Sweep: reused.PerfSweep, Run: reused.PerfRun}
 	}
-	if reused.EvalSweep != "" && slices.Contains(r.state.Reused, activities.StageEval) {
+	if reused.EvalSweep != "" && slices.Contains(r.state.Reused, point.StageEval) {
 		up.EvalFrom = &activities.ReuseSource{Sweep: reused.EvalSweep, Run: reused.EvalRun}
 	}
-	_, err := r.stage(ctx, activities.StageUpload, func(actx workflow.Context) error {
+	_, err := r.stage(ctx, point.StageUpload, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.Upload, up).Get(actx, nil)
 	})
 	return err
@@ -343,7 +319,7 @@ func (r *pointRun) run(ctx workflow.Context) error {
 // reports that the operator skipped a stage that ends the point.
 func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (stop bool, err error) {
 	p := r.in.Point
-	perfToDo := needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf)
+	perfToDo := needPerf && r.state.Perf == nil && !r.skippedBefore(point.StagePerf)
 	var in activities.StageInput
 	// A point whose only stage on the nodes is a deferred eval takes them
 	// in the group's eval phase.
@@ -356,24 +332,24 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 		// A shared server started for perf (the golden AL in its
 		// environment) serves this point's perf run as it is.
 		if in.Endpoint == nil || (p.SyntheticAL > 0 && in.Endpoint.Mode != "perf") {
-			if r.in.Group != nil && r.in.Group.Added {
+			if r.in.Deployment != nil && r.in.Deployment.Added {
 				return true, addedNoServer(p, "the handed-over server is not up in perf mode")
 			}
 			if ok, err := r.bringUp(ctx, &in, "perf"); err != nil || !ok {
 				return true, err
 			}
 		} else {
-			r.markShared(ctx, activities.StageBringUp)
+			r.markShared(ctx, point.StageBringUp)
 		}
-		if _, err := r.stage(ctx, activities.StageWarmup, func(actx workflow.Context) error {
+		if _, err := r.stage(ctx, point.StageWarmup, func(actx workflow.Context) error {
 			return workflow.ExecuteActivity(actx, r.acts.Warmup, in).Get(actx, nil)
 		}); err != nil {
 			return true, err
 		}
-		var perf activities.PerfSummary
+		var perf point.PerfSummary
 		pin := in
 		pin.Point.WarmupSkipped = r.warmupSkipped()
-		skipped, err := r.stage(ctx, activities.StagePerf, func(actx workflow.Context) error {
+		skipped, err := r.stage(ctx, point.StagePerf, func(actx workflow.Context) error {
 			return workflow.ExecuteActivity(actx, r.acts.Perf, pin).Get(actx, &perf)
 		})
 		if err != nil {
@@ -383,7 +359,7 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 			r.state.Perf = &perf
 		}
 	}
-	if needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval) {
+	if needEval && r.state.Eval == nil && !r.skippedBefore(point.StageEval) {
 		if r.deferringEval() {
 			// Every perf run of the deployment comes first: hand the server
 			// over and wait for the group's eval phase.
@@ -398,8 +374,8 @@ func (r *pointRun) onAllocation(ctx workflow.Context, needPerf, needEval bool) (
 				return true, err
 			}
 		}
-		var ev activities.EvalSummary
-		skipped, err := r.stage(ctx, activities.StageEval, func(actx workflow.Context) error {
+		var ev point.EvalSummary
+		skipped, err := r.stage(ctx, point.StageEval, func(actx workflow.Context) error {
 			return workflow.ExecuteActivity(actx, r.acts.Eval, in).Get(actx, &ev)
 		})
 		if err != nil {
@@ -419,26 +395,26 @@ const maxReallocations = 3
 // isAllocationLost: the stage failed because the nodes are gone.
 func isAllocationLost(err error) bool {
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == activities.ErrAllocationLost
+	return errors.As(err, &app) && failure.ErrorType(app.Type()) == failure.ErrAllocationLost
 }
 
 // isAllocationReleased: the point released its nodes while it waited for an
 // operator, who then chose to go on.
 func isAllocationReleased(err error) bool {
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == ErrAllocationReleased
+	return errors.As(err, &app) && failure.ErrorType(app.Type()) == failure.ErrAllocationReleased
 }
 
 // needNodes reports whether a stage that runs on nodes is still to do.
 func (r *pointRun) needNodes(needPerf, needEval bool) bool {
-	return (needPerf && r.state.Perf == nil && !r.skippedBefore(activities.StagePerf)) ||
-		(needEval && r.state.Eval == nil && !r.skippedBefore(activities.StageEval))
+	return (needPerf && r.state.Perf == nil && !r.skippedBefore(point.StagePerf)) ||
+		(needEval && r.state.Eval == nil && !r.skippedBefore(point.StageEval))
 }
 
 // warmupSkipped: an operator skipped this point's warmup, so its perf
 // figures come from a cold server and are stored as such.
 func (r *pointRun) warmupSkipped() bool {
-	return slices.Contains(r.state.Skipped, activities.StageWarmup)
+	return slices.Contains(r.state.Skipped, point.StageWarmup)
 }
 
 // skippedBefore: the operator skipped this stage earlier in the point, so a
@@ -450,7 +426,7 @@ func (r *pointRun) skippedBefore(stage string) bool {
 // nodeStage: the stage runs on the allocation (upload does not).
 func nodeStage(stage string) bool {
 	switch stage {
-	case activities.StageCheckpoint, activities.StageBringUp, activities.StageWarmup, activities.StagePerf, activities.StageEval:
+	case point.StageCheckpoint, point.StageBringUp, point.StageWarmup, point.StagePerf, point.StageEval:
 		return true
 	}
 	return false
@@ -458,16 +434,16 @@ func nodeStage(stage string) bool {
 
 // endsPoint: skipping the stage leaves nothing after it runnable.
 func endsPoint(stage string) bool {
-	return stage == activities.StageAllocate || stage == activities.StageCheckpoint || stage == activities.StageBringUp
+	return stage == point.StageAllocate || stage == point.StageCheckpoint || stage == point.StageBringUp
 }
 
 // bringUp starts the server for a mode. It reports ok=false when the operator
 // skipped it, which ends the point: nothing after it can run.
 func (r *pointRun) bringUp(ctx workflow.Context, in *activities.StageInput, mode string) (bool, error) {
-	var ep activities.Endpoint
+	var ep cluster.Server
 	bin := *in
 	bin.Mode = mode
-	skipped, err := r.stage(ctx, activities.StageBringUp, func(actx workflow.Context) error {
+	skipped, err := r.stage(ctx, point.StageBringUp, func(actx workflow.Context) error {
 		return workflow.ExecuteActivity(actx, r.acts.BringUp, bin).Get(actx, &ep)
 	})
 	if err != nil {
@@ -486,7 +462,7 @@ func (r *pointRun) forced(stage string) bool { return slices.Contains(r.in.Force
 func (r *pointRun) markReused(ctx workflow.Context, stage, fromSweep, fromRun string) {
 	now := workflow.Now(ctx)
 	r.state.Reused = append(r.state.Reused, stage)
-	r.state.Stages = append(r.state.Stages, StageRun{Stage: stage, Outcome: "reused", Started: now, Ended: now,
+	r.state.Stages = append(r.state.Stages, point.StageRun{Stage: stage, Outcome: point.OutcomeReused, Started: now, Ended: now,
 		ReusedFrom: fromSweep, ReusedRun: fromRun})
 }
 
@@ -498,24 +474,24 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		// Skipped on an earlier allocation (warmup before a re-allocation).
 		return true, nil
 	}
-	r.state.Stages = append(r.state.Stages, StageRun{Stage: name, Outcome: "running", Started: workflow.Now(ctx), Rounds: 1})
+	r.state.Stages = append(r.state.Stages, point.StageRun{Stage: name, Outcome: point.OutcomeRunning, Started: workflow.Now(ctx), Rounds: 1})
 	idx := len(r.state.Stages) - 1
 	run := &r.state.Stages[idx]
 	r.state.Stage = name
 	for {
 		err := r.runWatchedStage(ctx, name, fn)
 		if err == nil {
-			run.Outcome, run.Ended = "ok", workflow.Now(ctx)
+			run.Outcome, run.Ended = point.OutcomeOK, workflow.Now(ctx)
 			return false, nil
 		}
 		if ctx.Err() != nil {
-			run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
+			run.Outcome, run.Ended = point.OutcomeCancelled, workflow.Now(ctx)
 			r.state.Status = point.StatusCancelled
 			return false, err
 		}
 		r.recordFailure(ctx, run, err)
-		if name != activities.StageAllocate && isAllocationLost(err) && r.reallocations < maxReallocations {
-			run.Outcome, run.Ended, run.Error = "allocation lost", workflow.Now(ctx), RootMessage(err)
+		if name != point.StageAllocate && isAllocationLost(err) && r.reallocations < maxReallocations {
+			run.Outcome, run.Ended, run.Error = point.OutcomeAllocationLost, workflow.Now(ctx), RootMessage(err)
 			return false, err
 		}
 		run.Error = RootMessage(err)
@@ -523,7 +499,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			workflow.GetLogger(ctx).Warn("stage lost its worker or the server, retrying after a pause",
 				"point", r.in.Point.PointID, "stage", name, "error", run.Error, "pause", pause, "auto_retry", run.AutoRetries)
 			if serr := workflow.Sleep(ctx, pause); serr != nil {
-				run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
+				run.Outcome, run.Ended = point.OutcomeCancelled, workflow.Now(ctx)
 				r.state.Status = point.StatusCancelled
 				return false, serr
 			}
@@ -542,7 +518,7 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 		run = &r.state.Stages[idx]
 		r.waiting = false
 		if werr != nil || ctx.Err() != nil {
-			run.Outcome, run.Ended = "cancelled", workflow.Now(ctx)
+			run.Outcome, run.Ended = point.OutcomeCancelled, workflow.Now(ctx)
 			r.state.Status = point.StatusCancelled
 			if werr == nil {
 				werr = ctx.Err()
@@ -563,14 +539,14 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			r.state.Status = point.StatusRunning
 			r.state.FailedStage = ""
 			if reallocate {
-				run.Outcome, run.Ended = "released", workflow.Now(ctx)
+				run.Outcome, run.Ended = point.OutcomeReleased, workflow.Now(ctx)
 				r.publish(ctx)
-				return false, temporal.NewApplicationError("nodes released while waiting for the operator", ErrAllocationReleased)
+				return false, temporal.NewApplicationError("nodes released while waiting for the operator", string(failure.ErrAllocationReleased))
 			}
 			r.publish(ctx)
 			continue
 		case ActionSkip:
-			run.Outcome, run.Ended = "skipped", workflow.Now(ctx)
+			run.Outcome, run.Ended = point.OutcomeSkipped, workflow.Now(ctx)
 			if !slices.Contains(r.state.Skipped, name) {
 				r.state.Skipped = append(r.state.Skipped, name)
 			}
@@ -578,11 +554,11 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 			r.state.FailedStage = ""
 			r.publish(ctx)
 			if reallocate && !endsPoint(name) {
-				return true, temporal.NewApplicationError("nodes released while waiting for the operator", ErrAllocationReleased)
+				return true, temporal.NewApplicationError("nodes released while waiting for the operator", string(failure.ErrAllocationReleased))
 			}
 			return true, nil
 		default:
-			run.Outcome, run.Ended = "aborted", workflow.Now(ctx)
+			run.Outcome, run.Ended = point.OutcomeAborted, workflow.Now(ctx)
 			r.state.Status = point.StatusAborted
 			if d.Reason != "" {
 				r.state.LastError = fmt.Sprintf("%s (abort: %s)", run.Error, d.Reason)
@@ -594,31 +570,10 @@ func (r *pointRun) stage(ctx workflow.Context, name string, fn func(workflow.Con
 
 // recordFailure adds a failed attempt, with its class and evidence, to the
 // stage run and makes it the point's latest failure.
-func (r *pointRun) recordFailure(ctx workflow.Context, run *StageRun, err error) {
+func (r *pointRun) recordFailure(ctx workflow.Context, run *point.StageRun, err error) {
 	f := FailureOf(err)
 	run.Failures = append(run.Failures, failure.Attempt{Failure: f, At: workflow.Now(ctx)})
 	r.state.FailureClass, r.state.FailureExcerpt = string(f.Class), f.Excerpt
-}
-
-// FailureOf is the failure class of a stage's error as the workflow gets it:
-// a heartbeat timeout is a lost worker or server, an invalid result and an
-// injected fault are known by their type, and every other activity error
-// carries its class as details (activities.classify). An error from an
-// older worker without details gets the class its type implies.
-func FailureOf(err error) failure.Failure {
-	msg := failure.Clip(RootMessage(err))
-	var to *temporal.TimeoutError
-	if errors.As(err, &to) {
-		if to.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT {
-			return failure.Failure{Class: failure.LostWorker, Excerpt: "no heartbeat within the heartbeat timeout"}
-		}
-		return failure.Failure{Class: failure.Transient, Excerpt: msg}
-	}
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) {
-		return failure.Failure{Class: failure.Transient, Excerpt: msg}
-	}
-	return activities.AppFailure(app, msg)
 }
 
 // autoRetries is how many fresh retry budgets a stage gets by itself after
@@ -633,7 +588,7 @@ const autoRetries = 3
 // gives the fault time to pass, and the nodes stay allocated: a 30 s
 // network cut must not cost a 16-node allocation its operator gate and node
 // hold. Any other error, or a fourth heartbeat timeout, goes to the operator.
-func (r *pointRun) infraRetry(run *StageRun, err error) (time.Duration, bool) {
+func (r *pointRun) infraRetry(run *point.StageRun, err error) (time.Duration, bool) {
 	var to *temporal.TimeoutError
 	if run.AutoRetries >= autoRetries || !errors.As(err, &to) ||
 		to.TimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
@@ -684,12 +639,12 @@ func (r *pointRun) awaitRest(ctx workflow.Context, start time.Time, timeout time
 func (r *pointRun) teardown(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(activities.StageTeardown, r.in.TaskQueue, r.in.Tuning))
+	tctx := workflow.WithActivityOptions(dctx, ActivityOptions(point.StageTeardown, r.in.TaskQueue, r.in.Tuning))
 	start := workflow.Now(dctx)
 	err := workflow.ExecuteActivity(tctx, r.acts.Teardown, activities.StageInput{Point: r.in.Point, Alloc: r.alloc}).Get(tctx, nil)
-	run := StageRun{Stage: activities.StageTeardown, Outcome: "ok", Started: start, Ended: workflow.Now(dctx), Rounds: 1}
+	run := point.StageRun{Stage: point.StageTeardown, Outcome: point.OutcomeOK, Started: start, Ended: workflow.Now(dctx), Rounds: 1}
 	if err != nil {
-		run.Outcome, run.Error = "failed", RootMessage(err)
+		run.Outcome, run.Error = point.OutcomeFailed, RootMessage(err)
 		workflow.GetLogger(ctx).Error("teardown failed", "point", r.in.Point.PointID, "error", err)
 	}
 	r.state.Stages = append(r.state.Stages, run)
@@ -727,7 +682,7 @@ func (r *pointRun) finish(ctx workflow.Context, err error) {
 	rec := activities.PointRecord{Point: r.in.Point, Status: r.state.Status, FailedStage: r.state.FailedStage,
 		Error: r.state.LastError, At: workflow.Now(dctx)}
 	for _, s := range r.state.Stages {
-		rec.Stages = append(rec.Stages, activities.StageTiming{Stage: s.Stage, Outcome: s.Outcome, Rounds: s.Rounds,
+		rec.Stages = append(rec.Stages, point.StageRun{Stage: s.Stage, Outcome: s.Outcome, Rounds: s.Rounds,
 			Error: s.Error, Failures: s.Failures, Started: s.Started, Ended: s.Ended})
 	}
 	lerr := workflow.ExecuteActivity(lctx, r.acts.RecordPoint, rec).Get(lctx, nil)
@@ -760,15 +715,15 @@ func isNonRetryable(err error) bool {
 func (r *pointRun) missing() []string {
 	var out []string
 	if r.state.Perf == nil && !r.in.Point.Profile.EvalOnly {
-		out = append(out, activities.StagePerf)
+		out = append(out, point.StagePerf)
 	}
 	if r.in.Point.Eval && r.state.Eval == nil {
-		out = append(out, activities.StageEval)
+		out = append(out, point.StageEval)
 	}
-	if !slices.ContainsFunc(r.state.Stages, func(s StageRun) bool {
-		return s.Stage == activities.StageUpload && s.Outcome == "ok"
+	if !slices.ContainsFunc(r.state.Stages, func(s point.StageRun) bool {
+		return s.Stage == point.StageUpload && s.Outcome == point.OutcomeOK
 	}) {
-		out = append(out, activities.StageUpload)
+		out = append(out, point.StageUpload)
 	}
 	return out
 }
@@ -827,10 +782,29 @@ func (r *pointRun) publish(ctx workflow.Context) {
 	if r.state.FailureClass != "" {
 		updates = append(updates, temporalx.SAFailureClass.ValueSet(r.state.FailureClass))
 	}
+	// The power verdict rides on the same upsert, as FailureClass does.
+	if pw := r.powerFigures(); pw != nil {
+		switch {
+		case !pw.Valid:
+			updates = append(updates, temporalx.SAPower.ValueSet("invalid"))
+		case pw.Simulated:
+			updates = append(updates, temporalx.SAPower.ValueSet("simulated"), temporalx.SAJoulesPerOutputToken.ValueSet(pw.JoulesPerOutputToken))
+		default:
+			updates = append(updates, temporalx.SAPower.ValueSet("valid"), temporalx.SAJoulesPerOutputToken.ValueSet(pw.JoulesPerOutputToken))
+		}
+	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, updates...)
 	r.publishedStatus = r.state.Status
 	r.publishedSeq = r.stageSeq
 	r.setDetails(ctx)
+}
+
+// powerFigures are the point's power figures once perf stored them.
+func (r *pointRun) powerFigures() *energy.Figures {
+	if r.state.Perf == nil {
+		return nil
+	}
+	return r.state.Perf.Power
 }
 
 // setDetails is the Web UI's current details of the point (read on query,
@@ -852,42 +826,4 @@ func (r *pointRun) setDetails(ctx workflow.Context) {
 		details += "\n\nskipped by the operator: " + strings.Join(r.state.Skipped, ", ")
 	}
 	workflow.SetCurrentDetails(ctx, details)
-}
-
-// rootMessage digs the activity's own message out of Temporal's wrappers.
-// appMessage is ApplicationError.Error() without the repetition: the
-// activities put their cause's text in the message (activities.classify),
-// and Error() would append the cause once more.
-func appMessage(app *temporal.ApplicationError) string {
-	msg := app.Message()
-	if app.Type() != "" {
-		msg = fmt.Sprintf("%s (type: %s, retryable: %v)", msg, app.Type(), !app.NonRetryable())
-	}
-	cause := errors.Unwrap(app)
-	if cause == nil {
-		return msg
-	}
-	text := cause.Error()
-	var capp *temporal.ApplicationError
-	if errors.As(cause, &capp) {
-		text = capp.Message()
-	}
-	if strings.Contains(app.Message(), text) {
-		return msg
-	}
-	return msg + ": " + cause.Error()
-}
-
-// RootMessage is the message an outcome shows for err: its application
-// error with type and cause, or the timeout's kind.
-func RootMessage(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return appMessage(app)
-	}
-	var to *temporal.TimeoutError
-	if errors.As(err, &to) {
-		return "timeout: " + to.TimeoutType().String()
-	}
-	return err.Error()
 }

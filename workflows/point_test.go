@@ -16,6 +16,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/cluster"
+	"github.com/sweepflow/sweepflow/energy"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -39,7 +42,9 @@ type fakeStages struct {
 	evalPass bool
 	// perfIns and uploads are the inputs the perf and upload stages got.
 	perfIns []activities.StageInput
-	uploads []activities.UploadInput
+	// perfPower is the power figures perf returns (nil: none).
+	perfPower *energy.Figures
+	uploads   []activities.UploadInput
 }
 
 func newFake() *fakeStages {
@@ -99,35 +104,35 @@ func (f *fakeStages) count(stage string) int {
 func (f *fakeStages) register(env *testsuite.TestWorkflowEnvironment) {
 	var a *activities.Activities
 	env.RegisterActivity(a)
-	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageAllocate)).Return(func(ctx context.Context, p point.Spec) (activities.Allocation, error) {
-		return activities.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, f.hit(ctx, activities.StageAllocate)
+	env.OnActivity(a.Allocate, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageAllocate)).Return(func(ctx context.Context, p point.Spec) (cluster.Allocation, error) {
+		return cluster.Allocation{JobID: "job-" + p.PointID, Nodes: make([]string, p.Nodes)}, f.hit(ctx, point.StageAllocate)
 	})
-	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageCheckpoint)).Return(func(ctx context.Context, in activities.StageInput) (activities.CheckpointOutput, error) {
-		return activities.CheckpointOutput{Nodes: len(in.Alloc.Nodes)}, f.hit(ctx, activities.StageCheckpoint)
+	env.OnActivity(a.StageCheckpoint, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageCheckpoint)).Return(func(ctx context.Context, in activities.StageInput) (cluster.StageReport, error) {
+		return cluster.StageReport{Nodes: len(in.Alloc.Nodes)}, f.hit(ctx, point.StageCheckpoint)
 	})
-	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageBringUp)).Return(func(ctx context.Context, in activities.StageInput) (activities.Endpoint, error) {
-		return activities.Endpoint{URL: "http://127.0.0.1:1", Mode: in.Mode}, f.hit(ctx, activities.StageBringUp+":"+in.Mode)
+	env.OnActivity(a.BringUp, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageBringUp)).Return(func(ctx context.Context, in activities.StageInput) (cluster.Server, error) {
+		return cluster.Server{URL: "http://127.0.0.1:1", Mode: in.Mode}, f.hit(ctx, point.StageBringUp+":"+in.Mode)
 	})
-	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageWarmup)).Return(func(ctx context.Context, in activities.StageInput) error {
-		return f.hit(ctx, activities.StageWarmup)
+	env.OnActivity(a.Warmup, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageWarmup)).Return(func(ctx context.Context, in activities.StageInput) error {
+		return f.hit(ctx, point.StageWarmup)
 	})
-	env.OnActivity(a.Perf, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StagePerf)).Return(func(ctx context.Context, in activities.StageInput) (activities.PerfSummary, error) {
+	env.OnActivity(a.Perf, mock.Anything, mock.Anything).AfterFn(f.wait(point.StagePerf)).Return(func(ctx context.Context, in activities.StageInput) (point.PerfSummary, error) {
 		f.mu.Lock()
 		f.perfIns = append(f.perfIns, in)
 		f.mu.Unlock()
-		return activities.PerfSummary{OutputTputPerGPU: 100, Simulated: true}, f.hit(ctx, activities.StagePerf)
+		return point.PerfSummary{OutputTputPerGPU: 100, Simulated: true, Power: f.perfPower}, f.hit(ctx, point.StagePerf)
 	})
-	env.OnActivity(a.Eval, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageEval)).Return(func(ctx context.Context, in activities.StageInput) (activities.EvalSummary, error) {
-		return activities.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, activities.StageEval)
+	env.OnActivity(a.Eval, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageEval)).Return(func(ctx context.Context, in activities.StageInput) (point.EvalSummary, error) {
+		return point.EvalSummary{EMStrict: 0.95, EMFlexible: 0.95, Passed: f.evalPass, Floor: 0.91}, f.hit(ctx, point.StageEval)
 	})
-	env.OnActivity(a.Upload, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageUpload)).Return(func(ctx context.Context, in activities.UploadInput) error {
+	env.OnActivity(a.Upload, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageUpload)).Return(func(ctx context.Context, in activities.UploadInput) error {
 		f.mu.Lock()
 		f.uploads = append(f.uploads, in)
 		f.mu.Unlock()
-		return f.hit(ctx, activities.StageUpload)
+		return f.hit(ctx, point.StageUpload)
 	})
-	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).AfterFn(f.wait(activities.StageTeardown)).Return(func(ctx context.Context, in activities.StageInput) error {
-		return f.hit(ctx, activities.StageTeardown)
+	env.OnActivity(a.Teardown, mock.Anything, mock.Anything).AfterFn(f.wait(point.StageTeardown)).Return(func(ctx context.Context, in activities.StageInput) error {
+		return f.hit(ctx, point.StageTeardown)
 	})
 	env.OnActivity(a.RecordPoint, mock.Anything, mock.Anything).Return(func(ctx context.Context, rec activities.PointRecord) error {
 		f.mu.Lock()
@@ -184,111 +189,111 @@ func TestPointWorkflow(t *testing.T) {
 		{
 			name: "happy path with eval restarts the server without synthetic acceptance",
 			eval: true, wantStatus: point.StatusCompleted,
-			wantCalls: map[string]int{activities.StagePerf: 1, activities.StageEval: 1, "bringup:perf": 1, "bringup:eval": 1, activities.StageTeardown: 1, "record:completed": 1},
+			wantCalls: map[string]int{point.StagePerf: 1, point.StageEval: 1, "bringup:perf": 1, "bringup:eval": 1, point.StageTeardown: 1, "record:completed": 1},
 		},
 		{
 			name:       "a stage fails once then succeeds on retry",
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 1 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = 1 },
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StagePerf: 2, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StagePerf: 2, point.StageTeardown: 1},
 		},
 		{
 			name:       "out of retries, operator retries, perf resumes",
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = 3 },
 			decisions:  []decision{{time.Minute, ActionRetry}},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StagePerf: 4, activities.StageWarmup: 1, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StagePerf: 4, point.StageWarmup: 1, point.StageTeardown: 1},
 		},
 		{
 			name: "out of retries at eval, operator skips it: incomplete, not completed",
-			eval: true, setup: func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
+			eval: true, setup: func(f *fakeStages) { f.failures[point.StageEval] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{activities.StageEval: 3, activities.StageUpload: 1, activities.StageTeardown: 1, "record:incomplete": 1},
-			wantOutcome: map[string]string{activities.StageEval: "skipped"},
-			wantSkipped: []string{activities.StageEval}, wantMissing: []string{activities.StageEval},
+			wantCalls:   map[string]int{point.StageEval: 3, point.StageUpload: 1, point.StageTeardown: 1, "record:incomplete": 1},
+			wantOutcome: map[string]string{point.StageEval: "skipped"},
+			wantSkipped: []string{point.StageEval}, wantMissing: []string{point.StageEval},
 		},
 		{
 			name:        "perf skipped by the operator: upload runs, the point is incomplete",
-			setup:       func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StagePerf] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{activities.StagePerf: 3, activities.StageUpload: 1, activities.StageTeardown: 1, "record:incomplete": 1},
-			wantOutcome: map[string]string{activities.StagePerf: "skipped"},
-			wantSkipped: []string{activities.StagePerf}, wantMissing: []string{activities.StagePerf},
+			wantCalls:   map[string]int{point.StagePerf: 3, point.StageUpload: 1, point.StageTeardown: 1, "record:incomplete": 1},
+			wantOutcome: map[string]string{point.StagePerf: "skipped"},
+			wantSkipped: []string{point.StagePerf}, wantMissing: []string{point.StagePerf},
 		},
 		{
 			name:        "upload skipped by the operator: perf exists but was not uploaded",
-			setup:       func(f *fakeStages) { f.failures[activities.StageUpload] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StageUpload] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{activities.StagePerf: 1, activities.StageUpload: 3, activities.StageTeardown: 1, "record:incomplete": 1},
-			wantSkipped: []string{activities.StageUpload}, wantMissing: []string{activities.StageUpload},
+			wantCalls:   map[string]int{point.StagePerf: 1, point.StageUpload: 3, point.StageTeardown: 1, "record:incomplete": 1},
+			wantSkipped: []string{point.StageUpload}, wantMissing: []string{point.StageUpload},
 		},
 		{
 			name:        "warmup skipped: perf still measured, but the point is incomplete",
-			setup:       func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StageWarmup] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{activities.StagePerf: 1, activities.StageUpload: 1},
-			wantSkipped: []string{activities.StageWarmup},
+			wantCalls:   map[string]int{point.StagePerf: 1, point.StageUpload: 1},
+			wantSkipped: []string{point.StageWarmup},
 		},
 		{
 			name:        "checkpoint skipped: nothing runs on the nodes, teardown still does",
 			eval:        true,
-			setup:       func(f *fakeStages) { f.failures[activities.StageCheckpoint] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StageCheckpoint] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{"bringup:perf": 0, activities.StagePerf: 0, activities.StageUpload: 0, activities.StageTeardown: 1, "record:incomplete": 1},
-			wantSkipped: []string{activities.StageCheckpoint},
-			wantMissing: []string{activities.StagePerf, activities.StageEval, activities.StageUpload},
+			wantCalls:   map[string]int{"bringup:perf": 0, point.StagePerf: 0, point.StageUpload: 0, point.StageTeardown: 1, "record:incomplete": 1},
+			wantSkipped: []string{point.StageCheckpoint},
+			wantMissing: []string{point.StagePerf, point.StageEval, point.StageUpload},
 		},
 		{
 			name:        "bring-up skipped: the point ends incomplete",
 			setup:       func(f *fakeStages) { f.failures["bringup:perf"] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{activities.StagePerf: 0, activities.StageTeardown: 1},
-			wantSkipped: []string{activities.StageBringUp},
+			wantCalls:   map[string]int{point.StagePerf: 0, point.StageTeardown: 1},
+			wantSkipped: []string{point.StageBringUp},
 		},
 		{
 			name:       "out of retries, operator aborts, teardown runs",
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = -1 },
 			decisions:  []decision{{time.Minute, ActionAbort}},
-			wantStatus: point.StatusAborted, wantErr: true, wantFailed: activities.StagePerf,
-			wantCalls: map[string]int{activities.StagePerf: 3, activities.StageUpload: 0, activities.StageTeardown: 1, "record:aborted": 1},
+			wantStatus: point.StatusAborted, wantErr: true, wantFailed: point.StagePerf,
+			wantCalls: map[string]int{point.StagePerf: 3, point.StageUpload: 0, point.StageTeardown: 1, "record:aborted": 1},
 		},
 		{
 			name:       "nobody decides: aborted after the operator timeout",
-			setup:      func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
-			wantStatus: point.StatusAborted, wantErr: true, wantFailed: activities.StageWarmup,
-			wantCalls: map[string]int{activities.StageWarmup: 3, activities.StagePerf: 0, activities.StageTeardown: 1},
+			setup:      func(f *fakeStages) { f.failures[point.StageWarmup] = -1 },
+			wantStatus: point.StatusAborted, wantErr: true, wantFailed: point.StageWarmup,
+			wantCalls: map[string]int{point.StageWarmup: 3, point.StagePerf: 0, point.StageTeardown: 1},
 		},
 		{
 			name: "non-retryable checksum mismatch goes straight to the gate",
 			setup: func(f *fakeStages) {
-				f.failures[activities.StageCheckpoint] = 1
-				f.errType[activities.StageCheckpoint] = activities.ErrChecksumMismatch
+				f.failures[point.StageCheckpoint] = 1
+				f.errType[point.StageCheckpoint] = string(failure.ErrChecksumMismatch)
 			},
 			decisions:  []decision{{time.Minute, ActionRetry}},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StageCheckpoint: 2, activities.StagePerf: 1},
+			wantCalls:  map[string]int{point.StageCheckpoint: 2, point.StagePerf: 1},
 		},
 		{
 			name: "eval below floor is a verdict, not an error",
 			eval: true, setup: func(f *fakeStages) { f.evalPass = false },
 			wantStatus: point.StatusEvalFailed,
-			wantCalls:  map[string]int{activities.StageEval: 1, activities.StageUpload: 1, "record:eval-failed": 1},
+			wantCalls:  map[string]int{point.StageEval: 1, point.StageUpload: 1, "record:eval-failed": 1},
 		},
 		{
 			// It used to end completed, with no perf, eval or upload.
 			name:        "allocation skipped by the operator ends the point incomplete, without teardown",
-			setup:       func(f *fakeStages) { f.failures[activities.StageAllocate] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StageAllocate] = -1 },
 			decisions:   []decision{{time.Minute, ActionSkip}},
 			wantStatus:  point.StatusIncomplete,
-			wantCalls:   map[string]int{activities.StageCheckpoint: 0, activities.StageTeardown: 0, "record:incomplete": 1, "record:completed": 0},
-			wantSkipped: []string{activities.StageAllocate},
-			wantMissing: []string{activities.StagePerf, activities.StageUpload},
+			wantCalls:   map[string]int{point.StageCheckpoint: 0, point.StageTeardown: 0, "record:incomplete": 1, "record:completed": 0},
+			wantSkipped: []string{point.StageAllocate},
+			wantMissing: []string{point.StagePerf, point.StageUpload},
 		},
 	}
 	for _, tc := range tests {
@@ -341,7 +346,7 @@ func TestPointWorkflow(t *testing.T) {
 				for _, r := range st.Stages {
 					if r.Stage == stage {
 						found = true
-						require.Equal(t, outcome, r.Outcome)
+						require.Equal(t, point.Outcome(outcome), r.Outcome)
 					}
 				}
 				require.True(t, found, "stage %s in state", stage)
@@ -365,7 +370,7 @@ func TestPointWorkflow(t *testing.T) {
 func TestPointWarmupSkippedIsRecorded(t *testing.T) {
 	{
 		f := newFake()
-		f.failures[activities.StageWarmup] = -1
+		f.failures[point.StageWarmup] = -1
 		env := pointEnv(t, f)
 		env.RegisterDelayedCallback(func() {
 			env.UpdateWorkflow(UpdateDecide, "skip", &testsuite.TestUpdateCallback{
@@ -420,7 +425,7 @@ func TestPointRecordFailureIsVisible(t *testing.T) {
 			require.Error(t, err)
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, err, &app)
-			require.Equal(t, ErrPointUnrecorded, app.Type())
+			require.Equal(t, string(failure.ErrPointUnrecorded), app.Type())
 			require.Contains(t, app.Error(), "completed, but the ledger still shows an older status: recording it failed: planted ledger failure")
 			var st PointState
 			require.NoError(t, app.Details(&st))
@@ -447,7 +452,7 @@ func TestPointDecisionRejectedWhileRunning(t *testing.T) {
 
 func TestPointCancelDuringPerfTearsDown(t *testing.T) {
 	f := newFake()
-	f.block[activities.StagePerf] = true
+	f.block[point.StagePerf] = true
 	env := pointEnv(t, f)
 	// Virtual time stands still while an activity runs, so cancel from the
 	// perf activity's start instead of a timer.
@@ -459,9 +464,9 @@ func TestPointCancelDuringPerfTearsDown(t *testing.T) {
 	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(true), TaskQueue: "q", Tuning: Tuning{HeartbeatTimeout: time.Minute}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
-	require.Equal(t, 1, f.count(activities.StagePerf))
-	require.Equal(t, 1, f.count(activities.StageTeardown), "teardown must run after cancel")
-	require.Equal(t, 0, f.count(activities.StageEval))
+	require.Equal(t, 1, f.count(point.StagePerf))
+	require.Equal(t, 1, f.count(point.StageTeardown), "teardown must run after cancel")
+	require.Equal(t, 0, f.count(point.StageEval))
 	require.Equal(t, 1, f.count("record:cancelled"))
 }
 
@@ -473,14 +478,14 @@ func TestPointReusesLedgerOutputs(t *testing.T) {
 		wantCalls map[string]int
 	}{
 		{"perf and eval reused: no allocation at all",
-			activities.Reused{Perf: &activities.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old", Eval: &activities.EvalSummary{Passed: true}, EvalSweep: "old"}, nil,
-			map[string]int{activities.StageAllocate: 0, activities.StagePerf: 0, activities.StageEval: 0, activities.StageUpload: 1, activities.StageTeardown: 0}},
+			activities.Reused{Perf: &point.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old", Eval: &point.EvalSummary{Passed: true}, EvalSweep: "old"}, nil,
+			map[string]int{point.StageAllocate: 0, point.StagePerf: 0, point.StageEval: 0, point.StageUpload: 1, point.StageTeardown: 0}},
 		{"only eval missing: server up in eval mode, no warmup or perf",
-			activities.Reused{Perf: &activities.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old"}, nil,
-			map[string]int{activities.StageAllocate: 1, "bringup:perf": 0, "bringup:eval": 1, activities.StageWarmup: 0, activities.StagePerf: 0, activities.StageEval: 1, activities.StageTeardown: 1}},
+			activities.Reused{Perf: &point.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old"}, nil,
+			map[string]int{point.StageAllocate: 1, "bringup:perf": 0, "bringup:eval": 1, point.StageWarmup: 0, point.StagePerf: 0, point.StageEval: 1, point.StageTeardown: 1}},
 		{"--force perf reruns perf despite the ledger",
-			activities.Reused{Perf: &activities.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old", Eval: &activities.EvalSummary{Passed: true}, EvalSweep: "old"}, []string{activities.StagePerf},
-			map[string]int{"bringup:perf": 1, activities.StagePerf: 1, activities.StageEval: 0}},
+			activities.Reused{Perf: &point.PerfSummary{OutputTputPerGPU: 1}, PerfSweep: "old", Eval: &point.EvalSummary{Passed: true}, EvalSweep: "old"}, []string{point.StagePerf},
+			map[string]int{"bringup:perf": 1, point.StagePerf: 1, point.StageEval: 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

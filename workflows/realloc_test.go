@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -25,20 +24,20 @@ func TestPointReallocatesWhenTheAllocationIsLost(t *testing.T) {
 		wantCalls  map[string]int
 	}{
 		{
-			name: "node lost during perf", stage: activities.StagePerf, times: 1, wantStatus: point.StatusCompleted,
-			wantCalls: map[string]int{activities.StageAllocate: 2, activities.StageCheckpoint: 2, "bringup:perf": 2,
-				activities.StagePerf: 2, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+			name: "node lost during perf", stage: point.StagePerf, times: 1, wantStatus: point.StatusCompleted,
+			wantCalls: map[string]int{point.StageAllocate: 2, point.StageCheckpoint: 2, "bringup:perf": 2,
+				point.StagePerf: 2, point.StageEval: 1, point.StageTeardown: 2, point.StageUpload: 1},
 		},
 		{
-			name: "job cancelled during eval keeps the perf result", stage: activities.StageEval, times: 1, wantStatus: point.StatusCompleted,
-			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 1, activities.StagePerf: 1,
-				"bringup:eval": 2, activities.StageEval: 2, activities.StageTeardown: 2, activities.StageUpload: 1},
+			name: "job cancelled during eval keeps the perf result", stage: point.StageEval, times: 1, wantStatus: point.StatusCompleted,
+			wantCalls: map[string]int{point.StageAllocate: 2, "bringup:perf": 1, point.StagePerf: 1,
+				"bringup:eval": 2, point.StageEval: 2, point.StageTeardown: 2, point.StageUpload: 1},
 		},
 		{
-			name: "lost on every allocation: the operator gate after the last re-allocation", stage: activities.StageWarmup, times: -1,
+			name: "lost on every allocation: the operator gate after the last re-allocation", stage: point.StageWarmup, times: -1,
 			decision: ActionAbort, wantStatus: point.StatusAborted,
-			wantCalls: map[string]int{activities.StageAllocate: maxReallocations + 1, activities.StageWarmup: maxReallocations + 1,
-				activities.StagePerf: 0, activities.StageTeardown: maxReallocations + 1},
+			wantCalls: map[string]int{point.StageAllocate: maxReallocations + 1, point.StageWarmup: maxReallocations + 1,
+				point.StagePerf: 0, point.StageTeardown: maxReallocations + 1},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +59,7 @@ func TestPointReallocatesWhenTheAllocationIsLost(t *testing.T) {
 				require.NoError(t, env.GetWorkflowError())
 				require.NoError(t, env.GetWorkflowResult(&st))
 				require.Equal(t, tc.wantStatus, st.Status)
-				outcomes := map[string]bool{}
+				outcomes := map[point.Outcome]bool{}
 				for _, s := range st.Stages {
 					outcomes[s.Outcome] = true
 				}

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -45,100 +44,100 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 		{
 			name:  "past the hold the nodes go back; retry re-allocates and completes",
 			eval:  true,
-			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			setup: func(f *fakeStages) { f.failures[point.StagePerf] = 3 },
 			ops:   []op{{30 * time.Minute, Decision{Action: ActionRetry}}},
 			probes: []probe{
 				{5 * time.Minute, 16, false, point.StatusAwaitingOperator},
 				{20 * time.Minute, 0, true, point.StatusAwaitingOperator},
 			},
 			wantStatus: point.StatusCompleted,
-			wantCalls: map[string]int{activities.StageAllocate: 2, activities.StageCheckpoint: 2, "bringup:perf": 2, activities.StageWarmup: 2,
-				activities.StagePerf: 4, "bringup:eval": 1, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+			wantCalls: map[string]int{point.StageAllocate: 2, point.StageCheckpoint: 2, "bringup:perf": 2, point.StageWarmup: 2,
+				point.StagePerf: 4, "bringup:eval": 1, point.StageEval: 1, point.StageTeardown: 2, point.StageUpload: 1},
 		},
 		{
 			name:       "a decision within the hold keeps the allocation",
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = 3 },
 			ops:        []op{{5 * time.Minute, Decision{Action: ActionRetry}}},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 4, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StageAllocate: 1, point.StagePerf: 4, point.StageTeardown: 1},
 		},
 		{
 			name:  "hold at the gate keeps the nodes past the hold",
-			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			setup: func(f *fakeStages) { f.failures[point.StagePerf] = 3 },
 			ops:   []op{{5 * time.Minute, Decision{Action: ActionHold}}, {30 * time.Minute, Decision{Action: ActionRetry}}},
 			probes: []probe{
 				{20 * time.Minute, 16, false, point.StatusAwaitingOperator},
 			},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 4, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StageAllocate: 1, point.StagePerf: 4, point.StageTeardown: 1},
 		},
 		{
 			name:  "retry --hold keeps the nodes at the next gate",
-			setup: func(f *fakeStages) { f.failures[activities.StagePerf] = 6 },
+			setup: func(f *fakeStages) { f.failures[point.StagePerf] = 6 },
 			ops: []op{
 				{5 * time.Minute, Decision{Action: ActionRetry, Hold: true}},
 				{50 * time.Minute, Decision{Action: ActionRetry}},
 			},
 			probes:     []probe{{40 * time.Minute, 16, false, point.StatusAwaitingOperator}},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StagePerf: 7, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StageAllocate: 1, point.StagePerf: 7, point.StageTeardown: 1},
 		},
 		{
 			name:       "a negative hold never releases",
 			tuning:     &Tuning{RetryInterval: time.Second, MaxAttempts: 3, OperatorTimeout: time.Hour, NodeHold: -1},
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = 3 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = 3 },
 			ops:        []op{{50 * time.Minute, Decision{Action: ActionRetry}}},
 			probes:     []probe{{40 * time.Minute, 16, false, point.StatusAwaitingOperator}},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StageAllocate: 1, point.StageTeardown: 1},
 		},
 		{
 			name:        "perf skipped after the release: eval re-allocates, perf does not run again",
 			eval:        true,
-			setup:       func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StagePerf] = -1 },
 			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
 			wantStatus:  point.StatusIncomplete,
-			wantSkipped: []string{activities.StagePerf},
-			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 1, activities.StagePerf: 3,
-				"bringup:eval": 1, activities.StageEval: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+			wantSkipped: []string{point.StagePerf},
+			wantCalls: map[string]int{point.StageAllocate: 2, "bringup:perf": 1, point.StagePerf: 3,
+				"bringup:eval": 1, point.StageEval: 1, point.StageTeardown: 2, point.StageUpload: 1},
 		},
 		{
 			name:        "warmup skipped after the release: fresh nodes, no second warmup",
-			setup:       func(f *fakeStages) { f.failures[activities.StageWarmup] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StageWarmup] = -1 },
 			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
 			wantStatus:  point.StatusIncomplete,
-			wantSkipped: []string{activities.StageWarmup},
-			wantCalls: map[string]int{activities.StageAllocate: 2, "bringup:perf": 2, activities.StageWarmup: 3,
-				activities.StagePerf: 1, activities.StageTeardown: 2, activities.StageUpload: 1},
+			wantSkipped: []string{point.StageWarmup},
+			wantCalls: map[string]int{point.StageAllocate: 2, "bringup:perf": 2, point.StageWarmup: 3,
+				point.StagePerf: 1, point.StageTeardown: 2, point.StageUpload: 1},
 		},
 		{
 			name:        "eval skipped after the release: nothing left for nodes, no re-allocation",
 			eval:        true,
-			setup:       func(f *fakeStages) { f.failures[activities.StageEval] = -1 },
+			setup:       func(f *fakeStages) { f.failures[point.StageEval] = -1 },
 			ops:         []op{{30 * time.Minute, Decision{Action: ActionSkip}}},
 			wantStatus:  point.StatusIncomplete,
-			wantSkipped: []string{activities.StageEval},
-			wantCalls:   map[string]int{activities.StageAllocate: 1, activities.StagePerf: 1, activities.StageTeardown: 1, activities.StageUpload: 1},
+			wantSkipped: []string{point.StageEval},
+			wantCalls:   map[string]int{point.StageAllocate: 1, point.StagePerf: 1, point.StageTeardown: 1, point.StageUpload: 1},
 		},
 		{
 			name:       "abort after the release does not tear down twice",
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = -1 },
 			ops:        []op{{30 * time.Minute, Decision{Action: ActionAbort}}},
 			wantStatus: point.StatusAborted, wantErr: true,
-			wantCalls: map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1, activities.StageUpload: 0, "record:aborted": 1},
+			wantCalls: map[string]int{point.StageAllocate: 1, point.StageTeardown: 1, point.StageUpload: 0, "record:aborted": 1},
 		},
 		{
 			name:       "operator timeout after the release: aborted, one teardown",
-			setup:      func(f *fakeStages) { f.failures[activities.StagePerf] = -1 },
+			setup:      func(f *fakeStages) { f.failures[point.StagePerf] = -1 },
 			wantStatus: point.StatusAborted, wantErr: true,
-			wantCalls: map[string]int{activities.StageAllocate: 1, activities.StageTeardown: 1},
+			wantCalls: map[string]int{point.StageAllocate: 1, point.StageTeardown: 1},
 		},
 		{
 			name:       "upload waits without nodes: retry does not re-allocate",
-			setup:      func(f *fakeStages) { f.failures[activities.StageUpload] = 3 },
+			setup:      func(f *fakeStages) { f.failures[point.StageUpload] = 3 },
 			ops:        []op{{30 * time.Minute, Decision{Action: ActionRetry}}},
 			wantStatus: point.StatusCompleted,
-			wantCalls:  map[string]int{activities.StageAllocate: 1, activities.StageUpload: 4, activities.StageTeardown: 1},
+			wantCalls:  map[string]int{point.StageAllocate: 1, point.StageUpload: 4, point.StageTeardown: 1},
 		},
 	}
 	for _, tc := range tests {
@@ -192,7 +191,7 @@ func TestPointReleasesNodesWhileWaiting(t *testing.T) {
 // bring them back; the message says how (retry --hold).
 func TestPointHoldRejectedAfterRelease(t *testing.T) {
 	f := newFake()
-	f.failures[activities.StagePerf] = 3
+	f.failures[point.StagePerf] = 3
 	env := pointEnv(t, f)
 	var rejected error
 	decideAt(t, env, 20*time.Minute, Decision{Action: ActionHold}, func(err error) { rejected = err })
@@ -203,7 +202,7 @@ func TestPointHoldRejectedAfterRelease(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Error(t, rejected)
 	require.Contains(t, rejected.Error(), "already released its nodes")
-	require.Equal(t, 2, f.count(activities.StageAllocate))
+	require.Equal(t, 2, f.count(point.StageAllocate))
 }
 
 // TestPointTearsDownBeforeUpload: the allocation goes back before the
@@ -216,14 +215,14 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 		wantTail       []string
 		wantHeldAtGate int // -1: no gate
 	}{
-		{name: "teardown, then upload", wantTail: []string{activities.StageTeardown, activities.StageUpload}, wantHeldAtGate: -1},
+		{name: "teardown, then upload", wantTail: []string{point.StageTeardown, point.StageUpload}, wantHeldAtGate: -1},
 		{name: "a failing upload waits with no nodes", uploadFails: 3,
-			wantTail: []string{activities.StageTeardown, activities.StageUpload, activities.StageUpload, activities.StageUpload, activities.StageUpload}, wantHeldAtGate: 0},
+			wantTail: []string{point.StageTeardown, point.StageUpload, point.StageUpload, point.StageUpload, point.StageUpload}, wantHeldAtGate: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
-			f.failures[activities.StageUpload] = tc.uploadFails
+			f.failures[point.StageUpload] = tc.uploadFails
 			env := pointEnv(t, f)
 			var holdErr error
 			if tc.wantHeldAtGate >= 0 {
@@ -233,15 +232,15 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 					var st PointState
 					require.NoError(t, v.Get(&st))
 					require.Equal(t, point.StatusAwaitingOperator, st.Status)
-					require.Equal(t, activities.StageUpload, st.Stage)
+					require.Equal(t, point.StageUpload, st.Stage)
 					require.Equal(t, tc.wantHeldAtGate, st.NodesHeld, "nodes held while the upload waits")
 				}, 5*time.Minute)
 				decideAt(t, env, 5*time.Minute+time.Second, Decision{Action: ActionHold}, func(err error) { holdErr = err })
 				decideAt(t, env, 6*time.Minute, Decision{Action: ActionRetry}, nil)
 			}
 			st := runCompleted(t, env)
-			require.Equal(t, 1, f.count(activities.StageAllocate))
-			require.Equal(t, 1, f.count(activities.StageTeardown))
+			require.Equal(t, 1, f.count(point.StageAllocate))
+			require.Equal(t, 1, f.count(point.StageTeardown))
 			require.Zero(t, st.NodesHeld)
 			f.mu.Lock()
 			tail := f.order[len(f.order)-len(tc.wantTail):]
@@ -302,8 +301,8 @@ func TestPointRetriesHeartbeatTimeoutsItself(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
-			f.failures[activities.StagePerf] = tc.fails
-			f.errType[activities.StagePerf] = tc.errType
+			f.failures[point.StagePerf] = tc.fails
+			f.errType[point.StagePerf] = tc.errType
 			env := pointEnv(t, f)
 			gated := false
 			env.RegisterDelayedCallback(func() {
@@ -313,7 +312,7 @@ func TestPointRetriesHeartbeatTimeoutsItself(t *testing.T) {
 				require.NoError(t, v.Get(&st))
 				if st.Status == point.StatusAwaitingOperator {
 					gated = true
-					require.Equal(t, activities.StagePerf, st.FailedStage)
+					require.Equal(t, point.StagePerf, st.FailedStage)
 					want := "planted transient perf failure"
 					if tc.errType != "" {
 						want = "timeout: Heartbeat"
@@ -324,17 +323,17 @@ func TestPointRetriesHeartbeatTimeoutsItself(t *testing.T) {
 			decideAt(t, env, 10*time.Minute+time.Second, Decision{Action: ActionRetry}, func(error) {})
 			st := runCompleted(t, env)
 			require.Equal(t, tc.wantGate, gated, "operator gate")
-			require.Equal(t, tc.wantPerf, f.count(activities.StagePerf))
-			require.Equal(t, 1, f.count(activities.StageAllocate), "the nodes stay allocated")
-			var perf *StageRun
+			require.Equal(t, tc.wantPerf, f.count(point.StagePerf))
+			require.Equal(t, 1, f.count(point.StageAllocate), "the nodes stay allocated")
+			var perf *point.StageRun
 			for i := range st.Stages {
-				if st.Stages[i].Stage == activities.StagePerf {
+				if st.Stages[i].Stage == point.StagePerf {
 					perf = &st.Stages[i]
 				}
 			}
 			require.NotNil(t, perf)
 			require.Equal(t, tc.wantAuto, perf.AutoRetries)
-			require.Equal(t, "ok", perf.Outcome)
+			require.Equal(t, point.OutcomeOK, perf.Outcome)
 			require.GreaterOrEqual(t, perf.Ended.Sub(perf.Started), tc.minPerfFor)
 		})
 	}

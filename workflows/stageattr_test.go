@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -22,7 +21,7 @@ import (
 // costs two visibility writes, and a long perf run still shows as perf.
 func TestStageAttributeAfterDelay(t *testing.T) {
 	f := newFake()
-	f.block[activities.StagePerf] = true
+	f.block[point.StagePerf] = true
 	env := pointEnv(t, f)
 	env.SetTestTimeout(30 * time.Second)
 	type upsert struct{ stage, status string }
@@ -33,7 +32,7 @@ func TestStageAttributeAfterDelay(t *testing.T) {
 		st, _ := sa.GetKeyword(temporalx.SAStage)
 		ps, _ := sa.GetKeyword(temporalx.SAPointStatus)
 		got = append(got, upsert{st, ps})
-		if st == activities.StagePerf && during == nil {
+		if st == point.StagePerf && during == nil {
 			// Virtual time stands still while perf blocks: end it from here.
 			during = append([]upsert(nil), got...)
 			go func() { time.Sleep(50 * time.Millisecond); env.CancelWorkflow() }()
@@ -41,7 +40,7 @@ func TestStageAttributeAfterDelay(t *testing.T) {
 	}).Return(nil)
 	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
 	require.True(t, env.IsWorkflowCompleted())
-	assert.Equal(t, []upsert{{activities.StageAllocate, point.StatusRunning}, {activities.StagePerf, point.StatusRunning}}, during,
+	assert.Equal(t, []upsert{{point.StageAllocate, point.StatusRunning}, {point.StagePerf, point.StatusRunning}}, during,
 		"allocate (status pending -> running) at once; checkpoint, bring-up and warmup were quick; perf after the delay")
 	require.NotEmpty(t, got)
 	assert.Equal(t, point.StatusCancelled, got[len(got)-1].status, "the final status is written at once")
@@ -123,15 +122,15 @@ func TestStageWatcherOneTimerPerPoint(t *testing.T) {
 		{name: "quick stages", wantTimers: 1,
 			wantUpserts: []upsert{{"done", point.StatusCompleted, 0}}},
 		{name: "long perf after a 1.5 s warmup", wantTimers: 3,
-			after: map[string]time.Duration{activities.StageWarmup: 1500 * time.Millisecond, activities.StagePerf: 3 * time.Second},
+			after: map[string]time.Duration{point.StageWarmup: 1500 * time.Millisecond, point.StagePerf: 3 * time.Second},
 			// perf starts at 1.5 s: the first timer fires at 2 s, the
 			// second waits out perf's remaining 1.5 s, a third serves the
 			// quick stages after perf.
-			wantUpserts: []upsert{{activities.StagePerf, point.StatusRunning, 3500 * time.Millisecond}, {"done", point.StatusCompleted, 4500 * time.Millisecond}}},
+			wantUpserts: []upsert{{point.StagePerf, point.StatusRunning, 3500 * time.Millisecond}, {"done", point.StatusCompleted, 4500 * time.Millisecond}}},
 		{name: "two long stages", wantTimers: 3,
-			after: map[string]time.Duration{activities.StageWarmup: 3 * time.Second, activities.StagePerf: 3 * time.Second},
-			wantUpserts: []upsert{{activities.StageWarmup, point.StatusRunning, 2 * time.Second},
-				{activities.StagePerf, point.StatusRunning, 5 * time.Second}, {"done", point.StatusCompleted, 6 * time.Second}}},
+			after: map[string]time.Duration{point.StageWarmup: 3 * time.Second, point.StagePerf: 3 * time.Second},
+			wantUpserts: []upsert{{point.StageWarmup, point.StatusRunning, 2 * time.Second},
+				{point.StagePerf, point.StatusRunning, 5 * time.Second}, {"done", point.StatusCompleted, 6 * time.Second}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/activities"
 	"github.com/sweepflow/sweepflow/adaptive"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
@@ -100,7 +101,8 @@ type PointProgress struct {
 	Topology   string `json:"topology,omitempty"`
 	Conc       int    `json:"conc,omitempty"`
 	Nodes      int    `json:"nodes,omitempty"`
-	Eval       bool   `json:"eval"`
+	// PlansEval: the point runs the GSM8K eval.
+	PlansEval bool `json:"eval"`
 	// EvalOnly: the point runs its eval without perf.
 	EvalOnly bool `json:"eval_only,omitempty"`
 	// Added: an adaptive search added the point (why, on which deployment).
@@ -139,8 +141,8 @@ func PointWorkflowID(sweepID, pointID string) string { return sweepID + "/" + po
 type sweepRun struct {
 	in       SweepInput
 	acts     *activities.Activities
-	queue    []unit
-	running  []unit
+	queue    []queuedDeployment
+	running  []queuedDeployment
 	inUse    int
 	maxInUse int
 	bypassed int
@@ -154,7 +156,7 @@ type sweepRun struct {
 	lastProgress time.Time
 	progressSet  bool
 	// Stored-plan loading: the next plan offset to load, the plan index of
-	// every loaded point, the deployment units started in this run and the
+	// every loaded point, the deployments started in this run and the
 	// points finished in earlier runs.
 	cursor     int
 	index      map[string]int
@@ -166,25 +168,21 @@ type sweepRun struct {
 	adaptive *adaptiveRun
 }
 
-// unit is what the sweep schedules on its node budget: the points of one
+// queuedDeployment is what the sweep schedules on its node budget: the points of one
 // deployment, which hold their nodes once and share one bring-up.
-type unit struct {
+type queuedDeployment struct {
 	key    string
 	points []point.Spec
 	nodes  int
 }
 
-func (u unit) has(id string) bool {
-	return slices.ContainsFunc(u.points, func(p point.Spec) bool { return p.PointID == id })
-}
-
 // sortQueue orders the queue: canaries first (every other point of their
-// group waits for them), then the largest units, the hardest to place (the
+// group waits for them), then the largest deployments, the hardest to place (the
 // deployments of a key with adaptive fill together, by the largest of
 // them, lowest concurrency first: adaptiveRun.weight).
 func (s *sweepRun) sortQueue() {
 	weight := s.adaptive.weight(s.queue)
-	slices.SortStableFunc(s.queue, func(a, b unit) int {
+	slices.SortStableFunc(s.queue, func(a, b queuedDeployment) int {
 		if ca, cb := s.canary.isCanary(a), s.canary.isCanary(b); ca != cb {
 			if ca {
 				return -1
@@ -198,10 +196,10 @@ func (s *sweepRun) sortQueue() {
 	})
 }
 
-// fillOrder orders two units by (weight, key, lowest concurrency) when one
+// fillOrder orders two queued deployments by (weight, key, lowest concurrency) when one
 // belongs to a fill key; 0 leaves them to the node rule, which is the same
-// order for every other unit (its weight is its nodes).
-func fillOrder(weight func(unit) (int, string, int), a, b unit) int {
+// order for every other queuedDeployment (its weight is its nodes).
+func fillOrder(weight func(queuedDeployment) (int, string, int), a, b queuedDeployment) int {
 	na, ka, ca := weight(a)
 	nb, kb, cb := weight(b)
 	if ka == "" && kb == "" {
@@ -216,29 +214,29 @@ func fillOrder(weight func(unit) (int, string, int), a, b unit) int {
 	return ca - cb
 }
 
-// units groups points into scheduling units by deployment, in plan order;
-// a point solo accepts is a unit of its own.
-func units(pts []point.Spec, solo func(point.Spec) bool) []unit {
-	var out []unit
+// queuedDeployments groups points into the deployments the sweep schedules, in plan order;
+// a point solo accepts is a queuedDeployment of its own.
+func queuedDeployments(pts []point.Spec, solo func(point.Spec) bool) []queuedDeployment {
+	var out []queuedDeployment
 	at := map[string]int{}
 	for _, p := range pts {
 		if solo != nil && solo(p) {
-			out = append(out, unit{key: "canary:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
+			out = append(out, queuedDeployment{key: "canary:" + p.PointID, points: []point.Spec{p}, nodes: p.Nodes})
 			continue
 		}
-		key := DeploymentKey(p)
+		key := p.DeploymentKey()
 		if i, ok := at[key]; ok {
 			out[i].points = append(out[i].points, p)
 			out[i].nodes = max(out[i].nodes, p.Nodes)
 			continue
 		}
 		at[key] = len(out)
-		out = append(out, unit{key: key, points: []point.Spec{p}, nodes: p.Nodes})
+		out = append(out, queuedDeployment{key: key, points: []point.Spec{p}, nodes: p.Nodes})
 	}
 	return out
 }
 
-func flatten(us []unit) []point.Spec {
+func flatten(us []queuedDeployment) []point.Spec {
 	var out []point.Spec
 	for _, u := range us {
 		out = append(out, u.points...)
@@ -269,14 +267,14 @@ func SweepWorkflow(ctx workflow.Context, in SweepInput) (*SweepProgress, error) 
 		pts[i].SweepID = in.SweepID
 	}
 	if len(in.Adaptive) > 0 && in.PlanRef != "" {
-		return nil, temporal.NewNonRetryableApplicationError("sweep input: adaptive points need the plan in the start input, not a stored plan_ref", activities.ErrBadConfig, nil)
+		return nil, temporal.NewNonRetryableApplicationError("sweep input: adaptive points need the plan in the start input, not a stored plan_ref", string(failure.ErrBadConfig), nil)
 	}
 	s.adaptive = newAdaptiveRun(ctx, in, pts)
-	s.queue = units(pts, s.canary.solo)
+	s.queue = queuedDeployments(pts, s.canary.solo)
 	s.sortQueue()
 	if in.PlanRef != "" {
 		if len(in.Points) > 0 {
-			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", activities.ErrBadConfig, nil)
+			return nil, temporal.NewNonRetryableApplicationError("sweep input: plan_ref and points are exclusive", string(failure.ErrBadConfig), nil)
 		}
 		s.cursor, s.index, s.startedKey, s.finished = in.PlanOffset, map[string]int{}, map[string]bool{}, map[string]bool{}
 		for _, d := range in.Done {
@@ -403,7 +401,7 @@ func (s *sweepRun) next() int {
 	free := s.in.NodeBudget - s.inUse
 	head := -1
 	for i, u := range s.queue {
-		// A unit that waits for its canary is not in line yet.
+		// A queuedDeployment that waits for its canary is not in line yet.
 		if s.held(u) {
 			continue
 		}
@@ -436,17 +434,17 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 	s.inUse += u.nodes
 	s.maxInUse = max(s.maxInUse, s.inUse)
 	s.adaptive.started(u)
-	// current is the unit as it is now: an adaptive search may have added
+	// current is the queuedDeployment as it is now: an adaptive search may have added
 	// points to it.
-	current := func() unit {
-		if i := slices.IndexFunc(s.running, func(r unit) bool { return r.key == u.key }); i >= 0 {
+	current := func() queuedDeployment {
+		if i := slices.IndexFunc(s.running, func(r queuedDeployment) bool { return r.key == u.key }); i >= 0 {
 			return s.running[i]
 		}
 		return u
 	}
 	finish := func() {
 		s.inUse -= u.nodes
-		s.running = slices.DeleteFunc(s.running, func(r unit) bool { return r.key == u.key })
+		s.running = slices.DeleteFunc(s.running, func(r queuedDeployment) bool { return r.key == u.key })
 	}
 	searched := s.adaptive.has(u)
 	if len(u.points) == 1 && !searched {
@@ -521,7 +519,7 @@ func (s *sweepRun) start(ctx workflow.Context, sel workflow.Selector, i int) {
 }
 
 func (s *sweepRun) removeQueued(key string) {
-	s.queue = slices.DeleteFunc(s.queue, func(u unit) bool { return u.key == key })
+	s.queue = slices.DeleteFunc(s.queue, func(u queuedDeployment) bool { return u.key == key })
 }
 
 func (s *sweepRun) progress(end time.Time) SweepProgress {
@@ -531,7 +529,7 @@ func (s *sweepRun) progress(end time.Time) SweepProgress {
 		Canaries: s.canaries(), Adaptive: s.adaptive.snapshot()}
 	row := func(p point.Spec, status string) PointProgress {
 		return PointProgress{PointID: p.PointID, WorkflowID: PointWorkflowID(s.in.SweepID, p.PointID), ConfigKey: p.ConfigKey,
-			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, Eval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status, Added: p.Added}
+			Topology: p.Topology, Conc: p.Conc, Nodes: p.Nodes, PlansEval: p.Eval, EvalOnly: p.Profile.EvalOnly, Status: status, Added: p.Added}
 	}
 	// The last outcome of every finished point (an index: progress also
 	// builds the sweep's summary of 10,000 points).

@@ -30,7 +30,7 @@ func newCanaryRun(cs []point.Canary) *canaryRun {
 	return c
 }
 
-// solo reports whether p runs as a unit of its own: a canary does, apart
+// solo reports whether p runs as a queuedDeployment of its own: a canary does, apart
 // from the rest of its deployment, which waits for it.
 func (c *canaryRun) solo(p point.Spec) bool {
 	if c == nil {
@@ -40,12 +40,14 @@ func (c *canaryRun) solo(p point.Spec) bool {
 	return ok
 }
 
-// isCanary: u is a canary's unit.
-func (c *canaryRun) isCanary(u unit) bool { return len(u.points) == 1 && c.solo(u.points[0]) }
+// isCanary: u is a canary's own queued deployment.
+func (c *canaryRun) isCanary(u queuedDeployment) bool {
+	return len(u.points) == 1 && c.solo(u.points[0])
+}
 
 // group is the index of u's canary group, or -1 (no canaries, or a point
 // of no group).
-func (c *canaryRun) group(u unit) int {
+func (c *canaryRun) group(u queuedDeployment) int {
 	if c == nil || len(u.points) == 0 {
 		return -1
 	}
@@ -56,12 +58,12 @@ func (c *canaryRun) group(u unit) int {
 }
 
 // held reports that u waits for its group's canary.
-func (s *sweepRun) held(u unit) bool {
+func (s *sweepRun) held(u queuedDeployment) bool {
 	g := s.canary.group(u)
 	return g >= 0 && s.canary.groups[g].Verdict == point.CanaryPending && !s.canary.isCanary(u)
 }
 
-// starved: nothing runs and every queued unit waits for a canary that is
+// starved: nothing runs and every queued queuedDeployment waits for a canary that is
 // not queued yet (a stored plan's later page holds it).
 func (s *sweepRun) starved() bool {
 	if s.canary == nil || len(s.running) > 0 {
@@ -107,12 +109,12 @@ func (s *sweepRun) settle() {
 	if len(s.running) == 0 && !s.morePlan() {
 		for g := range c.groups {
 			id := c.groups[g].PointID
-			if c.groups[g].Verdict == point.CanaryPending && !slices.ContainsFunc(s.queue, func(u unit) bool { return c.isCanary(u) && u.points[0].PointID == id }) {
+			if c.groups[g].Verdict == point.CanaryPending && !slices.ContainsFunc(s.queue, func(u queuedDeployment) bool { return c.isCanary(u) && u.points[0].PointID == id }) {
 				c.groups[g].Verdict, c.groups[g].Reason = point.CanaryFailed, fmt.Sprintf("canary point %s is not in the sweep's plan", id)
 			}
 		}
 	}
-	var keep []unit
+	var keep []queuedDeployment
 	for _, u := range s.queue {
 		g := c.group(u)
 		if g < 0 || c.groups[g].Verdict != point.CanaryFailed {

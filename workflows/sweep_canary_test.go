@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -266,8 +267,8 @@ func TestCanaryOnALaterPageOfAStoredPlan(t *testing.T) {
 					return nil, err
 				}
 				if fails && pin.Point.PointID == canaries[0].PointID {
-					return nil, temporal.NewNonRetryableApplicationError("point failed", ErrPointAborted, nil,
-						PointState{PointID: pin.Point.PointID, Status: point.StatusAborted, FailedStage: "bringup", LastError: "health check timed out"})
+					return nil, temporal.NewNonRetryableApplicationError("point failed", string(failure.ErrPointAborted), nil,
+						PointState{PointID: pin.Point.PointID, Status: point.StatusAborted, FailedStage: "bringup", PointDetail: PointDetail{LastError: "health check timed out"}})
 				}
 				return &PointState{PointID: pin.Point.PointID, Status: point.StatusCompleted}, nil
 			})

@@ -20,7 +20,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm/slurmemu"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/failure"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // TestEmulatedPartition drives the backend against real Slurm daemons: the
@@ -230,7 +230,7 @@ func TestEmulatedPartition(t *testing.T) {
 	t.Run("worker dies of a CUDA OOM", func(t *testing.T) {
 		slurmemu.RequireRoles(t)
 		l := emuLaunch(t, root, tmp)
-		l.SimEnv[simrole.EnvCrash] = "cuda-oom"
+		l.SimEnv[simenv.EnvCrash] = "cuda-oom"
 		b, err := slurm.New(slurm.Config{
 			Partition: part.Name, SharedRoot: filepath.Join(tmp, "shared"), NodeLocalRoot: filepath.Join(tmp, "nvme", "%n"),
 			RecipesRoot: filepath.Join(root, "configs"), Poll: 200 * time.Millisecond, StarterBin: starter, JobPrefix: "sftest", Launch: l,

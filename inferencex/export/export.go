@@ -150,6 +150,10 @@ func bmkRow(id identity, r results.PerfResult, agg map[string]any) map[string]an
 	} else {
 		fixedSeqMetrics(row, r, agg)
 	}
+	// The power fields as InferenceX's with_power_metrics writes them.
+	for k, v := range r.Power.ResultFields() {
+		row[k] = v
+	}
 	return row
 }
 

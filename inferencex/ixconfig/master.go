@@ -11,8 +11,8 @@ import (
 )
 
 // Master is the merged content of one or more InferenceX master config files
-// (nvidia-master.yaml format), validated by InferenceX's rules
-// (research/ix-generator-spec.md §2), with the one deliberate difference that
+// (nvidia-master.yaml format), validated by the rules of InferenceX's
+// generate_sweep_configs.py, with the one deliberate difference that
 // scalars must have their canonical YAML type (tp: 8, not tp: "8").
 type Master struct {
 	Files   []string // display paths, in load order

@@ -1,6 +1,6 @@
 // Package matrix expands InferenceX master config entries into matrix rows
 // exactly as InferenceX's generate_sweep_configs.py `test-config` does, for
-// multinode keys (research/ix-generator-spec.md) and single-node keys
+// multinode keys (generate.go) and single-node keys
 // (single.go), marks eval rows, and
 // serialises rows the way the Python tool prints them.
 package matrix

@@ -93,9 +93,6 @@ func (rd *Reader) Reset(src io.Reader, epoch time.Time) {
 // SetClock replaces the clock (nanoseconds since epoch); tests use it.
 func (rd *Reader) SetClock(now func() int64) { rd.now = now }
 
-// LastRead reports when the most recent Read returned (ns since epoch).
-func (rd *Reader) LastRead() int64 { return rd.lastRead }
-
 // Next returns the next event. At the end of the stream it returns io.EOF
 // (after dispatching any pending event); a read error is returned as is.
 func (rd *Reader) Next() (Event, error) {
@@ -204,6 +201,3 @@ func (rd *Reader) line() (line []byte, ok bool, err error) {
 		}
 	}
 }
-
-// Err reports a non-EOF read error seen by the Reader, if any.
-func (rd *Reader) Err() error { return rd.err }

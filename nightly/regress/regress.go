@@ -20,11 +20,29 @@ type Thresholds struct {
 	OutputTputPerGPUDropPct float64 `json:"output_tput_per_gpu_drop_pct"`
 	TTFTp90RisePct          float64 `json:"ttft_p90_rise_pct"`
 	InteractivityDropPct    float64 `json:"interactivity_drop_pct"`
+	// JoulesPerOutputTokenRisePct bounds the rise of the GPUs' energy per
+	// output token (package energy). nil is DefaultJoulesRisePct, so
+	// thresholds stored before it existed check it too.
+	JoulesPerOutputTokenRisePct *float64 `json:"joules_per_output_token_rise_pct,omitempty"`
 }
 
-// DefaultThresholds: throughput per GPU -5 %, TTFT p90 +10 %, interactivity -5 %.
+// DefaultJoulesRisePct is the tolerated rise of joules per output token: the
+// same 10 % as TTFT p90, a cost where lower is better.
+const DefaultJoulesRisePct = 10.0
+
+// JoulesRisePct is the joules-per-output-token threshold in effect.
+func (t Thresholds) JoulesRisePct() float64 {
+	if t.JoulesPerOutputTokenRisePct == nil {
+		return DefaultJoulesRisePct
+	}
+	return *t.JoulesPerOutputTokenRisePct
+}
+
+// DefaultThresholds: throughput per GPU -5 %, TTFT p90 +10 %, interactivity
+// -5 %, joules per output token +10 %.
 func DefaultThresholds() Thresholds {
-	return Thresholds{OutputTputPerGPUDropPct: 5, TTFTp90RisePct: 10, InteractivityDropPct: 5}
+	j := DefaultJoulesRisePct
+	return Thresholds{OutputTputPerGPUDropPct: 5, TTFTp90RisePct: 10, InteractivityDropPct: 5, JoulesPerOutputTokenRisePct: &j}
 }
 
 // Perf is the one perf summary; regress compares its output throughput per
@@ -99,6 +117,7 @@ const (
 	KindOutputTput     = "output_tput_per_gpu_drop"
 	KindTTFT           = "ttft_p90_rise"
 	KindInteractivity  = "interactivity_drop"
+	KindJoules         = "joules_per_output_token_rise"
 	KindEvalBelowFloor = "eval_below_floor"
 	KindNewFailure     = "new_failure"
 )
@@ -164,6 +183,7 @@ func Compare(current, baseline []Point, th Thresholds) []Finding {
 			{KindOutputTput, "output throughput per GPU", b.Perf.OutputTputPerGPU, c.Perf.OutputTputPerGPU, th.OutputTputPerGPUDropPct, true, "tok/s/GPU"},
 			{KindTTFT, "TTFT p90", b.Perf.TTFTp90Ms, c.Perf.TTFTp90Ms, th.TTFTp90RisePct, false, "ms"},
 			{KindInteractivity, "interactivity", b.Perf.Interactivity, c.Perf.Interactivity, th.InteractivityDropPct, true, "tok/s/user"},
+			{KindJoules, "joules per output token", validJoules(b.Perf), validJoules(c.Perf), th.JoulesRisePct(), false, "J/token"},
 		} {
 			if k.threshold < 0 || !(k.base > 0) || math.IsNaN(k.cur) || math.IsInf(k.cur, 0) {
 				continue
@@ -207,6 +227,17 @@ func Points(fs []Finding) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// validJoules is a perf result's joules per output token when its power
+// passed the gate (0, not compared, otherwise). Figures of two power
+// sources never meet here: the source is in the measurement profile, so
+// such a baseline is Incomparable.
+func validJoules(p *Perf) float64 {
+	if p.Power == nil || !p.Power.Valid {
+		return 0
+	}
+	return p.Power.JoulesPerOutputToken
 }
 
 func round(v float64) float64 { return math.Round(v*100) / 100 }

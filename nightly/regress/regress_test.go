@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sweepflow/sweepflow/energy"
 )
 
 func pt(key string, ok bool, perf *Perf, eval *Eval) Point {
@@ -109,4 +111,31 @@ func TestCompareOnlyComparableFigures(t *testing.T) {
 		assert.Equal(t, tc.why, Incomparable(tc.cur, tc.base), name)
 		assert.Empty(t, Compare([]Point{tc.cur}, []Point{tc.base}, th), name)
 	}
+}
+
+// TestCompareJoulesPerToken: a 20 % rise in joules per output token is a
+// regression like a throughput drop (category more-energy); 5 % is within
+// the default 10 %; a point whose power is invalid, now or in the
+// baseline, is not compared on energy.
+func TestCompareJoulesPerToken(t *testing.T) {
+	t.Parallel()
+	perf := func(j float64, valid bool) *Perf {
+		return &Perf{OutputTputPerGPU: 1000, TTFTp90Ms: 200, Interactivity: 50,
+			Power: &energy.Figures{Source: energy.SourceSimulated, Valid: valid, JoulesPerOutputToken: j}}
+	}
+	base := pt("a", true, perf(2.0, true), nil)
+	th := DefaultThresholds()
+	fs := Compare([]Point{pt("a", true, perf(2.4, true), nil)}, []Point{base}, th)
+	require.Len(t, fs, 1)
+	assert.Equal(t, KindJoules, fs[0].Kind)
+	assert.Equal(t, 20.0, fs[0].ChangePct)
+	assert.Equal(t, 10.0, fs[0].ThresholdPct)
+	assert.Equal(t, CategoryMoreEnergy, Category(fs[0].Kind))
+	assert.Contains(t, fs[0].Message, "joules per output token 2 -> 2.4 J/token (+20.0 %, threshold 10 %)")
+	assert.Empty(t, Compare([]Point{pt("a", true, perf(2.1, true), nil)}, []Point{base}, th), "+5 % is within 10 %")
+	assert.Empty(t, Compare([]Point{pt("a", true, perf(0, false), nil)}, []Point{base}, th), "power-invalid now: not compared")
+	assert.Empty(t, Compare([]Point{pt("a", true, perf(2.4, true), nil)}, []Point{pt("a", true, perf(0, false), nil)}, th), "power-invalid baseline")
+	assert.Len(t, Compare([]Point{pt("a", true, perf(2.4, true), nil)}, []Point{base}, Thresholds{}), 1, "thresholds stored before the energy check have it at its default")
+	off := -1.0
+	assert.Empty(t, Compare([]Point{pt("a", true, perf(2.4, true), nil)}, []Point{base}, Thresholds{JoulesPerOutputTokenRisePct: &off}), "negative turns it off")
 }

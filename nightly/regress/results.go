@@ -23,6 +23,7 @@ const (
 // name them.
 const (
 	CategorySlower         = "slower"
+	CategoryMoreEnergy     = "more-energy"
 	CategoryLessAccurate   = "less-accurate"
 	CategoryEvalBelowFloor = "eval-below-floor"
 	CategoryNewlyFailing   = "newly-failing"
@@ -34,6 +35,8 @@ func Category(kind string) string {
 	switch kind {
 	case KindOutputTput, KindTTFT, KindInteractivity:
 		return CategorySlower
+	case KindJoules:
+		return CategoryMoreEnergy
 	case KindEvalDrop:
 		return CategoryLessAccurate
 	case KindEvalBelowFloor:

@@ -8,11 +8,11 @@ package budgetcheck
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
 	"github.com/sweepflow/sweepflow/forecast"
+	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/plan"
 	"github.com/sweepflow/sweepflow/results"
 )
@@ -53,18 +53,6 @@ func (w Warning) String() string {
 		w.Pos, w.Budget, w.P90, w.Margin, w.Runs, w.Deployment, w.ConfigKey, w.Want())
 }
 
-// P90 is the nearest-rank 90th percentile of ds (0 for none).
-func P90(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	// nearest rank: ceil(0.9 n), 1-based
-	rank := (9*len(s) + 9) / 10
-	return s[rank-1]
-}
-
 // Check reads, for every deployment of the plan that has a recipe, the
 // ledger's completed bring-ups of that deployment (every sweep) and warns
 // when the recipe's budget is below their p90 plus the margin. A
@@ -85,7 +73,7 @@ func Check(ctx context.Context, store *results.Store, p *plan.Plan, m Margin) ([
 		if len(ups) == 0 {
 			continue
 		}
-		p90 := P90(ups).Round(time.Second)
+		p90 := loadgen.PercentileOf(ups, 90, loadgen.NearestRank).Round(time.Second)
 		w := Warning{Pos: pt.Recipe.HealthCheck.Pos, Recipe: pt.RecipePath, Deployment: pt.DeploymentHash, ConfigKey: pt.ConfigKey,
 			Budget: pt.Recipe.HealthCheck.Timeout(), P90: p90, Margin: m.Of(p90), Runs: len(ups)}
 		if w.Budget < w.Want() {

@@ -16,20 +16,7 @@ import (
 	"github.com/sweepflow/sweepflow/results"
 )
 
-func TestP90NearestRank(t *testing.T) {
-	min := func(ms ...int) []time.Duration {
-		var out []time.Duration
-		for _, m := range ms {
-			out = append(out, time.Duration(m)*time.Minute)
-		}
-		return out
-	}
-	assert.Equal(t, time.Duration(0), P90(nil))
-	assert.Equal(t, 7*time.Minute, P90(min(7)))
-	// 10 runs: the 9th smallest.
-	assert.Equal(t, 19*time.Minute, P90(min(20, 11, 12, 13, 14, 15, 16, 17, 18, 19)))
-	// 5 runs: rank ceil(4.5) = 5, the largest.
-	assert.Equal(t, 30*time.Minute, P90(min(10, 30, 12, 11, 13)))
+func TestMarginOf(t *testing.T) {
 	assert.Equal(t, 2*time.Minute, DefaultMargin.Of(4*time.Minute), "the minimum")
 	assert.Equal(t, 5*time.Minute, DefaultMargin.Of(20*time.Minute), "a quarter")
 }

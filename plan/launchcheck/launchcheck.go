@@ -23,6 +23,7 @@ import (
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
 	"github.com/sweepflow/sweepflow/inferencex/matrix"
 	"github.com/sweepflow/sweepflow/inferencex/overlay"
+	"github.com/sweepflow/sweepflow/internal/errtext"
 	"github.com/sweepflow/sweepflow/plan"
 )
 
@@ -215,18 +216,18 @@ func checkKey(key string, e *ixconfig.Entry, master *ixconfig.Master, runners *i
 	k.Launchable = launchErr == nil && k.Plans && k.Renders && k.Found == k.Recipes && len(k.UnknownModels) == 0
 	switch {
 	case launchErr != nil:
-		k.Reason = firstLine(launchErr)
+		k.Reason = errtext.FirstLine(launchErr)
 	case len(k.Missing) > 0:
 		k.Reason = fmt.Sprintf("recipe %s not found", k.Missing[0])
 		if n := len(k.Missing) - 1; n > 0 {
 			k.Reason += fmt.Sprintf(" (and %d more)", n)
 		}
 	case planErr != nil:
-		k.Reason = firstLine(planErr)
+		k.Reason = errtext.FirstLine(planErr)
 	case refErr != nil:
-		k.Reason = firstLine(refErr)
+		k.Reason = errtext.FirstLine(refErr)
 	case renderErr != nil:
-		k.Reason = firstLine(renderErr)
+		k.Reason = errtext.FirstLine(renderErr)
 		if n := k.Found - k.Rendered - 1; n > 0 {
 			verb := "does"
 			if n > 1 {
@@ -315,13 +316,4 @@ func Write(out io.Writer, rep Report) error {
 	}
 	_, err := fmt.Fprintf(out, "%d of %d keys launchable on %s\n", rep.Launchable, rep.Listed, rep.Cluster)
 	return err
-}
-
-// firstLine keeps the first line of a (possibly joined) error message.
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

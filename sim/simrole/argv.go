@@ -150,8 +150,6 @@ func (f *flagArgs) last(names ...string) (flagOcc, bool) {
 	return flagOcc{}, false
 }
 
-func (f *flagArgs) has(names ...string) bool { _, ok := f.last(names...); return ok }
-
 // str returns the single value of the option (argparse: "expected one argument").
 func (f *flagArgs) str(def string, names ...string) (string, bool, error) {
 	o, ok := f.last(names...)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/inferencex/resultfile"
 	"github.com/sweepflow/sweepflow/loadgen"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // benchmarkRequired is agentic_srt.sh's check_env_vars list.
@@ -35,25 +36,16 @@ type BenchmarkPlan struct {
 	OutputDir      string        // container path of AGENTIC_OUTPUT_DIR
 	TimeScale      float64
 	WarmupPerLane  int
-	// Seed seeds the lanes' start points and markers (EnvSeed; default
-	// 42 + conc); TraceSeed generates the AgentX trace (EnvTraceSeed;
+	// Seed seeds the lanes' start points and markers (simenv.EnvSeed; default
+	// 42 + conc); TraceSeed generates the AgentX trace (simenv.EnvTraceSeed;
 	// default 42). The perf activity passes the point's seeds, which its
 	// measurement profile records.
 	Seed      *int64
 	TraceSeed int64
-	// CutStreamsAfter is a chaos run's fault (EnvCutStreams): the
+	// CutStreamsAfter is a chaos run's fault (simenv.EnvCutStreams): the
 	// replay's streams are cut from this long (wall time) into it.
 	CutStreamsAfter time.Duration
 }
-
-// The seeds the perf activity gives the simulated benchmark.
-const (
-	EnvSeed      = "SWEEPFLOW_SIM_SEED"
-	EnvTraceSeed = "SWEEPFLOW_SIM_TRACE_SEED"
-	// EnvCutStreams (a Go duration) cuts the replay's response streams from
-	// that long into the run on (loadgen.Options.CutStreamsAfter).
-	EnvCutStreams = "SWEEPFLOW_SIM_CUT_STREAMS_AFTER"
-)
 
 // PlanBenchmark reads the benchmark environment as agentic_srt.sh does.
 func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
@@ -103,7 +95,7 @@ func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
 	for _, e := range []struct {
 		name string
 		into func(int64)
-	}{{EnvSeed, func(v int64) { p.Seed = &v }}, {EnvTraceSeed, func(v int64) { p.TraceSeed = v }}} {
+	}{{simenv.EnvSeed, func(v int64) { p.Seed = &v }}, {simenv.EnvTraceSeed, func(v int64) { p.TraceSeed = v }}} {
 		if s := getenv(e.name); s != "" {
 			v, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
@@ -112,9 +104,9 @@ func PlanBenchmark(getenv func(string) string) (BenchmarkPlan, error) {
 			e.into(v)
 		}
 	}
-	if s := getenv(EnvCutStreams); s != "" {
+	if s := getenv(simenv.EnvCutStreams); s != "" {
 		if p.CutStreamsAfter, err = time.ParseDuration(s); err != nil || p.CutStreamsAfter <= 0 {
-			return p, fmt.Errorf("%s=%q: want a positive duration such as 4s", EnvCutStreams, s)
+			return p, fmt.Errorf("%s=%q: want a positive duration such as 4s", simenv.EnvCutStreams, s)
 		}
 	}
 	p.WarmupPerLane = 10 // aiperf --warmup-requests-per-lane

@@ -10,21 +10,8 @@ import (
 	"strings"
 
 	"github.com/sweepflow/sweepflow/sim"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
-
-// EnvCrash makes engine worker roles die at start-up with the log tail a
-// real engine prints for that failure, hang, or serve with an engine fault
-// (zero-usage) (fault injection on the
-// emulated partition: the failure classes' evidence path end to end).
-//
-// Its value is a comma-separated list of entries, each KIND (every worker
-// role), KIND@node=NAME (only the task on the node SLURMD_NODENAME names)
-// or KIND@job=SUBSTRING (only in a holder job whose name, EnvJob or else
-// SLURM_JOB_NAME, e.g. "sweepflow.<sweep>.<point>", contains SUBSTRING).
-// KIND is one of Crashes. The first entry that applies wins; when none applies the role
-// runs normally. A malformed value is a usage error even where no entry
-// applies, so a typo is never silent.
-const EnvCrash = "SWEEPFLOW_SIM_CRASH"
 
 // EnvJob is the name of the holder job a role serves; the Slurm backend
 // sets it for simulator roles (a step's own SLURM_JOB_NAME is the step's
@@ -76,7 +63,7 @@ var engineFaults = map[string]func(*sim.Faults){
 	"zero-usage": func(f *sim.Faults) { f.ZeroUsage = true },
 }
 
-// Crashes lists the kinds EnvCrash accepts (hang and the engine faults
+// Crashes lists the kinds simenv.EnvCrash accepts (hang and the engine faults
 // included).
 func Crashes() []string {
 	out := make([]string, 0, len(crashTails)+len(engineFaults))
@@ -90,11 +77,11 @@ func Crashes() []string {
 	return out
 }
 
-// engineFault applies the first EnvCrash entry that selects this task to
+// engineFault applies the first simenv.EnvCrash entry that selects this task to
 // the engine's faults when it is an engine fault (a malformed value was
 // refused by crash before the engine starts).
 func engineFault(getenv func(string) string, f *sim.Faults) {
-	v := getenv(EnvCrash)
+	v := getenv(simenv.EnvCrash)
 	if v == "" {
 		return
 	}
@@ -112,7 +99,7 @@ func engineFault(getenv func(string) string, f *sim.Faults) {
 	}
 }
 
-// crashEntry is one entry of EnvCrash: a kind and at most one selector
+// crashEntry is one entry of simenv.EnvCrash: a kind and at most one selector
 // (node and job both "" = every worker role).
 type crashEntry struct {
 	Kind string
@@ -131,7 +118,7 @@ func (e crashEntry) applies(getenv func(string) string) bool {
 	return true
 }
 
-// parseCrash parses EnvCrash's value into its entries, in order. Any
+// parseCrash parses simenv.EnvCrash's value into its entries, in order. Any
 // malformed entry (empty, unknown kind, unknown selector, empty name) is
 // an ErrUsage naming the variable, the entry and what is accepted.
 func parseCrash(v string) ([]crashEntry, error) {
@@ -140,7 +127,7 @@ func parseCrash(v string) ([]crashEntry, error) {
 		s := strings.TrimSpace(raw)
 		bad := func(why string) error {
 			return fmt.Errorf("%w: %s=%q: entry %q: %s; want comma-separated KIND, KIND@node=NAME or KIND@job=SUBSTRING, KIND one of %s",
-				ErrUsage, EnvCrash, v, s, why, strings.Join(Crashes(), ", "))
+				ErrUsage, simenv.EnvCrash, v, s, why, strings.Join(Crashes(), ", "))
 		}
 		if s == "" {
 			return nil, bad("empty entry")
@@ -181,7 +168,7 @@ func nodeName(getenv func(string) string) string {
 	return "localhost"
 }
 
-// crash applies EnvCrash's value v to a worker role: the first entry that
+// crash applies simenv.EnvCrash's value v to a worker role: the first entry that
 // applies prints its tail to w and crash returns the role's error (for
 // hang, ctx.Err() once ctx ends). It returns nil when no entry applies
 // (the role runs normally), and ErrUsage when v is malformed.
@@ -205,7 +192,7 @@ func crash(ctx context.Context, w io.Writer, getenv func(string) string, v strin
 			<-ctx.Done()
 			return ctx.Err()
 		}
-		return fmt.Errorf("simulated %s crash (%s)", e.Kind, EnvCrash)
+		return fmt.Errorf("simulated %s crash (%s)", e.Kind, simenv.EnvCrash)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/sim"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // sglangArgv is a worker command line the worker role accepts.
@@ -36,7 +37,7 @@ func TestCrashTailsMatchTheirSignatures(t *testing.T) {
 			continue // blocks (TestCrashHangBlocksUntilCancelled) or serves (TestEngineFault)
 		}
 		t.Run(name, func(t *testing.T) {
-			out, err := runCrashWorker(context.Background(), map[string]string{EnvCrash: name})
+			out, err := runCrashWorker(context.Background(), map[string]string{simenv.EnvCrash: name})
 			require.Error(t, err)
 			assert.False(t, errors.Is(err, ErrUsage), "%v", err)
 			f, ok := failure.Builtin().Match(out)
@@ -44,9 +45,9 @@ func TestCrashTailsMatchTheirSignatures(t *testing.T) {
 			assert.Equal(t, failure.Class(name), f.Class)
 		})
 	}
-	_, err := runCrashWorker(context.Background(), map[string]string{EnvCrash: "disk-full"})
+	_, err := runCrashWorker(context.Background(), map[string]string{simenv.EnvCrash: "disk-full"})
 	require.True(t, errors.Is(err, ErrUsage), "%v", err)
-	assert.Contains(t, err.Error(), EnvCrash)
+	assert.Contains(t, err.Error(), simenv.EnvCrash)
 	assert.Contains(t, err.Error(), `entry "disk-full"`)
 	assert.Contains(t, err.Error(), "want comma-separated KIND, KIND@node=NAME or KIND@job=SUBSTRING, KIND one of cuda-oom, gpu-xid, hang, nccl, zero-usage")
 }
@@ -60,15 +61,15 @@ func TestCrashesListsHang(t *testing.T) {
 func TestEngineFault(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	var f sim.Faults
-	engineFault(env(map[string]string{EnvCrash: "zero-usage@job=conc128_", "SLURM_JOB_NAME": "sweepflow.s.dsv4_conc128_x"}), &f)
+	engineFault(env(map[string]string{simenv.EnvCrash: "zero-usage@job=conc128_", "SLURM_JOB_NAME": "sweepflow.s.dsv4_conc128_x"}), &f)
 	assert.True(t, f.ZeroUsage)
 	f = sim.Faults{}
-	engineFault(env(map[string]string{EnvCrash: "zero-usage@job=conc128_", "SLURM_JOB_NAME": "sweepflow.s.dsv4_conc1_x"}), &f)
+	engineFault(env(map[string]string{simenv.EnvCrash: "zero-usage@job=conc128_", "SLURM_JOB_NAME": "sweepflow.s.dsv4_conc1_x"}), &f)
 	assert.False(t, f.ZeroUsage, "another job")
-	engineFault(env(map[string]string{EnvCrash: "zero-usage@job=conc128_", EnvJob: "sweepflow.s.dsv4_conc128_x", "SLURM_JOB_NAME": "sweepflow-serve-gb200-01_agg_w0"}), &f)
+	engineFault(env(map[string]string{simenv.EnvCrash: "zero-usage@job=conc128_", EnvJob: "sweepflow.s.dsv4_conc128_x", "SLURM_JOB_NAME": "sweepflow-serve-gb200-01_agg_w0"}), &f)
 	assert.True(t, f.ZeroUsage, "a step's SLURM_JOB_NAME is its own; the holder job's name comes in EnvJob")
 	f = sim.Faults{}
-	engineFault(env(map[string]string{EnvCrash: "cuda-oom@job=conc1_,zero-usage", "SLURM_JOB_NAME": "sweepflow.s.dsv4_conc1_x"}), &f)
+	engineFault(env(map[string]string{simenv.EnvCrash: "cuda-oom@job=conc1_,zero-usage", "SLURM_JOB_NAME": "sweepflow.s.dsv4_conc1_x"}), &f)
 	assert.False(t, f.ZeroUsage, "the first entry that applies wins: a crash")
 	var buf bytes.Buffer
 	require.NoError(t, crash(context.Background(), &buf, env(map[string]string{"SLURMD_NODENAME": "gb200-01"}), "zero-usage"))
@@ -105,7 +106,7 @@ func TestParseCrash(t *testing.T) {
 				return
 			}
 			require.True(t, errors.Is(err, ErrUsage), "%v", err)
-			assert.Contains(t, err.Error(), EnvCrash+"=")
+			assert.Contains(t, err.Error(), simenv.EnvCrash+"=")
 			assert.Contains(t, err.Error(), tc.bad)
 			assert.Contains(t, err.Error(), "KIND@node=NAME or KIND@job=SUBSTRING, KIND one of cuda-oom, gpu-xid, hang, nccl, zero-usage")
 		})
@@ -131,7 +132,7 @@ func TestCrashSelectors(t *testing.T) {
 		{"first of two applying", "gpu-xid@node=gb200-01,nccl@job=sw-42", "gb200-01", "gpu-xid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{EnvCrash: tc.value, "SLURMD_NODENAME": tc.node, "SLURM_JOB_NAME": job}
+			env := map[string]string{simenv.EnvCrash: tc.value, "SLURMD_NODENAME": tc.node, "SLURM_JOB_NAME": job}
 			out, err := runCrashWorker(context.Background(), env)
 			if tc.want == "" {
 				require.Error(t, err)
@@ -158,9 +159,9 @@ func TestCrashMalformedRefusedWhereNothingApplies(t *testing.T) {
 	for _, v := range []string{"nccl@node=gb200-09,disk-full@node=gb200-09", "nccl@nod=gb200-01", "nccl@job="} {
 		t.Run(v, func(t *testing.T) {
 			out, err := runCrashWorker(context.Background(),
-				map[string]string{EnvCrash: v, "SLURMD_NODENAME": "gb200-01", "SLURM_JOB_NAME": "sweepflow.s.p"})
+				map[string]string{simenv.EnvCrash: v, "SLURMD_NODENAME": "gb200-01", "SLURM_JOB_NAME": "sweepflow.s.p"})
 			require.True(t, errors.Is(err, ErrUsage), "%v", err)
-			assert.Contains(t, err.Error(), EnvCrash)
+			assert.Contains(t, err.Error(), simenv.EnvCrash)
 			assert.NotContains(t, out, "SIMULATED sglang")
 		})
 	}
@@ -178,14 +179,14 @@ func TestCrashTailsNameTheNode(t *testing.T) {
 		{"gpu-xid", "", "Dec  5 03:12:01 " + host + " kernel: NVRM: Xid "},
 	} {
 		t.Run(tc.kind+"/"+tc.node, func(t *testing.T) {
-			out, err := runCrashWorker(context.Background(), map[string]string{EnvCrash: tc.kind, "SLURMD_NODENAME": tc.node})
+			out, err := runCrashWorker(context.Background(), map[string]string{simenv.EnvCrash: tc.kind, "SLURMD_NODENAME": tc.node})
 			require.Error(t, err)
 			assert.Contains(t, out, tc.line)
 			assert.NotContains(t, out, hostToken)
 		})
 	}
 	// cuda-oom names no node.
-	out, err := runCrashWorker(context.Background(), map[string]string{EnvCrash: "cuda-oom", "SLURMD_NODENAME": "gb200-03"})
+	out, err := runCrashWorker(context.Background(), map[string]string{simenv.EnvCrash: "cuda-oom", "SLURMD_NODENAME": "gb200-03"})
 	require.Error(t, err)
 	assert.True(t, strings.HasSuffix(out, crashTails["cuda-oom"]), out)
 	assert.NotContains(t, out, "gb200-03")
@@ -197,7 +198,7 @@ func TestCrashHangBlocksUntilCancelled(t *testing.T) {
 	var out lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env := map[string]string{EnvCrash: "hang@node=gb200-02", "SLURMD_NODENAME": "gb200-02"}
+	env := map[string]string{simenv.EnvCrash: "hang@node=gb200-02", "SLURMD_NODENAME": "gb200-02"}
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, RoleVLLM, []string{"python3", "-m", "dynamo.vllm", "--model", "/m"},

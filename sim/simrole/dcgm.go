@@ -16,7 +16,8 @@ import (
 // :PORT`. It serves Prometheus text on /metrics with one
 // DCGM_FI_DEV_POWER_USAGE sample per GPU (labels gpu, UUID, device,
 // modelName, Hostname ...), which srt-slurm's collector reads. The values are
-// the simulator's board-power model and carry simulated="true".
+// the simulator's board-power model following the job's load (power.go)
+// and carry simulated="true".
 
 // dcgmFlags are dcgm-exporter's command-line flags (urfave/cli: -x and --x
 // alike, "--x=v" or "--x v"; a bool flag takes no value) with whether each
@@ -85,9 +86,6 @@ func ParseDCGMExporter(argv []string) (DCGMArgs, error) {
 	return a, nil
 }
 
-// EnvGPUPower is the simulated board power per GPU in watts (default 200).
-const EnvGPUPower = "SWEEPFLOW_SIM_GPU_POWER_W"
-
 // runDCGMExporter serves /metrics for this node's GPUs until ctx ends.
 func runDCGMExporter(ctx context.Context, argv []string, o Options) error {
 	a, err := ParseDCGMExporter(argv)
@@ -98,10 +96,6 @@ func runDCGMExporter(ctx context.Context, argv []string, o Options) error {
 	if err != nil {
 		return err
 	}
-	watts, err := simFloat(o.Getenv, EnvGPUPower, 200, 0)
-	if err != nil {
-		return err
-	}
 	host := o.Getenv("SLURMD_NODENAME")
 	if host == "" {
 		host, _ = os.Hostname()
@@ -109,10 +103,14 @@ func runDCGMExporter(ctx context.Context, argv []string, o Options) error {
 	// The emulated nodes are named after their GPUs (gb200-NN, gb300-NN).
 	model := "NVIDIA " + strings.ToUpper(strings.SplitN(host, "-", 2)[0])
 	start := time.Now()
+	board := powerBoard(o.Getenv)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		// The reading advances once per collect interval, as DCGM's does.
 		tick := int64(time.Since(start) / a.CollectInterval)
+		// The model's draw under the job's load (power board), once a
+		// collect interval, as DCGM's reading advances.
+		watts := boardPower(board, host, gpus, start.Add(time.Duration(tick)*a.CollectInterval))
 		var b strings.Builder
 		b.WriteString("# sweepflow-sim: SIMULATED GPU telemetry (board power model)\n")
 		b.WriteString("# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n")
@@ -122,7 +120,7 @@ func runDCGMExporter(ctx context.Context, argv []string, o Options) error {
 			if !a.NoHostname {
 				labels += fmt.Sprintf(`,Hostname="%s"`, host)
 			}
-			fmt.Fprintf(&b, "DCGM_FI_DEV_POWER_USAGE{%s,simulated=\"true\"} %s\n", labels, strconv.FormatFloat(simBoardPower(watts, g, tick), 'f', 3, 64))
+			fmt.Fprintf(&b, "DCGM_FI_DEV_POWER_USAGE{%s,simulated=\"true\"} %s\n", labels, strconv.FormatFloat(simBoardPower(watts[g], g, tick), 'f', 3, 64))
 		}
 		_, _ = w.Write([]byte(b.String()))
 	})
@@ -146,9 +144,8 @@ func simGPUUUID(host string, gpu int) string {
 	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// simBoardPower is the board-power model: the configured draw with a
-// deterministic ripple of up to ±1% per GPU and tick, so successive
-// samples differ as real ones do.
+// simBoardPower is the model's draw with a deterministic ripple of up to
+// ±1% per GPU and tick, so successive samples differ as real ones do.
 func simBoardPower(watts float64, gpu int, tick int64) float64 {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%d/%d", gpu, tick)))
 	ripple := (float64(h[0])/255 - 0.5) * 0.02

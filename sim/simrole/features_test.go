@@ -18,6 +18,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
 	"github.com/sweepflow/sweepflow/config"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/internal/testnet"
 )
 
@@ -181,7 +182,7 @@ telemetry: {enabled: true, dcgm_exporter: {container_image: dcgm-exporter, port:
 	}
 
 	port := testnet.FreePort(t)
-	env := map[string]string{"SLURMD_NODENAME": "gb300-07", EnvGPUsPerNode: "4", EnvGPUPower: "300"}
+	env := map[string]string{"SLURMD_NODENAME": "gb300-07", EnvGPUsPerNode: "4"} // no job: no power board, every GPU idles
 	s := start(t, RoleDCGM, strings.Fields(fmt.Sprintf("dcgm-exporter --collect-interval=100 --address :%d", port)), env, Options{}, true)
 	assert.Contains(t, s.log.String(), LogPrefix+"env=")
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
@@ -199,7 +200,7 @@ telemetry: {enabled: true, dcgm_exporter: {container_image: dcgm-exporter, port:
 		assert.Contains(t, l, `simulated="true"`)
 		v, err := strconv.ParseFloat(l[strings.LastIndex(l, " ")+1:], 64)
 		require.NoError(t, err)
-		assert.InDelta(t, 300, v, 3.01, "the configured draw within its 1%% ripple")
+		assert.InDelta(t, energy.SimulatedGB200.IdleW, v, 1.61, "the model's idle draw within its 1%% ripple")
 	}
 	assert.Equal(t, 4, lines, "one sample per GPU of the node")
 	assert.Contains(t, string(body), "SIMULATED")

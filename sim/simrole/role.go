@@ -42,7 +42,7 @@
 //     DCGM_FI_DEV_POWER_USAGE per GPU of the node (telemetry dcgm-power).
 //   - benchmark (agentic_srt.sh): sweepflow's load generator replays the
 //     AgentX trace against the frontend and writes InferenceX's per-point
-//     result file (package ixresult).
+//     result file (package inferencex/resultfile).
 //
 // Everything a role serves says it is simulated.
 package simrole
@@ -60,6 +60,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sweepflow/sweepflow/sim/simenv"
 	"go.uber.org/zap"
 )
 
@@ -163,7 +164,7 @@ func Run(ctx context.Context, role string, argv []string, o Options) error {
 	if err != nil {
 		return err
 	}
-	if c := o.Getenv(EnvCrash); c != "" && (role == RoleWorker || role == RoleTRTLLM || role == RoleVLLM) {
+	if c := o.Getenv(simenv.EnvCrash); c != "" && (role == RoleWorker || role == RoleTRTLLM || role == RoleVLLM) {
 		if err := crash(ctx, o.Stdout, o.Getenv, c); err != nil {
 			return err // crashed, hung until stopped, or a malformed value
 		}

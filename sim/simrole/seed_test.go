@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // TestPlanBenchmarkSeeds: the simulated benchmark replays with the seeds
@@ -19,14 +20,14 @@ func TestPlanBenchmarkSeeds(t *testing.T) {
 	assert.Nil(t, p.Seed, "42 + conc per point")
 	assert.EqualValues(t, 42, p.TraceSeed)
 
-	env[EnvSeed], env[EnvTraceSeed] = "123456789", "7"
+	env[simenv.EnvSeed], env[simenv.EnvTraceSeed] = "123456789", "7"
 	p, err = PlanBenchmark(get)
 	require.NoError(t, err)
 	require.NotNil(t, p.Seed)
 	assert.EqualValues(t, 123456789, *p.Seed)
 	assert.EqualValues(t, 7, p.TraceSeed)
 
-	env[EnvSeed] = "x"
+	env[simenv.EnvSeed] = "x"
 	_, err = PlanBenchmark(get)
 	assert.EqualError(t, err, `SWEEPFLOW_SIM_SEED="x": want an integer`)
 }

@@ -304,6 +304,9 @@ func runSimWorker(ctx context.Context, s workerSpec, o Options, mounts Mounts) e
 	if err := w.simConfig(); err != nil {
 		return err
 	}
+	pctx, stopCard := context.WithCancel(ctx)
+	defer stopCard()
+	go postPowerCard(pctx, o, s.Mode, w.load)
 	if s.NodeRank > 0 {
 		return w.member(ctx)
 	}
@@ -728,4 +731,15 @@ func (w *worker) deployment(ctx context.Context) (sim.Deployment, error) {
 		PrefillTP:      max(p.TP, 1), PrefillEP: max(p.EP, 1), PrefillDPA: p.DPA,
 		DecodeWorkers: 1, DecodeTP: s.GPUs, DecodeEP: s.EP, DecodeDPA: s.DPA,
 	}, nil
+}
+
+// load is the engine's load for the power board ((0, 0) before it runs).
+func (w *worker) load() (int64, int64) {
+	w.mu.Lock()
+	eng := w.eng
+	w.mu.Unlock()
+	if eng == nil {
+		return 0, 0
+	}
+	return eng.Load()
 }

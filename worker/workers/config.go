@@ -24,6 +24,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/local"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/gsm8k"
 	"github.com/sweepflow/sweepflow/inferencex/overlay"
 	"github.com/sweepflow/sweepflow/loadgen"
@@ -76,6 +77,9 @@ type Config struct {
 	SimCrash string
 	// MetricsAddr serves Prometheus /metrics when set (see Dial).
 	MetricsAddr string
+	// RequirePower sends a perf result whose power the gate refused to the
+	// operator gate (InferenceX's REQUIRE_POWER=1; docs/energy.md).
+	RequirePower bool
 
 	cluster *config.Cluster
 }
@@ -108,6 +112,7 @@ func (c *Config) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("SWEEPFLOW_METRICS_ADDR", ""), "serve Prometheus metrics on ADDR/metrics, e.g. 127.0.0.1:9464 (SDK and sweepflow metrics)")
 	fs.DurationVar(&c.PerfDuration, "perf-duration", 0, "simulated clusters only: cap an agentic perf run's dispatch window (0: 20 s of engine time); real clusters always run the matrix row's duration and refuse this flag")
 	fs.StringVar(&c.TraceFile, "trace", env("SWEEPFLOW_TRACE", ""), "AgentX trace (cc-traces-weka format, JSONL) agentic points replay (default: the generated AgentX-shaped trace)")
+	fs.BoolVar(&c.RequirePower, "require-power", env("SWEEPFLOW_REQUIRE_POWER", "") == "1", "a perf result whose power is invalid goes to the operator gate instead of being stored power-invalid (InferenceX REQUIRE_POWER=1)")
 	fs.BoolVar(&c.Control, "control", true, "also run the sweep and point workflows")
 	fs.IntVar(&c.MaxActivities, "max-activities", 0, "stages this worker runs at once (0: SDK default)")
 	fs.IntVar(&c.Pollers, "pollers", DefaultPollers, "workflow-task and activity-task pollers of each worker")
@@ -189,6 +194,7 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		// match. Real engines are rendered from it, so Slurm requires one.
 		RecipesRoot: cl.RecipesRoot, RequireRecipes: cl.Backend == config.BackendSlurm,
 		Cluster: cl.Name, BadNodes: cl.BadNodes,
+		Power: activities.PowerConfig{Require: c.RequirePower},
 	}
 	if c.TraceFile != "" {
 		if acts.Load.Trace, acts.Load.TraceName, err = loadTraceFile(c.TraceFile); err != nil {
@@ -220,6 +226,10 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 			}
 			acts.Backend = b
 			acts.Simulated, acts.Engine = false, "local/"+filepath.Base(cl.ServeCommand[0])
+			if local.HasNVIDIASMI() {
+				// GPUs on this host: perf reads their power (docs/energy.md).
+				acts.Power.Source = energy.SourceNVML
+			}
 			break
 		}
 		b, err := c.localBackend(cl, home, ev.TestPath)
@@ -248,6 +258,8 @@ func (c *Config) Activities(ctx context.Context, log *zap.Logger) (*activities.A
 		acts.Backend = b
 		acts.PerfClient = cl.PerfClient
 		acts.Containers = cl.Containers
+		// A telemetry recipe's collector files give perf its power.
+		acts.Power.Source = energy.SourceDCGM
 		if cl.Simulated() {
 			// Emulated partition: the roles run the simulator on its
 			// scaled clock, so perf windows and think times scale too.

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/sweepflow/sweepflow/activities"
+	"github.com/sweepflow/sweepflow/point"
 	"github.com/sweepflow/sweepflow/temporalx"
 )
 
@@ -16,7 +17,7 @@ import (
 // bookkeeping stays instant.
 func lengthened(activityType string) bool {
 	stage, ok := activities.StageActivities[activityType]
-	return ok && stage != activities.StageTeardown
+	return ok && stage != point.StageTeardown
 }
 
 // simStageTime is a worker interceptor that makes every stage of a

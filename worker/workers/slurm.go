@@ -7,7 +7,7 @@ import (
 	"github.com/sweepflow/sweepflow/cluster/slurm"
 	"github.com/sweepflow/sweepflow/config"
 	"github.com/sweepflow/sweepflow/failure"
-	"github.com/sweepflow/sweepflow/sim/simrole"
+	"github.com/sweepflow/sweepflow/sim/simenv"
 )
 
 // slurmBackend serves a slurm cluster profile: the backend launches the
@@ -42,7 +42,7 @@ func (c *Config) slurmBackend(cl *config.Cluster, gsm8kTest string) (cluster.Bac
 			l.SimEnv["SWEEPFLOW_SIM_GSM8K"] = gsm8kTest
 		}
 		if c.SimCrash != "" {
-			l.SimEnv[simrole.EnvCrash] = c.SimCrash
+			l.SimEnv[simenv.EnvCrash] = c.SimCrash
 		}
 	}
 	return slurm.New(slurm.Config{

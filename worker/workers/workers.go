@@ -78,9 +78,7 @@ func Start(c client.Client, o Options) (*Workers, error) {
 			MaxConcurrentWorkflowTaskPollers: o.pollers(),
 			Interceptors:                     []interceptor.WorkerInterceptor{metrics.NewInterceptor()},
 		})
-		cw.RegisterWorkflow(workflows.SweepWorkflow)
-		cw.RegisterWorkflow(workflows.PointWorkflow)
-		cw.RegisterWorkflow(workflows.DeploymentWorkflow)
+		workflows.Register(cw)
 		// Under its historical name: schedules and histories name it.
 		cw.RegisterWorkflowWithOptions(nightly.Workflow, workflow.RegisterOptions{Name: nightly.WorkflowName})
 		w.ws = append(w.ws, cw)

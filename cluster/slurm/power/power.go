@@ -12,7 +12,6 @@
 package power
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/csv"
@@ -36,6 +35,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
+	"github.com/sweepflow/sweepflow/energy"
 	"github.com/sweepflow/sweepflow/internal/atomicfile"
 	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
@@ -59,9 +59,6 @@ const (
 	statusIncomplete = "incomplete"
 	statusFailed     = "failed"
 )
-
-// SamplesHeader is samples.csv's header row.
-var SamplesHeader = []string{"schema_version", "timestamp_unix", "scrape_seq", "hostname", "gpu_index", "gpu_uuid", "power_w"}
 
 // Reason codes recorded in the manifest (contract.py Reason).
 const (
@@ -87,21 +84,6 @@ const (
 	ReasonWindowNotBracket  = "measurement_window_not_bracketed"
 	ReasonSampleGapExceeded = "sample_gap_exceeded"
 )
-
-// SampleRow is one GPU's reading in one scrape.
-type SampleRow struct {
-	Timestamp float64 // unix seconds, the midpoint of the request on the collector's clock
-	Seq       int
-	Hostname  string
-	GPUIndex  int
-	GPUUUID   string
-	PowerW    float64
-}
-
-func (r SampleRow) csv() []string {
-	return []string{strconv.Itoa(SchemaVersion), pyjson.FloatRepr(r.Timestamp), strconv.Itoa(r.Seq), r.Hostname,
-		strconv.Itoa(r.GPUIndex), r.GPUUUID, pyjson.FloatRepr(r.PowerW)}
-}
 
 // ObservedDevice is a device as the samples show it.
 type ObservedDevice struct {
@@ -213,7 +195,7 @@ func New(s srtlaunch.PowerTelemetry, o Options) (*Collector, error) {
 	}
 	c := &Collector{s: s, o: o, file: f, w: csv.NewWriter(f)}
 	c.w.UseCRLF = true // Python's csv.writer ends rows with \r\n
-	if err := c.w.Write(SamplesHeader); err != nil {
+	if err := c.w.Write(energy.SamplesHeader); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -283,7 +265,7 @@ func (c *Collector) collectOnce(ctx context.Context) bool {
 	cctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	type result struct {
-		rows    []SampleRow
+		rows    []energy.Sample
 		reasons []string
 		dur     float64
 		sim     bool
@@ -316,7 +298,7 @@ func (c *Collector) collectOnce(ctx context.Context) bool {
 			readings, reasons, sim := ParseScrape(body)
 			ts := (unix(start) + unix(end)) / 2
 			for _, rd := range readings {
-				r.rows = append(r.rows, SampleRow{Timestamp: ts, Seq: seq, Hostname: c.s.Nodes[i], GPUIndex: rd.GPUIndex, GPUUUID: rd.GPUUUID, PowerW: rd.PowerW})
+				r.rows = append(r.rows, energy.Sample{Timestamp: ts, Seq: seq, Hostname: c.s.Nodes[i], GPUIndex: rd.GPUIndex, GPUUUID: rd.GPUUUID, PowerW: rd.PowerW})
 			}
 			r.reasons, r.dur, r.sim = reasons, end.Sub(start).Seconds(), sim
 		}(i)
@@ -334,7 +316,7 @@ func (c *Collector) collectOnce(ctx context.Context) bool {
 			c.man.MaxScrapeDuration = &d
 		}
 		for _, row := range r.rows {
-			if err := c.w.Write(row.csv()); err != nil {
+			if err := c.w.Write(energy.SampleRecord(row)); err != nil {
 				c.rsn = append(c.rsn, ReasonCollector)
 			}
 			seen[[2]any{row.Hostname, row.GPUIndex}] = true
@@ -443,60 +425,13 @@ func dedupe(xs []string) []string {
 	return out
 }
 
-// ReadSamples reads samples.csv back strictly (samples.py read_samples):
-// rows with a bad field are dropped as malformed, a repeated (seq, host,
-// gpu) counted once.
-func ReadSamples(path string) ([]SampleRow, []string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	r := csv.NewReader(bufio.NewReader(f))
-	r.FieldsPerRecord = -1
-	head, err := r.Read()
-	if err != nil || strings.Join(head, ",") != strings.Join(SamplesHeader, ",") {
-		return nil, []string{"samples_csv_header_mismatch"}, nil
-	}
-	var rows []SampleRow
-	var reasons []string
-	seen := map[string]bool{}
-	for {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil || len(rec) != len(SamplesHeader) {
-			reasons = append(reasons, ReasonSamplesMalformed)
-			continue
-		}
-		ver, e1 := strconv.Atoi(rec[0])
-		ts, e2 := strconv.ParseFloat(rec[1], 64)
-		seq, e3 := strconv.Atoi(rec[2])
-		gpu, e4 := strconv.Atoi(rec[4])
-		pw, e5 := strconv.ParseFloat(rec[6], 64)
-		if e1 != nil || e2 != nil || e3 != nil || e4 != nil || e5 != nil || ver != SchemaVersion || rec[3] == "" || rec[5] == "" || pw < 0 {
-			reasons = append(reasons, ReasonSamplesMalformed)
-			continue
-		}
-		key := fmt.Sprintf("%d/%s/%d", seq, rec[3], gpu)
-		if seen[key] {
-			reasons = append(reasons, "duplicate_sample_row")
-			continue
-		}
-		seen[key] = true
-		rows = append(rows, SampleRow{Timestamp: ts, Seq: seq, Hostname: rec[3], GPUIndex: gpu, GPUUUID: rec[5], PowerW: pw})
-	}
-	return rows, dedupe(reasons), nil
-}
-
 // observed collapses rows into devices (derive_observed_devices).
-func observed(rows []SampleRow) ([]ObservedDevice, bool) {
+func observed(rows []energy.Sample) ([]ObservedDevice, bool) {
 	type key struct {
 		h string
 		g int
 	}
-	by := map[key][]SampleRow{}
+	by := map[key][]energy.Sample{}
 	for _, r := range rows {
 		by[key{r.Hostname, r.GPUIndex}] = append(by[key{r.Hostname, r.GPUIndex}], r)
 	}
@@ -625,7 +560,7 @@ func (c *Collector) finalize() error {
 	if err := c.file.Close(); err != nil && werr == nil {
 		werr = err
 	}
-	rows, sampleReasons, err := ReadSamples(filepath.Join(c.s.Dir, SamplesFile))
+	rows, sampleReasons, err := energy.ReadSamples(filepath.Join(c.s.Dir, SamplesFile))
 	if err != nil {
 		return err
 	}

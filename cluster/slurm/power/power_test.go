@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/cluster/slurm/srtlaunch"
+	"github.com/sweepflow/sweepflow/energy"
 )
 
 // exporter serves DCGM text for gpus GPUs of host at watts.
@@ -97,7 +98,7 @@ func TestCollector(t *testing.T) {
 	assert.Contains(t, f[1], ".", "timestamps are Python float reprs")
 	assert.Equal(t, "1", strings.Split(lines[2], ",")[0])
 	assert.Equal(t, "1", strings.Split(lines[2], ",")[4], "the second GPU of the same scrape")
-	rows, reasons, err := ReadSamples(filepath.Join(dir, SamplesFile))
+	rows, reasons, err := energy.ReadSamples(filepath.Join(dir, SamplesFile))
 	require.NoError(t, err)
 	assert.Empty(t, reasons)
 	assert.Equal(t, int(hits.Load())*2, len(rows), "every scrape's rows persisted")

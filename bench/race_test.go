@@ -1,7 +1,0 @@
-//go:build race
-
-package bench
-
-// benchRace: the race detector slows the client several-fold, so tests
-// skip assertions that need the client to keep up with 768 streams.
-const benchRace = true
