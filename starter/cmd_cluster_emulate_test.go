@@ -86,6 +86,17 @@ func TestClusterEmulate(t *testing.T) {
 		})
 	}
 
+	// With the user's checkouts, the profile composes its recipes root from
+	// them (the worker launches from the root the plan was made from).
+	ix, srt := t.TempDir(), t.TempDir()
+	profile, data := emulateRack(t, "gb200-nvl72", "--inferencex", ix, "--srt-slurm", srt)
+	c, err := config.LoadCluster(profile)
+	require.NoError(t, err)
+	assert.Equal(t, ix, c.InferenceX)
+	assert.Equal(t, srt, c.SrtSlurm)
+	assert.Empty(t, c.RecipesRoot, "composed from the checkouts, not the emulation's own root")
+	assert.Equal(t, filepath.Join(data, "slurm-emu", "shared", "srt-slurm"), c.SrtRoot, "the emulation's stand-in is mounted")
+
 	var stdout, stderr bytes.Buffer
 	code := runIO([]string{"cluster", "emulate", filepath.Join("..", "configs", "clusters", "gb200-nvl72.yaml"),
 		"--emulation", filepath.Join("..", "configs", "clusters", "gb200-nvl72.yaml")}, &stdout, &stderr)
