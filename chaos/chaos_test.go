@@ -147,6 +147,30 @@ func TestReconcile(t *testing.T) {
 	assert.Empty(t, mis)
 	assert.Empty(t, notes)
 
+	// An attempt that started after the kill's snapshot read its point but
+	// before the worker died (the GB200 fleet chaos run, seed 35: a
+	// teardown) is lost to the kill; one that started after it is not.
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	kill := Injection{Fault: Fault{Kind: WorkerKill, Point: "c4", Stage: "perf", Expect: failure.LostWorker}, Attempt: 1,
+		At: at, Landed: at.Add(2 * time.Second), Hit: []Attempt{{"c4", "perf", 1}}}
+	lost := func(p, stage string, started, ended time.Duration) results.StageAttempt {
+		a := row(p, stage, 1, results.AttemptLost, failure.LostWorker)
+		a.StartedAt, a.EndedAt = at.Add(started), at.Add(ended)
+		return a
+	}
+	mis, notes = Reconcile([]Injection{kill}, []results.StageAttempt{
+		lost("c4", "perf", -time.Minute, 12*time.Second),
+		lost("c1", "teardown", time.Second, 12*time.Second),
+	})
+	assert.Empty(t, mis)
+	assert.Equal(t, []string{kill.Fault.String() + ": attempt 1 of teardown on c1 started as it landed and was lost to it"}, notes)
+	mis, _ = Reconcile([]Injection{kill}, []results.StageAttempt{
+		lost("c4", "perf", -time.Minute, 12*time.Second),
+		lost("c1", "teardown", 3*time.Second, 20*time.Second),
+	})
+	require.Len(t, mis, 1)
+	assert.Contains(t, mis[0], "attempt 1 of teardown on c1 failed (lost-worker")
+
 	// An unexplained failure and a fault without its attempt are both named.
 	mis, _ = Reconcile(inj[:1], []results.StageAttempt{row("c4", "warmup", 1, results.AttemptFailed, failure.Transient)})
 	require.Len(t, mis, 2)

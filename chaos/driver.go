@@ -63,6 +63,10 @@ type Injection struct {
 	// Hit lists every stage attempt in flight when a worker kill or a
 	// server restart landed: each is lost.
 	Hit []Attempt `json:"hit,omitempty"`
+	// Landed is when a worker kill's worker or a restart's server was
+	// down: an attempt that started between the Hit snapshot and then (the
+	// snapshot reads every point in turn) is lost to it too.
+	Landed time.Time `json:"landed,omitempty"`
 	// Node is the node a node failure set DOWN.
 	Node string `json:"node,omitempty"`
 	// Missed says why an injected fault never landed.
@@ -183,6 +187,7 @@ func (d *Driver) inject(ctx context.Context, f *Injection) error {
 		if err := d.Worker.Stop(syscall.SIGKILL, 0); err != nil {
 			return err
 		}
+		f.Landed = time.Now()
 		if err := d.Worker.Start(); err != nil {
 			return err
 		}
@@ -195,6 +200,7 @@ func (d *Driver) inject(ctx context.Context, f *Injection) error {
 		if err := d.Server.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 			return err
 		}
+		f.Landed = time.Now()
 		time.Sleep(d.ServerDown)
 		if err := d.Server.Start(); err != nil {
 			return err

@@ -20,7 +20,9 @@ import (
 //     lost, and the fault noted as overtaken).
 //   - A worker kill or server restart makes a lost attempt (lost-worker) of
 //     its point and stage, and of every other attempt it hit; one that
-//     finished just as the fault landed is noted, not counted.
+//     finished just as the fault landed is noted, not counted. A lost
+//     attempt that ran when it landed (started before Landed, ended after
+//     At) but started after the Hit snapshot read its point is its too.
 //   - A fault that never landed (Missed) makes none.
 //
 // It returns the mismatches (none: the ledger holds exactly the run's
@@ -68,6 +70,21 @@ func Reconcile(inj []Injection, attempts []results.StageAttempt) (mismatches, no
 			default:
 				notes = append(notes, fmt.Sprintf("%s: attempt %d of %s on %s, in flight when it landed, finished anyway", f.Fault, h.Attempt, h.Stage, h.Point))
 			}
+		}
+	}
+	for _, f := range inj {
+		if f.Missed != "" || (f.Kind != WorkerKill && f.Kind != ServerRestart) || f.Landed.IsZero() {
+			continue
+		}
+		for {
+			var lost results.StageAttempt
+			if !take(func(a results.StageAttempt) bool {
+				lost = a
+				return a.Class == failure.LostWorker && !a.StartedAt.After(f.Landed) && (a.EndedAt.IsZero() || !a.EndedAt.Before(f.At))
+			}) {
+				break
+			}
+			notes = append(notes, fmt.Sprintf("%s: attempt %d of %s on %s started as it landed and was lost to it", f.Fault, lost.Attempt, lost.Stage, lost.PointID))
 		}
 	}
 	for _, f := range inj {

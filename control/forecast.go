@@ -37,6 +37,9 @@ type ForecastRequest struct {
 	// from the rows, `bench forecast --sized`): the launcher's render of
 	// them is not asked, it would refuse what they leave out.
 	StandInRecipes bool
+	// OnePointPerKey forecasts one point per config key, as `sweep start
+	// --one-point-per-key` plans it.
+	OnePointPerKey bool
 	// Canary makes the sweep with canaries (`sweep start --canary`) the
 	// headline; either way each cluster's forecast carries the comparison.
 	Canary bool
@@ -114,7 +117,7 @@ func Forecast(ctx context.Context, req ForecastRequest) (*forecast.Report, error
 func forecastCluster(ctx context.Context, req ForecastRequest, sw config.Sweep, filters plan.Options, cl *config.Cluster, keys []string) (*forecast.Cluster, error) {
 	var findings []forecast.Finding
 	opts := filters
-	opts.Cluster, opts.RecipesRoot = cl, req.RecipesRoot
+	opts.Cluster, opts.RecipesRoot, opts.OnePointPerKey = cl, req.RecipesRoot, req.OnePointPerKey
 	build := func(keys []string) (*plan.Plan, error) {
 		s := sw
 		s.ConfigKeys, s.ClusterPath = keys, cl.Path

@@ -49,6 +49,9 @@ type Request struct {
 	Adaptive []point.Adaptive
 	// RecipeSets are --set overrides for every recipe (plan.Options).
 	RecipeSets []string
+	// ConfigKeys, when set, replace the sweep file's config keys
+	// (`sweep start --config-keys`).
+	ConfigKeys []string
 }
 
 // Build plans the sweep file and converts every point into the
@@ -57,6 +60,9 @@ func Build(req Request) (*workflows.SweepInput, *plan.Plan, error) {
 	sw, err := config.LoadSweep(req.SweepFile)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(req.ConfigKeys) > 0 {
+		sw.ConfigKeys = req.ConfigKeys
 	}
 	clusterPath := sw.ClusterPath
 	if req.ClusterFile != "" {

@@ -240,8 +240,8 @@ func healthBudgets(f *checkFlags) ([]budgetcheck.Warning, error) {
 // reviewSweep runs `starter check --sweep FILE` for `sweep start`.
 // With a changelog, the keys its chosen entries select are checked, and
 // the entries themselves.
-func reviewSweep(sweepFile, clusterFile, recipesRoot string, allow []string, cl *control.ChangelogRef) (*checklist.Report, error) {
-	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow, recipes: recipesFlags{root: recipesRoot}}
+func reviewSweep(sweepFile, clusterFile, recipesRoot string, keys, allow []string, cl *control.ChangelogRef) (*checklist.Report, error) {
+	f := &checkFlags{sweep: sweepFile, cluster: clusterFile, thinking: true, allow: allow, recipes: recipesFlags{root: recipesRoot}, configKeys: keys}
 	if cl != nil {
 		f.changelog, f.entry, f.since = cl.Path, cl.Entry, cl.Since
 	}

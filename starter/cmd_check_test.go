@@ -90,7 +90,7 @@ func TestSweepStartRefusesFailingCheck(t *testing.T) {
 }
 
 func TestSweepStartReviewMemo(t *testing.T) {
-	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", "", []string{checklist.RuleUpstreamImage}, nil)
+	rep, err := reviewSweep("testdata/check/bad-sweep.yaml", "", "", nil, []string{checklist.RuleUpstreamImage}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, rep.Failures())
 	memo := control.ReviewMemo(rep, []string{checklist.RuleUpstreamImage})

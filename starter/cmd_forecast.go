@@ -59,6 +59,7 @@ that sweep the headline.`,
 	fs.StringVar(&f.runnerConfig, "runner-config", "", "runners file (default configs/runners.yaml without --sweep)")
 	fs.Var(&f.configKeys, "config-keys", "config keys or globs; several may follow the flag")
 	fs.BoolVar(&f.noEvals, "no-evals", false, "no evals")
+	fs.BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key, as `sweep start --one-point-per-key` runs it")
 	fs.StringVar(&f.changelog.Path, "changelog", "", "forecast the keys, scenario types and evals of perf-changelog entries")
 	fs.IntVar(&f.changelog.Entry, "entry", 0, "with --changelog: entry N (1-based; negative counts from the end)")
 	fs.IntVar(&f.changelog.Since, "since", 0, "with --changelog: entries N to the last (default: the last entry)")
@@ -91,7 +92,7 @@ that sweep the headline.`,
 		if err != nil {
 			return err
 		}
-		req := control.ForecastRequest{Sweep: s, Clusters: clusters, RecipesRoot: root, Assumptions: a, Canary: canary}
+		req := control.ForecastRequest{Sweep: s, Clusters: clusters, RecipesRoot: root, Assumptions: a, Canary: canary, OnePointPerKey: f.onePointPerKey}
 		if f.changelog.Path != "" {
 			req.Changelog = &f.changelog
 		}

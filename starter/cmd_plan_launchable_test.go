@@ -144,22 +144,31 @@ var launchableInferenceX = []struct {
 	}},
 }
 
-// TestLaunchableInferenceX composes the recipes root from InferenceX's tree
-// and srt-slurm's, as a user with both checkouts does (--inferencex,
-// --srt-slurm), and pins the launchable counts of launchableInferenceX. The
-// shared copies are not checkouts: the test lays them out as checkouts are.
-func TestLaunchableInferenceX(t *testing.T) {
-	ixData := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "srt-slurm-recipes")
+// ixCheckouts lays the shared InferenceX and srt-slurm v1.0.68 copies out
+// as checkouts are (they are trees, not checkouts) and returns the shared
+// InferenceX directory and the two checkouts.
+func ixCheckouts(t *testing.T) (ixData, ix, srt string) {
+	t.Helper()
+	ixData = reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "srt-slurm-recipes")
 	srtData := reftest.SrtSlurm(t, "recipes-v1.0.68")
-	repo, err := filepath.Abs("..")
-	require.NoError(t, err)
 	dir := t.TempDir()
-	ix, srt := filepath.Join(dir, "InferenceX"), filepath.Join(dir, "srt-slurm")
+	ix, srt = filepath.Join(dir, "InferenceX"), filepath.Join(dir, "srt-slurm")
 	require.NoError(t, os.MkdirAll(filepath.Join(ix, "benchmarks", "multi_node"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(ixData, "srt-slurm-recipes"), filepath.Join(ix, "benchmarks", "multi_node", "srt-slurm-recipes")))
 	require.NoError(t, os.MkdirAll(srt, 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(srtData, "recipes-v1.0.68"), filepath.Join(srt, "recipes")))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	return ixData, ix, srt
+}
+
+// TestLaunchableInferenceX composes the recipes root from InferenceX's tree
+// and srt-slurm's, as a user with both checkouts does (--inferencex,
+// --srt-slurm), and pins the launchable counts of launchableInferenceX. The
+// shared copies are not checkouts: the test lays them out as checkouts are.
+func TestLaunchableInferenceX(t *testing.T) {
+	ixData, ix, srt := ixCheckouts(t)
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
 	master, err := ixconfig.LoadMaster(filepath.Join(ixData, "nvidia-master.yaml"))
 	require.NoError(t, err)
 

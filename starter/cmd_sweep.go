@@ -24,7 +24,8 @@ func init() {
 	register("sweep start", func() *cobra.Command {
 		var f startFlags
 		c := &cobra.Command{Use: "start", Short: "plan a sweep and start it on Temporal (prints the sweep ID and Web UI link)", Args: noArgs,
-			RunE: func(*cobra.Command, []string) error { return runSweepStart(f) }}
+			Annotations: map[string]string{annotationListFlags: "config-keys"},
+			RunE:        func(*cobra.Command, []string) error { return runSweepStart(f) }}
 		f.bind(c.Flags())
 		c.Flags().Var(&f.allow, "allow", "start despite failing `starter check` findings of this rule (repeatable; recorded in the sweep's memo)")
 		c.Flags().StringVar(&f.changelog.Path, "changelog", "", "InferenceX perf-changelog.yaml: run the config keys, scenario types and evals its chosen entries select (the --sweep file still names config files, cluster and recipes)")
@@ -32,6 +33,7 @@ func init() {
 		c.Flags().IntVar(&f.changelog.Since, "since", 0, "with --changelog: run entries N to the last (default: the last entry)")
 		c.Flags().BoolVar(&f.canary, "canary", false, "run each image and backend's cheapest point (node-hours) first; its other points start once it completed, and end not-started if it failed")
 		f.recipes.bind(c.Flags())
+		c.Flags().Var(&f.configKeys, "config-keys", "config keys or globs, in place of the sweep file's; several may follow the flag")
 		c.Flags().BoolVar(&f.onePointPerKey, "one-point-per-key", false, "one point per config key: its lowest concurrency (with the key's eval, if it has one); a bring-up of every key")
 		c.Flags().StringArrayVar(&f.adaptive, "adaptive", nil, "adaptive points for a config key, as the sweep file's adaptive: entry (repeatable; replaces the file's entry for that key): "+
 			"KEY=fill[,factor=2][,max-points=3][,max-node-hours=H] or KEY=slo,metric=p99_ttft,max=2,step=64[,grid-min=N][,grid-max=N][,topology=T][,max-points=N][,max-node-hours=H]")
@@ -84,6 +86,8 @@ type startFlags struct {
 	chaos chaosFlags
 	// sets: `sweep start --set dotted.key=value`.
 	sets recipeSets
+	// configKeys: `sweep start --config-keys` (in place of the file's).
+	configKeys listFlag
 }
 
 func (f *startFlags) bind(fs *flag.FlagSet) {
@@ -131,7 +135,7 @@ func runSweepStart(f startFlags) error {
 		return err
 	}
 	req := control.Request{SweepFile: f.sweepFile, ClusterFile: f.clusterFile, ID: f.id, ReuseFrom: f.reuseFrom, Force: f.force, Faults: f.faults,
-		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets}
+		Canary: f.canary, RecipesRoot: root, OnePointPerKey: f.onePointPerKey, RecipeSets: f.sets, ConfigKeys: f.configKeys}
 	for _, a := range f.adaptive {
 		ar, err := point.ParseAdaptive(a)
 		if err != nil {
@@ -154,7 +158,7 @@ func runSweepStart(f startFlags) error {
 		return usageError("--entry and --since are mutually exclusive")
 	}
 	// The reviewer checklist runs before anything is planned or scheduled.
-	rep, err := reviewSweep(f.sweepFile, f.clusterFile, root, f.allow, req.Changelog)
+	rep, err := reviewSweep(f.sweepFile, f.clusterFile, root, f.configKeys, f.allow, req.Changelog)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,12 @@ func StateError(jobID string, st JobState, reason string) error {
 		return failure.Wrap(fmt.Errorf("%w: %s: the job was requeued and lost its nodes", cluster.ErrAllocationLost, detail), failure.JobLost, detail)
 	}
 	// FAILED, COMPLETED (the holder exited), COMPLETING and anything else:
-	// the nodes are gone or going.
+	// the nodes are gone or going. Slurm says NodeDown while it is still
+	// ending a job whose node failed (COMPLETING before NODE_FAIL): that is
+	// a node failure.
+	if reason == "NodeDown" {
+		return failure.Wrap(fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail), failure.NodeFail, detail)
+	}
 	return failure.Wrap(fmt.Errorf("%w: %s", cluster.ErrAllocationLost, detail), failure.JobLost, detail)
 }
 

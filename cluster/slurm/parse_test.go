@@ -68,24 +68,29 @@ func TestParseState(t *testing.T) {
 
 func TestStateError(t *testing.T) {
 	for _, tc := range []struct {
-		state JobState
-		want  error // nil: alive
-		class failure.Class
+		state  JobState
+		reason string
+		want   error // nil: alive
+		class  failure.Class
 	}{
-		{StateRunning, nil, ""},
-		{StateConfiguring, nil, ""},
-		{StateNodeFail, cluster.ErrAllocationLost, failure.NodeFail},
-		{StateBootFail, cluster.ErrAllocationLost, failure.NodeFail},
-		{StatePreempted, cluster.ErrAllocationLost, failure.Preempted},
-		{StateCancelled, cluster.ErrAllocationLost, failure.Cancelled},
-		{StateFailed, cluster.ErrAllocationLost, failure.JobLost},
-		{StateCompleted, cluster.ErrAllocationLost, failure.JobLost},
-		{StatePending, cluster.ErrAllocationLost, failure.JobLost}, // requeued after holding nodes
-		{StateOOM, cluster.ErrOOM, failure.HostOOM},
-		{StateTimeout, cluster.ErrBadConfig, failure.SlurmTimeout},
+		{StateRunning, "NodeDown", nil, ""},
+		{StateConfiguring, "NodeDown", nil, ""},
+		{StateNodeFail, "NodeDown", cluster.ErrAllocationLost, failure.NodeFail},
+		{StateBootFail, "NodeDown", cluster.ErrAllocationLost, failure.NodeFail},
+		{StatePreempted, "NodeDown", cluster.ErrAllocationLost, failure.Preempted},
+		{StateCancelled, "NodeDown", cluster.ErrAllocationLost, failure.Cancelled},
+		{StateFailed, "NonZeroExitCode", cluster.ErrAllocationLost, failure.JobLost},
+		{StateCompleted, "None", cluster.ErrAllocationLost, failure.JobLost},
+		// Still ending a job whose node failed (the fleet chaos run's
+		// node-failure fault, seed 35): a node failure, not a lost job.
+		{StateCompleting, "NodeDown", cluster.ErrAllocationLost, failure.NodeFail},
+		{StateFailed, "NodeDown", cluster.ErrAllocationLost, failure.NodeFail},
+		{StatePending, "NodeDown", cluster.ErrAllocationLost, failure.JobLost}, // requeued after holding nodes
+		{StateOOM, "NodeDown", cluster.ErrOOM, failure.HostOOM},
+		{StateTimeout, "NodeDown", cluster.ErrBadConfig, failure.SlurmTimeout},
 	} {
-		t.Run(string(tc.state), func(t *testing.T) {
-			err := StateError("12", tc.state, "NodeDown")
+		t.Run(string(tc.state)+"/"+tc.reason, func(t *testing.T) {
+			err := StateError("12", tc.state, tc.reason)
 			if tc.want == nil {
 				require.NoError(t, err)
 				return
@@ -95,7 +100,11 @@ func TestStateError(t *testing.T) {
 			f, ok := failure.Of(err)
 			require.True(t, ok, "no failure class on %v", err)
 			assert.Equal(t, tc.class, f.Class)
-			assert.Equal(t, "slurm job 12 is "+string(tc.state)+" (NodeDown)", f.Excerpt)
+			want := "slurm job 12 is " + string(tc.state)
+			if tc.reason != "None" {
+				want += " (" + tc.reason + ")"
+			}
+			assert.Equal(t, want, f.Excerpt)
 			for _, other := range []error{cluster.ErrAllocationLost, cluster.ErrOOM, cluster.ErrBadConfig} {
 				if other != tc.want {
 					assert.False(t, errors.Is(err, other), "%v must not also be %v", err, other)

@@ -204,7 +204,11 @@ func Acceptance(a WorkerArgs, getenv func(string) string) (al float64, synthetic
 			return 0, false, fmt.Errorf("SGLANG_SIMULATE_ACC_TOKEN_MODE=%q: the simulator implements real-draft-token only", m)
 		}
 		if a.SpecAlgorithm == "" {
-			return 0, false, errors.New("SGLANG_SIMULATE_ACC_LEN is set but the worker has no --speculative-algorithm")
+			// SGLang reads it in its speculative worker only; InferenceX's
+			// injector sets it in every worker block, so a disaggregated
+			// recipe's prefill without speculation gets it too (GB300's
+			// qwen3.5 agentic disagg key) and decodes one token a step.
+			return 1, false, nil
 		}
 		return v, true, nil
 	}
