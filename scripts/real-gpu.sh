@@ -168,6 +168,12 @@ timeout $(( $(left) - 150 )) "$SF" sweep start --sweep "$sweep" --id "$id" --all
 "$SF" status "$id" --json >"$res/status.json" || true
 say "sweep ended (exit $sweep_rc)"
 kill $worker 2>/dev/null; wait $worker 2>/dev/null
+# A sweep cut off by its deadline leaves its point's server holding the GPU
+# (seen on the H100 on 2026-12-06: the cross-check server then ran out of
+# memory): end them before the gate and cross-check servers start.
+for f in "$work"/home/local-cluster/jobs/*/server.pid; do
+  [ -f "$f" ] && kill -- -"$(cat "$f")" 2>/dev/null
+done
 cp -r "$work/home/local-cluster/jobs" "$res/jobs" 2>/dev/null
 find "$work/home" -name '*_requests.jsonl' -o -name '*_conc*.json' -o -name 'eval_*' | grep -v '/artifacts/' >"$work/files.txt"
 mkdir -p "$res/perf"
