@@ -342,3 +342,53 @@ func TestRendezvous(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	assert.Contains(t, leader.log.String(), "node-rank 1 joined (2/2)")
 }
+
+// startInfra runs the registry on 127.0.0.1.
+func startInfra(t *testing.T) *started {
+	t.Helper()
+	return start(t, RoleInfra, []string{"python3", "/tmp/setup_head.py", "--name", "engines"}, nil,
+		Options{InfraHTTP: "127.0.0.1:0", InfraNATS: "127.0.0.1:0"}, true)
+}
+
+// postCompletion sends a non-streaming completion and returns the answer.
+func postCompletion(t *testing.T, url, model string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"model":%q,"prompt":"hello there","max_tokens":16,"ignore_eos":true}`, model)))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	assert.Equal(t, "true", resp.Header.Get("X-Sweepflow-Simulated"))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out), string(b))
+	return out
+}
+
+// waitWorkers waits until the frontend counts prefill and decode workers as
+// srt-slurm does.
+func waitWorkers(t *testing.T, feURL string, prefill, decode int) srtlaunch.FrontendHealth {
+	t.Helper()
+	var h srtlaunch.FrontendHealth
+	require.Eventually(t, func() bool {
+		code, body := getJSON(t, feURL+"/health")
+		if code != http.StatusOK {
+			return false
+		}
+		var err error
+		h, err = srtlaunch.ParseFrontendHealth(body)
+		require.NoError(t, err)
+		p, d := h.Workers()
+		return p == prefill && d == decode
+	}, 20*time.Second, 50*time.Millisecond, "frontend never saw %d prefill + %d decode", prefill, decode)
+	return h
+}
+
+func simInfo(t *testing.T, engineAddr string) map[string]any {
+	t.Helper()
+	code, body := getJSON(t, "http://"+engineAddr+"/sim/info")
+	require.Equal(t, http.StatusOK, code, string(body))
+	var info map[string]any
+	require.NoError(t, json.Unmarshal(body, &info))
+	return info
+}
