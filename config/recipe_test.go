@@ -287,12 +287,3 @@ func FuzzParseRecipe(f *testing.F) {
 		_, _ = r.Footprint(4)
 	})
 }
-
-func FuzzParseClusterAndSweep(f *testing.F) {
-	f.Add([]byte(baseCluster))
-	fuzzseed.Files(f, []string{"../configs/clusters/*.yaml", "../configs/sweeps/*.yaml"})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = ParseCluster("fuzz.yaml", "/x/fuzz.yaml", data)
-		_, _ = ParseSweep("fuzz.yaml", "/x/fuzz.yaml", data)
-	})
-}

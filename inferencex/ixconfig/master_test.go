@@ -302,11 +302,3 @@ func FuzzLoadMaster(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseRunners(f *testing.F) {
-	f.Add([]byte("labels: {x: [a]}\nhardware: {x: {available-cpu-dram-mib: 1, gpus-per-node: 4}}\n"))
-	fuzzseed.Files(f, []string{"../../configs/runners.yaml"})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = ParseRunners("fuzz.yaml", data)
-	})
-}
