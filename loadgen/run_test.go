@@ -483,30 +483,6 @@ func BenchmarkClientCapacity(b *testing.B) {
 	}
 }
 
-// BenchmarkReplayPrompt is loadgen's per-call CPU for an AgentX call: the
-// prompt synthesised from hash ids and the request body around it. One op
-// is one call of the default trace's size range.
-//
-//	go test ./loadgen -run '^$' -bench ReplayPrompt
-func BenchmarkReplayPrompt(b *testing.B) {
-	tr := DefaultTrace(1)
-	rt := prepareTrace(&tr[0], 10)
-	bodies, err := newBodyBuilder("m", true, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var shared sync.Map
-	p := &play{rt: rt, marker: "[rid:000000000000]", seen: map[uint64]struct{}{}}
-	var body []byte
-	var bytesOut int64
-	for i := 0; b.Loop(); i++ {
-		r := rt.steps[rt.mains[i%len(rt.mains)]].call
-		body, _, _ = p.appendBody(body[:0], bodies, r, false, &shared)
-		bytesOut += int64(len(body))
-	}
-	b.ReportMetric(float64(bytesOut)/float64(b.N)/1e3, "KB/call")
-}
-
 // fakeServer is a small OpenAI-compatible streaming server for tests that
 // must not depend on the simulator: fixed TTFT/ITL, k tokens per chunk, and
 // injectable faults.

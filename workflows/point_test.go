@@ -1007,31 +1007,6 @@ func TestStageAttributeAfterDelay(t *testing.T) {
 	assert.Equal(t, point.StatusCancelled, got[len(got)-1].status, "the final status is written at once")
 }
 
-// TestSweepProgressAttributeThrottled: the sweep's "N/M done" attribute is
-// written at the start, at most every progressAttrEvery and at the end, not
-// after every point; the final value is exact.
-func TestSweepProgressAttributeThrottled(t *testing.T) {
-	var progress []string
-	listen := func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-			if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(temporalx.SAStage); ok {
-				progress = append(progress, v)
-			}
-		}).Return(nil)
-	}
-	var pts []point.Spec
-	for i := range 40 {
-		pts = append(pts, point.Spec{PointID: fmt.Sprintf("p%02d", i), ConfigKey: "k", Nodes: 2, Conc: i + 1, Topology: "t"})
-	}
-	runSweep(t, SweepInput{SweepID: "s", Points: pts, NodeBudget: 18, TaskQueue: "q"},
-		func(point.Spec) time.Duration { return time.Second }, listen)
-	// 40 one-second points, 9 at a time: about 5 s of sweep.
-	require.NotEmpty(t, progress)
-	assert.Equal(t, "0/40 done", progress[0])
-	assert.Equal(t, "40/40 done", progress[len(progress)-1])
-	assert.LessOrEqual(t, len(progress), 4, "written every 5 s, not after each of 40 points: %v", progress)
-}
-
 // TestPointStartedRunningWritesNoStartAttribute: a point whose parent
 // started it with PointStatus running (startPoint does) writes no search
 // attribute until a stage runs stageAttrDelay or its status changes; one
