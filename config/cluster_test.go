@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
+	"github.com/sweepflow/sweepflow/internal/fuzzseed"
 	"github.com/sweepflow/sweepflow/nodehealth"
 )
 
@@ -240,4 +241,13 @@ func TestParseSweepErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+func FuzzParseClusterAndSweep(f *testing.F) {
+	f.Add([]byte(baseCluster))
+	fuzzseed.Files(f, []string{"../configs/clusters/*.yaml", "../configs/sweeps/*.yaml"})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParseCluster("fuzz.yaml", "/x/fuzz.yaml", data)
+		_, _ = ParseSweep("fuzz.yaml", "/x/fuzz.yaml", data)
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/sweepflow/sweepflow/internal/fuzzseed"
 )
 
 const disaggRecipe = `name: r
@@ -268,4 +269,21 @@ backend:
 	require.NotNil(t, r.Roles.Agg)
 	assert.Equal(t, []string{"A", "B"}, r.Roles.Agg.Env.Keys, "the merged key is in the mapping")
 	assert.Equal(t, int64(16), r.Roles.Agg.Args.Vals["max-num-seqs"])
+}
+
+// The loaders face hand-edited files; whatever the bytes, they must return
+// an error or a value, never panic.
+
+func FuzzParseRecipe(f *testing.F) {
+	f.Add([]byte(disaggRecipe), "")
+	f.Add([]byte(overrideRecipe), "zip_override_lat[1]")
+	f.Add([]byte(overrideRecipe), "override_big")
+	fuzzseed.Files(f, []string{"../configs/recipes/sglang/deepseek-v4-0813/gb200/agentic/*.yaml"}, "")
+	f.Fuzz(func(t *testing.T, data []byte, selector string) {
+		r, err := ParseRecipe("fuzz.yaml", data, selector)
+		if err != nil {
+			return
+		}
+		_, _ = r.Footprint(4)
+	})
 }

@@ -485,3 +485,22 @@ func TestProfileCheckouts(t *testing.T) {
 	require.ErrorContains(t, err, "search-space[0].prefill.additional-settings[2]: recipe recipes/sglang/qwen3.5/gb200-fp4/agentic/agg.yaml is InferenceX's only for other keys: "+
 		"runners/launch_gb200-nv.sh lays InferenceX's vllm/deepseek-v4/agentic over srt-slurm cquil11/srt-slurm-nv@de59739b172e507e15ebf145bfe305f606e82fbf for this key (IS_AGENTIC)")
 }
+
+// BenchmarkBuildSeed is `starter plan` on the seed sweep minus process
+// start-up: load sweep, master, runners, six recipes; expand; fingerprint.
+func BenchmarkBuildSeed(b *testing.B) {
+	dir := filepath.Join("..", "configs")
+	s, err := config.LoadSweep(filepath.Join(dir, seedSweep))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := config.LoadCluster(filepath.Join(dir, seedCluster))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Build(Options{Sweep: s, Cluster: c}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -503,3 +503,44 @@ func FuzzPrefixHasher(f *testing.F) {
 		require.Equal(t, want.h, got.h)
 	})
 }
+
+// BenchmarkAgentXPromptIntake is the simulator's per-request CPU for an
+// AgentX-sized chat request: parseCompletion reads the body of an
+// http.Request, decodes it, counts the prompt's tokens and hashes its
+// prefix-cache pages. One op is one request.
+//
+//	go test ./sim -run '^$' -bench AgentXPromptIntake -benchtime 2s
+func BenchmarkAgentXPromptIntake(b *testing.B) {
+	s, err := New(Config{FastMode: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, words := range []int{8_000, 45_000, 90_000} {
+		b.Run(fmt.Sprintf("in=%d", words), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString(`{"model":"` + DefaultModel + `","stream":true,"max_tokens":2000,"ignore_eos":true,"messages":[{"role":"user","content":"`)
+			for i := range words {
+				if i > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString([]string{"kernel", "tensor", "cache", "prefill", "decode", "batch"}[i%6])
+			}
+			sb.WriteString(`"}]}`)
+			body := []byte(sb.String())
+			rd := bytes.NewReader(body)
+			r, err := http.NewRequest("POST", "/v1/chat/completions", rd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(body)
+				pr, apiErr := s.parseCompletion(r, true)
+				if apiErr != nil || pr.prompt.tokens != words {
+					b.Fatal(apiErr, pr.prompt.tokens)
+				}
+			}
+		})
+	}
+}

@@ -146,3 +146,38 @@ func TestCheckWarnsOnTightHealthBudget(t *testing.T) {
 	assert.Equal(t, pt.DeploymentHash, out.Warnings[0].Deployment)
 	assert.Equal(t, int64(210*time.Minute), out.Warnings[0].P90)
 }
+
+func TestCheckChangelog(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  []string
+	}{
+		{name: "seed entry passes", args: []string{"--changelog", clFixture, "--entry", "1"}, code: 0,
+			out: []string{"PASS: 8 rows", "(changelog, upstream-image"}},
+		{name: "unmatched glob", args: []string{"--changelog", clBadEntry, "--entry", "2"}, code: 1,
+			out: []string{`control/testdata/changelog/bad-entries.yaml:8: entry 2.config-keys[0]: no config key matches the pattern "dsv4-fp4-gb300-*"`}},
+		{name: "bad fields, one line each", args: []string{"--changelog", clBadEntry, "--entry", "3"}, code: 1,
+			out: []string{"bad-entries.yaml:15: entry 3.description: expected a list", "bad-entries.yaml:16: entry 3.pr-link:",
+				"bad-entries.yaml:17: entry 3.evals-only: expected true or false", "bad-entries.yaml:19: entry 3.scenario-type[0]: unknown scenario type", "4 failing"}},
+		{name: "no-evals with all-evals", args: []string{"--changelog", clBadEntry, "--entry", "4"}, code: 1,
+			out: []string{"bad-entries.yaml:26: entry 4.no-evals: no-evals cannot be combined"}},
+		{name: "base: the added entries are checked", args: []string{"--changelog", clFixture, "--base", "../control/testdata/changelog/base"}, code: 0,
+			out: []string{"PASS: 8 rows"}},
+		{name: "base: an edited line breaks the promise", args: []string{"--changelog", clBadEntry, "--base", "../control/testdata/changelog/base"}, code: 1,
+			out: []string{"control/testdata/changelog/bad-entries.yaml:5: append-only: base line 5 "}},
+		{name: "entry needs changelog", args: []string{"--entry", "1"}, code: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"check", "--sweep", seedSweep}, tt.args...)
+			code := runIO(args, &stdout, &stderr)
+			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			for _, o := range tt.out {
+				assert.Contains(t, stdout.String(), o)
+			}
+		})
+	}
+}

@@ -1,15 +1,18 @@
 package ixconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/internal/fuzzseed"
 )
 
 // baseMaster is a small valid master config with one key of each shape.
@@ -275,4 +278,27 @@ func TestAliasBombRejected(t *testing.T) {
 	// Plain anchors are fine.
 	_, err = ParseMaster("ok.yaml", []byte(strings.Replace(baseMaster, "dp-attn: false }\n        decode: { num-worker: 1, tp: 8, ep: 8, dp-attn: false }", "dp-attn: false }\n        decode: &d { num-worker: 1, tp: 8, ep: 8, dp-attn: false }", 1)))
 	require.NoError(t, err)
+}
+
+// The loaders face hand-edited files; whatever the bytes, they must return
+// an error or a value, never panic.
+
+func FuzzLoadMaster(f *testing.F) {
+	f.Add([]byte(baseMaster))
+	f.Add([]byte("a: &x {b: *x}\n"))
+	f.Add([]byte("k:\n  <<: {image: x}\n"))
+	f.Add([]byte("k: [1, {a: b}]\n---\nz: 1\n"))
+	fuzzseed.Files(f, []string{"../../configs/*.yaml"})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// A hang is a failure too: report the input instead of stalling the fuzzer.
+		tm := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("slow input %q", data)) })
+		defer tm.Stop()
+		m, err := ParseMaster("fuzz.yaml", data)
+		if err == nil && m == nil {
+			t.Fatal("nil master without error")
+		}
+		if err != nil && err.Error() == "" {
+			t.Fatal("empty error")
+		}
+	})
 }

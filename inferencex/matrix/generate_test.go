@@ -1,7 +1,13 @@
 package matrix
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -9,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 func TestConcRange(t *testing.T) {
@@ -274,4 +281,204 @@ func TestPyFloatAndStrings(t *testing.T) {
 	out, err := EncodeIXJSON([]*Row{{Fields: Object{{"s", "é\"\x01\U0001F600"}}}}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, `[{"s": "\u00e9\"\u0001\ud83d\ude00"}]`, string(out))
+}
+
+// BenchmarkLoadMaster measures strict loading of InferenceX's whole
+// nvidia-master.yaml (152 keys, ~10k lines).
+func BenchmarkLoadMaster(b *testing.B) {
+	path := filepath.Join(reftest.InferenceX(b, "nvidia-master.yaml"), "nvidia-master.yaml")
+	for b.Loop() {
+		if _, err := ixconfig.LoadMaster(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGenerateAllMultinode expands all 83 multinode keys in both modes.
+func BenchmarkGenerateAllMultinode(b *testing.B) {
+	m, r, _ := loadReference(b)
+	var keys []string
+	for _, e := range m.Entries {
+		if e.Multinode {
+			keys = append(keys, e.Key)
+		}
+	}
+	for b.Loop() {
+		rows, err := Generate(m, r, Options{Keys: keys})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = EvalRows(rows)
+	}
+}
+
+// FuzzGenerate checks that any master config the loader accepts expands
+// without panicking (errors are fine).
+func FuzzGenerate(f *testing.F) {
+	if data, err := os.ReadFile("../../configs/dsv4-gb200-agentx.yaml"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("k:\n  image: i\n  model: m\n  model-prefix: p\n  runner: r\n  precision: fp8\n  framework: f\n  multinode: true\n" +
+		"  scenarios:\n    fixed-seq-len:\n    - isl: 8192\n      osl: 1024\n      search-space:\n      - conc-start: 3\n        conc-end: 20\n" +
+		"        prefill: {num-worker: 1, tp: 4, ep: 1, dp-attn: false}\n        decode: {num-worker: 1, tp: 8, ep: 8, dp-attn: true}\n"))
+	runners, err := ixconfig.ParseRunners("r.yaml", []byte("labels: {cluster:gb200-nv: [a, b]}\nhardware: {cluster:gb200-nv: {available-cpu-dram-mib: 860160, gpus-per-node: 4}}\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ixconfig.ParseMaster("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, e := range m.Entries {
+			if !e.Multinode {
+				continue
+			}
+			rows, err := Generate(m, runners, Options{Keys: []string{e.Key}})
+			if err != nil {
+				continue
+			}
+			_ = EvalRows(rows)
+			_ = MarkEvals(rows)
+			if _, err := EncodeIXJSON(rows, 1); err != nil {
+				t.Fatalf("encode: %v", err)
+			}
+		}
+	})
+}
+
+// loadReference reads InferenceX's master config, runners and expected
+// generator output from SWEEPFLOW_INFERENCEX, or skips: these are reference
+// tests, and users have no InferenceX checkout beside the repository.
+func loadReference(t testing.TB) (*ixconfig.Master, *ixconfig.Runners, string) {
+	t.Helper()
+	ix := reftest.InferenceX(t, "nvidia-master.yaml", "runners.yaml", "expected-matrix")
+	m, err := ixconfig.LoadMaster(filepath.Join(ix, "nvidia-master.yaml"))
+	require.NoError(t, err)
+	r, err := ixconfig.LoadRunners(filepath.Join(ix, "runners.yaml"))
+	require.NoError(t, err)
+	return m, r, filepath.Join(ix, "expected-matrix")
+}
+
+// firstDiff names the first path where two decoded JSON values differ.
+func firstDiff(got, want any, path string) string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%s: got %T, want object", path, got)
+		}
+		keys := map[string]bool{}
+		for k := range w {
+			keys[k] = true
+		}
+		for k := range g {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			gv, gok := g[k]
+			wv, wok := w[k]
+			switch {
+			case !gok:
+				return fmt.Sprintf("%s.%s: missing, want %v", path, k, wv)
+			case !wok:
+				return fmt.Sprintf("%s.%s: unexpected %v", path, k, gv)
+			}
+			if d := firstDiff(gv, wv, path+"."+k); d != "" {
+				return d
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return fmt.Sprintf("%s: got %T, want list", path, got)
+		}
+		if len(g) != len(w) {
+			return fmt.Sprintf("%s: got %d items, want %d", path, len(g), len(w))
+		}
+		for i := range w {
+			if d := firstDiff(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+	default:
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("%s: got %v, want %v", path, got, want)
+		}
+	}
+	return ""
+}
+
+// TestParityWithInferenceX checks every multinode key of the shared
+// nvidia-master.yaml against InferenceX's own output, field for field, in
+// both modes (83 keys x 2 = 166 files), and byte for byte in the indent=1
+// layout the reference files use (which also pins key order).
+func TestParityWithInferenceX(t *testing.T) {
+	m, r, expectedDir := loadReference(t)
+	files, err := filepath.Glob(filepath.Join(expectedDir, "*.json"))
+	require.NoError(t, err)
+
+	var multinode []string
+	for _, e := range m.Entries {
+		if e.Multinode {
+			multinode = append(multinode, e.Key)
+		}
+	}
+	require.Len(t, multinode, 83)
+	require.Len(t, files, 2*len(multinode))
+
+	checked := 0
+	for _, key := range multinode {
+		for _, mode := range parityModes {
+			name := key + mode.suffix
+			t.Run(name, func(t *testing.T) { checkParity(t, m, r, expectedDir, key, mode.suffix, mode.evalsOnly) })
+			checked++
+		}
+	}
+	require.Equal(t, 166, checked)
+}
+
+var parityModes = []struct {
+	suffix    string
+	evalsOnly bool
+}{{".json", false}, {".evals.json", true}}
+
+// checkParity generates key in one mode and compares it with the reference
+// file: first field by field (naming the first difference), then byte for
+// byte in the layout the reference file uses (which also pins key order).
+func checkParity(t *testing.T, m *ixconfig.Master, r *ixconfig.Runners, dir, key, suffix string, evalsOnly bool) {
+	t.Helper()
+	name := key + suffix
+	want, err := os.ReadFile(filepath.Join(dir, name))
+	require.NoError(t, err)
+	rows, err := Generate(m, r, Options{Keys: []string{key}, EvalsOnly: evalsOnly})
+	require.NoError(t, err)
+	got, err := EncodeIXJSON(rows, 0)
+	require.NoError(t, err)
+
+	var gotV, wantV any
+	require.NoError(t, json.Unmarshal(got, &gotV))
+	require.NoError(t, json.Unmarshal(want, &wantV))
+	if d := firstDiff(gotV, wantV, "$"); d != "" {
+		t.Fatalf("%s: %s", name, d)
+	}
+	require.Equal(t, wantV, gotV, name)
+
+	// The multinode files are json.dumps(indent=1) with no trailing newline;
+	// the single-node files are the generator's stdout as printed (compact
+	// json.dumps plus a newline). Compare in whichever layout the file uses.
+	var layout []byte
+	if bytes.HasSuffix(want, []byte("\n")) {
+		layout, err = EncodeIXJSON(rows, 0)
+		layout = append(layout, '\n')
+	} else {
+		layout, err = EncodeIXJSON(rows, 1)
+	}
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(layout), "%s: byte layout (key order) differs", name)
 }

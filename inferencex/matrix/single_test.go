@@ -3,12 +3,14 @@ package matrix
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sweepflow/sweepflow/inferencex/ixconfig"
+	"github.com/sweepflow/sweepflow/internal/reftest"
 )
 
 func loadFixture(t *testing.T, name string) *ixconfig.Master {
@@ -231,4 +233,66 @@ func TestSingleNodeMarkEvals(t *testing.T) {
 		assert.Equal(t, "run-eval", r.Fields[len(r.Fields)-1].Key)
 		assert.Equal(t, false, get(r, "run-eval"), "agentic evals are opt-in (--evals-only)")
 	}
+}
+
+// TestParitySingleNode checks every single-node reference file (InferenceX
+// output for a subset of the 69 single-node keys, fixed-seq-len and
+// agentic) in both modes, the same way as the multinode files.
+func TestParitySingleNode(t *testing.T) {
+	m, r, _ := loadReference(t)
+	dir := filepath.Join(reftest.InferenceX(t, "expected-matrix-single"), "expected-matrix-single")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+
+	checked, keys := 0, map[string]bool{}
+	for _, f := range files {
+		base := filepath.Base(f)
+		for _, mode := range parityModes {
+			key, ok := strings.CutSuffix(base, mode.suffix)
+			if !ok || (mode.suffix == ".json" && strings.HasSuffix(key, ".evals")) {
+				continue
+			}
+			e := m.Entry(key)
+			require.NotNil(t, e, "%s: no such key in nvidia-master.yaml", base)
+			require.False(t, e.Multinode, "%s is a multinode key", key)
+			keys[key] = true
+			t.Run(base, func(t *testing.T) { checkParity(t, m, r, dir, key, mode.suffix, mode.evalsOnly) })
+			checked++
+		}
+	}
+	require.Equal(t, len(files), checked, "every file is checked once")
+	require.Equal(t, 2*len(keys), checked, "each key has both modes")
+	t.Logf("%d single-node files (%d keys) checked", checked, len(keys))
+}
+
+func TestSingleNodeKeysLoadAndExpand(t *testing.T) {
+	m, r, _ := loadReference(t)
+	var single []string
+	for _, e := range m.Entries {
+		if !e.Multinode {
+			single = append(single, e.Key)
+		}
+	}
+	require.Len(t, single, 152-83)
+
+	// Every single-node key expands in both modes, and a glob over a mix of
+	// single-node and multinode keys expands too.
+	for _, evalsOnly := range []bool{false, true} {
+		rows, err := Generate(m, r, Options{Keys: single, EvalsOnly: evalsOnly})
+		require.NoError(t, err)
+		require.NotEmpty(t, rows)
+	}
+	rows, err := Generate(m, r, Options{Keys: []string{"dsv4-*"}})
+	require.NoError(t, err)
+	var sn, mn int
+	for _, row := range rows {
+		if row.Entry.Multinode {
+			mn++
+		} else {
+			sn++
+		}
+	}
+	require.Positive(t, sn)
+	require.Positive(t, mn)
 }
