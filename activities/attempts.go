@@ -21,7 +21,7 @@ import (
 // StageActivities maps each stage activity of a point to its stage: the
 // attempts the attempt ledger records.
 var StageActivities = map[string]string{
-	"Allocate": point.StageAllocate, "point.StageCheckpoint": point.StageCheckpoint, "BringUp": point.StageBringUp, "Warmup": point.StageWarmup,
+	"Allocate": point.StageAllocate, "StageCheckpoint": point.StageCheckpoint, "BringUp": point.StageBringUp, "Warmup": point.StageWarmup,
 	"Perf": point.StagePerf, "Eval": point.StageEval, "Upload": point.StageUpload, "Teardown": point.StageTeardown,
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -253,4 +254,23 @@ func TestAttemptLedgerWorkerStop(t *testing.T) {
 	assert.Equal(t, results.AttemptLost, rows[0].Outcome)
 	assert.Equal(t, failure.LostWorker, rows[0].Class)
 	assert.Equal(t, "the worker stopped during the attempt", rows[0].Excerpt)
+}
+
+// TestStageActivitiesNameRegisteredActivities: every key of StageActivities
+// is the registered name of an Activities method (the method's name), and
+// every stage of a point has one. A misspelt key silently drops that
+// stage's attempts from the ledger and from --sim-stage-time (seen: a
+// rename turned "StageCheckpoint" into "point.StageCheckpoint").
+func TestStageActivitiesNameRegisteredActivities(t *testing.T) {
+	acts := reflect.TypeOf(&Activities{})
+	stages := map[string]bool{}
+	for name, stage := range StageActivities {
+		_, ok := acts.MethodByName(name)
+		assert.Truef(t, ok, "StageActivities key %q is no method of *Activities", name)
+		stages[stage] = true
+	}
+	for _, s := range []string{point.StageAllocate, point.StageCheckpoint, point.StageBringUp, point.StageWarmup,
+		point.StagePerf, point.StageEval, point.StageUpload, point.StageTeardown} {
+		assert.Truef(t, stages[s], "stage %s has no activity in StageActivities", s)
+	}
 }
