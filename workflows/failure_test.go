@@ -2,13 +2,11 @@ package workflows
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
@@ -36,20 +34,7 @@ func TestFailureClassReachesStateAttributeAndLedger(t *testing.T) {
 		ps, _ := sa.GetKeyword(temporalx.SAPointStatus)
 		classes = append(classes, ps+"/"+c)
 	}).Return(nil)
-	var atGate PointState
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&atGate))
-		env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Decision{Action: ActionRetry})
-	}, 10*time.Minute)
-	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var st PointState
-	require.NoError(t, env.GetWorkflowResult(&st))
+	atGate, st := runRetriedAtGate(t, env)
 
 	assert.Equal(t, point.StatusAwaitingOperator, atGate.Status)
 	assert.Equal(t, string(failure.CUDAOOM), atGate.FailureClass)

@@ -560,20 +560,7 @@ func TestRequiredPowerGoesToOperatorGate(t *testing.T) {
 	f.errDetails[point.StagePerf] = energy.Figures{Source: energy.SourceNVML, Reasons: []string{energy.ReasonGap}}
 	f.perfPower = &energy.Figures{Source: energy.SourceNVML, Valid: true, JoulesPerOutputToken: 0.5}
 	env := pointEnv(t, f)
-	var atGate PointState
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&atGate))
-		env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Decision{Action: ActionRetry})
-	}, 10*time.Minute)
-	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var st PointState
-	require.NoError(t, env.GetWorkflowResult(&st))
+	atGate, st := runRetriedAtGate(t, env)
 	assert.Equal(t, point.StatusAwaitingOperator, atGate.Status)
 	assert.Equal(t, point.StagePerf, atGate.Stage)
 	assert.Contains(t, atGate.LastError, "planted perf failure")
@@ -888,6 +875,25 @@ func TestPointTearsDownBeforeUpload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runRetriedAtGate runs the test point, reads its state 10 minutes in (at
+// the operator gate), decides retry there, and returns that state and the
+// point's final state.
+func runRetriedAtGate(t *testing.T, env *testsuite.TestWorkflowEnvironment) (atGate, final PointState) {
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&atGate))
+		env.UpdateWorkflow(UpdateDecide, "retry", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("retry rejected: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, Decision{Action: ActionRetry})
+	}, 10*time.Minute)
+	env.ExecuteWorkflow(PointWorkflow, PointInput{Point: testPoint(false), TaskQueue: "q", Tuning: fastTuning})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.NoError(t, env.GetWorkflowResult(&final))
+	return atGate, final
 }
 
 // runCompleted runs the test point with no release by the node-hold timer,
