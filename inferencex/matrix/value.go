@@ -7,12 +7,11 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/sweepflow/sweepflow/config/strictyaml"
+	"github.com/sweepflow/sweepflow/internal/pyjson"
 )
 
 // Object is a JSON object that keeps its key order: InferenceX emits rows
@@ -127,7 +126,7 @@ func encode(b *bytes.Buffer, v any, o encOptions, level int) error {
 	case float64:
 		b.WriteString(pyFloat(x))
 	case string:
-		writeString(b, x)
+		b.WriteString(pyjson.String(x))
 	case []any:
 		if len(x) == 0 {
 			b.WriteString("[]")
@@ -167,7 +166,7 @@ func encode(b *bytes.Buffer, v any, o encOptions, level int) error {
 				b.WriteString(o.itemSep)
 			}
 			newline(level + 1)
-			writeString(b, f.Key)
+			b.WriteString(pyjson.String(f.Key))
 			b.WriteString(o.keySep)
 			if err := encode(b, f.Value, o, level+1); err != nil {
 				return err
@@ -201,51 +200,6 @@ func pyFloat(f float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-const hexDigits = "0123456789abcdef"
-
-func writeString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r >= 0x20 && r < 0x7f:
-			b.WriteRune(r)
-		default:
-			if r > 0xffff {
-				r1, r2 := utf16.EncodeRune(r)
-				writeU(b, r1)
-				writeU(b, r2)
-			} else {
-				writeU(b, r)
-			}
-		}
-	}
-	b.WriteByte('"')
-}
-
-func writeU(b *bytes.Buffer, r rune) {
-	b.WriteString(`\u`)
-	b.WriteByte(hexDigits[(r>>12)&0xf])
-	b.WriteByte(hexDigits[(r>>8)&0xf])
-	b.WriteByte(hexDigits[(r>>4)&0xf])
-	b.WriteByte(hexDigits[r&0xf])
 }
 
 // canonical is sorted-key compact JSON, used for parallelism keys and

@@ -109,8 +109,9 @@ func write(b *strings.Builder, v any, indent, depth int) {
 	}
 }
 
-// String quotes s as json.dumps does with ensure_ascii: non-ASCII as
-// \uXXXX (a surrogate pair beyond the BMP).
+// String quotes s as json.dumps does with ensure_ascii: every character
+// outside printable ASCII (' ' to '~'; DEL included) as \uXXXX, a
+// surrogate pair beyond the BMP.
 func String(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
@@ -130,7 +131,7 @@ func String(s string) string {
 			b.WriteString(`\b`)
 		case r == '\f':
 			b.WriteString(`\f`)
-		case r < 0x20 || (r >= 0x80 && r < 0x10000):
+		case r < 0x20 || (r >= 0x7f && r < 0x10000):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		case r >= 0x10000:
 			r -= 0x10000

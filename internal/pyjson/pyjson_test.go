@@ -26,3 +26,15 @@ func TestDumps(t *testing.T) {
 	assert.Equal(t, `{"a": "x\"\u00e9\n", "b": [1, 2.5, true, null, {}], "c": {"k": []}, "d": Infinity, "e": "\ud83d\ude00"}`, Dumps(v, 0))
 	assert.Equal(t, "{\n  \"a\": \"x\\\"\\u00e9\\n\",\n  \"b\": [\n    1,\n    2.5,\n    true,\n    null,\n    {}\n  ],\n  \"c\": {\n    \"k\": []\n  },\n  \"d\": Infinity,\n  \"e\": \"\\ud83d\\ude00\"\n}", Dumps(v, 2))
 }
+
+// TestString: json.dumps(s) (ensure_ascii) escapes everything outside ' '
+// to '~'. Expected values from Python 3.12:
+// json.dumps('a"\\\x7f\u00e9\u20ac\U0001f600\n') ==
+// '"a\\"\\\\\\u007f\\u00e9\\u20ac\\ud83d\\ude00\\n"'.
+func TestString(t *testing.T) {
+	got := String("a\"\\\x7f\u00e9\u20ac\U0001f600\n")
+	want := `"a\"\\\u007f\u00e9\u20ac\ud83d\ude00\n"`
+	if got != want {
+		t.Fatalf("String = %s, want %s", got, want)
+	}
+}
