@@ -10,6 +10,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/energy"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/loadgen"
 	"github.com/sweepflow/sweepflow/point"
 )
@@ -26,10 +27,6 @@ type PowerConfig struct {
 	// must be a cluster.PowerSource for it to sample.
 	Source string
 }
-
-// PowerInvalidType is the application error type of a perf result whose
-// power the gate refused while power is required.
-const PowerInvalidType = "PowerInvalid"
 
 // simCadence is how often the simulator's power model is sampled, engine
 // seconds: dcgm-exporter's and srt-slurm's 1 s cadence.
@@ -148,5 +145,5 @@ func (a *Activities) gatePower(ctx context.Context, p point.Spec, out point.Perf
 		return nil
 	}
 	msg := fmt.Sprintf("perf: power required and invalid: %s", f.Reason())
-	return temporal.NewNonRetryableApplicationError(msg, PowerInvalidType, nil, *f)
+	return temporal.NewNonRetryableApplicationError(msg, string(failure.ErrPowerInvalid), nil, *f)
 }

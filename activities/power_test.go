@@ -11,6 +11,7 @@ import (
 
 	"github.com/sweepflow/sweepflow/cluster"
 	"github.com/sweepflow/sweepflow/energy"
+	"github.com/sweepflow/sweepflow/failure"
 	"github.com/sweepflow/sweepflow/point"
 )
 
@@ -58,7 +59,7 @@ func TestPowerInvalidKeepsPerf(t *testing.T) {
 		require.NoError(t, serr)
 		if require_ {
 			app := appError(t, err)
-			assert.Equal(t, PowerInvalidType, app.Type())
+			assert.Equal(t, string(failure.ErrPowerInvalid), app.Type())
 			assert.True(t, app.NonRetryable(), "power required: the operator decides")
 			assert.Contains(t, app.Error(), "power required and invalid: ")
 			assert.Contains(t, app.Error(), energy.ReasonDeviceMissing)

@@ -27,6 +27,10 @@ const (
 	ErrInjectedFault ErrorType = "InjectedFault"
 	// ErrInvalidResult: the perf validity gate refused the figures.
 	ErrInvalidResult ErrorType = "InvalidResult"
+	// ErrPowerInvalid: the power gate refused the window's power while the
+	// worker requires power (--require-power); the perf figures stand, no
+	// retry of the same window can fix it.
+	ErrPowerInvalid ErrorType = "PowerInvalid"
 	// ErrTransient: an error no evidence explains; retried.
 	ErrTransient ErrorType = "Transient"
 	// ErrCanceled is the type the ledger records for an attempt that ended
@@ -62,6 +66,7 @@ var typeRules = []typeRule{
 	{t: ErrAllocationLost, class: JobLost},
 	{t: ErrInjectedFault, class: Injected, byType: true},
 	{t: ErrInvalidResult, class: InvalidResult, byType: true},
+	{t: ErrPowerInvalid, class: InvalidResult, byType: true, final: true},
 }
 
 func ruleOf(t ErrorType) typeRule {

@@ -556,7 +556,7 @@ func TestPowerSearchAttributes(t *testing.T) {
 func TestRequiredPowerGoesToOperatorGate(t *testing.T) {
 	f := newFake()
 	f.failures[point.StagePerf] = 1
-	f.errType[point.StagePerf] = activities.PowerInvalidType
+	f.errType[point.StagePerf] = string(failure.ErrPowerInvalid)
 	f.errDetails[point.StagePerf] = energy.Figures{Source: energy.SourceNVML, Reasons: []string{energy.ReasonGap}}
 	f.perfPower = &energy.Figures{Source: energy.SourceNVML, Valid: true, JoulesPerOutputToken: 0.5}
 	env := pointEnv(t, f)
