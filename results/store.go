@@ -617,14 +617,16 @@ func (s *Store) Perf(ctx context.Context, sweepID string) ([]PerfResult, error) 
 		}
 		if blob != "" {
 			r.JSON = []byte(blob)
-			// The power figures come back whole from the row's json.
-			var withPower struct {
-				Power *energy.Figures `json:"power"`
+			// The power figures and the load generator's p99 TTFT (no
+			// column of their own) come back from the row's json.
+			var rest struct {
+				Power     *energy.Figures `json:"power"`
+				TTFTp99Ms float64         `json:"ttft_p99_ms"`
 			}
-			if err := json.Unmarshal(r.JSON, &withPower); err != nil {
+			if err := json.Unmarshal(r.JSON, &rest); err != nil {
 				return nil, fmt.Errorf("results: perf of %s, point %s: json: %w", sweepID, r.PointID, err)
 			}
-			r.Power = withPower.Power
+			r.Power, r.TTFTp99Ms = rest.Power, rest.TTFTp99Ms
 		}
 		out = append(out, r)
 	}

@@ -335,9 +335,9 @@ func TestPerfAndEvalUpserts(t *testing.T) {
 		ctx := context.Background()
 		s, _ := be.open(t)
 		p := PerfResult{SweepID: "sw", PointID: "p1", Identity: "dep-c32", ProfileHash: "ph", ConfigKey: "ck", ExpName: "e1", Conc: 32,
-			PerfSummary: point.PerfSummary{OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900,
+			PerfSummary: point.PerfSummary{OutputTputPerGPU: 1000, TputPerGPU: 3000, InputTputPerGPU: 2000, Interactivity: 45, TTFTp90Ms: 900, TTFTp99Ms: 1800,
 				TPOTMedianMs: 22, E2ELMedianMs: 30000, Requests: 64, Failed: 1, Simulated: true, AggregateURI: "file:///agg", RequestsURI: "file:///req"},
-			JSON: []byte(`{"conc":32}`)}
+			JSON: []byte(`{"conc":32,"ttft_p99_ms":1800}`)}
 		require.NoError(t, s.PutPerf(ctx, p))
 		require.NoError(t, s.PutPerf(ctx, p), "an identical re-write is idempotent")
 		// The same exp-name at another concurrency is another identity.
