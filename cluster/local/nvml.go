@@ -30,13 +30,16 @@ import (
 // time). The readings share the worker's clock with the load generator's
 // window, since both run on this host.
 type PowerSampler struct {
-	cmd     *exec.Cmd
-	host    string
-	mu      sync.Mutex
-	rows    []energy.Sample
-	reasons []string
-	done    chan error
-	cancel  context.CancelFunc
+	cmd      *exec.Cmd
+	host     string
+	gpus     []int
+	interval time.Duration
+	mu       sync.Mutex
+	rows     []energy.Sample
+	latest   map[int]float64 // GPU index -> newest reading's timestamp
+	reasons  []string
+	done     chan error
+	cancel   context.CancelFunc
 }
 
 // NVIDIASMI is the command PowerSampler runs (found on PATH).
@@ -76,9 +79,42 @@ func StartPowerSampler(ctx context.Context, gpus []int, interval time.Duration) 
 		cancel()
 		return nil, fmt.Errorf("power: %s: %w", NVIDIASMI, err)
 	}
-	s := &PowerSampler{cmd: cmd, host: host, done: make(chan error, 1), cancel: cancel}
+	s := &PowerSampler{cmd: cmd, host: host, gpus: gpus, interval: interval, latest: map[int]float64{}, done: make(chan error, 1), cancel: cancel}
 	go func() { s.done <- s.read(out) }()
+	// The window starts after this returns, so a reading of every GPU
+	// before it brackets its start (NVML's start-up can take a second).
+	s.waitReadings(0, 5*time.Second+2*interval)
 	return s, nil
+}
+
+// waitReadings waits, at most limit, until every GPU sampled (all that have
+// reported when none were named) has a reading stamped at or after since
+// (Unix seconds), or nvidia-smi has ended.
+func (s *PowerSampler) waitReadings(since float64, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.done:
+			s.done <- err // Stop reads it
+			return
+		default:
+		}
+		s.mu.Lock()
+		ok := len(s.latest) > 0
+		for _, g := range s.gpus {
+			if _, seen := s.latest[g]; !seen {
+				ok = false
+			}
+		}
+		for _, t := range s.latest {
+			ok = ok && t >= since
+		}
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // read parses rows until nvidia-smi's output ends. A scrape is one
@@ -106,14 +142,19 @@ func (s *PowerSampler) read(r io.Reader) error {
 		}
 		row.Seq = seq
 		s.rows = append(s.rows, row)
+		s.latest[row.GPUIndex] = max(s.latest[row.GPUIndex], row.Timestamp)
 		s.mu.Unlock()
 	}
 	return sc.Err()
 }
 
-// Stop ends nvidia-smi and returns the readings and the reasons rows were
+// Stop waits for a reading of every GPU past the moment it is called (the
+// window has ended by then: InferenceX's gate wants the window bracketed,
+// and at a 1 s loop the last reading is up to a second before its end),
+// then ends nvidia-smi and returns the readings and the reasons rows were
 // dropped.
 func (s *PowerSampler) Stop() ([]energy.Sample, []string) {
+	s.waitReadings(float64(time.Now().UnixNano())/1e9, 2*s.interval+time.Second)
 	s.cancel()
 	<-s.done
 	_ = s.cmd.Wait()
