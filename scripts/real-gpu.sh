@@ -35,7 +35,10 @@
 #
 #   bash scripts/real-gpu.sh [--carry .devcarry] [--smoke]
 #
-# --smoke runs the same chain on e2e/realgpu/sweep-smoke.yaml (8k/128, conc
+# --calibrate starts the fixture server once per flag set of
+# REALGPU_CALIBRATE (';'-separated) and measures decode at c16 with
+# `starter bench` (8k prompts, 128 tokens): how fast the engine is before
+# a sweep is sized to fit the tool's 600 s. --smoke runs the same chain on e2e/realgpu/sweep-smoke.yaml (8k/128, conc
 # 1 and 16, no eval) and small gate runs: a few minutes, to check a machine
 # and calibrate. REALGPU_ENGINE=fake serves with the fixture's CPU stand-in
 # (no GPU, no torch): the chain can be tried on any Linux host.
@@ -44,11 +47,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 carry=.devcarry
 smoke=0
+calibrate=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --carry) carry=$2; shift ;;
     --smoke) smoke=1 ;;
-    *) echo "usage: $0 [--carry DIR] [--smoke]" >&2; exit 2 ;;
+    --calibrate) calibrate=1 ;;
+    *) echo "usage: $0 [--carry DIR] [--smoke|--calibrate]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -73,7 +78,9 @@ if [ -z "$PY" ]; then
 fi
 export SWEEPFLOW_REALGPU_PYTHON=$PY PYTHONUNBUFFERED=1
 engine=${REALGPU_ENGINE:-cb}
-server_flags=${REALGPU_SERVER_FLAGS:-}
+# 768 KV blocks of 256 tokens (~6 GiB): 16 requests of 8k1k fit at once
+# (transformers sized its own cache to 272 blocks, 7 of them, on the H100).
+server_flags=${REALGPU_SERVER_FLAGS:---num-blocks 768}
 [ "$engine" = fake ] && server_flags="--engine fake $server_flags"
 
 pids=()
@@ -84,7 +91,10 @@ cleanup() {
     [ -f "$f" ] && kill -- -"$(cat "$f")" 2>/dev/null
   done
   [ -x "$work/bin/starter" ] && "$work/bin/starter" server stop >/dev/null 2>&1
-  wait 2>/dev/null
+  # Only these: a bare `wait` also waits for the tee behind `exec >`, which
+  # ends only when this script does (every call on the H100 ran on to the
+  # tool's 600 s after "done").
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 }
 trap cleanup EXIT
 
@@ -134,6 +144,41 @@ else
     --gsm8k-test "$carry/gsm8k/test.jsonl" || exit 1
 fi
 cp "$model_dir/model_info.json" "$res/"
+
+if [ "$calibrate" = 1 ]; then
+  port=18400
+  IFS=';' read -ra sets <<<"${REALGPU_CALIBRATE:---num-blocks 768;--num-blocks 768 --cuda-graph --cb-warmup;--num-blocks 160}"
+  i=0
+  for flags in "${sets[@]}"; do
+    i=$((i + 1))
+    [ "$(left)" -lt 60 ] && { say "calibrate: no time left for [$flags]"; break; }
+    say "calibrate $i: server flags [$flags]"
+    REALGPU_SERVER_ARGS="$server_flags $flags" "$PY" e2e/realgpu/server.py --listen 127.0.0.1:$port --model-dir "$model_dir" \
+      --served-model-name sweepflow/random-llama-0.4b >"$work/logs/calibrate$i.log" 2>&1 &
+    srv=$!
+    up=0
+    for _ in $(seq 1 240); do
+      "$PY" -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "http://127.0.0.1:$port/health" 2>/dev/null && { up=1; break; }
+      kill -0 $srv 2>/dev/null || break
+      sleep 0.5
+    done
+    if [ "$up" = 1 ]; then
+      for shape in "1 8 8192 128" "16 32 8192 128"; do
+        set -- $shape
+        timeout 120 "$SF" bench --base-url "http://127.0.0.1:$port" --concurrency "$1" --num-prompts "$2" --num-warmups 2 \
+          --isl "$3" --osl "$4" --ignore-eos --total-gpus 1 --request-timeout 100s --no-progress --output-dir "$res/calibrate$i-c$1" 2>&1 |
+          grep -E "^Requests|^Duration|Token throughput|TTFT |ITL \(per token\)" | sed "s/^/  c$1: /"
+      done
+    else
+      echo "  server did not come up:"; tail -5 "$work/logs/calibrate$i.log"
+    fi
+    kill $srv 2>/dev/null; wait $srv 2>/dev/null
+  done
+  cp "$work"/logs/*.log "$res/" 2>/dev/null
+  tar -C "$work" -czf "$OUT/realgpu-results.tar.gz" res
+  say "calibrate done"
+  exit 0
+fi
 
 say "power sampling (NVML, 100 ms)"
 "$PY" e2e/realgpu/power.py --out "$res/power.csv" 2>"$work/logs/power.log" &
@@ -235,7 +280,7 @@ if [ "$(left)" -gt 60 ] && start_server crosscheck ""; then
     # The smoke sweep has no 8k1k row, so no eval of its own: GSM8K here,
     # through the same eval code, against the same server.
     say "smoke: GSM8K (64 questions, conc 16) through starter eval"
-    "$SF" eval --base-url "http://127.0.0.1:$port" --model sweepflow/random-llama-0.4b --mode lm-eval --limit 64 \
+    "$SF" eval gsm8k --base-url "http://127.0.0.1:$port" --model sweepflow/random-llama-0.4b --mode lm-eval --limit 64 \
       --concurrency 16 --test "$carry/gsm8k/test.jsonl" --train "$carry/gsm8k/train.jsonl" \
       --thresholds e2e/realgpu/thresholds.yaml --model-prefix randllama \
       --output-json "$res/perf/eval_smoke.json" --samples-jsonl "$res/perf/eval_samples_smoke.jsonl" 2>&1 | tail -8

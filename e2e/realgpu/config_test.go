@@ -25,7 +25,7 @@ func TestRunFilesPlan(t *testing.T) {
 		evalConcs []int
 	}{
 		"sweep.yaml":       {[]int{1, 16}, 8192, 1024, []int{16}},
-		"sweep-smoke.yaml": {[]int{1, 16}, 8192, 128, nil},
+		"sweep-smoke.yaml": {[]int{1, 8}, 8192, 128, nil},
 	} {
 		s, err := config.LoadSweep(file)
 		require.NoError(t, err, file)

@@ -1,9 +1,11 @@
 //go:build realgpu_fixtures
 
-// This file needs the fixtures a real-GPU run writes (scripts/real-gpu.sh:
-// $OUT/fixtures/c1.json.gz and c16.json.gz, copied to testdata/). No GPU
-// machine could be had when it was written; delete the build line above
-// once the fixtures are committed.
+// This file reads the fixtures a real-GPU run writes (scripts/real-gpu.sh:
+// $OUT/fixtures/c<conc>.json.gz, copied to testdata/). The one committed,
+// c1 of the H100 smoke run of 2026-12-06, agrees on TTFT and ITL but is
+// 2.28 % off on output throughput: the replay is a second run of an engine
+// whose speed varies from request to request (docs/performance.md "Real
+// GPU"). The build line stays until a run's replays agree.
 
 package realgpu
 
@@ -21,7 +23,7 @@ import (
 // recorded are the points of the real-GPU run whose request logs are
 // committed (testdata/<point>.json.gz, written by `crosscheck --fixture` on
 // the lent GPU; docs/performance.md "Real GPU" gives the run).
-var recorded = []string{"c1", "c16"}
+var recorded = []string{"c1"}
 
 func loadRecorded(t *testing.T, point string) *Run {
 	t.Helper()

@@ -132,6 +132,11 @@ def main():
         t0 = unix(agg.get("started_at"))
         if t0 is not None and samples:
             p["power"] = power(samples, t0, t0 + (agg.get("window") or agg.get("duration") or 0))
+        # sweepflow's own power figures (nvidia-smi through the worker's
+        # local backend, judged by the power gate) beside the fixture's NVML.
+        for sp in load(os.path.join(res, "status.json"), {}).get("points") or []:
+            if sp.get("conc") == conc and (sp.get("perf") or {}).get("power"):
+                p["sweepflow_power"] = sp["perf"]["power"]
         cc = os.path.join(res, "crosscheck", f"c{conc}")
         cl = load(os.path.join(cc, "client_summary.json"))
         if cl:
