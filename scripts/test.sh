@@ -92,9 +92,19 @@ else
   echo "compose stack test: skipped (no Docker engine)"
 fi
 
+# Tests that need both cores to themselves run after everything else: the
+# slo-versus-brute-force test drives the seed's 2P1D deployment at c768-c1280
+# on the engine's own clock, and beside other packages the simulator falls
+# behind its schedule (a fresh-clone run measured p99 TTFT 17.7 s at c768
+# instead of 1.2 s, and no candidate met the SLO). With arguments, go test
+# gets them as given.
+alone='^TestIntegrationAdaptiveSLOMatchesBruteForce$'
+skip=()
+[ $# -eq 0 ] && skip=(-skip "$alone")
+
 echo "== go test"
 go_t0=$SECONDS
-go test -count=1 -timeout 50m "$@" ./... || status=$?
+go test -count=1 -timeout 50m "${skip[@]}" "$@" ./... || status=$?
 echo "go test: $((SECONDS - go_t0)) s"
 
 if [ -n "$compose_pid" ]; then
@@ -104,6 +114,13 @@ if [ -n "$compose_pid" ]; then
   echo "== compose stack test (deploy/composetest): exit $cstatus after $((SECONDS - compose_t0)) s"
   sed 's/^/composetest| /' "$compose_log"
   [ "$cstatus" = 0 ] || status=$cstatus
+fi
+
+if [ ${#skip[@]} -gt 0 ]; then
+  echo "== go test, alone on the machine: $alone (e2e)"
+  alone_t0=$SECONDS
+  go test -count=1 -timeout 20m -run "$alone" ./e2e || status=$?
+  echo "alone: $((SECONDS - alone_t0)) s"
 fi
 
 echo
