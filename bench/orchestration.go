@@ -200,6 +200,13 @@ func (o *Orchestration) Run(ctx context.Context, stdout, stderr io.Writer) error
 			o.HostPort, stop = d.Address(), s
 		}
 		c, err := client.Dial(o)
+		// A server this run just started may still be bringing its
+		// frontend up ("Frontend is not healthy yet", seen on a loaded
+		// host): ask again for a while.
+		for wait := time.Now().Add(30 * time.Second); err != nil && f.Address == "" && time.Now().Before(wait) && ctx.Err() == nil; {
+			time.Sleep(200 * time.Millisecond)
+			c, err = client.Dial(o)
+		}
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", o.HostPort, err)
